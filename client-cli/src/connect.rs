@@ -1,0 +1,131 @@
+//! Reaching the daemon: connect, or start it when its socket is absent or stale.
+//!
+//! Starting is serialized by a lock file, so two clients starting at once start one daemon.
+//! The daemon is spawned in its own process group (Ctrl-C in this terminal never reaches it)
+//! and is ready when its socket accepts.
+
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use stepper_protocol::client::{ClientError, DaemonClient, connect_stream};
+use stepper_protocol::methods::{ClientInfo, ClientKind};
+use stepper_protocol::places::Places;
+
+/// How long a starting daemon may take to accept connections.
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+
+pub fn client_info(name: &str) -> ClientInfo {
+    ClientInfo {
+        name: name.into(),
+        kind: ClientKind::Cli,
+        version: env!("CARGO_PKG_VERSION").into(),
+        pid: Some(std::process::id()),
+    }
+}
+
+pub fn places() -> anyhow::Result<Places> {
+    Ok(Places::from_env()?)
+}
+
+/// Connect to the running daemon, starting one first if nobody listens on the socket.
+pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<DaemonClient> {
+    match DaemonClient::connect(&places.socket, client_info(name)).await {
+        Ok(client) => return Ok(client),
+        Err(e) if e.is_not_running() => {}
+        Err(e) => return Err(e.into()),
+    }
+    start_daemon(places).await?;
+    Ok(DaemonClient::connect(&places.socket, client_info(name)).await?)
+}
+
+/// Connect without starting anything.
+pub async fn connect_existing(places: &Places, name: &str) -> Result<DaemonClient, ClientError> {
+    DaemonClient::connect(&places.socket, client_info(name)).await
+}
+
+/// Start the daemon unless one is already listening; return once it accepts connections.
+pub async fn start_daemon(places: &Places) -> anyhow::Result<bool> {
+    std::fs::create_dir_all(&places.data_dir)
+        .with_context(|| format!("creating the data dir {}", places.data_dir.display()))?;
+    let lock_path = places.startup_lock_path();
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("opening {}", lock_path.display()))?;
+    // Another client may be starting the daemon right now: wait for it, then look again.
+    let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
+        .await
+        .context("waiting for the startup lock")?
+        .with_context(|| format!("locking {}", lock_path.display()))?;
+    if connect_stream(&places.socket).await.is_ok() {
+        return Ok(false);
+    }
+
+    let exe = stepperd_path()?;
+    std::fs::create_dir_all(&places.log_dir)
+        .with_context(|| format!("creating {}", places.log_dir.display()))?;
+    let stderr_path = places.log_dir.join("stepperd.stderr");
+    let stderr = std::fs::File::create(&stderr_path)
+        .with_context(|| format!("creating {}", stderr_path.display()))?;
+    let mut command = Command::new(&exe);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting the daemon {}", exe.display()))?;
+
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if connect_stream(&places.socket).await.is_ok() {
+            drop(lock);
+            return Ok(true);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let said = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+            let said = said.trim().trim_start_matches("stepperd: ");
+            bail!(
+                "the daemon ({}) exited ({status}) before it was ready: {said}",
+                exe.display()
+            );
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "the daemon ({}) did not start listening on {} within {}s — see {}",
+                exe.display(),
+                places.socket.display(),
+                READY_TIMEOUT.as_secs(),
+                places.log_path().display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `STEPPERD`, else `stepperd` next to this executable.
+fn stepperd_path() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("STEPPERD").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().context("finding the stepper executable")?;
+    let candidate = exe.with_file_name(format!("stepperd{}", std::env::consts::EXE_SUFFIX));
+    if candidate.exists() {
+        return Ok(candidate);
+    }
+    bail!(
+        "cannot find stepperd next to {} — install both binaries together, or set STEPPERD to \
+         its path",
+        exe.display()
+    )
+}

@@ -1,0 +1,14 @@
+//! The engine: what a turn does, independent of sockets, storage and wire formats.
+//!
+//! It owns the `LlmProvider` trait (HTTP-free: providers implement it elsewhere), the model
+//! reference syntax, and the agent loop that turns a provider's stream into session events.
+
+pub mod agent;
+pub mod model;
+pub mod provider;
+
+pub use agent::{AgentLoop, EventSink, TurnOutcome};
+pub use model::ModelRef;
+pub use provider::{
+    ChatEvent, ChatMessage, ChatRequest, ChatStream, LlmProvider, ProviderError, Role,
+};

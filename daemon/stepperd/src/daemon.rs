@@ -1,0 +1,219 @@
+//! The daemon: its parts started from one place, sharing one handle and one shutdown signal.
+//!
+//! Start: lock the data dir, open the store, end turns a crash left running, bind the socket.
+//! Stop (SIGTERM, SIGINT or `daemon/shutdown`): stop accepting, give running turns a grace
+//! period, interrupt the rest, commit every log, close connections, remove the socket.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use stepper_protocol::PROTOCOL_VERSION;
+use stepper_protocol::methods::DaemonInfoResponse;
+use stepper_protocol::places::Places;
+use stepper_protocol::server::{ConnectionServer, LocalListener, StopHandle, stop_channel};
+use stepper_providers::Providers;
+use stepper_store::{Store, now_ms};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::hub::{Hub, HubDeps};
+use crate::lock::DataDirLock;
+use crate::rpc;
+
+/// The shared handle every connection holds.
+pub struct Daemon {
+    pub hub: Hub,
+    pub places: Places,
+    pub started_at: i64,
+    pub shutdown: CancellationToken,
+    clients: AtomicU32,
+}
+
+impl Daemon {
+    pub fn info(&self) -> DaemonInfoResponse {
+        DaemonInfoResponse {
+            version: env!("CARGO_PKG_VERSION").into(),
+            protocol_version: PROTOCOL_VERSION,
+            pid: std::process::id(),
+            started_at: self.started_at,
+            data_dir: self.places.data_dir.display().to_string(),
+            socket: self.places.socket.display().to_string(),
+            live_sessions: u32::try_from(self.hub.live_count()).unwrap_or(u32::MAX),
+            running_turns: u32::try_from(*self.hub.deps().running.borrow()).unwrap_or(u32::MAX),
+            clients: self.clients.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// How long shutdown waits for running turns before interrupting them.
+fn grace_period() -> Duration {
+    std::env::var("STEPPER_SHUTDOWN_GRACE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(5))
+}
+
+/// Run the daemon until it is told to stop. `lock` proves this process owns the data dir.
+pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
+    let store = Store::open(&places.store_path()).await.with_context(|| {
+        format!(
+            "opening the session store {}",
+            places.store_path().display()
+        )
+    })?;
+    let providers = Providers::new()?;
+    let tasks = TaskTracker::new();
+    let (running, _) = watch::channel(0usize);
+    let hub = Hub::new(HubDeps {
+        store: store.clone(),
+        providers,
+        running,
+        tasks: tasks.clone(),
+    });
+    let recovered = hub
+        .recover_interrupted()
+        .await
+        .context("recovering interrupted turns")?;
+    if recovered > 0 {
+        tracing::warn!(
+            recovered,
+            "turns left running by an unclean stop were marked interrupted"
+        );
+    }
+
+    let listener = LocalListener::bind(&places.socket)
+        .with_context(|| format!("binding the socket {}", places.socket.display()))?;
+    let daemon = Arc::new(Daemon {
+        hub,
+        places,
+        started_at: now_ms(),
+        shutdown: CancellationToken::new(),
+        clients: AtomicU32::new(0),
+    });
+    tracing::info!(
+        pid = std::process::id(),
+        socket = %daemon.places.socket.display(),
+        lock = %lock.path().display(),
+        "stepperd ready"
+    );
+
+    let signals = tokio::spawn(watch_signals(daemon.shutdown.clone()));
+    let (stop, server_handle) = stop_channel();
+    let connections = TaskTracker::new();
+    // Accepting goes on through the grace period, so a client that arrives then is told the
+    // daemon is stopping instead of hanging on a socket nobody serves.
+    let stop_accepting = CancellationToken::new();
+    let acceptor = tokio::spawn(accept_loop(
+        listener,
+        Arc::clone(&daemon),
+        stop,
+        connections.clone(),
+        stop_accepting.clone(),
+    ));
+
+    daemon.shutdown.cancelled().await;
+    tracing::info!("shutting down");
+    let mut running = daemon.hub.deps().running.subscribe();
+    let idle = |n: &usize| *n == 0;
+    if tokio::time::timeout(grace_period(), running.wait_for(idle))
+        .await
+        .is_err()
+    {
+        let n = daemon.hub.interrupt_all();
+        tracing::info!(
+            interrupted = n,
+            "grace period over; interrupting running turns"
+        );
+        let _ = tokio::time::timeout(Duration::from_secs(5), running.wait_for(idle)).await;
+    }
+    daemon.hub.flush_all().await;
+    stop_accepting.cancel();
+    let listener = acceptor.await;
+    let _ = server_handle.stop();
+    connections.close();
+    if tokio::time::timeout(Duration::from_secs(2), connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections did not close in time");
+    }
+    daemon.hub.clear();
+    tasks.close();
+    if tokio::time::timeout(Duration::from_secs(5), tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some session tasks did not end in time");
+    }
+    store.close().await;
+    signals.abort();
+    // Dropping the listener removes the socket file.
+    drop(listener);
+    tracing::info!("stopped");
+    drop(lock);
+    Ok(())
+}
+
+/// Accept connections until told to stop; hands the listener back so the caller decides
+/// when the socket goes away.
+async fn accept_loop(
+    listener: LocalListener,
+    daemon: Arc<Daemon>,
+    stop: StopHandle,
+    connections: TaskTracker,
+    stop_accepting: CancellationToken,
+) -> LocalListener {
+    let server = ConnectionServer::default();
+    loop {
+        let accepted = tokio::select! {
+            () = stop_accepting.cancelled() => return listener,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok(Ok(conn)) => {
+                let module = rpc::module(Arc::clone(&daemon), conn.peer_pid);
+                let (server, stop, daemon) = (server.clone(), stop.clone(), Arc::clone(&daemon));
+                connections.spawn(async move {
+                    daemon.clients.fetch_add(1, Ordering::Relaxed);
+                    server.serve(conn.stream, module, stop).await;
+                    daemon.clients.fetch_sub(1, Ordering::Relaxed);
+                });
+            }
+            Ok(Err(refused)) => tracing::warn!(reason = %refused, "connection refused"),
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::error!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn watch_signals(shutdown: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::error!(
+                "cannot listen for signals; stop the daemon with 'stepper daemon stop'"
+            );
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM"),
+            _ = int.recv() => tracing::info!("SIGINT"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    shutdown.cancel();
+}

@@ -1,0 +1,235 @@
+//! A session's event log: persist, then publish.
+//!
+//! One writer task per session numbers events, commits them in batches and only then
+//! publishes them. Batches form by themselves: while one commit (an fsync) runs, the events
+//! that arrive queue up and go in the next. Nothing is published that a crash could take back,
+//! and nobody waits for a slow subscriber: the broadcast drops what a laggard missed, and the
+//! laggard reads it back from the store.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use stepper_protocol::{AppEvent, EventEnvelope};
+use stepper_store::{Store, now_ms};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::task::TaskTracker;
+
+/// Events waiting for the writer. When full, `append` waits: a producer that outruns the
+/// disk slows down rather than lose events or grow without bound.
+const QUEUE: usize = 4096;
+/// The most events committed in one transaction.
+const MAX_BATCH: usize = 512;
+/// Published events kept for subscribers that fall behind before they must catch up from the
+/// store.
+const LIVE_BUFFER: usize = 4096;
+/// Attempts at committing a batch before the log is declared failed.
+const COMMIT_ATTEMPTS: u32 = 3;
+
+/// A committed event, as subscribers receive it.
+#[derive(Debug, Clone)]
+pub struct Published {
+    pub envelope: Arc<EventEnvelope>,
+    /// When its transaction committed (for latency measurement).
+    pub committed_at: Instant,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LogError {
+    #[error("the session's event log failed and takes no more events: {0}")]
+    Failed(String),
+    #[error("the session's event log is closed")]
+    Closed,
+}
+
+enum Append {
+    Event {
+        turn: Option<u32>,
+        event: AppEvent,
+        committed: Option<oneshot::Sender<Result<u64, LogError>>>,
+    },
+    Flush(oneshot::Sender<Result<u64, LogError>>),
+}
+
+/// The handle producers and subscribers share. Cloning it is cheap.
+#[derive(Clone)]
+pub struct EventLog {
+    queue: mpsc::Sender<Append>,
+    live: broadcast::Sender<Published>,
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+impl EventLog {
+    /// Start the writer of `session_id`, whose last committed seq is `last_seq`. The writer
+    /// ends when every handle is dropped, after committing what was queued.
+    pub fn spawn(store: Store, session_id: String, last_seq: u64, tasks: &TaskTracker) -> EventLog {
+        let (queue, rx) = mpsc::channel(QUEUE);
+        let (live, _) = broadcast::channel(LIVE_BUFFER);
+        let failed = Arc::new(Mutex::new(None));
+        let writer = Writer {
+            store,
+            session_id,
+            last_seq,
+            live: live.clone(),
+            failed: Arc::clone(&failed),
+        };
+        tasks.spawn(writer.run(rx));
+        EventLog {
+            queue,
+            live,
+            failed,
+        }
+    }
+
+    /// Queue an event; it is committed and published shortly. Returns once queued.
+    pub async fn append(&self, turn: Option<u32>, event: AppEvent) -> Result<(), LogError> {
+        self.check()?;
+        self.queue
+            .send(Append::Event {
+                turn,
+                event,
+                committed: None,
+            })
+            .await
+            .map_err(|_| LogError::Closed)
+    }
+
+    /// Queue an event and wait until it is committed; returns its seq.
+    pub async fn append_committed(
+        &self,
+        turn: Option<u32>,
+        event: AppEvent,
+    ) -> Result<u64, LogError> {
+        self.check()?;
+        let (tx, rx) = oneshot::channel();
+        self.queue
+            .send(Append::Event {
+                turn,
+                event,
+                committed: Some(tx),
+            })
+            .await
+            .map_err(|_| LogError::Closed)?;
+        rx.await.map_err(|_| LogError::Closed)?
+    }
+
+    /// Wait until everything queued so far is committed; returns the last seq.
+    pub async fn flush(&self) -> Result<u64, LogError> {
+        let (tx, rx) = oneshot::channel();
+        self.queue
+            .send(Append::Flush(tx))
+            .await
+            .map_err(|_| LogError::Closed)?;
+        rx.await.map_err(|_| LogError::Closed)?
+    }
+
+    /// Committed events from now on. Subscribe before reading the store, then skip what the
+    /// store already gave: no event falls between the two.
+    pub fn subscribe(&self) -> broadcast::Receiver<Published> {
+        self.live.subscribe()
+    }
+
+    fn check(&self) -> Result<(), LogError> {
+        match &*self.failed.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(reason) => Err(LogError::Failed(reason.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+struct Writer {
+    store: Store,
+    session_id: String,
+    last_seq: u64,
+    live: broadcast::Sender<Published>,
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+impl Writer {
+    async fn run(mut self, mut rx: mpsc::Receiver<Append>) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+            self.commit(&mut batch).await;
+        }
+    }
+
+    async fn commit(&mut self, batch: &mut Vec<Append>) {
+        let at = now_ms();
+        let first_seq = self.last_seq + 1;
+        let mut envelopes = Vec::with_capacity(batch.len());
+        for item in batch.iter_mut() {
+            if let Append::Event { turn, event, .. } = item {
+                // The event moves into its envelope; the placeholder left behind is never read.
+                let event = std::mem::replace(
+                    event,
+                    AppEvent::Notice {
+                        message: String::new(),
+                    },
+                );
+                envelopes.push(EventEnvelope {
+                    session_id: self.session_id.clone(),
+                    seq: first_seq + envelopes.len() as u64,
+                    at,
+                    turn: *turn,
+                    event,
+                });
+            }
+        }
+        let result = if self.is_failed() {
+            Err(LogError::Failed("an earlier commit failed".into()))
+        } else {
+            self.store_with_retries(&envelopes).await
+        };
+        if result.is_ok() {
+            self.last_seq += envelopes.len() as u64;
+            let committed_at = Instant::now();
+            for envelope in envelopes {
+                // No receivers is fine: nobody is watching this session right now.
+                let _ = self.live.send(Published {
+                    envelope: Arc::new(envelope),
+                    committed_at,
+                });
+            }
+        }
+        let mut seq = first_seq;
+        for item in batch.drain(..) {
+            let (tx, value) = match item {
+                Append::Event { committed, .. } => {
+                    seq += 1;
+                    (committed, seq - 1)
+                }
+                Append::Flush(tx) => (Some(tx), self.last_seq),
+            };
+            if let Some(tx) = tx {
+                // The waiter may have gone (its client left): nothing to tell.
+                let _ = tx.send(result.clone().map(|()| value));
+            }
+        }
+    }
+
+    async fn store_with_retries(&self, envelopes: &[EventEnvelope]) -> Result<(), LogError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.store.append_events(&self.session_id, envelopes).await {
+                Ok(()) => return Ok(()),
+                Err(e) if attempt < COMMIT_ATTEMPTS => {
+                    tracing::warn!(session = %self.session_id, error = %e, attempt, "commit failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+                }
+                Err(e) => {
+                    tracing::error!(session = %self.session_id, error = %e, "commit failed; the log stops");
+                    let reason = e.to_string();
+                    *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason.clone());
+                    return Err(LogError::Failed(reason));
+                }
+            }
+        }
+    }
+
+    fn is_failed(&self) -> bool {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+}

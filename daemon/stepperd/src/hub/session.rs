@@ -1,0 +1,295 @@
+//! A live session: its event log, its input queue, and the actor that runs one turn at a
+//! time, in the order inputs were queued.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use stepper_engine::{
+    AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, Role, agent::SinkError,
+};
+use stepper_protocol::session::{Env, SessionId, SessionInfo};
+use stepper_protocol::{AppEvent, TurnStatus};
+use stepper_providers::Providers;
+use stepper_store::Store;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::log::{EventLog, LogError};
+
+/// Inputs waiting to run. When full, `submit` refuses with a clear error rather than let one
+/// client queue without bound.
+const INPUT_QUEUE: usize = 256;
+/// The answer length asked of the model.
+const MAX_TOKENS: u32 = 8192;
+
+/// What sessions need from the daemon, shared by all of them.
+#[derive(Clone)]
+pub struct HubDeps {
+    pub store: Store,
+    pub providers: Providers,
+    /// How many turns are running, daemon-wide; shutdown waits on it.
+    pub running: watch::Sender<usize>,
+    pub tasks: TaskTracker,
+}
+
+pub struct LiveSession {
+    pub id: SessionId,
+    pub log: EventLog,
+    inputs: mpsc::Sender<QueuedInput>,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// The full environment of the latest client: kept in memory only.
+    env: Env,
+    model: String,
+    turns: u32,
+    running: Option<CancellationToken>,
+}
+
+struct QueuedInput {
+    input_id: String,
+    text: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("too many inputs are queued in this session ({INPUT_QUEUE}); wait for some to run")]
+    QueueFull,
+}
+
+impl LiveSession {
+    /// Bring a stored session to life: start its log writer and its turn actor.
+    pub fn start(info: &SessionInfo, env: Env, deps: &HubDeps) -> Arc<LiveSession> {
+        let log = EventLog::spawn(
+            deps.store.clone(),
+            info.id.clone(),
+            info.last_seq,
+            &deps.tasks,
+        );
+        let (inputs, rx) = mpsc::channel(INPUT_QUEUE);
+        let session = Arc::new(LiveSession {
+            id: info.id.clone(),
+            log,
+            inputs,
+            state: Mutex::new(State {
+                env,
+                model: info.model.clone(),
+                turns: info.turns,
+                running: None,
+            }),
+        });
+        deps.tasks
+            .spawn(run_inputs(Arc::downgrade(&session), rx, deps.clone()));
+        session
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave State inconsistent (plain fields).
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue an input: committed as `InputQueued` before this returns its seq.
+    pub async fn submit(
+        &self,
+        text: String,
+        env: Option<Env>,
+        client: Option<String>,
+    ) -> Result<(String, u64), SubmitError> {
+        if let Some(env) = env {
+            self.state().env = env;
+        }
+        let permit = self
+            .inputs
+            .try_reserve()
+            .map_err(|_| SubmitError::QueueFull)?;
+        let input_id = uuid::Uuid::now_v7().to_string();
+        let event = AppEvent::InputQueued {
+            input_id: input_id.clone(),
+            text: text.clone(),
+            client,
+        };
+        let seq = self.log.append_committed(None, event).await?;
+        permit.send(QueuedInput {
+            input_id: input_id.clone(),
+            text,
+        });
+        Ok((input_id, seq))
+    }
+
+    /// Interrupt the running turn; false when none runs.
+    pub fn interrupt(&self) -> bool {
+        match &self.state().running {
+            Some(cancel) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.state().running.is_some()
+    }
+
+    async fn run_turn(&self, input: QueuedInput, deps: &HubDeps) {
+        let cancel = CancellationToken::new();
+        let (turn, model, env) = {
+            let mut state = self.state();
+            state.turns += 1;
+            state.running = Some(cancel.clone());
+            (state.turns, state.model.clone(), state.env.clone())
+        };
+        deps.running.send_modify(|n| *n += 1);
+        let status = self
+            .turn_body(turn, &input, &model, &env, cancel, deps)
+            .await;
+        if let Err(e) = status {
+            tracing::error!(session = %self.id, turn, error = %e, "turn could not be recorded");
+        }
+        self.state().running = None;
+        deps.running.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    async fn turn_body(
+        &self,
+        turn: u32,
+        input: &QueuedInput,
+        model: &str,
+        env: &Env,
+        cancel: CancellationToken,
+        deps: &HubDeps,
+    ) -> Result<(), LogError> {
+        // Everything before this turn is committed, so the history read below is complete.
+        self.log.flush().await?;
+        let history = history(&deps.store, &self.id).await;
+        let started = AppEvent::TurnStarted {
+            input_id: input.input_id.clone(),
+            text: input.text.clone(),
+            model: model.to_string(),
+        };
+        self.log.append(Some(turn), started).await?;
+
+        let prepared = history.and_then(|messages| {
+            let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
+            let provider = deps
+                .providers
+                .resolve(&model_ref, env)
+                .map_err(|e| e.to_string())?;
+            Ok((provider, model_ref, messages))
+        });
+        let (status, error) = match prepared {
+            Err(message) => (TurnStatus::Failed, Some(message)),
+            Ok((provider, model_ref, mut messages)) => {
+                messages.push(ChatMessage {
+                    role: Role::User,
+                    text: input.text.clone(),
+                });
+                let request = ChatRequest {
+                    model: model_ref.model,
+                    system: None,
+                    messages,
+                    max_tokens: MAX_TOKENS,
+                    cache: true,
+                };
+                let sink = TurnSink {
+                    log: &self.log,
+                    turn,
+                };
+                let outcome = AgentLoop::new(provider).run(request, cancel, &sink).await;
+                (outcome.status, outcome.error)
+            }
+        };
+        self.log
+            .append(Some(turn), AppEvent::TurnFinished { status, error })
+            .await?;
+        self.log.flush().await?;
+        Ok(())
+    }
+}
+
+async fn run_inputs(
+    session: Weak<LiveSession>,
+    mut rx: mpsc::Receiver<QueuedInput>,
+    deps: HubDeps,
+) {
+    while let Some(input) = rx.recv().await {
+        let Some(session) = session.upgrade() else {
+            break;
+        };
+        session.run_turn(input, &deps).await;
+    }
+}
+
+struct TurnSink<'a> {
+    log: &'a EventLog,
+    turn: u32,
+}
+
+impl EventSink for TurnSink<'_> {
+    async fn emit(&self, event: AppEvent) -> Result<(), SinkError> {
+        self.log
+            .append(Some(self.turn), event)
+            .await
+            .map_err(|e| SinkError(e.to_string()))
+    }
+}
+
+/// The conversation so far, rebuilt from the log: each turn's input, and the assistant
+/// message it produced (partial ones included, so the model sees what the user saw).
+async fn history(store: &Store, session_id: &str) -> Result<Vec<ChatMessage>, String> {
+    let events = store
+        .events_of_kinds(session_id, &["TurnStarted", "MessageCompleted"])
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut messages = Vec::new();
+    for e in events {
+        let (role, text) = match e.event {
+            AppEvent::TurnStarted { text, .. } => (Role::User, text),
+            AppEvent::MessageCompleted { text, .. } => (Role::Assistant, text),
+            _ => continue,
+        };
+        if !text.trim().is_empty() {
+            messages.push(ChatMessage { role, text });
+        }
+    }
+    Ok(messages)
+}
+
+/// The part of an environment that may be written to disk: no variable whose name looks
+/// like it holds a secret.
+pub fn persistable_env(env: &Env) -> Env {
+    const SECRET_MARKERS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];
+    env.iter()
+        .filter(|(name, _)| {
+            let upper = name.to_ascii_uppercase();
+            !SECRET_MARKERS.iter().any(|m| upper.contains(m))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_reach_disk() {
+        let env: Env = [
+            ("PATH", "/bin"),
+            ("ANTHROPIC_API_KEY", "sk"),
+            ("GITHUB_TOKEN", "t"),
+            ("aws_secret_access_key", "s"),
+            ("DB_PASSWORD", "p"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "c"),
+            ("HOME", "/h"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let kept: Vec<_> = persistable_env(&env).into_keys().collect();
+        assert_eq!(kept, ["HOME", "PATH"]);
+    }
+}

@@ -1,0 +1,10 @@
+//! stepperd: the daemon that owns sessions, turns and everything that touches the machine.
+//!
+//! `daemon` wires the parts and owns the lifecycle; `rpc` is the method handlers; `hub` holds
+//! live sessions, their event logs and their turns; `lock` makes one daemon own a data dir.
+
+pub mod daemon;
+pub mod hub;
+pub mod lock;
+pub mod logging;
+pub mod rpc;

@@ -1,0 +1,27 @@
+//! The daemon's log: a file in the data dir, filtered by `STEPPER_LOG` (default `info`).
+//! Keys and tokens are never logged: nothing logs a request's headers or a session's env.
+
+use std::path::Path;
+
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_subscriber::EnvFilter;
+
+/// Start logging to `log_path`; keep the guard alive until exit so the last lines are written.
+pub fn init(log_path: &Path) -> anyhow::Result<WorkerGuard> {
+    let dir = log_path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let file_name = log_path
+        .file_name()
+        .unwrap_or(std::ffi::OsStr::new("stepperd.log"));
+    let appender = tracing_appender::rolling::never(dir, file_name);
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let filter = EnvFilter::try_from_env("STEPPER_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,jsonrpsee=warn,hyper=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .with_ansi(false)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot start logging: {e}"))?;
+    Ok(guard)
+}

@@ -1,0 +1,86 @@
+//! The `stepperd` binary. Usually started by a client (or at login), not by hand.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use stepper_protocol::places::Places;
+use stepperd::lock::{DataDirLock, LockError};
+
+/// The stepper daemon: owns sessions, turns and tools; clients talk to it over a local socket.
+///
+/// Places come from STEPPER_HOME (everything under one folder), else the XDG base
+/// directories; STEPPER_SOCKET overrides the socket. Logs go to the data dir's logs/.
+#[derive(Parser)]
+#[command(version)]
+struct Args {
+    /// Print where the daemon keeps its files and exit.
+    #[arg(long)]
+    print_places: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let places = match Places::from_env() {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    if args.print_places {
+        println!("data:   {}", places.data_dir.display());
+        println!("config: {}", places.config_dir.display());
+        println!("socket: {}", places.socket.display());
+        println!("log:    {}", places.log_path().display());
+        return ExitCode::SUCCESS;
+    }
+    if let Err(e) = create_private_dir(&places.data_dir) {
+        return fail(&format!(
+            "cannot create the data dir {}: {e}",
+            places.data_dir.display()
+        ));
+    }
+    let lock = match DataDirLock::acquire(&places.daemon_lock_path(), &places.data_dir) {
+        Ok(lock) => lock,
+        Err(e @ LockError::Held { .. }) => {
+            eprintln!("stepperd: {e}");
+            return ExitCode::from(3);
+        }
+        Err(e) => return fail(&e),
+    };
+    let _log = match stepperd::logging::init(&places.log_path()) {
+        Ok(guard) => guard,
+        Err(e) => return fail(&e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the async runtime: {e}")),
+    };
+    match runtime.block_on(stepperd::daemon::run(places, lock)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "stepperd failed");
+            fail(&format!("{e:#}"))
+        }
+    }
+}
+
+fn fail(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("stepperd: {e}");
+    ExitCode::FAILURE
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}

@@ -1,0 +1,368 @@
+//! The method handlers: one `RpcModule` per connection, built from the protocol's method
+//! table, with the connection's own state (who the client is, whether it said `initialize`).
+//!
+//! Every internal error becomes a protocol error in one place, [`RpcError`]'s conversion.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, SubscriptionSink};
+use stepper_engine::ModelRef;
+use stepper_engine::model::DEFAULT_MODEL;
+use stepper_protocol::error as code;
+use stepper_protocol::methods::*;
+use stepper_protocol::{EventEnvelope, PROTOCOL_VERSION};
+use stepper_store::{NewSession, Store, now_ms};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::daemon::Daemon;
+use crate::hub::{HubError, SubmitError, persistable_env};
+
+/// Events read from the store per query while replaying.
+const REPLAY_PAGE: u32 = 1000;
+
+/// Why a method failed, before it becomes a JSON-RPC error.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    #[error(
+        "this client speaks protocol {client} but stepperd {daemon_version} speaks \
+         {PROTOCOL_VERSION} — restart the daemon with 'stepper daemon stop' (the next command \
+         starts the matching one), or update the client"
+    )]
+    VersionMismatch {
+        client: stepper_protocol::ProtocolVersion,
+        daemon_version: &'static str,
+    },
+    #[error("call 'initialize' first: every connection starts with it")]
+    NotInitialized,
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    InvalidState(String),
+    #[error("{0}")]
+    Store(String),
+    #[error("stepperd is shutting down and takes no new work — run the command again in a moment")]
+    ShuttingDown,
+}
+
+impl From<RpcError> for ErrorObjectOwned {
+    fn from(e: RpcError) -> ErrorObjectOwned {
+        let c = match &e {
+            RpcError::VersionMismatch { .. } => code::VERSION_MISMATCH,
+            RpcError::NotInitialized => code::NOT_INITIALIZED,
+            RpcError::InvalidParams(_) => code::INVALID_PARAMS,
+            RpcError::NotFound(_) => code::SESSION_NOT_FOUND,
+            RpcError::InvalidState(_) => code::INVALID_STATE,
+            RpcError::Store(_) => code::STORE_ERROR,
+            RpcError::ShuttingDown => code::SHUTTING_DOWN,
+        };
+        ErrorObjectOwned::owned(c, e.to_string(), None::<()>)
+    }
+}
+
+impl From<HubError> for RpcError {
+    fn from(e: HubError) -> RpcError {
+        match e {
+            HubError::NotFound(_) => RpcError::NotFound(e.to_string()),
+            HubError::Store(s) => RpcError::Store(s.to_string()),
+        }
+    }
+}
+
+impl From<stepper_store::StoreError> for RpcError {
+    fn from(e: stepper_store::StoreError) -> RpcError {
+        RpcError::Store(e.to_string())
+    }
+}
+
+impl From<SubmitError> for RpcError {
+    fn from(e: SubmitError) -> RpcError {
+        match e {
+            SubmitError::QueueFull => RpcError::InvalidState(e.to_string()),
+            SubmitError::Log(l) => RpcError::Store(l.to_string()),
+        }
+    }
+}
+
+/// One connection's state.
+pub struct Conn {
+    daemon: Arc<Daemon>,
+    initialized: AtomicBool,
+    client: Mutex<Option<ClientInfo>>,
+    peer_pid: Option<u32>,
+}
+
+impl Conn {
+    fn client_label(&self) -> Option<String> {
+        let client = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        client.as_ref().map(|c| match c.pid.or(self.peer_pid) {
+            Some(pid) => format!("{} (pid {pid})", c.name),
+            None => c.name.clone(),
+        })
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
+    match params.as_str() {
+        // Absent params are an empty object, so `{}`-shaped params may be left out.
+        None => serde_json::from_str("{}").map_err(|e| {
+            ErrorObjectOwned::owned(
+                code::INVALID_PARAMS,
+                format!("params required: {e}"),
+                None::<()>,
+            )
+        }),
+        Some(_) => params.parse(),
+    }
+}
+
+fn register<M, F, Fut>(module: &mut RpcModule<Conn>, handler: F)
+where
+    M: Method,
+    F: Fn(Arc<Conn>, M::Params) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<M::Response, RpcError>> + Send + 'static,
+{
+    let registered = module.register_async_method(M::NAME, move |params, conn, _| {
+        let handler = handler.clone();
+        async move {
+            if M::NAME != Initialize::NAME && !conn.initialized.load(Ordering::Acquire) {
+                return Err(RpcError::NotInitialized.into());
+            }
+            let p = parse::<M::Params>(&params)?;
+            handler(conn, p).await.map_err(ErrorObjectOwned::from)
+        }
+    });
+    if let Err(e) = registered {
+        // Names come from the method table, whose uniqueness a test checks.
+        tracing::error!(method = M::NAME, error = %e, "method registered twice");
+    }
+}
+
+/// The methods of one connection.
+pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
+    let conn = Conn {
+        daemon,
+        initialized: AtomicBool::new(false),
+        client: Mutex::new(None),
+        peer_pid,
+    };
+    let mut m = RpcModule::new(conn);
+
+    register::<Initialize, _, _>(&mut m, |conn, p| async move {
+        if !PROTOCOL_VERSION.is_compatible_with(p.protocol_version) {
+            return Err(RpcError::VersionMismatch {
+                client: p.protocol_version,
+                daemon_version: env!("CARGO_PKG_VERSION"),
+            });
+        }
+        tracing::debug!(client = %p.client.name, kind = ?p.client.kind, "client initialized");
+        *conn.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.client);
+        conn.initialized.store(true, Ordering::Release);
+        Ok(InitializeResponse {
+            protocol_version: PROTOCOL_VERSION,
+            daemon_version: env!("CARGO_PKG_VERSION").into(),
+            pid: std::process::id(),
+        })
+    });
+
+    register::<DaemonInfo, _, _>(&mut m, |conn, _| async move { Ok(conn.daemon.info()) });
+
+    register::<DaemonShutdown, _, _>(&mut m, |conn, _| async move {
+        tracing::info!(client = ?conn.client_label(), "shutdown requested");
+        conn.daemon.shutdown.cancel();
+        Ok(Empty {})
+    });
+
+    register::<SessionCreate, _, _>(&mut m, |conn, p| async move {
+        let daemon = &conn.daemon;
+        if daemon.shutdown.is_cancelled() {
+            return Err(RpcError::ShuttingDown);
+        }
+        let cwd = Path::new(&p.cwd);
+        if !cwd.is_absolute() {
+            return Err(RpcError::InvalidParams(format!(
+                "cwd {:?} must be an absolute path",
+                p.cwd
+            )));
+        }
+        if !cwd.is_dir() {
+            return Err(RpcError::InvalidParams(format!(
+                "cwd {} is not a directory",
+                p.cwd
+            )));
+        }
+        let model = ModelRef::parse(p.model.as_deref().unwrap_or(DEFAULT_MODEL))
+            .map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+        let new = NewSession {
+            id: uuid::Uuid::now_v7().to_string(),
+            title: p.title.filter(|t| !t.trim().is_empty()),
+            cwd: p.cwd,
+            model: model.to_string(),
+            env: persistable_env(&p.env),
+            created_at: now_ms(),
+        };
+        let (info, _) = daemon.hub.deps().store.create_session(&new).await?;
+        daemon.hub.adopt(&info, p.env);
+        tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
+        Ok(SessionResponse { session: info })
+    });
+
+    register::<SessionList, _, _>(&mut m, |conn, p| async move {
+        let limit = p.limit.unwrap_or(50).clamp(1, 500);
+        let page = conn
+            .daemon
+            .hub
+            .deps()
+            .store
+            .list_sessions(p.cwd.as_deref(), limit, p.cursor.as_deref())
+            .await?;
+        Ok(SessionListResponse {
+            sessions: page.sessions,
+            next_cursor: page.next_cursor,
+        })
+    });
+
+    register::<SessionGet, _, _>(&mut m, |conn, p| async move {
+        let store = &conn.daemon.hub.deps().store;
+        let session = store
+            .session(&p.session_id)
+            .await?
+            .ok_or_else(|| RpcError::from(HubError::NotFound(p.session_id.clone())))?;
+        Ok(SessionResponse { session })
+    });
+
+    register::<SessionSubmit, _, _>(&mut m, |conn, p| async move {
+        if conn.daemon.shutdown.is_cancelled() {
+            return Err(RpcError::ShuttingDown);
+        }
+        if p.text.trim().is_empty() {
+            return Err(RpcError::InvalidParams(
+                "nothing to submit: the input is empty".into(),
+            ));
+        }
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        let (input_id, seq) = session.submit(p.text, p.env, conn.client_label()).await?;
+        Ok(SessionSubmitResponse { input_id, seq })
+    });
+
+    register::<SessionInterrupt, _, _>(&mut m, |conn, p| async move {
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        let interrupted = session.interrupt();
+        if interrupted {
+            tracing::info!(session = %p.session_id, client = ?conn.client_label(), "interrupted");
+        }
+        Ok(SessionInterruptResponse { interrupted })
+    });
+
+    let registered = m.register_subscription(
+        SessionSubscribe::NAME,
+        SessionSubscribe::NOTIFICATION,
+        SessionSubscribe::UNSUBSCRIBE,
+        |params, pending, conn, _| async move { subscribe(params, pending, conn).await },
+    );
+    if let Err(e) = registered {
+        tracing::error!(error = %e, "subscription registered twice");
+    }
+    m
+}
+
+/// Replay from the store after `afterSeq`, then follow live. A subscriber that falls behind
+/// the live buffer catches up from the store; it never slows the writer or anyone else.
+async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, conn: Arc<Conn>) {
+    if !conn.initialized.load(Ordering::Acquire) {
+        pending
+            .reject(ErrorObjectOwned::from(RpcError::NotInitialized))
+            .await;
+        return;
+    }
+    let p: SessionSubscribeParams = match parse(&params) {
+        Ok(p) => p,
+        Err(e) => return pending.reject(e).await,
+    };
+    let session = match conn.daemon.hub.get(&p.session_id).await {
+        Ok(s) => s,
+        Err(e) => {
+            return pending
+                .reject(ErrorObjectOwned::from(RpcError::from(e)))
+                .await;
+        }
+    };
+    // Subscribe to live events before reading the store: nothing can fall in between.
+    let mut live = session.log.subscribe();
+    let store = conn.daemon.hub.deps().store.clone();
+    drop(session);
+    let Ok(sink) = pending.accept().await else {
+        return;
+    };
+    let mut last = p.after_seq;
+    if catch_up(&store, &sink, &p.session_id, &mut last)
+        .await
+        .is_err()
+    {
+        return;
+    }
+    loop {
+        let received = tokio::select! {
+            () = sink.closed() => return,
+            r = live.recv() => r,
+        };
+        let sent = match received {
+            Ok(published) => {
+                let envelope = &published.envelope;
+                if envelope.seq <= last {
+                    continue;
+                }
+                if envelope.seq == last + 1 {
+                    send(&sink, envelope).await.map(|()| last = envelope.seq)
+                } else {
+                    catch_up(&store, &sink, &p.session_id, &mut last).await
+                }
+            }
+            Err(RecvError::Lagged(_)) => catch_up(&store, &sink, &p.session_id, &mut last).await,
+            // The writer ended: the daemon is shutting down.
+            Err(RecvError::Closed) => return,
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Gone;
+
+async fn catch_up(
+    store: &Store,
+    sink: &SubscriptionSink,
+    session_id: &str,
+    last: &mut u64,
+) -> Result<(), Gone> {
+    loop {
+        let page = match store.events_after(session_id, *last, REPLAY_PAGE).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::error!(session = %session_id, error = %e, "replay failed");
+                return Err(Gone);
+            }
+        };
+        for envelope in &page {
+            send(sink, envelope).await?;
+            *last = envelope.seq;
+        }
+        if page.len() < REPLAY_PAGE as usize {
+            return Ok(());
+        }
+    }
+}
+
+async fn send(sink: &SubscriptionSink, envelope: &EventEnvelope) -> Result<(), Gone> {
+    let raw = serde_json::value::to_raw_value(envelope).map_err(|_| Gone)?;
+    sink.send(SubscriptionMessage::from(raw))
+        .await
+        .map_err(|_| Gone)
+}

@@ -1,0 +1,4 @@
+// migrate! embeds the migrations at compile time: rebuild when they change.
+fn main() {
+    println!("cargo:rerun-if-changed=../../migrations");
+}

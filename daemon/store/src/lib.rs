@@ -1,0 +1,71 @@
+//! The SQLite store: sessions and their append-only event log.
+//!
+//! The event log is the source of truth of every session; everything a client sees was
+//! committed here first. Only this crate speaks SQL (sqlx, runtime queries, WAL). Writes to a
+//! session's log come from its one writer in the daemon, so seqs never collide.
+
+mod session;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+pub use session::{NewSession, SessionPage};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the session store failed: {0}")]
+    Sqlx(#[from] sqlx::Error),
+    #[error("cannot bring the session store up to date: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("the session store holds a record this version cannot read ({0})")]
+    Corrupt(String),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A handle on the store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Open (creating if needed) the store at `path` and run pending migrations.
+    ///
+    /// WAL with `synchronous=FULL`: a commit survives a crash of the process *and* of the
+    /// machine, which is what "a client never sees an event a crash could take back" needs.
+    /// The cost is one fsync per commit, which group commit spreads over many events.
+    pub async fn open(path: &Path) -> Result<Store> {
+        let options = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("../../migrations").run(&pool).await?;
+        Ok(Store { pool })
+    }
+
+    /// Close every connection, checkpointing the WAL.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Milliseconds since the Unix epoch, UTC.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

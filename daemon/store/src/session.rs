@@ -1,0 +1,304 @@
+//! Sessions and their events: the queries.
+
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+use stepper_protocol::event::{AppEvent, EventEnvelope};
+use stepper_protocol::session::{Env, SessionId, SessionInfo, SessionStatus};
+
+use crate::{Result, Store, StoreError};
+
+/// What it takes to create a session.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub id: SessionId,
+    pub title: Option<String>,
+    pub cwd: String,
+    pub model: String,
+    /// Already stripped of secret-looking variables.
+    pub env: Env,
+    pub created_at: i64,
+}
+
+/// One page of `list_sessions`.
+#[derive(Debug, Clone)]
+pub struct SessionPage {
+    pub sessions: Vec<SessionInfo>,
+    pub next_cursor: Option<String>,
+}
+
+const SESSION_COLUMNS: &str =
+    "id, title, cwd, model, status, created_at, updated_at, last_seq, turns";
+
+fn session_from_row(row: &SqliteRow) -> Result<SessionInfo> {
+    let status: String = row.try_get("status")?;
+    let status = match status.as_str() {
+        "idle" => SessionStatus::Idle,
+        "running" => SessionStatus::Running,
+        other => {
+            return Err(StoreError::Corrupt(format!(
+                "unknown session status {other:?}"
+            )));
+        }
+    };
+    Ok(SessionInfo {
+        id: row.try_get("id")?,
+        title: row.try_get("title")?,
+        cwd: row.try_get("cwd")?,
+        model: row.try_get("model")?,
+        status,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        last_seq: u64::try_from(row.try_get::<i64, _>("last_seq")?).unwrap_or(0),
+        turns: u32::try_from(row.try_get::<i64, _>("turns")?).unwrap_or(0),
+    })
+}
+
+fn event_from_row(session_id: &str, row: &SqliteRow) -> Result<EventEnvelope> {
+    let payload: &str = row.try_get("payload")?;
+    let seq: i64 = row.try_get("seq")?;
+    let event: AppEvent = serde_json::from_str(payload)
+        .map_err(|e| StoreError::Corrupt(format!("event {seq} of session {session_id}: {e}")))?;
+    Ok(EventEnvelope {
+        session_id: session_id.to_string(),
+        seq: u64::try_from(seq).unwrap_or(0),
+        at: row.try_get("at")?,
+        turn: row
+            .try_get::<Option<i64>, _>("turn")?
+            .and_then(|t| u32::try_from(t).ok()),
+        event,
+    })
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// Create a session and its first event (`SessionCreated`, seq 1) in one transaction.
+    pub async fn create_session(&self, new: &NewSession) -> Result<(SessionInfo, EventEnvelope)> {
+        let env_json =
+            serde_json::to_string(&new.env).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let first = EventEnvelope {
+            session_id: new.id.clone(),
+            seq: 1,
+            at: new.created_at,
+            turn: None,
+            event: AppEvent::SessionCreated {
+                cwd: new.cwd.clone(),
+                model: new.model.clone(),
+                title: new.title.clone(),
+            },
+        };
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
+             updated_at, last_seq, turns) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0)",
+        )
+        .bind(&new.id)
+        .bind(&new.title)
+        .bind(&new.cwd)
+        .bind(&new.model)
+        .bind(env_json)
+        .bind(new.created_at)
+        .bind(new.created_at)
+        .execute(&mut *tx)
+        .await?;
+        append_in(&mut tx, &new.id, std::slice::from_ref(&first)).await?;
+        tx.commit().await?;
+        let info = self
+            .session(&new.id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("session vanished after insert".into()))?;
+        Ok((info, first))
+    }
+
+    pub async fn session(&self, id: &str) -> Result<Option<SessionInfo>> {
+        let row = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(session_from_row).transpose()
+    }
+
+    /// The persisted (secret-free) environment of a session.
+    pub async fn session_env(&self, id: &str) -> Result<Env> {
+        let json: Option<String> = sqlx::query_scalar("SELECT env_json FROM sessions WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        match json {
+            Some(j) => serde_json::from_str(&j).map_err(|e| StoreError::Corrupt(e.to_string())),
+            None => Ok(Env::new()),
+        }
+    }
+
+    /// Sessions, most recently updated first, `limit` at a time.
+    pub async fn list_sessions(
+        &self,
+        cwd: Option<&str>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<SessionPage> {
+        // The cursor is "<updated_at>:<id>" of the last row of the previous page.
+        let (after_at, after_id) = match cursor.and_then(|c| c.split_once(':')) {
+            Some((at, id)) => (at.parse::<i64>().ok(), Some(id.to_string())),
+            None => (None, None),
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions \
+             WHERE (?1 IS NULL OR cwd = ?1) \
+               AND (?2 IS NULL OR updated_at < ?2 OR (updated_at = ?2 AND id < ?3)) \
+             ORDER BY updated_at DESC, id DESC LIMIT ?4"
+        ))
+        .bind(cwd)
+        .bind(after_at)
+        .bind(after_id)
+        .bind(i64::from(limit) + 1)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut sessions = rows
+            .iter()
+            .map(session_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        let next_cursor = if sessions.len() > limit as usize {
+            sessions.truncate(limit as usize);
+            sessions
+                .last()
+                .map(|s| format!("{}:{}", s.updated_at, s.id))
+        } else {
+            None
+        };
+        Ok(SessionPage {
+            sessions,
+            next_cursor,
+        })
+    }
+
+    /// Sessions whose log says a turn is running. After a crash these are the turns that
+    /// died with the daemon.
+    pub async fn running_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE status = 'running' ORDER BY id"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(session_from_row).collect()
+    }
+
+    /// Append a batch of events in one transaction, with the session row kept in step.
+    /// The caller (the session's one writer) numbers them; a seq already taken fails the
+    /// whole batch and nothing is written.
+    pub async fn append_events(&self, session_id: &str, events: &[EventEnvelope]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        append_in(&mut tx, session_id, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Up to `limit` events with seq above `after_seq`, in order.
+    pub async fn events_after(
+        &self,
+        session_id: &str,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<EventEnvelope>> {
+        let rows = sqlx::query(
+            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? AND seq > ? \
+             ORDER BY seq LIMIT ?",
+        )
+        .bind(session_id)
+        .bind(to_i64(after_seq))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| event_from_row(session_id, r)).collect()
+    }
+
+    /// Events of one kind (the `type` of the AppEvent), in order; for rebuilding context.
+    pub async fn events_of_kinds(
+        &self,
+        session_id: &str,
+        kinds: &[&str],
+    ) -> Result<Vec<EventEnvelope>> {
+        let placeholders = vec!["?"; kinds.len()].join(", ");
+        let sql = format!(
+            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? \
+             AND kind IN ({placeholders}) ORDER BY seq"
+        );
+        let mut query = sqlx::query(&sql).bind(session_id);
+        for kind in kinds {
+            query = query.bind(*kind);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter().map(|r| event_from_row(session_id, r)).collect()
+    }
+}
+
+async fn append_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    session_id: &str,
+    events: &[EventEnvelope],
+) -> Result<()> {
+    let mut status: Option<&str> = None;
+    let mut title: Option<String> = None;
+    let mut max_turn: i64 = 0;
+    for e in events {
+        let payload =
+            serde_json::to_string(&e.event).map_err(|err| StoreError::Corrupt(err.to_string()))?;
+        sqlx::query(
+            "INSERT INTO events (session_id, seq, at, turn, kind, payload) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(session_id)
+        .bind(to_i64(e.seq))
+        .bind(e.at)
+        .bind(e.turn.map(i64::from))
+        .bind(e.event.kind())
+        .bind(payload)
+        .execute(&mut **tx)
+        .await?;
+        match &e.event {
+            AppEvent::TurnStarted { .. } => status = Some("running"),
+            AppEvent::TurnFinished { .. } => status = Some("idle"),
+            AppEvent::InputQueued { text, .. } if title.is_none() => title = Some(title_of(text)),
+            _ => {}
+        }
+        max_turn = max_turn.max(e.turn.map(i64::from).unwrap_or(0));
+    }
+    let (last_seq, at) = events
+        .last()
+        .map(|e| (to_i64(e.seq), e.at))
+        .unwrap_or((0, 0));
+    sqlx::query(
+        "UPDATE sessions SET last_seq = ?, updated_at = MAX(updated_at, ?), \
+         status = COALESCE(?, status), turns = MAX(turns, ?), title = COALESCE(title, ?) \
+         WHERE id = ?",
+    )
+    .bind(last_seq)
+    .bind(at)
+    .bind(status)
+    .bind(max_turn)
+    .bind(title)
+    .bind(session_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A title from the first input: its first line, at most 80 characters.
+fn title_of(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let mut title: String = line.chars().take(80).collect();
+    if line.chars().count() > 80 {
+        title.push('…');
+    }
+    title
+}

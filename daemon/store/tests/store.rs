@@ -1,0 +1,170 @@
+use stepper_protocol::event::{AppEvent, EventEnvelope, TurnStatus};
+use stepper_protocol::session::{Env, SessionStatus};
+use stepper_store::{NewSession, Store, now_ms};
+
+async fn open() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("stepper.db")).await.unwrap();
+    (dir, store)
+}
+
+fn new_session(id: &str, cwd: &str) -> NewSession {
+    NewSession {
+        id: id.into(),
+        title: None,
+        cwd: cwd.into(),
+        model: "anthropic/test".into(),
+        env: Env::from([("PATH".to_string(), "/bin".to_string())]),
+        created_at: now_ms(),
+    }
+}
+
+fn ev(id: &str, seq: u64, turn: Option<u32>, event: AppEvent) -> EventEnvelope {
+    EventEnvelope {
+        session_id: id.into(),
+        seq,
+        at: now_ms(),
+        turn,
+        event,
+    }
+}
+
+#[tokio::test]
+async fn events_round_trip_and_session_follows_the_log() {
+    let (dir, store) = open().await;
+    let (info, first) = store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
+    assert_eq!(info.last_seq, 1);
+    assert_eq!(first.seq, 1);
+    let batch = vec![
+        ev(
+            "s1",
+            2,
+            None,
+            AppEvent::InputQueued {
+                input_id: "i1".into(),
+                text: "fix the bug\nplease".into(),
+                client: None,
+            },
+        ),
+        ev(
+            "s1",
+            3,
+            Some(1),
+            AppEvent::TurnStarted {
+                input_id: "i1".into(),
+                text: "fix the bug".into(),
+                model: "m".into(),
+            },
+        ),
+        ev("s1", 4, Some(1), AppEvent::TextDelta { text: "ok".into() }),
+    ];
+    store.append_events("s1", &batch).await.unwrap();
+    let s = store.session("s1").await.unwrap().unwrap();
+    assert_eq!(
+        (s.last_seq, s.turns, s.status),
+        (4, 1, SessionStatus::Running)
+    );
+    assert_eq!(s.title.as_deref(), Some("fix the bug"));
+    assert_eq!(store.running_sessions().await.unwrap().len(), 1);
+
+    store
+        .append_events(
+            "s1",
+            &[ev(
+                "s1",
+                5,
+                Some(1),
+                AppEvent::TurnFinished {
+                    status: TurnStatus::Completed,
+                    error: None,
+                },
+            )],
+        )
+        .await
+        .unwrap();
+    let all = store.events_after("s1", 0, 100).await.unwrap();
+    assert_eq!(
+        all.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5]
+    );
+    assert_eq!(all[3], batch[2]);
+    assert_eq!(store.events_after("s1", 3, 1).await.unwrap()[0].seq, 4);
+    assert!(store.running_sessions().await.unwrap().is_empty());
+
+    // Reopen: everything is still there.
+    store.close().await;
+    let store = Store::open(&dir.path().join("stepper.db")).await.unwrap();
+    assert_eq!(store.events_after("s1", 0, 100).await.unwrap(), all);
+    assert_eq!(store.session_env("s1").await.unwrap()["PATH"], "/bin");
+}
+
+#[tokio::test]
+async fn a_taken_seq_fails_the_whole_batch() {
+    let (_dir, store) = open().await;
+    store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
+    let batch = vec![
+        ev(
+            "s1",
+            2,
+            None,
+            AppEvent::Notice {
+                message: "a".into(),
+            },
+        ),
+        ev(
+            "s1",
+            1,
+            None,
+            AppEvent::Notice {
+                message: "dup".into(),
+            },
+        ),
+    ];
+    assert!(store.append_events("s1", &batch).await.is_err());
+    assert_eq!(store.events_after("s1", 0, 100).await.unwrap().len(), 1);
+    assert_eq!(store.session("s1").await.unwrap().unwrap().last_seq, 1);
+}
+
+#[tokio::test]
+async fn list_paginates_newest_first_and_filters_by_cwd() {
+    let (_dir, store) = open().await;
+    for i in 0..5 {
+        let mut s = new_session(&format!("s{i}"), if i % 2 == 0 { "/a" } else { "/b" });
+        s.created_at = 1000 + i;
+        store.create_session(&s).await.unwrap();
+    }
+    let page = store.list_sessions(None, 2, None).await.unwrap();
+    assert_eq!(
+        page.sessions
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect::<Vec<_>>(),
+        ["s4", "s3"]
+    );
+    let page2 = store
+        .list_sessions(None, 2, page.next_cursor.as_deref())
+        .await
+        .unwrap();
+    assert_eq!(
+        page2
+            .sessions
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect::<Vec<_>>(),
+        ["s2", "s1"]
+    );
+    let page3 = store
+        .list_sessions(None, 2, page2.next_cursor.as_deref())
+        .await
+        .unwrap();
+    assert_eq!(page3.sessions.len(), 1);
+    assert!(page3.next_cursor.is_none());
+    let a = store.list_sessions(Some("/a"), 10, None).await.unwrap();
+    assert_eq!(a.sessions.len(), 3);
+}

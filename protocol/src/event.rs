@@ -1,0 +1,115 @@
+//! Events: the durable log of a session, as every client receives it.
+//!
+//! Each event is committed to the store before any client sees it, numbered by a per-session
+//! `seq` that is gap-free and monotonic. A client that has seen up to `seq` N can always ask
+//! for the rest with `session/subscribe {afterSeq: N}`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::session::SessionId;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventEnvelope {
+    pub session_id: SessionId,
+    /// Per session, starting at 1, gap-free.
+    pub seq: u64,
+    /// Commit time, ms since the Unix epoch (UTC).
+    pub at: i64,
+    /// The turn the event belongs to, numbered from 1; absent for session-level events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    pub event: AppEvent,
+}
+
+/// What happened. Tagged by `type`; new variants are added, never changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all_fields = "camelCase")]
+pub enum AppEvent {
+    /// The first event of every session.
+    SessionCreated {
+        cwd: String,
+        model: String,
+        title: Option<String>,
+    },
+    /// An input was accepted and will run as a turn, in order.
+    InputQueued {
+        input_id: String,
+        text: String,
+        client: Option<String>,
+    },
+    /// A turn began for a queued input.
+    TurnStarted {
+        input_id: String,
+        text: String,
+        model: String,
+    },
+    /// A piece of assistant text, as it streams.
+    TextDelta { text: String },
+    /// A piece of the model's reasoning, as it streams.
+    ReasoningDelta { text: String },
+    /// An assistant message is complete (or was cut short: `stopReason` says which).
+    MessageCompleted {
+        text: String,
+        stop_reason: Option<String>,
+    },
+    /// Token usage of the turn so far.
+    UsageUpdated { usage: Usage },
+    /// The turn ended.
+    TurnFinished {
+        status: TurnStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Something went wrong; the message says what to do.
+    Error { message: String },
+    /// Something worth telling the user that is not an error.
+    Notice { message: String },
+}
+
+impl AppEvent {
+    /// The variant name, as it appears in `type`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AppEvent::SessionCreated { .. } => "SessionCreated",
+            AppEvent::InputQueued { .. } => "InputQueued",
+            AppEvent::TurnStarted { .. } => "TurnStarted",
+            AppEvent::TextDelta { .. } => "TextDelta",
+            AppEvent::ReasoningDelta { .. } => "ReasoningDelta",
+            AppEvent::MessageCompleted { .. } => "MessageCompleted",
+            AppEvent::UsageUpdated { .. } => "UsageUpdated",
+            AppEvent::TurnFinished { .. } => "TurnFinished",
+            AppEvent::Error { .. } => "Error",
+            AppEvent::Notice { .. } => "Notice",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnStatus {
+    Completed,
+    Interrupted,
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}

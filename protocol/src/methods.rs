@@ -1,0 +1,261 @@
+//! The method table: every method's name, params and response, in one place.
+//!
+//! Each method is an uninhabited type implementing [`Method`]; the daemon registers handlers by
+//! it and clients call by it, so a name or a payload can only change here. [`table`] lists
+//! them all for the generated schema.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::event::{EventEnvelope, Usage};
+use crate::session::{Env, SessionId, SessionInfo};
+use crate::version::ProtocolVersion;
+
+/// A request/response method.
+pub trait Method {
+    const NAME: &'static str;
+    type Params: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+    type Response: Serialize + DeserializeOwned + JsonSchema + Clone + Send + 'static;
+}
+
+/// A subscription: a subscribe method, the notifications it sends, and how to end it.
+pub trait Subscription {
+    const NAME: &'static str;
+    const NOTIFICATION: &'static str;
+    const UNSUBSCRIBE: &'static str;
+    type Params: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+    type Item: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+}
+
+/// One row of the table, for the schema.
+pub struct MethodEntry {
+    pub name: &'static str,
+    pub notification: Option<&'static str>,
+    pub unsubscribe: Option<&'static str>,
+    pub params: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    pub result: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+}
+
+macro_rules! method_table {
+    (
+        methods { $( $(#[$m:meta])* $ty:ident = $name:literal ($params:ty) -> $resp:ty; )* }
+        subscriptions { $( $(#[$s:meta])* $sty:ident = $sname:literal ($sparams:ty) => $notif:literal ($item:ty), $unsub:literal; )* }
+    ) => {
+        $(
+            $(#[$m])*
+            pub enum $ty {}
+            impl Method for $ty {
+                const NAME: &'static str = $name;
+                type Params = $params;
+                type Response = $resp;
+            }
+        )*
+        $(
+            $(#[$s])*
+            pub enum $sty {}
+            impl Subscription for $sty {
+                const NAME: &'static str = $sname;
+                const NOTIFICATION: &'static str = $notif;
+                const UNSUBSCRIBE: &'static str = $unsub;
+                type Params = $sparams;
+                type Item = $item;
+            }
+        )*
+        /// Every method and subscription, in table order.
+        pub fn table() -> Vec<MethodEntry> {
+            vec![
+                $( MethodEntry {
+                    name: $name,
+                    notification: None,
+                    unsubscribe: None,
+                    params: |g| g.subschema_for::<$params>(),
+                    result: |g| g.subschema_for::<$resp>(),
+                }, )*
+                $( MethodEntry {
+                    name: $sname,
+                    notification: Some($notif),
+                    unsubscribe: Some($unsub),
+                    params: |g| g.subschema_for::<$sparams>(),
+                    result: |g| g.subschema_for::<$item>(),
+                }, )*
+            ]
+        }
+    };
+}
+
+method_table! {
+    methods {
+        /// The first call of every connection: who the client is and which protocol it speaks.
+        Initialize = "initialize" (InitializeParams) -> InitializeResponse;
+        /// What the daemon is and how it is doing.
+        DaemonInfo = "daemon/info" (Empty) -> DaemonInfoResponse;
+        /// Stop the daemon: running turns get a grace period, then end as interrupted.
+        DaemonShutdown = "daemon/shutdown" (Empty) -> Empty;
+        /// Create a session in a working directory, with the client's environment.
+        SessionCreate = "session/create" (SessionCreateParams) -> SessionResponse;
+        /// Sessions, most recently updated first.
+        SessionList = "session/list" (SessionListParams) -> SessionListResponse;
+        /// One session.
+        SessionGet = "session/get" (SessionParams) -> SessionResponse;
+        /// Queue an input; it runs as a turn when the turns before it are done.
+        SessionSubmit = "session/submit" (SessionSubmitParams) -> SessionSubmitResponse;
+        /// Interrupt the running turn, if any.
+        SessionInterrupt = "session/interrupt" (SessionParams) -> SessionInterruptResponse;
+    }
+    subscriptions {
+        /// Replay a session's events after `afterSeq` from the store, then follow it live.
+        SessionSubscribe = "session/subscribe" (SessionSubscribeParams)
+            => "session/event" (EventEnvelope), "session/unsubscribe";
+    }
+}
+
+/// Params or a response with nothing in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Empty {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ClientKind {
+    Cli,
+    Tui,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientInfo {
+    pub name: String,
+    pub kind: ClientKind,
+    pub version: String,
+    #[serde(default)]
+    pub pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    pub protocol_version: ProtocolVersion,
+    pub client: ClientInfo,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResponse {
+    pub protocol_version: ProtocolVersion,
+    pub daemon_version: String,
+    pub pid: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonInfoResponse {
+    pub version: String,
+    pub protocol_version: ProtocolVersion,
+    pub pid: u32,
+    pub started_at: i64,
+    pub data_dir: String,
+    pub socket: String,
+    /// Sessions loaded in memory right now.
+    pub live_sessions: u32,
+    /// Turns running right now.
+    pub running_turns: u32,
+    /// Connected clients right now.
+    pub clients: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCreateParams {
+    pub cwd: String,
+    /// The client's environment. Kept in memory for tools and provider keys; only variables
+    /// whose names do not look secret are written to disk.
+    #[serde(default)]
+    pub env: Env,
+    /// `provider/model-id`; the daemon's default when absent.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionParams {
+    pub session_id: SessionId,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionResponse {
+    pub session: SessionInfo,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListParams {
+    /// Only sessions whose working directory is this one.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// At most this many (default 50, at most 500).
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// The `nextCursor` of the previous page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionListResponse {
+    pub sessions: Vec<SessionInfo>,
+    /// Present when there are more: pass it back as `cursor`.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSubmitParams {
+    pub session_id: SessionId,
+    pub text: String,
+    /// The submitting client's environment; refreshes the session's when present.
+    #[serde(default)]
+    pub env: Option<Env>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSubmitResponse {
+    /// Matches `inputId` of the `InputQueued` and `TurnStarted` events for this input.
+    pub input_id: String,
+    /// The seq of the `InputQueued` event, already committed.
+    pub seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInterruptResponse {
+    /// Whether a turn was running.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSubscribeParams {
+    pub session_id: SessionId,
+    /// Events with a seq above this are sent; 0 for all.
+    #[serde(default)]
+    pub after_seq: u64,
+}
+
+/// The JSON `stepper ask --format json` prints (part of the CLI's contract, so it lives here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskResult {
+    pub session_id: SessionId,
+    pub status: crate::event::TurnStatus,
+    pub text: String,
+    pub usage: Usage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

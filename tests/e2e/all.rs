@@ -1,0 +1,10 @@
+//! End-to-end tests: the real binaries in a temp STEPPER_HOME against a fake Anthropic server.
+
+// Test code: a panic with a message is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod ask;
+mod boundaries;
+mod lifecycle;
+mod protocol;
+mod subscribe;

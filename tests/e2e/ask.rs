@@ -1,0 +1,180 @@
+//! `stepper ask` as a user and a script run it.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use stepper_e2e::fake_anthropic::fixture;
+use stepper_e2e::{Reply, TestEnv};
+use stepper_protocol::methods::AskResult;
+use stepper_protocol::{AppEvent, EventEnvelope, TurnStatus};
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn text_format_prints_the_answer_and_starts_the_daemon() {
+    let env = TestEnv::new();
+    assert!(env.daemon_pid().is_none());
+    let out = env.run(&["ask", "say hello"]);
+    assert!(
+        out.status.success(),
+        "stderr: {}\nlog: {}",
+        stderr(&out),
+        env.daemon_log()
+    );
+    assert_eq!(stdout(&out), "Hello, world! ✓\n");
+    assert!(env.daemon_pid().is_some(), "ask started the daemon");
+
+    // The request the provider saw: the prompt, the model, streaming.
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["model"], "claude-sonnet-4-5");
+    assert_eq!(
+        requests[0]["messages"][0]["content"][0]["text"],
+        "say hello"
+    );
+}
+
+#[test]
+fn json_format_prints_one_object() {
+    let env = TestEnv::new();
+    env.fake.push(Reply::Sse(fixture("thinking.sse")));
+    let out = env.run(&[
+        "ask",
+        "--format",
+        "json",
+        "--model",
+        "anthropic/claude-opus-4-1",
+        "27*453?",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line: {lines:?}");
+    let result: AskResult = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(result.status, TurnStatus::Completed);
+    assert_eq!(result.text, "27 * 453 = 12,231");
+    assert_eq!(result.usage.input_tokens, 40);
+    assert_eq!(result.usage.output_tokens, 21);
+    assert_eq!(result.usage.cache_read_tokens, 2048);
+    assert_eq!(result.usage.cache_write_tokens, 12);
+    assert_eq!(env.fake.requests()[0]["model"], "claude-opus-4-1");
+}
+
+#[test]
+fn stream_json_prints_every_event_in_order() {
+    let env = TestEnv::new();
+    let out = env.run(&["ask", "--format", "stream-json", "hi"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<EventEnvelope> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "gap-free from 1"
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.kind()).collect();
+    assert_eq!(kinds.first(), Some(&"SessionCreated"));
+    assert_eq!(kinds.last(), Some(&"TurnFinished"));
+    for needed in [
+        "InputQueued",
+        "TurnStarted",
+        "TextDelta",
+        "MessageCompleted",
+        "UsageUpdated",
+    ] {
+        assert!(kinds.contains(&needed), "{needed} missing from {kinds:?}");
+    }
+    let text: String = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Hello, world! ✓");
+    assert!(events.iter().all(|e| e.session_id == events[0].session_id));
+}
+
+#[test]
+fn prompt_from_stdin() {
+    let env = TestEnv::new();
+    let mut child = env
+        .stepper()
+        .arg("ask")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"from a pipe\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        env.fake.requests()[0]["messages"][0]["content"][0]["text"],
+        "from a pipe\n"
+    );
+}
+
+#[test]
+fn no_key_is_a_clear_error_and_no_request_is_sent() {
+    let env = TestEnv::new();
+    let out = env
+        .stepper()
+        .args(["ask", "hi"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("set ANTHROPIC_API_KEY"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(env.fake.requests().is_empty());
+}
+
+#[test]
+fn provider_errors_fail_the_turn_with_the_reason() {
+    let env = TestEnv::new();
+    env.fake.push(Reply::Status(529, "Overloaded".into()));
+    let out = env.run(&["ask", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("529"), "{}", stderr(&out));
+
+    // A stream that reports an error midway keeps the partial text.
+    env.fake.push(Reply::Sse(fixture("overloaded.sse")));
+    let out = env.run(&["ask", "--format", "json", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let result: AskResult = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(result.status, TurnStatus::Failed);
+    assert_eq!(result.text, "Partial ans");
+    assert!(result.error.unwrap().contains("Overloaded"));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let env = TestEnv::new();
+    let out = env.run(&["ask", "--model", "not a model", "hi"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("provider/model-id"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(&["ask", "   "]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
+}

@@ -1,0 +1,251 @@
+//! The daemon's life: crash and restart, one daemon per data dir, clean shutdown.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use stepper_e2e::fake_anthropic::{stream_end, text_deltas, text_stream};
+use stepper_e2e::{Gate, Reply, TestEnv};
+use stepper_protocol::methods::{AskResult, SessionGet, SessionParams};
+use stepper_protocol::{AppEvent, EventEnvelope, SessionInfo, SessionStatus, TurnStatus};
+
+async fn all_events(env: &TestEnv, session_id: &str) -> Vec<EventEnvelope> {
+    let client = env.client().await;
+    let last = client
+        .call::<SessionGet>(SessionParams {
+            session_id: session_id.into(),
+        })
+        .await
+        .unwrap()
+        .session
+        .last_seq;
+    let mut stream = client
+        .subscribe_events(&session_id.to_string(), 0)
+        .await
+        .unwrap();
+    let mut events = Vec::new();
+    while events.len() < last as usize {
+        events.push(stream.next().await.unwrap().unwrap());
+    }
+    events
+}
+
+/// Wait until the newest session runs a turn and has committed at least `min_seq` events.
+async fn running_session(env: &TestEnv, min_seq: u64) -> String {
+    let client = env.client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = client
+            .call::<stepper_protocol::methods::SessionList>(Default::default())
+            .await
+            .unwrap();
+        match list.sessions.first() {
+            Some(s) if s.status == SessionStatus::Running && s.last_seq >= min_seq => {
+                return s.id.clone();
+            }
+            _ => {}
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no running turn with seq {min_seq}: {list:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn ask_json(env: &TestEnv, prompt: &str) -> AskResult {
+    let out = env.run(&["ask", "--format", "json", prompt]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn sessions(env: &TestEnv) -> Vec<SessionInfo> {
+    let out = env.run(&["sessions", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_after_a_turn_loses_nothing() {
+    let env = TestEnv::new();
+    let result = ask_json(&env, "remember this");
+    let before = all_events(&env, &result.session_id).await;
+    assert!(matches!(
+        before.last().unwrap().event,
+        AppEvent::TurnFinished { .. }
+    ));
+
+    env.signal_daemon(Signal::SIGKILL);
+    assert!(
+        env.places().socket.exists(),
+        "a killed daemon leaves its socket behind"
+    );
+
+    // The next command finds the stale socket, starts a new daemon, and everything is there.
+    let listed = sessions(&env);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, result.session_id);
+    assert_eq!(listed[0].status, SessionStatus::Idle);
+    assert_eq!(listed[0].title.as_deref(), Some("remember this"));
+    assert_eq!(all_events(&env, &result.session_id).await, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_during_a_turn_ends_it_as_interrupted_on_restart() {
+    let env = TestEnv::new();
+    let gate = Gate::new();
+    let before =
+        text_stream(&[]).replace(&stream_end(), "") + &text_deltas(&["half an ", "answer"]);
+    env.fake.push(Reply::Held {
+        before,
+        gate: gate.clone(),
+        after: stream_end(),
+    });
+    let mut ask = env
+        .stepper()
+        .args(["ask", "--format", "json", "long job"])
+        .spawn()
+        .unwrap();
+
+    // Wait until the partial answer is committed, then kill the daemon mid-turn.
+    env.start_daemon();
+    let session_id = running_session(&env, 6).await;
+    env.signal_daemon(Signal::SIGKILL);
+    let status = ask.wait().unwrap();
+    assert!(!status.success(), "ask reports the lost daemon");
+
+    let listed = sessions(&env);
+    assert_eq!(
+        listed[0].status,
+        SessionStatus::Idle,
+        "not stuck 'running' after a crash"
+    );
+    let events = all_events(&env, &session_id).await;
+    let deltas: String = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deltas, "half an answer",
+        "what streamed before the crash is kept"
+    );
+    match &events.last().unwrap().event {
+        AppEvent::TurnFinished {
+            status: TurnStatus::Interrupted,
+            error: Some(e),
+        } => {
+            assert!(e.contains("submit again"), "{e}");
+        }
+        other => panic!("expected an interrupted turn, got {other:?}"),
+    }
+    assert_eq!(events.last().unwrap().turn, Some(1));
+    gate.open();
+}
+
+#[test]
+fn a_second_daemon_on_the_same_data_dir_refuses() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let first = env.daemon_pid().unwrap();
+    let out = env.stepperd().output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("another stepperd (pid {first}) already owns")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("stepper daemon stop"), "{stderr}");
+    assert_eq!(
+        env.daemon_pid(),
+        Some(first),
+        "the first daemon is untouched"
+    );
+    let status = env.run(&["daemon", "status"]);
+    assert!(status.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_interrupts_running_turns_and_removes_the_socket() {
+    let env = TestEnv::new();
+    // A short grace period: the held turn will not finish in it.
+    let out = env
+        .stepper()
+        .env("STEPPER_SHUTDOWN_GRACE_MS", "200")
+        .args(["daemon", "start"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let gate = Gate::new();
+    let before = text_stream(&[]).replace(&stream_end(), "") + &text_deltas(&["working"]);
+    env.fake.push(Reply::Held {
+        before,
+        gate: gate.clone(),
+        after: stream_end(),
+    });
+    let ask = env
+        .stepper()
+        .args(["ask", "--format", "json", "long"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    running_session(&env, 5).await;
+    // Signal the daemon directly, as systemd or a logout would.
+    let socket = env.places().socket;
+    env.signal_daemon(Signal::SIGTERM);
+    assert!(!socket.exists(), "a clean stop removes the socket");
+
+    let out = ask.wait_with_output().unwrap();
+    let result: AskResult = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "ask printed no result ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_eq!(
+        result.status,
+        TurnStatus::Interrupted,
+        "the client saw the turn end before the daemon left"
+    );
+    assert_eq!(result.text, "working");
+    assert_eq!(out.status.code(), Some(130));
+    gate.open();
+}
+
+#[test]
+fn stop_and_status() {
+    let env = TestEnv::new();
+    assert_eq!(env.run(&["daemon", "status"]).status.code(), Some(3));
+    env.start_daemon();
+    let out = env.run(&["daemon", "start"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already running"));
+    let out = env.run(&["daemon", "stop"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(env.daemon_pid().is_none());
+    assert!(!env.places().socket.exists());
+    assert_eq!(env.run(&["daemon", "status"]).status.code(), Some(3));
+}
+
+#[test]
+fn files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    env.start_daemon();
+    let places = env.places();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&places.socket), 0o600);
+    assert_eq!(mode(&places.data_dir), 0o700);
+}

@@ -1,0 +1,134 @@
+//! Subscribers: replay then live, gap-free, and a slow one misses nothing and slows nobody.
+
+use std::time::Duration;
+
+use stepper_e2e::{Reply, TestEnv};
+use stepper_protocol::client::{ConnectOptions, DaemonClient, EventStream};
+use stepper_protocol::methods::{
+    SessionCreate, SessionCreateParams, SessionSubmit, SessionSubmitParams,
+};
+use stepper_protocol::{AppEvent, EventEnvelope};
+
+async fn create_session(env: &TestEnv, client: &DaemonClient) -> String {
+    let params = SessionCreateParams {
+        cwd: env.project.path().display().to_string(),
+        env: env.envs().into_iter().collect(),
+        model: None,
+        title: Some("subscribers".into()),
+    };
+    client
+        .call::<SessionCreate>(params)
+        .await
+        .unwrap()
+        .session
+        .id
+}
+
+async fn submit(client: &DaemonClient, session_id: &str, text: &str) {
+    let params = SessionSubmitParams {
+        session_id: session_id.into(),
+        text: text.into(),
+        env: None,
+    };
+    client.call::<SessionSubmit>(params).await.unwrap();
+}
+
+/// Read until the turn ends.
+async fn until_turn_finished(stream: &mut EventStream) -> Vec<EventEnvelope> {
+    let mut events = Vec::new();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), stream.next())
+            .await
+            .expect("an event within 30s")
+            .expect("stream open")
+            .expect("event");
+        let done = matches!(e.event, AppEvent::TurnFinished { .. });
+        events.push(e);
+        if done {
+            return events;
+        }
+    }
+}
+
+fn assert_gap_free(events: &[EventEnvelope], first: u64) {
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    let expected: Vec<u64> = (first..first + seqs.len() as u64).collect();
+    assert_eq!(seqs, expected);
+}
+
+fn many_deltas(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("token{i} ")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_subscribers_see_the_same_gap_free_seqs() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let deltas = many_deltas(300);
+    env.fake.push(Reply::text(
+        &deltas.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+
+    let a = env.client().await;
+    let b = env.client().await;
+    let session = create_session(&env, &a).await;
+    let mut sa = a.subscribe_events(&session, 0).await.unwrap();
+    let mut sb = b.subscribe_events(&session, 0).await.unwrap();
+    submit(&a, &session, "stream a lot").await;
+
+    let (ea, eb) = tokio::join!(until_turn_finished(&mut sa), until_turn_finished(&mut sb));
+    assert_gap_free(&ea, 1);
+    assert_eq!(ea, eb, "both subscribers saw the same events");
+    let text: String = ea
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::TextDelta { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, deltas.concat());
+
+    // A late subscriber replays from any point.
+    let mut late = b.subscribe_events(&session, 5).await.unwrap();
+    let first = late.next().await.unwrap().unwrap();
+    assert_eq!(first.seq, 6);
+    assert_eq!(first, ea[5]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_subscriber_ends_with_every_event() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let deltas = many_deltas(2000);
+    env.fake.push(Reply::text(
+        &deltas.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+
+    let fast = env.client().await;
+    // A tiny client buffer: jsonrpsee closes the subscription as soon as the reader lags.
+    let slow = env
+        .client_with(ConnectOptions {
+            subscription_buffer: 8,
+            ..Default::default()
+        })
+        .await;
+    let session = create_session(&env, &fast).await;
+    let mut fast_stream = fast.subscribe_events(&session, 0).await.unwrap();
+    let mut slow_stream = slow.subscribe_events(&session, 0).await.unwrap();
+    submit(&fast, &session, "stream a lot").await;
+
+    // The slow reader reads nothing until the fast one has the whole turn: the session does
+    // not wait for it.
+    let fast_events = until_turn_finished(&mut fast_stream).await;
+    let slow_events = until_turn_finished(&mut slow_stream).await;
+    assert!(fast_events.len() > 2000);
+    assert_eq!(
+        slow_events, fast_events,
+        "the slow subscriber got every event, once, in order"
+    );
+    assert!(
+        slow_stream.resubscribes() >= 1,
+        "the slow subscriber's buffer overflowed and it resubscribed (else this test proves nothing)"
+    );
+    assert_eq!(fast_stream.resubscribes(), 0);
+}

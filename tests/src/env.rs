@@ -1,0 +1,198 @@
+//! `TestEnv`: one isolated stepper installation per test — its own `STEPPER_HOME`, project
+//! folder and fake provider — and the real binaries to drive it. Dropping it kills the
+//! daemon it started, so no test leaves a process behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use stepper_protocol::client::{ConnectOptions, DaemonClient};
+use stepper_protocol::methods::{ClientInfo, ClientKind};
+use stepper_protocol::places::Places;
+
+use crate::fake_anthropic::{FAKE_KEY, FakeAnthropic};
+use crate::wait::wait_until;
+
+/// Where the binaries under test are, built once per test process.
+///
+/// `cargo test` builds a package's own binaries for its tests, not other packages' — so the
+/// harness asks cargo for `stepper` and `stepperd` (a no-op when they are current).
+pub fn bin_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable path");
+        // target/<profile>/deps/<test-binary>
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_path_buf();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args([
+            "build",
+            "--quiet",
+            "-p",
+            "stepperd",
+            "-p",
+            "stepper-cli",
+            "--bins",
+        ]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("running cargo build for the binaries");
+        assert!(status.success(), "building stepper and stepperd failed");
+        dir
+    })
+}
+
+pub struct TestEnv {
+    pub home: tempfile::TempDir,
+    pub project: tempfile::TempDir,
+    pub fake: FakeAnthropic,
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        TestEnv::new()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        bin_dir();
+        // Short paths: a Unix socket path must fit in 107 bytes.
+        let home = tempfile::Builder::new()
+            .prefix("stp")
+            .tempdir_in("/tmp")
+            .expect("temp home");
+        let project = tempfile::Builder::new()
+            .prefix("proj")
+            .tempdir()
+            .expect("temp project");
+        TestEnv {
+            home,
+            project,
+            fake: FakeAnthropic::start(),
+        }
+    }
+
+    pub fn places(&self) -> Places {
+        Places::resolve(|k| match k {
+            "STEPPER_HOME" => Some(self.home.path().into()),
+            _ => None,
+        })
+        .expect("places")
+    }
+
+    /// The environment every command of this test runs with: nothing from the host leaks in.
+    pub fn envs(&self) -> Vec<(String, String)> {
+        vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), self.home.path().display().to_string()),
+            (
+                "STEPPER_HOME".into(),
+                self.home.path().display().to_string(),
+            ),
+            (
+                "STEPPERD".into(),
+                bin_dir().join("stepperd").display().to_string(),
+            ),
+            ("ANTHROPIC_API_KEY".into(), FAKE_KEY.into()),
+            ("ANTHROPIC_BASE_URL".into(), self.fake.url.clone()),
+            (
+                "STEPPER_LOG".into(),
+                "debug,sqlx=warn,hyper=warn,jsonrpsee=info".into(),
+            ),
+        ]
+    }
+
+    fn command(&self, bin: &str) -> Command {
+        let mut cmd = Command::new(bin_dir().join(bin));
+        cmd.env_clear()
+            .envs(self.envs())
+            .current_dir(self.project.path());
+        cmd
+    }
+
+    /// `stepper` with this test's environment, run in the project folder.
+    pub fn stepper(&self) -> Command {
+        self.command("stepper")
+    }
+
+    /// `stepperd` with this test's environment.
+    pub fn stepperd(&self) -> Command {
+        self.command("stepperd")
+    }
+
+    /// Run `stepper ARGS` to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.stepper().args(args).output().expect("running stepper")
+    }
+
+    /// Start the daemon (through the CLI, as a user would) and wait until it answers.
+    pub fn start_daemon(&self) {
+        let out = self.run(&["daemon", "start"]);
+        assert!(
+            out.status.success(),
+            "daemon start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A protocol client connected to this test's daemon.
+    pub async fn client(&self) -> DaemonClient {
+        self.client_with(ConnectOptions::default()).await
+    }
+
+    pub async fn client_with(&self, options: ConnectOptions) -> DaemonClient {
+        let info = ClientInfo {
+            name: "e2e".into(),
+            kind: ClientKind::Other,
+            version: "0".into(),
+            pid: Some(std::process::id()),
+        };
+        DaemonClient::connect_with(&self.places().socket, info, options)
+            .await
+            .expect("connect to daemon")
+    }
+
+    /// The pid of the daemon holding this data dir, if one is alive.
+    pub fn daemon_pid(&self) -> Option<i32> {
+        let text = std::fs::read_to_string(self.places().daemon_lock_path()).ok()?;
+        let pid: i32 = text.trim().parse().ok()?;
+        // Guard against a reused pid: it must be a stepperd.
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let is_daemon = String::from_utf8_lossy(&cmdline).contains("stepperd");
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false);
+        (is_daemon && alive).then_some(pid)
+    }
+
+    /// Send `signal` to the daemon and wait until it is gone.
+    pub fn signal_daemon(&self, signal: nix::sys::signal::Signal) {
+        let pid = self.daemon_pid().expect("a running daemon");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal daemon");
+        wait_until("the daemon to exit", Duration::from_secs(20), || {
+            self.daemon_pid() != Some(pid)
+        });
+    }
+
+    /// The daemon's log so far (for failure messages).
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_to_string(self.places().log_path()).unwrap_or_default()
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if let Some(pid) = self.daemon_pid() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}

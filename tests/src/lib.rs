@@ -1,0 +1,13 @@
+//! The end-to-end harness: a temp `STEPPER_HOME`, the real `stepper` and `stepperd`
+//! binaries, and a fake Anthropic server speaking the real SSE wire format.
+
+// A harness failure is a test failure: panicking with a message is the right behaviour here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod env;
+pub mod fake_anthropic;
+pub mod wait;
+
+pub use env::{TestEnv, bin_dir};
+pub use fake_anthropic::{FakeAnthropic, Gate, Reply};
+pub use wait::{wait_until, wait_until_async};
