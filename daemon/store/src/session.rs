@@ -26,6 +26,9 @@ pub struct SessionPage {
     pub next_cursor: Option<String>,
 }
 
+/// Rows per INSERT statement: 6 parameters each, well under SQLite's 32766.
+const INSERT_CHUNK: usize = 128;
+
 const SESSION_COLUMNS: &str =
     "id, title, cwd, model, status, created_at, updated_at, last_seq, turns";
 
@@ -247,20 +250,29 @@ async fn append_in(
     let mut status: Option<&str> = None;
     let mut title: Option<String> = None;
     let mut max_turn: i64 = 0;
+    // One multi-row INSERT per chunk: a statement per event costs a round trip to sqlx's
+    // worker thread each, which dominated the commit of a batch.
+    for chunk in events.chunks(INSERT_CHUNK) {
+        let mut sql =
+            String::from("INSERT INTO events (session_id, seq, at, turn, kind, payload) VALUES ");
+        for i in 0..chunk.len() {
+            sql.push_str(if i == 0 { "(?, ?, ?, ?, ?, ?)" } else { ", (?, ?, ?, ?, ?, ?)" });
+        }
+        let mut query = sqlx::query(&sql);
+        for e in chunk {
+            let payload = serde_json::to_string(&e.event)
+                .map_err(|err| StoreError::Corrupt(err.to_string()))?;
+            query = query
+                .bind(session_id)
+                .bind(to_i64(e.seq))
+                .bind(e.at)
+                .bind(e.turn.map(i64::from))
+                .bind(e.event.kind())
+                .bind(payload);
+        }
+        query.execute(&mut **tx).await?;
+    }
     for e in events {
-        let payload =
-            serde_json::to_string(&e.event).map_err(|err| StoreError::Corrupt(err.to_string()))?;
-        sqlx::query(
-            "INSERT INTO events (session_id, seq, at, turn, kind, payload) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(session_id)
-        .bind(to_i64(e.seq))
-        .bind(e.at)
-        .bind(e.turn.map(i64::from))
-        .bind(e.event.kind())
-        .bind(payload)
-        .execute(&mut **tx)
-        .await?;
         match &e.event {
             AppEvent::TurnStarted { .. } => status = Some("running"),
             AppEvent::TurnFinished { .. } => status = Some("idle"),
