@@ -1,1 +1,250 @@
-fn main() {}
+//! Foundation benchmarks, each next to a reference measured in the same run:
+//!
+//! - the RPC round trip (`daemon/info` over the socket) next to a raw ping-pong of the same
+//!   size over a local socket;
+//! - events per second from a streaming turn through the daemon to 1 and to 8 socket
+//!   subscribers, next to one subscriber;
+//! - `stepper ask` against the fake server with the daemon warm: wall time and peak RSS of the
+//!   client process, next to `stepper --version` (the cost of starting the binary at all).
+//!
+//! `cargo bench -p stepper-e2e --bench foundation`
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use interprocess::local_socket::tokio::{Listener, Stream, prelude::*};
+use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
+use stepper_e2e::{Reply, TestEnv};
+use stepper_protocol::AppEvent;
+use stepper_protocol::methods::{
+    DaemonInfo, Empty, SessionCreate, SessionCreateParams, SessionSubmit, SessionSubmitParams,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const ROUND_TRIPS: usize = 5000;
+const ASKS: usize = 20;
+const STREAM_EVENTS: usize = 20_000;
+
+struct Stats {
+    mean: Duration,
+    p50: Duration,
+    p99: Duration,
+}
+
+fn stats(mut v: Vec<Duration>) -> Stats {
+    v.sort();
+    let mean = v.iter().sum::<Duration>() / v.len() as u32;
+    let pct = |p: f64| v[((v.len() as f64 * p) as usize).min(v.len() - 1)];
+    Stats {
+        mean,
+        p50: pct(0.5),
+        p99: pct(0.99),
+    }
+}
+
+fn show(s: &Stats) -> String {
+    format!(
+        "mean {:>9.1?}  p50 {:>9.1?}  p99 {:>9.1?}",
+        s.mean, s.p50, s.p99
+    )
+}
+
+async fn rpc_round_trip(env: &TestEnv) -> (Stats, usize) {
+    let client = env.client().await;
+    let size = serde_json::to_string(&client.call::<DaemonInfo>(Empty {}).await.unwrap())
+        .unwrap()
+        .len();
+    for _ in 0..200 {
+        client.call::<DaemonInfo>(Empty {}).await.unwrap();
+    }
+    let mut times = Vec::with_capacity(ROUND_TRIPS);
+    for _ in 0..ROUND_TRIPS {
+        let t = Instant::now();
+        client.call::<DaemonInfo>(Empty {}).await.unwrap();
+        times.push(t.elapsed());
+    }
+    (stats(times), size)
+}
+
+async fn raw_ping_pong(dir: &std::path::Path, size: usize) -> Stats {
+    let path = dir.join("raw.sock");
+    let name = path.as_path().to_fs_name::<GenericFilePath>().unwrap();
+    let listener: Listener = ListenerOptions::new().name(name).create_tokio().unwrap();
+    let server = tokio::spawn(async move {
+        let mut conn = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; size];
+        while conn.read_exact(&mut buf).await.is_ok() {
+            if conn.write_all(&buf).await.is_err() {
+                break;
+            }
+        }
+    });
+    let name = path.as_path().to_fs_name::<GenericFilePath>().unwrap();
+    let mut conn = Stream::connect(name).await.unwrap();
+    let msg = vec![b'x'; size];
+    let mut buf = vec![0u8; size];
+    for _ in 0..200 {
+        conn.write_all(&msg).await.unwrap();
+        conn.read_exact(&mut buf).await.unwrap();
+    }
+    let mut times = Vec::with_capacity(ROUND_TRIPS);
+    for _ in 0..ROUND_TRIPS {
+        let t = Instant::now();
+        conn.write_all(&msg).await.unwrap();
+        conn.read_exact(&mut buf).await.unwrap();
+        times.push(t.elapsed());
+    }
+    drop(conn);
+    server.await.unwrap();
+    stats(times)
+}
+
+/// Events per second seen by every one of `subscribers` clients while a turn streams.
+async fn streamed(env: &TestEnv, subscribers: usize) -> f64 {
+    let deltas: Vec<String> = (0..STREAM_EVENTS).map(|i| format!("t{i} ")).collect();
+    env.fake.push(Reply::text(
+        &deltas.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let owner = env.client().await;
+    let session = owner
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: env.envs().into_iter().collect(),
+            model: None,
+            title: None,
+        })
+        .await
+        .unwrap()
+        .session
+        .id;
+    let mut readers = Vec::new();
+    for _ in 0..subscribers {
+        let client = env.client().await;
+        let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+        readers.push(tokio::spawn(async move {
+            let mut n = 0usize;
+            loop {
+                let e = stream.next().await.unwrap().unwrap();
+                n += 1;
+                if matches!(e.event, AppEvent::TurnFinished { .. }) {
+                    return n;
+                }
+            }
+        }));
+    }
+    let start = Instant::now();
+    owner
+        .call::<SessionSubmit>(SessionSubmitParams {
+            session_id: session,
+            text: "go".into(),
+            env: None,
+        })
+        .await
+        .unwrap();
+    let mut events = 0;
+    for r in readers {
+        events = r.await.unwrap();
+    }
+    events as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Runs in a child process of its own (`--measure-asks`), so that the peak RSS of its
+/// children is that of `stepper` runs alone, not of the cargo build the harness ran.
+fn measure_asks() {
+    let bin = std::env::var("STEPPER_BENCH_BIN").unwrap();
+    let run = |args: &[&str]| {
+        let t = Instant::now();
+        let out = std::process::Command::new(&bin)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t.elapsed().as_nanos() as u64
+    };
+    run(&["ask", "warm up"]);
+    let version: Vec<u64> = (0..ASKS).map(|_| run(&["--version"])).collect();
+    let ask: Vec<u64> = (0..ASKS).map(|_| run(&["ask", "hello"])).collect();
+    let usage =
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
+    let report = serde_json::json!({ "version": version, "ask": ask, "maxRssKb": usage.max_rss() });
+    println!("{report}");
+}
+
+fn asks(env: &TestEnv) -> (Stats, Stats, u64) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--measure-asks")
+        .env_clear()
+        .envs(env.envs())
+        .env("STEPPER_BENCH_BIN", stepper_e2e::bin_dir().join("stepper"))
+        .current_dir(env.project.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let durations = |k: &str| -> Vec<Duration> {
+        report[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| Duration::from_nanos(n.as_u64().unwrap()))
+            .collect()
+    };
+    (
+        stats(durations("version")),
+        stats(durations("ask")),
+        report["maxRssKb"].as_u64().unwrap(),
+    )
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if std::env::args().any(|a| a == "--measure-asks") {
+        return measure_asks();
+    }
+    let env = TestEnv::new();
+    env.start_daemon();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (rpc, size) = rpc_round_trip(&env).await;
+        let raw = raw_ping_pong(env.home.path(), size).await;
+        println!("round trip, {ROUND_TRIPS} sequential calls ({size}-byte response):");
+        println!("  raw local socket ping-pong .. {}", show(&raw));
+        println!(
+            "  daemon/info over RPC ....... {}  ({:.1}x raw at p50)",
+            show(&rpc),
+            rpc.p50.as_secs_f64() / raw.p50.as_secs_f64()
+        );
+
+        println!("turn of {STREAM_EVENTS} text deltas through the daemon to socket subscribers:");
+        let one = streamed(&env, 1).await;
+        println!("  1 subscriber ....... {one:>9.0} events/s");
+        let eight = streamed(&env, 8).await;
+        println!(
+            "  8 subscribers ...... {eight:>9.0} events/s each ({:.2}x one)",
+            eight / one
+        );
+    });
+    let (version, ask, rss) = asks(&env);
+    println!("stepper ask against the fake server, daemon warm, {ASKS} runs:");
+    println!("  stepper --version .. {}", show(&version));
+    println!(
+        "  stepper ask ........ {}  ({:.1}x --version at p50)",
+        show(&ask),
+        ask.p50.as_secs_f64() / version.p50.as_secs_f64()
+    );
+    println!("  peak RSS of the client: {:.1} MiB", rss as f64 / 1024.0);
+}

@@ -178,3 +178,71 @@ fn bad_input_gets_a_clear_error() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_interrupts_the_turn_and_keeps_the_partial_answer() {
+    use stepper_e2e::Gate;
+    use stepper_e2e::fake_anthropic::{stream_end, text_deltas, text_stream};
+    let env = TestEnv::new();
+    env.start_daemon();
+    let gate = Gate::new();
+    let before = text_stream(&[]).replace(&stream_end(), "") + &text_deltas(&["so far"]);
+    env.fake.push(Reply::Held {
+        before,
+        gate: gate.clone(),
+        after: stream_end(),
+    });
+    let ask = env
+        .stepper()
+        .args(["ask", "--format", "json", "long"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    env.running_session(5).await;
+    let pid = nix::unistd::Pid::from_raw(ask.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = ask.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    let result: AskResult = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(result.status, TurnStatus::Interrupted);
+    assert_eq!(result.text, "so far");
+    // The daemon is free for the next turn at once.
+    gate.open();
+    let out = env.run(&["ask", "next"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn the_api_key_never_reaches_disk() {
+    let env = TestEnv::new();
+    let out = env
+        .stepper()
+        .args(["ask", "hi"])
+        .env("GITHUB_TOKEN", "ghp_secretvalue42")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // Stop the daemon so the WAL is checkpointed and the log flushed, then read every file.
+    assert!(env.run(&["daemon", "stop"]).status.success());
+    let mut files = vec![env.home.path().to_path_buf()];
+    let mut checked = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for secret in [stepper_e2e::fake_anthropic::FAKE_KEY, "ghp_secretvalue42"] {
+            assert!(
+                !text.contains(secret),
+                "{secret} found in {}",
+                path.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "the store and the log were read");
+}

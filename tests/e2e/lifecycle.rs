@@ -1,7 +1,5 @@
 //! The daemon's life: crash and restart, one daemon per data dir, clean shutdown.
 
-use std::time::Duration;
-
 use nix::sys::signal::Signal;
 use stepper_e2e::fake_anthropic::{stream_end, text_deltas, text_stream};
 use stepper_e2e::{Gate, Reply, TestEnv};
@@ -27,29 +25,6 @@ async fn all_events(env: &TestEnv, session_id: &str) -> Vec<EventEnvelope> {
         events.push(stream.next().await.unwrap().unwrap());
     }
     events
-}
-
-/// Wait until the newest session runs a turn and has committed at least `min_seq` events.
-async fn running_session(env: &TestEnv, min_seq: u64) -> String {
-    let client = env.client().await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let list = client
-            .call::<stepper_protocol::methods::SessionList>(Default::default())
-            .await
-            .unwrap();
-        match list.sessions.first() {
-            Some(s) if s.status == SessionStatus::Running && s.last_seq >= min_seq => {
-                return s.id.clone();
-            }
-            _ => {}
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no running turn with seq {min_seq}: {list:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn ask_json(env: &TestEnv, prompt: &str) -> AskResult {
@@ -116,7 +91,7 @@ async fn sigkill_during_a_turn_ends_it_as_interrupted_on_restart() {
 
     // Wait until the partial answer is committed, then kill the daemon mid-turn.
     env.start_daemon();
-    let session_id = running_session(&env, 6).await;
+    let session_id = env.running_session(6).await;
     env.signal_daemon(Signal::SIGKILL);
     let status = ask.wait().unwrap();
     assert!(!status.success(), "ask reports the lost daemon");
@@ -198,7 +173,7 @@ async fn sigterm_interrupts_running_turns_and_removes_the_socket() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    running_session(&env, 5).await;
+    env.running_session(5).await;
     // Signal the daemon directly, as systemd or a logout would.
     let socket = env.places().socket;
     env.signal_daemon(Signal::SIGTERM);

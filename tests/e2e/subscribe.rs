@@ -132,3 +132,70 @@ async fn a_slow_subscriber_ends_with_every_event() {
     );
     assert_eq!(fast_stream.resubscribes(), 0);
 }
+
+/// A subscriber whose socket is not read at all: the daemon's send to it blocks, its live
+/// buffer overflows, and it catches up from the store — while the turn and the other
+/// subscriber run at full speed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_stops_reading_catches_up_from_the_store() {
+    use jsonrpsee::core::client::{ReceivedMessage, TransportReceiverT, TransportSenderT};
+    let env = TestEnv::new();
+    env.start_daemon();
+    let deltas = many_deltas(12_000);
+    env.fake.push(Reply::text(
+        &deltas.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let fast = env.client().await;
+    let session = create_session(&env, &fast).await;
+
+    let stream = stepper_protocol::client::connect_stream(&env.places().socket)
+        .await
+        .unwrap();
+    let url =
+        jsonrpsee::client_transport::ws::Url::parse(stepper_protocol::transport::WS_URI).unwrap();
+    let (mut tx, mut rx) = jsonrpsee::client_transport::ws::WsTransportClientBuilder::default()
+        .build_with_stream(url, stream)
+        .await
+        .unwrap();
+    let mut receive = async move || -> serde_json::Value {
+        match rx.receive().await.unwrap() {
+            ReceivedMessage::Text(t) => serde_json::from_str(&t).unwrap(),
+            ReceivedMessage::Bytes(b) => serde_json::from_slice(&b).unwrap(),
+            ReceivedMessage::Pong => serde_json::Value::Null,
+        }
+    };
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": stepper_protocol::PROTOCOL_VERSION,
+        "client": {"name": "stalled", "kind": "other", "version": "0"}}});
+    tx.send(init.to_string()).await.unwrap();
+    assert!(receive().await["result"].is_object());
+    let sub = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/subscribe",
+        "params": {"sessionId": session, "afterSeq": 0}});
+    tx.send(sub.to_string()).await.unwrap();
+    let id = receive().await;
+    assert!(
+        id["result"].is_string() || id["result"].is_number(),
+        "a subscription id: {id}"
+    );
+
+    let mut fast_stream = fast.subscribe_events(&session, 0).await.unwrap();
+    submit(&fast, &session, "a lot").await;
+    let fast_events = until_turn_finished(&mut fast_stream).await;
+
+    let mut seqs = Vec::new();
+    loop {
+        let msg = receive().await;
+        let envelope: EventEnvelope =
+            serde_json::from_value(msg["params"]["result"].clone()).unwrap();
+        let done = matches!(envelope.event, AppEvent::TurnFinished { .. });
+        seqs.push(envelope.seq);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(seqs, fast_events.iter().map(|e| e.seq).collect::<Vec<_>>());
+    assert!(
+        env.daemon_log().contains("catching up from the store"),
+        "the stalled subscriber must have lagged for this test to mean anything"
+    );
+}

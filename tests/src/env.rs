@@ -180,6 +180,33 @@ impl TestEnv {
         });
     }
 
+    /// Wait until the newest session runs a turn and has committed at least `min_seq` events;
+    /// returns its id.
+    pub async fn running_session(&self, min_seq: u64) -> String {
+        let client = self.client().await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let list = client
+                .call::<stepper_protocol::methods::SessionList>(Default::default())
+                .await
+                .unwrap();
+            match list.sessions.first() {
+                Some(s)
+                    if s.status == stepper_protocol::SessionStatus::Running
+                        && s.last_seq >= min_seq =>
+                {
+                    return s.id.clone();
+                }
+                _ => {}
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no running turn with seq {min_seq}: {list:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// The daemon's log so far (for failure messages).
     pub fn daemon_log(&self) -> String {
         std::fs::read_to_string(self.places().log_path()).unwrap_or_default()

@@ -14,6 +14,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use tokio::sync::Semaphore;
 
 pub const FAKE_KEY: &str = "sk-ant-test-0123456789";
@@ -135,6 +136,11 @@ impl FakeAnthropic {
                 let app = Router::new()
                     .route("/v1/messages", post(messages))
                     .with_state(state);
+                // Without TCP_NODELAY each small SSE write waits on the client's delayed ACK
+                // (~40 ms): real API servers stream with it set.
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
                 axum::serve(listener, app)
                     .with_graceful_shutdown(async {
                         let _ = stop.await;

@@ -1,1 +1,6 @@
-
+//! OS problems only: spawning children in their own process group (a Job Object on Windows),
+//! killing whole trees, the child registry that survives a daemon crash (pid + start time),
+//! and the login shell's environment. Knows nothing of sessions or tools.
+//!
+//! Empty until tools spawn processes; it depends on no other stepper crate, and a test keeps
+//! it that way.

@@ -131,7 +131,10 @@ impl Machine {
                     r = pending => r,
                 };
                 match check_status(response).await {
-                    Ok(r) => self.body = Some(r.bytes_stream().boxed()),
+                    Ok(r) => {
+                        tracing::debug!(status = %r.status(), "anthropic response headers");
+                        self.body = Some(r.bytes_stream().boxed());
+                    }
                     Err(e) => {
                         self.finished = true;
                         return Some(Err(e));
@@ -153,9 +156,15 @@ impl Machine {
                         error_chain(&e)
                     ))));
                 }
-                None => self.decoder.finish(&mut self.queue),
+                None => {
+                    self.decoder.finish(&mut self.queue);
+                    self.finished = true;
+                }
             }
-            if self.decoder.done {
+            // After `message_stop` the body is read to its end (a few bytes), so the pooled
+            // connection can carry the next request; a reused connection saves a TLS
+            // handshake per turn. After an error it is dropped instead.
+            if self.decoder.failed {
                 self.finished = true;
             }
         }
@@ -208,6 +217,8 @@ pub struct Decoder {
     stop_reason: Option<String>,
     /// `message_stop` or an error was seen: the message is over.
     pub done: bool,
+    /// The stream failed (an error event, malformed data, or cut short).
+    pub failed: bool,
 }
 
 impl Decoder {
@@ -242,6 +253,7 @@ impl Decoder {
 
     fn fail(&mut self, out: &mut VecDeque<Result<ChatEvent, ProviderError>>, e: ProviderError) {
         self.done = true;
+        self.failed = true;
         out.push_back(Err(e));
     }
 

@@ -21,7 +21,9 @@ use tokio_util::task::TaskTracker;
 const EVENTS: u64 = 50_000;
 
 fn delta() -> AppEvent {
-    AppEvent::TextDelta { text: "token ".into() }
+    AppEvent::TextDelta {
+        text: "token ".into(),
+    }
 }
 
 async fn new_store(dir: &std::path::Path, id: &str) -> Store {
@@ -111,7 +113,13 @@ async fn store_only() -> f64 {
                 break;
             }
             seq += 1;
-            batch.push(EventEnvelope { session_id: "s".into(), seq, at: now_ms(), turn: Some(1), event: delta() });
+            batch.push(EventEnvelope {
+                session_id: "s".into(),
+                seq,
+                at: now_ms(),
+                turn: Some(1),
+                event: delta(),
+            });
         }
         store.append_events("s", &batch).await.unwrap();
     }
@@ -119,7 +127,10 @@ async fn store_only() -> f64 {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let reference = store_only().await;
         println!("event log: {EVENTS} TextDelta events, SQLite WAL synchronous=FULL");

@@ -323,7 +323,10 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
                     catch_up(&store, &sink, &p.session_id, &mut last).await
                 }
             }
-            Err(RecvError::Lagged(_)) => catch_up(&store, &sink, &p.session_id, &mut last).await,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::debug!(session = %p.session_id, missed, "subscriber lagged; catching up from the store");
+                catch_up(&store, &sink, &p.session_id, &mut last).await
+            }
             // The writer ended: the daemon is shutting down.
             Err(RecvError::Closed) => return,
         };

@@ -256,7 +256,11 @@ async fn append_in(
         let mut sql =
             String::from("INSERT INTO events (session_id, seq, at, turn, kind, payload) VALUES ");
         for i in 0..chunk.len() {
-            sql.push_str(if i == 0 { "(?, ?, ?, ?, ?, ?)" } else { ", (?, ?, ?, ?, ?, ?)" });
+            sql.push_str(if i == 0 {
+                "(?, ?, ?, ?, ?, ?)"
+            } else {
+                ", (?, ?, ?, ?, ?, ?)"
+            });
         }
         let mut query = sqlx::query(&sql);
         for e in chunk {
