@@ -65,6 +65,17 @@ fn client_env() -> Env {
         .collect()
 }
 
+#[cfg(unix)]
+fn interrupt_signal() -> anyhow::Result<tokio::signal::unix::Signal> {
+    use tokio::signal::unix::{SignalKind, signal};
+    signal(SignalKind::interrupt()).context("listening for Ctrl-C")
+}
+
+#[cfg(not(unix))]
+fn interrupt_signal() -> anyhow::Result<tokio::signal::windows::CtrlC> {
+    tokio::signal::windows::ctrl_c().context("listening for Ctrl-C")
+}
+
 pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let prompt = read_prompt(args.prompt)?;
     let cwd = std::env::current_dir().context("finding the current directory")?;
@@ -94,10 +105,12 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let mut text = String::new();
     let mut usage = Usage::default();
     let mut interrupts = 0;
+    // One listener for the whole turn, so no Ctrl-C falls between two waits.
+    let mut ctrl_c = interrupt_signal()?;
     let (status, error) = loop {
         let next = tokio::select! {
             n = events.next() => n,
-            _ = tokio::signal::ctrl_c() => {
+            _ = ctrl_c.recv() => {
                 interrupts += 1;
                 if interrupts > 1 {
                     eprintln!("\nstepper: left the turn to stop in the daemon (session {session_id})");

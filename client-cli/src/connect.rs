@@ -32,10 +32,19 @@ pub fn places() -> anyhow::Result<Places> {
 
 /// Connect to the running daemon, starting one first if nobody listens on the socket.
 pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<DaemonClient> {
-    match DaemonClient::connect(&places.socket, client_info(name)).await {
-        Ok(client) => return Ok(client),
-        Err(e) if e.is_not_running() => {}
-        Err(e) => return Err(e.into()),
+    // A daemon that is dying still owns its socket for a moment and resets connections:
+    // look again briefly before deciding that nobody is there.
+    let mut attempts = 0;
+    loop {
+        match DaemonClient::connect(&places.socket, client_info(name)).await {
+            Ok(client) => return Ok(client),
+            Err(e) if e.is_not_running() => break,
+            Err(ClientError::Handshake { .. } | ClientError::Disconnected) if attempts < 20 => {
+                attempts += 1;
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     start_daemon(places).await?;
     Ok(DaemonClient::connect(&places.socket, client_info(name)).await?)

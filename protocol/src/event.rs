@@ -66,6 +66,10 @@ pub enum AppEvent {
     Error { message: String },
     /// Something worth telling the user that is not an error.
     Notice { message: String },
+    /// An event of a newer daemon that this client does not know; never sent, only
+    /// received. Clients skip it, so a minor protocol version can add variants.
+    #[serde(other)]
+    Unknown,
 }
 
 impl AppEvent {
@@ -82,6 +86,7 @@ impl AppEvent {
             AppEvent::TurnFinished { .. } => "TurnFinished",
             AppEvent::Error { .. } => "Error",
             AppEvent::Notice { .. } => "Notice",
+            AppEvent::Unknown => "Unknown",
         }
     }
 }
@@ -111,5 +116,29 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_from_a_newer_daemon_are_skippable() {
+        let json = r#"{"sessionId":"s","seq":3,"at":1,"event":{"type":"FromTheFuture","x":1}}"#;
+        let e: EventEnvelope = serde_json::from_str(json).unwrap();
+        assert_eq!(e.event, AppEvent::Unknown);
+    }
+
+    #[test]
+    fn wire_shape_is_camel_case_and_tagged() {
+        let e = AppEvent::InputQueued {
+            input_id: "i".into(),
+            text: "t".into(),
+            client: None,
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["type"], "InputQueued");
+        assert_eq!(v["inputId"], "i");
     }
 }

@@ -41,7 +41,14 @@ impl Places {
 
     /// Resolve from an environment given as a lookup function.
     pub fn resolve(var: impl Fn(&str) -> Option<OsString>) -> Result<Places, PlacesError> {
-        let non_empty = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        // Relative paths are made absolute now: the daemon a client starts must agree on
+        // them whatever its working directory.
+        let non_empty = |k: &str| {
+            var(k).filter(|v| !v.is_empty()).map(|v| {
+                let p = PathBuf::from(v);
+                std::path::absolute(&p).unwrap_or(p)
+            })
+        };
         let mut places = if let Some(home) = non_empty("STEPPER_HOME") {
             Places {
                 config_dir: home.clone(),

@@ -165,18 +165,16 @@ impl TestEnv {
         // Guard against a reused pid: it must be a stepperd.
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
         let is_daemon = String::from_utf8_lossy(&cmdline).contains("stepperd");
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s.contains(") Z "))
-            .unwrap_or(false);
-        (is_daemon && alive).then_some(pid)
+        (is_daemon && alive(pid)).then_some(pid)
     }
 
-    /// Send `signal` to the daemon and wait until it is gone.
+    /// Send `signal` to the daemon and wait until it is gone — not just dying: until its
+    /// files (the lock, the listening socket) are closed.
     pub fn signal_daemon(&self, signal: nix::sys::signal::Signal) {
         let pid = self.daemon_pid().expect("a running daemon");
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal daemon");
         wait_until("the daemon to exit", Duration::from_secs(20), || {
-            self.daemon_pid() != Some(pid)
+            !alive(pid)
         });
     }
 
@@ -210,6 +208,19 @@ impl TestEnv {
     /// The daemon's log so far (for failure messages).
     pub fn daemon_log(&self) -> String {
         std::fs::read_to_string(self.places().log_path()).unwrap_or_default()
+    }
+}
+
+/// Whether `pid` is a process that has not finished exiting. A dying process loses its
+/// memory (and `cmdline`) before its files; only a zombie or a missing entry has closed them.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) => false,
     }
 }
 
