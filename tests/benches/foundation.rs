@@ -149,20 +149,26 @@ async fn streamed(env: &TestEnv, subscribers: usize) -> f64 {
     events as f64 / start.elapsed().as_secs_f64()
 }
 
+fn succeeded(out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs in a child process of its own (`--measure-asks`), so that the peak RSS of its
 /// children is that of `stepper` runs alone, not of the cargo build the harness ran.
 fn measure_asks() {
     let bin = std::env::var("STEPPER_BENCH_BIN").unwrap();
     let run = |args: &[&str]| {
         let t = Instant::now();
-        let out = std::process::Command::new(&bin)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        succeeded(
+            std::process::Command::new(&bin)
+                .args(args)
+                .output()
+                .unwrap(),
         );
         t.elapsed().as_nanos() as u64
     };
@@ -184,11 +190,7 @@ fn asks(env: &TestEnv) -> (Stats, Stats, u64) {
         .current_dir(env.project.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded(out);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let durations = |k: &str| -> Vec<Duration> {
         report[k]

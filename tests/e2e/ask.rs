@@ -182,16 +182,10 @@ fn bad_input_gets_a_clear_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_interrupts_the_turn_and_keeps_the_partial_answer() {
     use stepper_e2e::Gate;
-    use stepper_e2e::fake_anthropic::{stream_end, text_deltas, text_stream};
     let env = TestEnv::new();
     env.start_daemon();
     let gate = Gate::new();
-    let before = text_stream(&[]).replace(&stream_end(), "") + &text_deltas(&["so far"]);
-    env.fake.push(Reply::Held {
-        before,
-        gate: gate.clone(),
-        after: stream_end(),
-    });
+    env.fake.push(Reply::held(&["so far"], &gate));
     let ask = env
         .stepper()
         .args(["ask", "--format", "json", "long"])

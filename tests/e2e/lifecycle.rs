@@ -1,7 +1,6 @@
 //! The daemon's life: crash and restart, one daemon per data dir, clean shutdown.
 
 use nix::sys::signal::Signal;
-use stepper_e2e::fake_anthropic::{stream_end, text_deltas, text_stream};
 use stepper_e2e::{Gate, Reply, TestEnv};
 use stepper_protocol::methods::{AskResult, SessionGet, SessionParams};
 use stepper_protocol::{AppEvent, EventEnvelope, SessionInfo, SessionStatus, TurnStatus};
@@ -76,13 +75,7 @@ async fn sigkill_after_a_turn_loses_nothing() {
 async fn sigkill_during_a_turn_ends_it_as_interrupted_on_restart() {
     let env = TestEnv::new();
     let gate = Gate::new();
-    let before =
-        text_stream(&[]).replace(&stream_end(), "") + &text_deltas(&["half an ", "answer"]);
-    env.fake.push(Reply::Held {
-        before,
-        gate: gate.clone(),
-        after: stream_end(),
-    });
+    env.fake.push(Reply::held(&["half an ", "answer"], &gate));
     let mut ask = env
         .stepper()
         .args(["ask", "--format", "json", "long job"])
@@ -161,12 +154,7 @@ async fn sigterm_interrupts_running_turns_and_removes_the_socket() {
         .unwrap();
     assert!(out.status.success());
     let gate = Gate::new();
-    let before = text_stream(&[]).replace(&stream_end(), "") + &text_deltas(&["working"]);
-    env.fake.push(Reply::Held {
-        before,
-        gate: gate.clone(),
-        after: stream_end(),
-    });
+    env.fake.push(Reply::held(&["working"], &gate));
     let ask = env
         .stepper()
         .args(["ask", "--format", "json", "long"])

@@ -66,20 +66,30 @@ impl Reply {
     pub fn text(deltas: &[&str]) -> Reply {
         Reply::Sse(text_stream(deltas))
     }
+
+    /// Stream `deltas`, then hold the message open until `gate` opens, then end it.
+    pub fn held(deltas: &[&str], gate: &Gate) -> Reply {
+        Reply::Held {
+            before: stream_start() + &text_deltas(deltas),
+            gate: gate.clone(),
+            after: stream_end(),
+        }
+    }
 }
 
 /// The SSE body of a message streaming `deltas` as text.
 pub fn text_stream(deltas: &[&str]) -> String {
-    let mut s = String::from(
-        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_t\",\
-         \"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\
-         \"stop_reason\":null,\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}\n\n\
-         event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\
-         \"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
-    );
-    s.push_str(&text_deltas(deltas));
-    s.push_str(&stream_end());
-    s
+    stream_start() + &text_deltas(deltas) + &stream_end()
+}
+
+/// The events that open a message and its text block.
+pub fn stream_start() -> String {
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_t\",\
+     \"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\
+     \"stop_reason\":null,\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}\n\n\
+     event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\
+     \"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+        .to_string()
 }
 
 /// Just the `content_block_delta` events for `deltas`.
