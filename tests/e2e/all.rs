@@ -7,4 +7,5 @@ mod ask;
 mod boundaries;
 mod lifecycle;
 mod protocol;
+mod security;
 mod subscribe;

@@ -1,0 +1,81 @@
+//! Another user is refused before any method runs, even when the socket's permissions
+//! would let them in.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+use stepper_e2e::TestEnv;
+
+/// Open the socket and ask for the WebSocket upgrade; print the status line, or `closed`.
+const PROBE: &str = r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+          b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+s.settimeout(10)
+data = b""
+try:
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+except OSError as e:
+    print("error", e)
+print(data.split(b"\r\n")[0].decode() if data else "closed")
+"#;
+
+/// The system's Python (a user's own, under root's home, is not reachable by `nobody`).
+const PYTHON: &str = "/usr/bin/python3";
+
+fn probe(env: &TestEnv, as_nobody: bool) -> String {
+    use std::os::unix::process::CommandExt;
+    let socket = env.places().socket.display().to_string();
+    let mut cmd = Command::new(PYTHON);
+    if as_nobody {
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd
+        .args(["-c", PROBE, &socket])
+        .output()
+        .expect("running the probe");
+    assert!(
+        out.status.success(),
+        "probe failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn another_user_is_refused_before_any_method_runs() {
+    if !nix::unistd::geteuid().is_root() || !std::path::Path::new(PYTHON).exists() {
+        eprintln!("skipped: needs root (to act as another user) and {PYTHON}");
+        return;
+    }
+    let env = TestEnv::new();
+    env.start_daemon();
+    // Open the folder and the socket to everyone: only the uid check stands in the way now.
+    let places = env.places();
+    std::fs::set_permissions(&places.data_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&places.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+
+    assert_eq!(
+        probe(&env, false),
+        "HTTP/1.1 101 Switching Protocols",
+        "the probe works for the owner"
+    );
+    let refused = probe(&env, true);
+    assert!(
+        refused.ends_with("closed") && !refused.contains("101"),
+        "uid 65534 got: {refused}"
+    );
+    assert!(
+        env.daemon_log().contains("peer runs as uid 65534"),
+        "the refusal is logged: {}",
+        env.daemon_log()
+    );
+    // The daemon is unharmed.
+    assert!(env.run(&["daemon", "status"]).status.success());
+}
