@@ -199,3 +199,71 @@ async fn a_subscriber_that_stops_reading_catches_up_from_the_store() {
         "the stalled subscriber must have lagged for this test to mean anything"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_submitted_at_once_run_one_at_a_time_in_seq_order() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let clients = [
+        env.client().await,
+        env.client().await,
+        env.client().await,
+        env.client().await,
+    ];
+    let session = create_session(&env, &clients[0]).await;
+    let mut stream = clients[0].subscribe_events(&session, 0).await.unwrap();
+    let submits = clients.iter().enumerate().map(|(i, c)| {
+        let session = session.clone();
+        async move {
+            let p = SessionSubmitParams {
+                session_id: session,
+                text: format!("input {i}"),
+                env: None,
+            };
+            c.call::<SessionSubmit>(p).await.unwrap()
+        }
+    });
+    futures::future::join_all(submits).await;
+
+    let mut queued = Vec::new();
+    let mut started = Vec::new();
+    let mut finished = 0;
+    let mut open_turn = None;
+    while finished < clients.len() {
+        let e = tokio::time::timeout(Duration::from_secs(30), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        match e.event {
+            AppEvent::InputQueued { input_id, .. } => queued.push(input_id),
+            AppEvent::TurnStarted { input_id, .. } => {
+                assert_eq!(open_turn, None, "a turn started while another ran");
+                open_turn = e.turn;
+                started.push(input_id);
+            }
+            AppEvent::TurnFinished { .. } => {
+                assert_eq!(open_turn, e.turn);
+                open_turn = None;
+                finished += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(queued.len(), clients.len());
+    assert_eq!(
+        started, queued,
+        "turns run in the order their inputs were queued"
+    );
+    let turns: Vec<_> = env
+        .fake
+        .requests()
+        .iter()
+        .map(|r| r["messages"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(
+        turns,
+        [1, 3, 5, 7],
+        "each turn sees the conversation before it"
+    );
+}

@@ -36,6 +36,9 @@ pub struct LiveSession {
     pub id: SessionId,
     pub log: EventLog,
     inputs: mpsc::Sender<QueuedInput>,
+    /// Held from committing `InputQueued` to queueing the input, so inputs run in the order
+    /// of their seqs even when clients submit at the same moment.
+    submitting: tokio::sync::Mutex<()>,
     state: Mutex<State>,
 }
 
@@ -74,6 +77,7 @@ impl LiveSession {
             id: info.id.clone(),
             log,
             inputs,
+            submitting: tokio::sync::Mutex::new(()),
             state: Mutex::new(State {
                 env,
                 model: info.model.clone(),
@@ -101,6 +105,7 @@ impl LiveSession {
         if let Some(env) = env {
             self.state().env = env;
         }
+        let _order = self.submitting.lock().await;
         let permit = self
             .inputs
             .try_reserve()
