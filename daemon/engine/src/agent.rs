@@ -141,7 +141,7 @@ fn merge_usage(total: &mut Usage, update: &Usage) {
 
 fn describe(e: &ProviderError, provider: &str) -> String {
     match e {
-        ProviderError::Transport(m) => format!("the connection to {provider} failed: {m}"),
+        ProviderError::Transport(m) => format!("{provider}: {m}"),
         ProviderError::Protocol(m) => format!("{provider} sent a stream stepper cannot read: {m}"),
         other => other.to_string(),
     }

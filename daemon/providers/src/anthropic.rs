@@ -175,7 +175,16 @@ async fn check_status(
     response: reqwest::Result<reqwest::Response>,
 ) -> Result<reqwest::Response, ProviderError> {
     let response = response.map_err(|e| {
-        ProviderError::Transport(format!("cannot reach Anthropic: {}", error_chain(&e)))
+        let url = e.url().map(|u| u.to_string()).unwrap_or_default();
+        let what = if e.is_timeout() {
+            "timed out"
+        } else {
+            "failed"
+        };
+        ProviderError::Transport(format!(
+            "connecting to {url} {what}: {} — check ANTHROPIC_BASE_URL and the network",
+            root_cause(&e)
+        ))
     })?;
     let status = response.status();
     if status.is_success() {
@@ -195,6 +204,15 @@ async fn check_status(
         status: status.as_u16(),
         message: format!("{message}{hint}"),
     })
+}
+
+/// The innermost error: for a failed request, the OS's own words ("Connection refused").
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    cause.to_string()
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
