@@ -23,6 +23,10 @@ pub struct AskArgs {
     /// How to print the result.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Record the session's model exchanges to FILE (JSON lines), to play back later with
+    /// --model replay/FILE.
+    #[arg(long, value_name = "FILE")]
+    record: Option<std::path::PathBuf>,
     /// The prompt; read from stdin when absent.
     prompt: Option<String>,
 }
@@ -88,6 +92,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             env: client_env(),
             model: args.model,
             title: None,
+            record: args.record.map(|r| cwd.join(r).display().to_string()),
         })
         .await?;
     let session_id = created.session.id;
@@ -104,6 +109,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let mut our_turn: Option<u32> = None;
     let mut text = String::new();
     let mut usage = Usage::default();
+    let mut cost_usd = None;
     let mut interrupts = 0;
     // One listener for the whole turn, so no Ctrl-C falls between two waits.
     let mut ctrl_c = interrupt_signal()?;
@@ -145,7 +151,13 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 }
                 text.push_str(&delta);
             }
-            AppEvent::UsageUpdated { usage: u } if ours => usage = u,
+            AppEvent::UsageUpdated {
+                usage: u,
+                cost_usd: c,
+            } if ours => {
+                usage = u;
+                cost_usd = c;
+            }
             AppEvent::Error { message } if ours => eprintln!("stepper: {message}"),
             AppEvent::Notice { message } if ours && args.format == Format::Text => {
                 eprintln!("stepper: {message}");
@@ -167,6 +179,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 status,
                 text,
                 usage,
+                cost_usd,
                 error: error.clone(),
             };
             writeln!(out, "{}", serde_json::to_string(&result)?)?;

@@ -1,8 +1,10 @@
 //! `stepper`: the command-line front door. A thin client: every decision lives in the daemon.
 
 mod ask;
+mod auth;
 mod connect;
 mod daemon_cmd;
+mod models;
 mod sessions;
 
 use std::process::ExitCode;
@@ -24,6 +26,13 @@ enum Command {
     Ask(ask::AskArgs),
     /// List sessions, most recent first.
     Sessions(sessions::SessionsArgs),
+    /// Sign in with ChatGPT, or store API keys for the daemon.
+    Auth {
+        #[command(subcommand)]
+        command: auth::AuthCommand,
+    },
+    /// The models stepper knows, with context windows and prices.
+    Models(models::ModelsArgs),
     /// Start, stop or inspect the daemon.
     Daemon {
         #[command(subcommand)]
@@ -49,6 +58,8 @@ fn main() -> ExitCode {
             Command::Ask(args) => ask::run(args).await,
             Command::Sessions(args) => sessions::run(args).await,
             Command::Daemon { command } => daemon_cmd::run(command).await,
+            Command::Auth { command } => auth::run(command).await,
+            Command::Models(args) => models::run(args).await,
         }
     });
     // Do not wait for background tasks (a blocked stdin reader) at exit.

@@ -54,8 +54,12 @@ pub enum AppEvent {
         text: String,
         stop_reason: Option<String>,
     },
-    /// Token usage of the turn so far.
-    UsageUpdated { usage: Usage },
+    /// Token usage of the turn so far, and what it cost when the model's prices are known.
+    UsageUpdated {
+        usage: Usage,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
     /// The turn ended.
     TurnFinished {
         status: TurnStatus,

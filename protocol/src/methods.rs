@@ -101,6 +101,16 @@ method_table! {
         SessionSubmit = "session/submit" (SessionSubmitParams) -> SessionSubmitResponse;
         /// Interrupt the running turn, if any.
         SessionInterrupt = "session/interrupt" (SessionParams) -> SessionInterruptResponse;
+        /// The models stepper knows: the catalogue and those configured for a folder.
+        ModelsList = "models/list" (ModelsListParams) -> ModelsListResponse;
+        /// Who is signed in, and which API keys are stored.
+        AuthStatus = "auth/status" (Empty) -> AuthStatusResponse;
+        /// Store an API key, or begin signing in with ChatGPT (returns the URL to open).
+        AuthLogin = "auth/login" (AuthLoginParams) -> AuthLoginResponse;
+        /// Wait until the sign-in begun by `auth/login` completes in the browser.
+        AuthWaitLogin = "auth/waitLogin" (AuthWaitLoginParams) -> AuthStatusResponse;
+        /// Forget a stored key or the ChatGPT sign-in.
+        AuthLogout = "auth/logout" (AuthLogoutParams) -> AuthLogoutResponse;
     }
     subscriptions {
         /// Replay a session's events after `afterSeq` from the store, then follow it live.
@@ -176,6 +186,10 @@ pub struct SessionCreateParams {
     pub model: Option<String>,
     #[serde(default)]
     pub title: Option<String>,
+    /// Record every provider exchange of the session to this file (an absolute path), for
+    /// `--model replay/<file>`.
+    #[serde(default)]
+    pub record: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -249,13 +263,114 @@ pub struct SessionSubscribeParams {
 }
 
 /// The JSON `stepper ask --format json` prints (part of the CLI's contract, so it lives here).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AskResult {
     pub session_id: SessionId,
     pub status: crate::event::TurnStatus,
     pub text: String,
     pub usage: Usage,
+    /// What the turn cost in US dollars, when the model's prices are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelsListParams {
+    /// Include the providers and models configured for this folder's settings.
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelEntry {
+    /// `provider/model-id`.
+    pub id: String,
+    pub provider: String,
+    pub context_window: u64,
+    pub max_output: u32,
+    /// US dollars per million tokens, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_price: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_price: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_price: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_price: Option<f64>,
+    /// Described in the settings (rather than only in the built-in catalogue).
+    pub configured: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelsListResponse {
+    /// The model new sessions in that folder get.
+    pub default: String,
+    pub models: Vec<ModelEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CodexAccount {
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// When the access token expires (it is refreshed before then), ms since epoch.
+    pub expires_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthStatusResponse {
+    /// The ChatGPT sign-in, when there is one.
+    #[serde(default)]
+    pub codex: Option<CodexAccount>,
+    /// Providers with a stored API key (the keys themselves never leave the daemon).
+    pub stored_keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthLoginParams {
+    /// `codex` to sign in with ChatGPT, or a provider name (`anthropic`, `openai`, ...) to
+    /// store `apiKey` for it.
+    pub provider: String,
+    #[serde(default)]
+    pub api_key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthLoginResponse {
+    /// For ChatGPT: the page to open in a browser.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// For ChatGPT: pass to `auth/waitLogin`.
+    #[serde(default)]
+    pub login_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthWaitLoginParams {
+    pub login_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthLogoutParams {
+    pub provider: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthLogoutResponse {
+    /// Whether there was something to forget.
+    pub removed: bool,
 }

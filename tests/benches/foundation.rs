@@ -113,6 +113,7 @@ async fn streamed(env: &TestEnv, subscribers: usize) -> f64 {
             env: env.envs().into_iter().collect(),
             model: None,
             title: None,
+            record: None,
         })
         .await
         .unwrap()

@@ -7,5 +7,6 @@ mod ask;
 mod boundaries;
 mod lifecycle;
 mod protocol;
+mod providers;
 mod security;
 mod subscribe;

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use stepper_e2e::fake_anthropic::fixture;
+use stepper_e2e::fake_llm::fixture;
 use stepper_e2e::{Reply, TestEnv};
 use stepper_protocol::methods::AskResult;
 use stepper_protocol::{AppEvent, EventEnvelope, TurnStatus};
@@ -149,10 +149,14 @@ fn no_key_is_a_clear_error_and_no_request_is_sent() {
 #[test]
 fn provider_errors_fail_the_turn_with_the_reason() {
     let env = TestEnv::new();
-    env.fake.push(Reply::Status(529, "Overloaded".into()));
+    env.fake.push(Reply::status(400, "max_tokens: too large"));
     let out = env.run(&["ask", "hi"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("529"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("400") && stderr(&out).contains("max_tokens: too large"),
+        "{}",
+        stderr(&out)
+    );
 
     // A stream that reports an error midway keeps the partial text.
     env.fake.push(Reply::Sse(fixture("overloaded.sse")));
@@ -229,7 +233,7 @@ fn the_api_key_never_reaches_disk() {
         }
         let bytes = std::fs::read(&path).unwrap();
         let text = String::from_utf8_lossy(&bytes);
-        for secret in [stepper_e2e::fake_anthropic::FAKE_KEY, "ghp_secretvalue42"] {
+        for secret in [stepper_e2e::fake_llm::FAKE_KEY, "ghp_secretvalue42"] {
             assert!(
                 !text.contains(secret),
                 "{secret} found in {}",

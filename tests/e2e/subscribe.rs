@@ -15,6 +15,7 @@ async fn create_session(env: &TestEnv, client: &DaemonClient) -> String {
         env: env.envs().into_iter().collect(),
         model: None,
         title: Some("subscribers".into()),
+        record: None,
     };
     client
         .call::<SessionCreate>(params)

@@ -11,7 +11,7 @@ use stepper_protocol::client::{ConnectOptions, DaemonClient};
 use stepper_protocol::methods::{ClientInfo, ClientKind};
 use stepper_protocol::places::Places;
 
-use crate::fake_anthropic::{FAKE_KEY, FakeAnthropic};
+use crate::fake_llm::{FAKE_KEY, FAKE_OPENAI_KEY, FakeLlm};
 use crate::wait::wait_until;
 
 /// Where the binaries under test are, built once per test process.
@@ -50,7 +50,7 @@ pub fn bin_dir() -> &'static Path {
 pub struct TestEnv {
     pub home: tempfile::TempDir,
     pub project: tempfile::TempDir,
-    pub fake: FakeAnthropic,
+    pub fake: FakeLlm,
 }
 
 impl Default for TestEnv {
@@ -74,7 +74,7 @@ impl TestEnv {
         TestEnv {
             home,
             project,
-            fake: FakeAnthropic::start(),
+            fake: FakeLlm::start(),
         }
     }
 
@@ -101,6 +101,16 @@ impl TestEnv {
             ),
             ("ANTHROPIC_API_KEY".into(), FAKE_KEY.into()),
             ("ANTHROPIC_BASE_URL".into(), self.fake.url.clone()),
+            ("OPENAI_API_KEY".into(), FAKE_OPENAI_KEY.into()),
+            ("OPENAI_BASE_URL".into(), format!("{}/v1", self.fake.url)),
+            (
+                "STEPPER_CODEX_BASE_URL".into(),
+                format!("{}/codex", self.fake.url),
+            ),
+            ("STEPPER_CODEX_ISSUER".into(), self.fake.url.clone()),
+            ("STEPPER_CODEX_CALLBACK_PORT".into(), "0".into()),
+            ("STEPPER_NO_BROWSER".into(), "1".into()),
+            ("STEPPER_RETRY_BASE_MS".into(), "5".into()),
             (
                 "STEPPER_LOG".into(),
                 "debug,sqlx=warn,hyper=warn,jsonrpsee=info".into(),

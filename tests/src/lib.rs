@@ -5,9 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod env;
-pub mod fake_anthropic;
+pub mod fake_llm;
 pub mod wait;
 
 pub use env::{TestEnv, bin_dir};
-pub use fake_anthropic::{FakeAnthropic, Gate, Reply};
+pub use fake_llm::{FakeLlm, Gate, Reply, Route};
 pub use wait::{wait_until, wait_until_async};

@@ -11,7 +11,9 @@ use futures::StreamExt;
 use stepper_protocol::{AppEvent, TurnStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::provider::{ChatEvent, ChatRequest, LlmProvider, ProviderError};
+use crate::accumulator::MessageAccumulator;
+use crate::catalogue::ModelInfo;
+use crate::provider::{ChatEvent, ChatMessage, ChatRequest, LlmProvider, ProviderError};
 
 /// Where a turn's events go. The daemon's implementation persists, then publishes.
 pub trait EventSink: Send + Sync {
@@ -31,17 +33,30 @@ pub struct TurnOutcome {
     /// The assistant text (possibly partial).
     pub text: String,
     pub usage: Usage,
+    pub cost_usd: Option<f64>,
     /// Why the turn failed, for the user.
     pub error: Option<String>,
+    /// The whole assistant message (reasoning, text, tool calls), for the context.
+    pub message: Option<ChatMessage>,
 }
 
 pub struct AgentLoop {
     provider: Arc<dyn LlmProvider>,
+    model: ModelInfo,
 }
 
 impl AgentLoop {
     pub fn new(provider: Arc<dyn LlmProvider>) -> AgentLoop {
-        AgentLoop { provider }
+        AgentLoop {
+            provider,
+            model: ModelInfo::default(),
+        }
+    }
+
+    /// Price usage (and later size compaction) by what is known of the model.
+    pub fn with_model_info(mut self, model: ModelInfo) -> AgentLoop {
+        self.model = model;
+        self
     }
 
     /// Run one model call to its end, emitting deltas, usage and the final message.
@@ -52,9 +67,7 @@ impl AgentLoop {
         sink: &impl EventSink,
     ) -> TurnOutcome {
         let mut stream = self.provider.chat_stream(request, cancel.clone());
-        let mut text = String::new();
-        let mut usage = Usage::default();
-        let mut stop_reason = None;
+        let mut acc = MessageAccumulator::new();
         let mut status = TurnStatus::Completed;
         let mut error: Option<String> = None;
 
@@ -76,22 +89,30 @@ impl AgentLoop {
                     break;
                 }
             };
+            if let Err(e) = acc.push(&event) {
+                status = TurnStatus::Failed;
+                error = Some(describe(&e, self.provider.name()));
+                break;
+            }
             let emitted = match event {
-                ChatEvent::TextDelta(t) => {
-                    text.push_str(&t);
-                    sink.emit(AppEvent::TextDelta { text: t }).await
+                ChatEvent::TextDelta(text) => sink.emit(AppEvent::TextDelta { text }).await,
+                ChatEvent::ReasoningDelta(text) => {
+                    sink.emit(AppEvent::ReasoningDelta { text }).await
                 }
-                ChatEvent::ReasoningDelta(t) => {
-                    sink.emit(AppEvent::ReasoningDelta { text: t }).await
+                ChatEvent::Usage(_) => {
+                    let usage = acc.usage();
+                    let cost_usd = self.model.cost(&usage);
+                    sink.emit(AppEvent::UsageUpdated { usage, cost_usd }).await
                 }
-                ChatEvent::Usage(u) => {
-                    merge_usage(&mut usage, &u);
-                    sink.emit(AppEvent::UsageUpdated { usage }).await
-                }
-                ChatEvent::Stop { reason } => {
-                    stop_reason = reason;
-                    Ok(())
-                }
+                ChatEvent::Notice(message) => sink.emit(AppEvent::Notice { message }).await,
+                // Signatures, opaque reasoning and tool-call plumbing live in the message, not
+                // in the event log; tool calls reach clients when tools run them.
+                ChatEvent::ThinkingSignature(_)
+                | ChatEvent::ReasoningPart(_)
+                | ChatEvent::ToolCallStart { .. }
+                | ChatEvent::ToolCallDelta { .. }
+                | ChatEvent::ToolCallEnd { .. }
+                | ChatEvent::Stop { .. } => Ok(()),
             };
             if let Err(e) = emitted {
                 status = TurnStatus::Failed;
@@ -101,9 +122,29 @@ impl AgentLoop {
         }
         drop(stream);
 
+        let text = acc.text();
+        let usage = acc.usage();
+        let finished = match acc.finish() {
+            Ok(done) => Some(done),
+            Err(e) => {
+                status = TurnStatus::Failed;
+                error.get_or_insert(describe(&e, self.provider.name()));
+                None
+            }
+        };
+        if status == TurnStatus::Completed && finished.as_ref().is_some_and(|f| f.stop.is_none()) {
+            status = TurnStatus::Failed;
+            error = Some(format!(
+                "{}: the answer ended before the model finished",
+                self.provider.name()
+            ));
+        }
         if !text.is_empty() || status == TurnStatus::Completed {
             let stop_reason = match status {
-                TurnStatus::Completed => stop_reason,
+                TurnStatus::Completed => finished
+                    .as_ref()
+                    .and_then(|f| f.stop.as_ref())
+                    .map(|s| s.as_str().to_string()),
                 TurnStatus::Interrupted => Some("interrupted".into()),
                 TurnStatus::Failed => Some("error".into()),
             };
@@ -116,27 +157,16 @@ impl AgentLoop {
                 error.get_or_insert(e.to_string());
             }
         }
+        let cost_usd = self.model.cost(&usage);
         TurnOutcome {
             status,
             text,
             usage,
+            cost_usd,
             error,
+            message: finished.map(|f| f.message),
         }
     }
-}
-
-/// Usage events may carry only some fields (Anthropic sends input tokens at the start and
-/// output tokens at the end): keep the latest non-zero value of each.
-fn merge_usage(total: &mut Usage, update: &Usage) {
-    let keep = |old: &mut u64, new: u64| {
-        if new != 0 {
-            *old = new;
-        }
-    };
-    keep(&mut total.input_tokens, update.input_tokens);
-    keep(&mut total.output_tokens, update.output_tokens);
-    keep(&mut total.cache_read_tokens, update.cache_read_tokens);
-    keep(&mut total.cache_write_tokens, update.cache_write_tokens);
 }
 
 fn describe(e: &ProviderError, provider: &str) -> String {
@@ -175,13 +205,7 @@ mod tests {
     }
 
     fn request() -> ChatRequest {
-        ChatRequest {
-            model: "m".into(),
-            system: None,
-            messages: vec![],
-            max_tokens: 10,
-            cache: false,
-        }
+        ChatRequest::new("m", vec![])
     }
 
     #[tokio::test]
@@ -198,7 +222,7 @@ mod tests {
                 ..Usage::default()
             })),
             Ok(ChatEvent::Stop {
-                reason: Some("end_turn".into()),
+                reason: crate::provider::StopReason::EndTurn,
             }),
         ]);
         let sink = Recorder::default();

@@ -1,14 +1,20 @@
 //! The engine: what a turn does, independent of sockets, storage and wire formats.
 //!
-//! It owns the `LlmProvider` trait (HTTP-free: providers implement it elsewhere), the model
-//! reference syntax, and the agent loop that turns a provider's stream into session events.
+//! It owns the `LlmProvider` trait (HTTP-free: providers implement it elsewhere), the shared
+//! accumulator every provider's stream folds into, the model reference syntax, and the agent
+//! loop that turns a provider's stream into session events.
 
+pub mod accumulator;
 pub mod agent;
+pub mod catalogue;
+pub mod config;
 pub mod model;
 pub mod provider;
 
+pub use accumulator::{Accumulated, MessageAccumulator};
 pub use agent::{AgentLoop, EventSink, TurnOutcome};
 pub use model::ModelRef;
 pub use provider::{
-    ChatEvent, ChatMessage, ChatRequest, ChatStream, LlmProvider, ProviderError, Role,
+    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, LlmProvider, ProviderError,
+    ReasoningEffort, Role, StopReason, ToolSpec,
 };

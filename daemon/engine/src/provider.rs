@@ -1,20 +1,144 @@
 //! The provider boundary: one normalised request and one normalised stream of events, so
 //! nothing above a provider knows its wire format. No HTTP here.
+//!
+//! A provider's decoder turns its wire deltas into [`ChatEvent`]s; the shared
+//! [`MessageAccumulator`](crate::accumulator::MessageAccumulator) folds them into the final
+//! assistant message, whatever the format.
 
 use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
 use stepper_protocol::Usage;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
     Assistant,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One part of a message. Serializable, so a session's context can be stored as it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text {
+        text: String,
+    },
+    /// Visible reasoning (Anthropic thinking). The signature proves it to the API and must go
+    /// back unchanged with the block on the next request.
+    Thinking {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Anthropic's redacted thinking: opaque, passed back as it came.
+    RedactedThinking {
+        data: String,
+    },
+    /// An OpenAI reasoning item: its encrypted content is passed back so the model keeps its
+    /// reasoning across calls without the server storing it.
+    Reasoning {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+    },
+    /// A tool call the model made.
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: serde_json::Value,
+    },
+    /// The result of a tool call, sent back in a user message.
+    ToolResult {
+        call_id: String,
+        content: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: Role,
-    pub text: String,
+    pub content: Vec<ContentPart>,
+}
+
+impl ChatMessage {
+    pub fn user(text: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: Role::User,
+            content: vec![ContentPart::Text { text: text.into() }],
+        }
+    }
+
+    pub fn assistant(text: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: Role::Assistant,
+            content: vec![ContentPart::Text { text: text.into() }],
+        }
+    }
+
+    /// The message's visible text, parts joined.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The tool calls the message makes.
+    pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &str, &serde_json::Value)> {
+        self.content.iter().filter_map(|p| match p {
+            ContentPart::ToolCall {
+                id,
+                name,
+                arguments,
+            } => Some((id.as_str(), name.as_str(), arguments)),
+            _ => None,
+        })
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: serde_json::Value,
+}
+
+/// How hard the model should think, where it can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    /// A thinking budget for formats that take tokens rather than an effort.
+    pub fn budget_tokens(self) -> u32 {
+        match self {
+            ReasoningEffort::Low => 2048,
+            ReasoningEffort::Medium => 8192,
+            ReasoningEffort::High => 24576,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -23,21 +147,87 @@ pub struct ChatRequest {
     pub model: String,
     pub system: Option<String>,
     pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
     pub max_tokens: u32,
     /// Mark prompt-cache breakpoints where the provider supports them.
     pub cache: bool,
+    /// Ask for reasoning (thinking) where the model supports it.
+    pub reasoning: Option<ReasoningEffort>,
+}
+
+impl ChatRequest {
+    /// A plain request: no tools, no reasoning, caching on.
+    pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> ChatRequest {
+        ChatRequest {
+            model: model.into(),
+            system: None,
+            messages,
+            tools: Vec::new(),
+            max_tokens: 8192,
+            cache: true,
+            reasoning: None,
+        }
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    StopSequence,
+    /// The provider refused or filtered the content.
+    Refusal,
+    Other(String),
+}
+
+impl StopReason {
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::Refusal => "refusal",
+            StopReason::Other(s) => s,
+        }
+    }
 }
 
 /// One normalised piece of a streamed answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChatEvent {
     TextDelta(String),
+    /// Reasoning text (thinking, or a reasoning summary) as it streams.
     ReasoningDelta(String),
+    /// The signature that closes the current thinking block (Anthropic).
+    ThinkingSignature(String),
+    /// An opaque reasoning part complete in one piece: redacted thinking, or an OpenAI
+    /// reasoning item with its encrypted content.
+    ReasoningPart(ContentPart),
+    /// A tool call begins; `index` tells its deltas apart from other calls'.
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    /// A piece of the call's JSON arguments.
+    ToolCallDelta {
+        index: usize,
+        arguments: String,
+    },
+    /// The call's arguments are complete.
+    ToolCallEnd {
+        index: usize,
+    },
     /// Usage so far; later values replace earlier ones field by field where non-zero.
     Usage(Usage),
-    /// The model stopped, and why (`end_turn`, `max_tokens`, ...).
+    /// Something the user should know that is not an error (a retry, a fallback).
+    Notice(String),
+    /// The model stopped.
     Stop {
-        reason: Option<String>,
+        reason: StopReason,
     },
 }
 

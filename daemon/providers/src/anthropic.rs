@@ -1,75 +1,71 @@
 //! Anthropic's Messages API, streamed (`stream: true`).
 //!
-//! The wire events (`message_start`, `content_block_delta`, `message_delta`, ...) are parsed
-//! into [`WireEvent`] and normalised into `ChatEvent`s. Text and thinking for now; tool use
-//! and prompt caching slot into the same match.
+//! [`AnthropicWire`] turns the wire events (`message_start`, `content_block_*`,
+//! `message_delta`, `error`, ...) into `ChatEvent`s: text, thinking with its signature,
+//! redacted thinking, tool use with streamed `input_json_delta`, usage with cache tokens.
+//! [`request_body`] sends back what the accumulator kept — signed thinking, tool calls and
+//! results — and marks prompt-cache breakpoints.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
 
-use bytes::Bytes;
-use futures::stream::{BoxStream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
-use serde_json::json;
-use stepper_engine::{ChatEvent, ChatRequest, ChatStream, LlmProvider, ProviderError, Role};
+use serde_json::{Value, json};
+use stepper_engine::{
+    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, LlmProvider, ProviderError, Role,
+    StopReason,
+};
 use stepper_protocol::Usage;
 use tokio_util::sync::CancellationToken;
 
-use crate::sse::{SseEvent, SseParser};
+use crate::sse::SseEvent;
+use crate::stream::{
+    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, post_stream,
+};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 const NAME: &str = "anthropic";
 
 pub struct Anthropic {
-    http: reqwest::Client,
-    url: reqwest::Url,
-    key: String,
+    endpoint: Arc<Endpoint>,
 }
 
 impl Anthropic {
     pub fn new(
         http: reqwest::Client,
         base_url: &str,
-        key: String,
+        key: &str,
+        extra_headers: &HeaderMap,
     ) -> Result<Anthropic, ProviderError> {
         let url = reqwest::Url::parse(&format!("{}/v1/messages", base_url.trim_end_matches('/')))
             .map_err(|e| {
             ProviderError::Config(format!(
-                "ANTHROPIC_BASE_URL {base_url:?} is not a URL ({e}) — set it to something \
+                "the Anthropic base URL {base_url:?} is not a URL ({e}) — set it to something \
                      like https://api.anthropic.com"
             ))
         })?;
-        Ok(Anthropic { http, url, key })
-    }
-}
-
-/// The request body, in the Messages API's shape.
-pub fn request_body(request: &ChatRequest) -> serde_json::Value {
-    let messages: Vec<_> = request
-        .messages
-        .iter()
-        .map(|m| {
-            let role = match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            json!({ "role": role, "content": [{ "type": "text", "text": m.text }] })
+        let mut headers = extra_headers.clone();
+        let mut key = HeaderValue::from_str(key).map_err(|_| {
+            ProviderError::Config("the Anthropic API key holds characters a header cannot".into())
+        })?;
+        key.set_sensitive(true);
+        headers.insert("x-api-key", key);
+        headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
+        headers.insert("accept", HeaderValue::from_static("text/event-stream"));
+        let endpoint = Endpoint {
+            provider: NAME.into(),
+            http,
+            url,
+            headers,
+            retry: RetryPolicy::default(),
+            idle_timeout: idle_timeout_from_env(),
+        };
+        Ok(Anthropic {
+            endpoint: Arc::new(endpoint),
         })
-        .collect();
-    let mut body = json!({
-        "model": request.model,
-        "max_tokens": request.max_tokens,
-        "stream": true,
-        "messages": messages,
-    });
-    if let Some(system) = &request.system {
-        let mut block = json!({ "type": "text", "text": system });
-        if request.cache {
-            block["cache_control"] = json!({ "type": "ephemeral" });
-        }
-        body["system"] = json!([block]);
     }
-    body
 }
 
 impl LlmProvider for Anthropic {
@@ -78,268 +74,227 @@ impl LlmProvider for Anthropic {
     }
 
     fn chat_stream(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
-        let send = self
-            .http
-            .post(self.url.clone())
-            .header("x-api-key", &self.key)
-            .header("anthropic-version", API_VERSION)
-            .header("content-type", "application/json")
-            .header("accept", "text/event-stream")
-            .json(&request_body(&request))
-            .send();
-        let machine = Machine {
-            pending: Some(Box::pin(send)),
-            body: None,
-            decoder: Decoder::default(),
-            queue: VecDeque::new(),
-            finished: false,
+        post_stream(
+            Arc::clone(&self.endpoint),
+            request_body(&request),
+            AnthropicWire::default,
             cancel,
-        };
-        futures::stream::unfold(machine, |mut m| async move {
-            let item = m.next().await?;
-            Some((item, m))
-        })
-        .boxed()
+        )
     }
 }
 
-type Pending =
-    std::pin::Pin<Box<dyn std::future::Future<Output = reqwest::Result<reqwest::Response>> + Send>>;
-
-/// Drives one request: connect, then read chunks through the decoder.
-struct Machine {
-    pending: Option<Pending>,
-    body: Option<BoxStream<'static, reqwest::Result<Bytes>>>,
-    decoder: Decoder,
-    queue: VecDeque<Result<ChatEvent, ProviderError>>,
-    finished: bool,
-    cancel: CancellationToken,
-}
-
-impl Machine {
-    async fn next(&mut self) -> Option<Result<ChatEvent, ProviderError>> {
-        loop {
-            if let Some(item) = self.queue.pop_front() {
-                return Some(item);
-            }
-            if self.finished {
-                return None;
-            }
-            if let Some(pending) = self.pending.take() {
-                let response = tokio::select! {
-                    () = self.cancel.cancelled() => return None,
-                    r = pending => r,
-                };
-                match check_status(response).await {
-                    Ok(r) => {
-                        tracing::debug!(status = %r.status(), "anthropic response headers");
-                        self.body = Some(r.bytes_stream().boxed());
-                    }
-                    Err(e) => {
-                        self.finished = true;
-                        return Some(Err(e));
-                    }
-                }
-                continue;
-            }
-            let body = self.body.as_mut()?;
-            let chunk = tokio::select! {
-                () = self.cancel.cancelled() => return None,
-                c = body.next() => c,
-            };
-            match chunk {
-                Some(Ok(bytes)) => self.decoder.feed(&bytes, &mut self.queue),
-                Some(Err(e)) => {
-                    self.finished = true;
-                    return Some(Err(ProviderError::Transport(format!(
-                        "the stream broke off: {}",
-                        error_chain(&e)
-                    ))));
-                }
-                None => {
-                    self.decoder.finish(&mut self.queue);
-                    self.finished = true;
-                }
-            }
-            // After `message_stop` the body is read to its end (a few bytes), so the pooled
-            // connection can carry the next request; a reused connection saves a TLS
-            // handshake per turn. After an error it is dropped instead.
-            if self.decoder.failed {
-                self.finished = true;
-            }
+/// The request body, in the Messages API's shape.
+pub fn request_body(request: &ChatRequest) -> Value {
+    let ephemeral = || json!({ "type": "ephemeral" });
+    let mut messages: Vec<Value> = request
+        .messages
+        .iter()
+        .filter_map(|m| {
+            let blocks: Vec<Value> = m.content.iter().filter_map(block).collect();
+            (!blocks.is_empty()).then(|| json!({ "role": role(m), "content": blocks }))
+        })
+        .collect();
+    if request.cache {
+        // The rolling breakpoint: the end of the conversation so far, so the next request
+        // reads everything before its new input from the cache.
+        if let Some(last) = messages
+            .last_mut()
+            .and_then(|m| m["content"].as_array_mut())
+            .and_then(|c| c.last_mut())
+        {
+            last["cache_control"] = ephemeral();
         }
     }
+    let mut max_tokens = request.max_tokens;
+    let mut body = json!({ "model": request.model, "stream": true, "messages": messages });
+    if let Some(system) = &request.system {
+        let mut block = json!({ "type": "text", "text": system });
+        if request.cache {
+            block["cache_control"] = ephemeral();
+        }
+        body["system"] = json!([block]);
+    }
+    if !request.tools.is_empty() {
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema }))
+            .collect();
+        if request.cache
+            && let Some(last) = tools.last_mut()
+        {
+            last["cache_control"] = ephemeral();
+        }
+        body["tools"] = json!(tools);
+    }
+    if let Some(effort) = request.reasoning {
+        let budget = effort.budget_tokens();
+        // The budget counts within max_tokens, which must leave room for the answer.
+        max_tokens = max_tokens.max(budget + 4096);
+        body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+    }
+    body["max_tokens"] = json!(max_tokens);
+    body
 }
 
-async fn check_status(
-    response: reqwest::Result<reqwest::Response>,
-) -> Result<reqwest::Response, ProviderError> {
-    let response = response.map_err(|e| {
-        let url = e.url().map(|u| u.to_string()).unwrap_or_default();
-        let what = if e.is_timeout() {
-            "timed out"
-        } else {
-            "failed"
-        };
-        ProviderError::Transport(format!(
-            "connecting to {url} {what}: {} — check ANTHROPIC_BASE_URL and the network",
-            root_cause(&e)
-        ))
-    })?;
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
+fn role(m: &ChatMessage) -> &'static str {
+    match m.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
     }
-    let text = response.text().await.unwrap_or_default();
-    let message = serde_json::from_str::<WireErrorBody>(&text)
-        .map(|b| b.error.message)
-        .unwrap_or_else(|_| text.chars().take(500).collect());
-    let hint = match status.as_u16() {
-        401 | 403 => " — check ANTHROPIC_API_KEY",
-        404 => " — check the model name and ANTHROPIC_BASE_URL",
-        _ => "",
-    };
-    Err(ProviderError::Http {
-        provider: NAME.into(),
-        status: status.as_u16(),
-        message: format!("{message}{hint}"),
+}
+
+fn block(part: &ContentPart) -> Option<Value> {
+    Some(match part {
+        ContentPart::Text { text } if text.is_empty() => return None,
+        ContentPart::Text { text } => json!({ "type": "text", "text": text }),
+        // Unsigned thinking cannot be sent back (the API would reject it): dropped.
+        ContentPart::Thinking {
+            signature: None, ..
+        } => return None,
+        ContentPart::Thinking {
+            text,
+            signature: Some(sig),
+        } => {
+            json!({ "type": "thinking", "thinking": text, "signature": sig })
+        }
+        ContentPart::RedactedThinking { data } => {
+            json!({ "type": "redacted_thinking", "data": data })
+        }
+        // Another vendor's reasoning means nothing here.
+        ContentPart::Reasoning { .. } => return None,
+        ContentPart::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let input = if arguments.is_object() {
+                arguments.clone()
+            } else {
+                json!({})
+            };
+            json!({ "type": "tool_use", "id": id, "name": name, "input": input })
+        }
+        ContentPart::ToolResult {
+            call_id,
+            content,
+            is_error,
+        } => json!({
+            "type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error
+        }),
     })
 }
 
-/// The innermost error: for a failed request, the OS's own words ("Connection refused").
-fn root_cause(e: &dyn std::error::Error) -> String {
-    let mut cause = e;
-    while let Some(inner) = cause.source() {
-        cause = inner;
-    }
-    cause.to_string()
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(inner) = source {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    s
-}
-
-/// Turns SSE bytes into normalised events. Separate from the HTTP machine so benchmarks and
-/// tests can feed it bytes directly.
+/// Anthropic's stream, event by event.
 #[derive(Default)]
-pub struct Decoder {
-    sse: SseParser,
-    events: Vec<SseEvent>,
-    stop_reason: Option<String>,
-    /// `message_stop` or an error was seen: the message is over.
-    pub done: bool,
-    /// The stream failed (an error event, malformed data, or cut short).
-    pub failed: bool,
+pub struct AnthropicWire {
+    /// Content blocks that are tool calls, by index: their stop ends the call.
+    tool_blocks: BTreeSet<usize>,
+    stop_reason: Option<StopReason>,
 }
 
-impl Decoder {
-    pub fn feed(&mut self, bytes: &[u8], out: &mut VecDeque<Result<ChatEvent, ProviderError>>) {
-        if self.done {
-            return;
-        }
-        if let Err(e) = self.sse.feed(bytes, &mut self.events) {
-            self.fail(out, ProviderError::Protocol(e.to_string()));
-            return;
-        }
-        self.drain(out);
-    }
-
-    /// The body ended. Without `message_stop` the answer was cut short.
-    pub fn finish(&mut self, out: &mut VecDeque<Result<ChatEvent, ProviderError>>) {
-        if self.done {
-            return;
-        }
-        if let Err(e) = self.sse.finish(&mut self.events) {
-            self.fail(out, ProviderError::Protocol(e.to_string()));
-            return;
-        }
-        self.drain(out);
-        if !self.done {
-            self.fail(
-                out,
-                ProviderError::Transport("the stream ended before the message was complete".into()),
-            );
-        }
-    }
-
-    fn fail(&mut self, out: &mut VecDeque<Result<ChatEvent, ProviderError>>, e: ProviderError) {
-        self.done = true;
-        self.failed = true;
-        out.push_back(Err(e));
-    }
-
-    fn drain(&mut self, out: &mut VecDeque<Result<ChatEvent, ProviderError>>) {
-        for sse in std::mem::take(&mut self.events) {
-            if self.done {
-                break;
+impl WireFormat for AnthropicWire {
+    fn on_event(
+        &mut self,
+        sse: &SseEvent,
+        out: &mut VecDeque<ChatEvent>,
+    ) -> Result<bool, WireError> {
+        let wire: WireEvent = serde_json::from_str(&sse.data).map_err(|e| {
+            let shown: String = sse.data.chars().take(200).collect();
+            WireError::fatal(ProviderError::Protocol(format!(
+                "malformed {:?} event ({e}): {shown}",
+                sse.event
+            )))
+        })?;
+        match wire {
+            WireEvent::MessageStart { message } => {
+                if let Some(u) = message.usage {
+                    out.push_back(ChatEvent::Usage(u.into()));
+                }
             }
-            let wire: WireEvent = match serde_json::from_str(&sse.data) {
-                Ok(w) => w,
-                Err(e) => {
-                    let shown: String = sse.data.chars().take(200).collect();
-                    self.fail(
-                        out,
-                        ProviderError::Protocol(format!(
-                            "malformed {:?} event ({e}): {shown}",
-                            sse.event
-                        )),
-                    );
-                    break;
+            WireEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block {
+                ContentBlock::Text { text } if !text.is_empty() => {
+                    out.push_back(ChatEvent::TextDelta(text))
                 }
-            };
-            match wire {
-                WireEvent::MessageStart { message } => {
-                    if let Some(u) = message.usage {
-                        out.push_back(Ok(ChatEvent::Usage(u.into())));
-                    }
+                ContentBlock::Thinking { thinking } if !thinking.is_empty() => {
+                    out.push_back(ChatEvent::ReasoningDelta(thinking));
                 }
-                WireEvent::ContentBlockStart { content_block } => match content_block {
-                    ContentBlock::Text { text } if !text.is_empty() => {
-                        out.push_back(Ok(ChatEvent::TextDelta(text)));
-                    }
-                    ContentBlock::Thinking { thinking } if !thinking.is_empty() => {
-                        out.push_back(Ok(ChatEvent::ReasoningDelta(thinking)));
-                    }
-                    _ => {}
-                },
-                WireEvent::ContentBlockDelta { delta } => match delta {
-                    Delta::TextDelta { text } => out.push_back(Ok(ChatEvent::TextDelta(text))),
-                    Delta::ThinkingDelta { thinking } => {
-                        out.push_back(Ok(ChatEvent::ReasoningDelta(thinking)));
-                    }
-                    Delta::Other => {}
-                },
-                WireEvent::MessageDelta { delta, usage } => {
-                    if let Some(reason) = delta.stop_reason {
-                        self.stop_reason = Some(reason);
-                    }
-                    if let Some(u) = usage {
-                        out.push_back(Ok(ChatEvent::Usage(u.into())));
-                    }
-                }
-                WireEvent::MessageStop => {
-                    out.push_back(Ok(ChatEvent::Stop {
-                        reason: self.stop_reason.take(),
+                ContentBlock::RedactedThinking { data } => {
+                    out.push_back(ChatEvent::ReasoningPart(ContentPart::RedactedThinking {
+                        data,
                     }));
-                    self.done = true;
                 }
-                WireEvent::Error { error } => {
-                    let e = ProviderError::Stream {
-                        provider: NAME.into(),
-                        message: format!("{} ({})", error.message, error.kind),
-                    };
-                    self.fail(out, e);
+                ContentBlock::ToolUse { id, name } => {
+                    self.tool_blocks.insert(index);
+                    out.push_back(ChatEvent::ToolCallStart { index, id, name });
                 }
-                WireEvent::ContentBlockStop | WireEvent::Ping | WireEvent::Unknown => {}
+                _ => {}
+            },
+            WireEvent::ContentBlockDelta { index, delta } => match delta {
+                Delta::TextDelta { text } => out.push_back(ChatEvent::TextDelta(text)),
+                Delta::ThinkingDelta { thinking } => {
+                    out.push_back(ChatEvent::ReasoningDelta(thinking))
+                }
+                Delta::SignatureDelta { signature } => {
+                    out.push_back(ChatEvent::ThinkingSignature(signature))
+                }
+                Delta::InputJsonDelta { partial_json } => {
+                    out.push_back(ChatEvent::ToolCallDelta {
+                        index,
+                        arguments: partial_json,
+                    });
+                }
+                Delta::Other => {}
+            },
+            WireEvent::ContentBlockStop { index } => {
+                if self.tool_blocks.remove(&index) {
+                    out.push_back(ChatEvent::ToolCallEnd { index });
+                }
             }
+            WireEvent::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.stop_reason {
+                    self.stop_reason = Some(stop_reason(&reason));
+                }
+                if let Some(u) = usage {
+                    out.push_back(ChatEvent::Usage(u.into()));
+                }
+            }
+            WireEvent::MessageStop => {
+                let reason = self.stop_reason.take().unwrap_or(StopReason::EndTurn);
+                out.push_back(ChatEvent::Stop { reason });
+                return Ok(true);
+            }
+            WireEvent::Error { error } => {
+                let retryable = matches!(
+                    error.kind.as_str(),
+                    "overloaded_error" | "rate_limit_error" | "api_error"
+                );
+                let e = ProviderError::Stream {
+                    provider: NAME.into(),
+                    message: format!("{} ({})", error.message, error.kind),
+                };
+                return Err(WireError {
+                    error: e,
+                    retryable,
+                });
+            }
+            WireEvent::Ping | WireEvent::Unknown => {}
         }
+        Ok(false)
+    }
+}
+
+fn stop_reason(s: &str) -> StopReason {
+    match s {
+        "end_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" => StopReason::MaxTokens,
+        "stop_sequence" => StopReason::StopSequence,
+        "refusal" => StopReason::Refusal,
+        other => StopReason::Other(other.into()),
     }
 }
 
@@ -350,12 +305,16 @@ enum WireEvent {
         message: WireMessage,
     },
     ContentBlockStart {
+        index: usize,
         content_block: ContentBlock,
     },
     ContentBlockDelta {
+        index: usize,
         delta: Delta,
     },
-    ContentBlockStop,
+    ContentBlockStop {
+        index: usize,
+    },
     MessageDelta {
         delta: MessageDeltaBody,
         usage: Option<WireUsage>,
@@ -363,7 +322,7 @@ enum WireEvent {
     MessageStop,
     Ping,
     Error {
-        error: WireError,
+        error: WireErrorBody,
     },
     /// Event types added after this was written are skipped, as the API asks.
     #[serde(other)]
@@ -386,11 +345,18 @@ enum ContentBlock {
         #[serde(default)]
         thinking: String,
     },
+    RedactedThinking {
+        data: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+    },
     #[serde(other)]
     Other,
 }
 
-// Named after the wire's own `text_delta` / `thinking_delta`.
+// Named after the wire's own `text_delta`, `thinking_delta`, ...
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[allow(clippy::enum_variant_names)]
@@ -400,6 +366,12 @@ enum Delta {
     },
     ThinkingDelta {
         thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
     },
     #[serde(other)]
     Other,
@@ -434,36 +406,152 @@ impl From<WireUsage> for Usage {
 }
 
 #[derive(Deserialize)]
-struct WireError {
+struct WireErrorBody {
     #[serde(rename = "type")]
     kind: String,
     message: String,
 }
 
-#[derive(Deserialize)]
-struct WireErrorBody {
-    error: WireError,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stream::SseDecoder;
+    use stepper_engine::{MessageAccumulator, ReasoningEffort, ToolSpec};
+
+    fn fixture(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/anthropic")
+            .join(name);
+        std::fs::read_to_string(path).unwrap()
+    }
 
     fn decode(input: &str) -> Vec<Result<ChatEvent, ProviderError>> {
-        let mut d = Decoder::default();
+        let mut d = SseDecoder::new(AnthropicWire::default());
         let mut out = VecDeque::new();
-        d.feed(input.as_bytes(), &mut out);
+        for chunk in input.as_bytes().chunks(37) {
+            d.feed(chunk, &mut out);
+        }
         d.finish(&mut out);
         out.into()
+    }
+
+    fn accumulate(input: &str) -> stepper_engine::Accumulated {
+        let mut acc = MessageAccumulator::new();
+        for e in decode(input) {
+            acc.push(&e.unwrap()).unwrap();
+        }
+        acc.finish().unwrap()
+    }
+
+    #[test]
+    fn tool_use_streams_its_arguments() {
+        let done = accumulate(&fixture("tool_use.sse"));
+        let calls: Vec<_> = done.message.tool_calls().collect();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].0, "toolu_01T1x1fJ34qAmk2tNTrN7Up6");
+        assert_eq!(calls[0].1, "get_weather");
+        assert_eq!(
+            calls[0].2,
+            &json!({"location": "San Francisco, CA", "unit": "fahrenheit"})
+        );
+        assert_eq!(done.stop, Some(StopReason::ToolUse));
+        assert_eq!(
+            done.message.text(),
+            "Okay, let's check the weather for San Francisco, CA:"
+        );
+    }
+
+    #[test]
+    fn thinking_keeps_its_signature_and_goes_back_signed() {
+        let done = accumulate(&fixture("thinking.sse"));
+        assert_eq!(
+            done.message.content[0],
+            ContentPart::Thinking {
+                text: "Let me think about 27 * 453.".into(),
+                signature: Some("EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds".into()),
+            }
+        );
+        assert_eq!(done.usage.cache_read_tokens, 2048);
+        assert_eq!(done.usage.cache_write_tokens, 12);
+        let mut req = ChatRequest::new(
+            "m",
+            vec![
+                ChatMessage::user("q"),
+                done.message,
+                ChatMessage::user("and?"),
+            ],
+        );
+        req.reasoning = Some(ReasoningEffort::Medium);
+        let body = request_body(&req);
+        assert_eq!(body["messages"][1]["content"][0]["type"], "thinking");
+        assert_eq!(
+            body["messages"][1]["content"][0]["signature"],
+            "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
+        );
+        assert_eq!(body["thinking"]["budget_tokens"], 8192);
+        assert!(body["max_tokens"].as_u64().unwrap() > 8192);
+    }
+
+    #[test]
+    fn cache_breakpoints_on_system_tools_and_the_last_message() {
+        let mut req = ChatRequest::new(
+            "m",
+            vec![
+                ChatMessage::user("a"),
+                ChatMessage::assistant("b"),
+                ChatMessage::user("c"),
+            ],
+        );
+        req.system = Some("sys".into());
+        req.tools = vec![ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let body = request_body(&req);
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(body["tools"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(
+            body["messages"][2]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
+        assert!(
+            body["messages"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        req.cache = false;
+        assert!(!request_body(&req).to_string().contains("cache_control"));
+    }
+
+    #[test]
+    fn tool_results_go_back_as_tool_result_blocks() {
+        let msg = ChatMessage {
+            role: Role::User,
+            content: vec![ContentPart::ToolResult {
+                call_id: "toolu_1".into(),
+                content: "72F".into(),
+                is_error: false,
+            }],
+        };
+        let body = request_body(&ChatRequest::new("m", vec![msg]));
+        assert_eq!(
+            body["messages"][0]["content"][0],
+            json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "72F", "is_error": false, "cache_control": {"type": "ephemeral"}})
+        );
     }
 
     #[test]
     fn unknown_event_types_are_skipped() {
         let out = decode(
-            "event: brand_new\ndata: {\"type\":\"brand_new\",\"x\":1}\n\n\
-             event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+            "event: brand_new\ndata: {\"type\":\"brand_new\",\"x\":1}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
         );
-        assert_eq!(out, vec![Ok(ChatEvent::Stop { reason: None })]);
+        assert_eq!(
+            out,
+            vec![Ok(ChatEvent::Stop {
+                reason: StopReason::EndTurn
+            })]
+        );
     }
 
     #[test]
@@ -479,24 +567,20 @@ mod tests {
     #[test]
     fn a_stream_without_message_stop_is_cut() {
         let out = decode(
-            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\
-             \"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
         );
         assert_eq!(out[0], Ok(ChatEvent::TextDelta("Hi".into())));
         assert!(matches!(&out[1], Err(ProviderError::Transport(m)) if m.contains("ended before")));
     }
 
     #[test]
-    fn system_prompt_gets_a_cache_breakpoint_when_asked() {
-        let req = ChatRequest {
-            model: "m".into(),
-            system: Some("sys".into()),
-            messages: vec![],
-            max_tokens: 5,
-            cache: true,
-        };
-        let body = request_body(&req);
-        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
-        assert_eq!(body["stream"], true);
+    fn overloaded_in_the_stream_is_retryable() {
+        let mut d = SseDecoder::new(AnthropicWire::default());
+        let mut out = VecDeque::new();
+        d.feed(fixture("overloaded.sse").as_bytes(), &mut out);
+        assert!(d.is_failed());
+        assert!(
+            matches!(out.back(), Some(Err(ProviderError::Stream { message, .. })) if message.contains("Overloaded"))
+        );
     }
 }

@@ -1,64 +1,270 @@
 //! LLM providers: each speaks one vendor's wire format natively and yields the engine's
 //! normalised `ChatEvent`s. This crate (with `tools` and `mcp`) is where HTTP lives.
+//!
+//! [`Providers::resolve`] turns a model reference into a provider: from `providers` in the
+//! settings when the name is configured there, else by convention (`anthropic/…`,
+//! `openai/…`, `codex/…`, `ollama/…`, `openrouter/…`, `replay/<file>`).
 
 pub mod anthropic;
+pub mod auth;
+pub mod codex;
+pub mod openai;
+pub mod openai_chat;
+pub mod replay;
 pub mod sse;
+pub mod stream;
 
+/// The HTTP client providers share, for the daemon's sign-in flow.
+pub use reqwest::Client as HttpClient;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use stepper_engine::catalogue::{self, ModelInfo};
+use stepper_engine::config::{ProviderConfig, ProviderKind, Settings};
 use stepper_engine::{LlmProvider, ModelRef, ProviderError};
 use stepper_protocol::session::Env;
+
+/// What a session brings to resolving a model.
+pub struct ResolveContext<'a> {
+    /// The session's environment (the client's), searched before the daemon's own.
+    pub env: &'a Env,
+    pub settings: &'a Settings,
+    /// Relative replay files are found from here.
+    pub cwd: &'a Path,
+}
+
+/// A provider ready for a model, and what is known of the model.
+pub struct Resolved {
+    pub provider: Arc<dyn LlmProvider>,
+    pub info: ModelInfo,
+    /// The credentials in use, to scrub from recordings.
+    pub secrets: Vec<String>,
+}
 
 /// Builds providers for model references, sharing one HTTP client (and its connection pool).
 #[derive(Clone)]
 pub struct Providers {
     http: reqwest::Client,
+    credentials: PathBuf,
+}
+
+/// The conventional set-up of a provider name nobody configured.
+fn convention(name: &str) -> Option<ProviderConfig> {
+    let config = |kind, base: Option<&str>, key: Option<&str>| ProviderConfig {
+        kind,
+        base_url: base.map(str::to_string),
+        api_key_env: key.map(str::to_string),
+        headers: Default::default(),
+        models: Default::default(),
+    };
+    Some(match name {
+        "anthropic" => config(ProviderKind::Anthropic, None, Some("ANTHROPIC_API_KEY")),
+        "openai" => config(ProviderKind::Openai, None, Some("OPENAI_API_KEY")),
+        "codex" => config(ProviderKind::Codex, None, None),
+        "replay" => config(ProviderKind::Replay, None, None),
+        "ollama" => config(
+            ProviderKind::OpenaiChat,
+            Some("http://localhost:11434/v1"),
+            None,
+        ),
+        "openrouter" => config(
+            ProviderKind::OpenaiChat,
+            Some("https://openrouter.ai/api/v1"),
+            Some("OPENROUTER_API_KEY"),
+        ),
+        _ => return None,
+    })
+}
+
+/// The environment variable that overrides a conventional provider's base URL.
+fn base_url_env(name: &str) -> Option<&'static str> {
+    match name {
+        "anthropic" => Some("ANTHROPIC_BASE_URL"),
+        "openai" => Some("OPENAI_BASE_URL"),
+        "codex" => Some(codex::BASE_URL_ENV),
+        "ollama" => Some("OLLAMA_BASE_URL"),
+        _ => None,
+    }
 }
 
 impl Providers {
-    pub fn new() -> Result<Providers, ProviderError> {
+    /// `credentials` is the file `stepper auth` writes (API keys, ChatGPT tokens).
+    pub fn new(credentials: PathBuf) -> Result<Providers, ProviderError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
             .build()
             .map_err(|e| ProviderError::Config(format!("cannot set up HTTP: {e}")))?;
-        Ok(Providers { http })
+        Ok(Providers { http, credentials })
     }
 
-    /// The provider for `model`, configured from the session's environment first and the
-    /// daemon's own second.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    pub fn credentials_path(&self) -> &Path {
+        &self.credentials
+    }
+
+    /// What is known of `model`: the catalogue, overlaid by the settings' description.
+    pub fn model_info(&self, model: &ModelRef, settings: &Settings) -> ModelInfo {
+        let base = catalogue::lookup(&model.model);
+        match settings
+            .providers
+            .get(&model.provider)
+            .and_then(|p| p.models.get(&model.model))
+        {
+            Some(over) => base.overlay(over),
+            None => base,
+        }
+    }
+
+    /// The provider for `model`.
     pub fn resolve(
         &self,
         model: &ModelRef,
-        env: &Env,
-    ) -> Result<Arc<dyn LlmProvider>, ProviderError> {
-        let var = |name: &str| {
-            env.get(name)
+        cx: &ResolveContext<'_>,
+    ) -> Result<Resolved, ProviderError> {
+        let name = model.provider.as_str();
+        let config = match cx
+            .settings
+            .providers
+            .get(name)
+            .cloned()
+            .or_else(|| convention(name))
+        {
+            Some(c) => c,
+            None => {
+                return Err(ProviderError::Config(format!(
+                    "unknown provider {name:?} in model '{model}' — add it under \"providers\" in \
+                     setting.json (kind, baseUrl, apiKeyEnv), or use anthropic/…, openai/…, \
+                     codex/…, ollama/…, openrouter/… or replay/<file>"
+                )));
+            }
+        };
+        let var = |var_name: &str| {
+            cx.env
+                .get(var_name)
                 .cloned()
-                .or_else(|| std::env::var(name).ok())
+                .or_else(|| std::env::var(var_name).ok())
                 .filter(|v| !v.trim().is_empty())
         };
-        match model.provider.as_str() {
-            "anthropic" => {
-                let key = var("ANTHROPIC_API_KEY").ok_or_else(|| {
-                    ProviderError::Config(
-                        "no Anthropic API key: set ANTHROPIC_API_KEY in the environment you run \
-                         stepper from (a session uses its client's environment)"
-                            .into(),
-                    )
+        let base_url = config
+            .base_url
+            .clone()
+            .or_else(|| base_url_env(name).and_then(var));
+        let headers = header_map(&config)?;
+        let key = match &config.api_key_env {
+            // The client's environment wins over a stored key.
+            Some(env_name) => var(env_name).or_else(|| self.stored_key(name, config.kind)),
+            None => self.stored_key(name, config.kind),
+        };
+        let missing_key = |env_name: &str| {
+            ProviderError::Config(format!(
+                "no {name} API key: set {env_name} in the environment you run stepper from, or \
+                 store one with 'stepper auth login --{name}'"
+            ))
+        };
+        let info = self.model_info(model, cx.settings);
+        let secrets: Vec<String> = key.iter().cloned().collect();
+        let provider: Arc<dyn LlmProvider> = match config.kind {
+            ProviderKind::Anthropic => {
+                let key = key.ok_or_else(|| {
+                    missing_key(config.api_key_env.as_deref().unwrap_or("ANTHROPIC_API_KEY"))
                 })?;
-                let base = var("ANTHROPIC_BASE_URL")
-                    .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_string());
-                Ok(Arc::new(anthropic::Anthropic::new(
+                let base = base_url.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
+                Arc::new(anthropic::Anthropic::new(
                     self.http.clone(),
                     &base,
-                    key,
-                )?))
+                    &key,
+                    &headers,
+                )?)
             }
-            other => Err(ProviderError::Config(format!(
-                "unknown provider {other:?} in model '{model}' — this build speaks 'anthropic' \
-                 (for example --model anthropic/claude-sonnet-4-5)"
-            ))),
-        }
+            ProviderKind::Openai => {
+                let key = key.ok_or_else(|| {
+                    missing_key(config.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"))
+                })?;
+                let base = base_url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into());
+                Arc::new(openai::OpenAi::new(
+                    name,
+                    self.http.clone(),
+                    &base,
+                    Some(&key),
+                    &headers,
+                )?)
+            }
+            ProviderKind::OpenaiChat => {
+                let base = base_url.ok_or_else(|| {
+                    ProviderError::Config(format!(
+                        "provider {name:?} (openai-chat) needs a baseUrl in setting.json, such as \
+                         http://localhost:11434/v1"
+                    ))
+                })?;
+                if key.is_none() && config.api_key_env.is_some() && name == "openrouter" {
+                    return Err(missing_key("OPENROUTER_API_KEY"));
+                }
+                Arc::new(openai_chat::OpenAiChat::new(
+                    name,
+                    self.http.clone(),
+                    &base,
+                    key.as_deref(),
+                    &headers,
+                )?)
+            }
+            ProviderKind::Codex => {
+                let issuer = var(auth::codex::ISSUER_ENV_VAR)
+                    .unwrap_or_else(|| auth::codex::DEFAULT_ISSUER.into());
+                let issuer = auth::CodexOAuth::parse_issuer(&issuer)
+                    .map_err(|e| ProviderError::Config(e.to_string()))?;
+                let oauth = auth::CodexOAuth::new(issuer, auth::codex::DEFAULT_REDIRECT_URI);
+                let base = base_url.unwrap_or_else(|| codex::DEFAULT_BASE_URL.into());
+                Arc::new(codex::Codex::new(
+                    self.http.clone(),
+                    base,
+                    Arc::new(oauth),
+                    self.credentials.clone(),
+                ))
+            }
+            ProviderKind::Replay => {
+                let path = cx.cwd.join(&model.model);
+                Arc::new(replay::Replay::open(&path)?)
+            }
+        };
+        Ok(Resolved {
+            provider,
+            info,
+            secrets,
+        })
     }
+
+    /// A key stored with `stepper auth login --<name>`, for the API-key kinds.
+    fn stored_key(&self, name: &str, kind: ProviderKind) -> Option<String> {
+        if !matches!(
+            kind,
+            ProviderKind::Anthropic | ProviderKind::Openai | ProviderKind::OpenaiChat
+        ) {
+            return None;
+        }
+        let store = auth::CredentialStore::load(self.credentials.clone()).ok()?;
+        store.api_key(name).map(str::to_string)
+    }
+}
+
+fn header_map(config: &ProviderConfig) -> Result<HeaderMap, ProviderError> {
+    let mut headers = HeaderMap::new();
+    for (k, v) in &config.headers {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+            ProviderError::Config(format!("header name {k:?} in setting.json is not valid"))
+        })?;
+        let value = HeaderValue::from_str(v).map_err(|_| {
+            ProviderError::Config(format!(
+                "the value of header {k:?} in setting.json is not valid"
+            ))
+        })?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
 }

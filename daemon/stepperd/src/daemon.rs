@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::Logins;
 use crate::hub::{Hub, HubDeps};
 use crate::lock::DataDirLock;
 use crate::rpc;
@@ -26,6 +27,7 @@ use crate::rpc;
 /// The shared handle every connection holds.
 pub struct Daemon {
     pub hub: Hub,
+    pub logins: Logins,
     pub places: Places,
     pub started_at: i64,
     pub shutdown: CancellationToken,
@@ -65,14 +67,21 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
             places.store_path().display()
         )
     })?;
-    let providers = Providers::new()?;
+    let providers = Providers::new(places.data_dir.join("credentials.json"))?;
     let tasks = TaskTracker::new();
     let (running, _) = watch::channel(0usize);
+    let shutdown = CancellationToken::new();
+    let logins = Logins::new(
+        providers.http().clone(),
+        providers.credentials_path().to_path_buf(),
+        shutdown.clone(),
+    );
     let hub = Hub::new(HubDeps {
         store: store.clone(),
         providers,
         running,
         tasks: tasks.clone(),
+        config_dir: places.config_dir.clone(),
     });
     let recovered = hub
         .recover_interrupted()
@@ -89,9 +98,10 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         .with_context(|| format!("binding the socket {}", places.socket.display()))?;
     let daemon = Arc::new(Daemon {
         hub,
+        logins,
         places,
         started_at: now_ms(),
-        shutdown: CancellationToken::new(),
+        shutdown,
         clients: AtomicU32::new(0),
     });
     tracing::info!(

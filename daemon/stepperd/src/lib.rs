@@ -3,6 +3,7 @@
 //! `daemon` wires the parts and owns the lifecycle; `rpc` is the method handlers; `hub` holds
 //! live sessions, their event logs and their turns; `lock` makes one daemon own a data dir.
 
+pub mod auth;
 pub mod daemon;
 pub mod hub;
 pub mod lock;

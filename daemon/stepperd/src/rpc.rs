@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, SubscriptionSink};
-use stepper_engine::ModelRef;
+use stepper_engine::config::Settings;
 use stepper_engine::model::DEFAULT_MODEL;
+use stepper_engine::{ModelRef, catalogue};
 use stepper_protocol::error as code;
 use stepper_protocol::methods::*;
 use stepper_protocol::{EventEnvelope, PROTOCOL_VERSION};
@@ -196,8 +197,22 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
                 p.cwd
             )));
         }
-        let model = ModelRef::parse(p.model.as_deref().unwrap_or(DEFAULT_MODEL))
-            .map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+        let settings = load_settings(daemon, cwd).await?;
+        let requested = p
+            .model
+            .as_deref()
+            .or(settings.model.as_deref())
+            .unwrap_or(DEFAULT_MODEL);
+        let model =
+            ModelRef::parse(requested).map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+        let record = match p.record.as_deref() {
+            Some(r) if !Path::new(r).is_absolute() => {
+                return Err(RpcError::InvalidParams(format!(
+                    "record path {r:?} must be absolute"
+                )));
+            }
+            r => r.map(std::path::PathBuf::from),
+        };
         let new = NewSession {
             id: uuid::Uuid::now_v7().to_string(),
             title: p.title.filter(|t| !t.trim().is_empty()),
@@ -207,7 +222,7 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             created_at: now_ms(),
         };
         let (info, _) = daemon.hub.deps().store.create_session(&new).await?;
-        daemon.hub.adopt(&info, p.env);
+        daemon.hub.adopt(&info, p.env, record);
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
         Ok(SessionResponse { session: info })
     });
@@ -259,6 +274,68 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         Ok(SessionInterruptResponse { interrupted })
     });
 
+    register::<ModelsList, _, _>(&mut m, |conn, p| async move {
+        let daemon = &conn.daemon;
+        let settings = match p.cwd.as_deref() {
+            Some(cwd) => load_settings(daemon, Path::new(cwd)).await?,
+            None => load_settings(daemon, Path::new("/nonexistent-stepper-folder")).await?,
+        };
+        Ok(models_list(daemon, &settings))
+    });
+
+    register::<AuthStatus, _, _>(&mut m, |conn, _| async move {
+        conn.daemon
+            .logins
+            .status()
+            .await
+            .map_err(RpcError::InvalidState)
+    });
+
+    register::<AuthLogin, _, _>(&mut m, |conn, p| async move {
+        let logins = &conn.daemon.logins;
+        match (p.provider.as_str(), p.api_key) {
+            ("codex", _) => {
+                let (login_id, url) = logins.begin_codex().await.map_err(RpcError::InvalidState)?;
+                Ok(AuthLoginResponse {
+                    url: Some(url),
+                    login_id: Some(login_id),
+                })
+            }
+            (provider, Some(key)) => {
+                logins
+                    .store_key(provider.to_string(), key)
+                    .await
+                    .map_err(RpcError::InvalidParams)?;
+                tracing::info!(provider, "stored an API key");
+                Ok(AuthLoginResponse {
+                    url: None,
+                    login_id: None,
+                })
+            }
+            (provider, None) => Err(RpcError::InvalidParams(format!(
+                "give the {provider} API key (apiKey), or use provider \"codex\" to sign in with ChatGPT"
+            ))),
+        }
+    });
+
+    register::<AuthWaitLogin, _, _>(&mut m, |conn, p| async move {
+        conn.daemon
+            .logins
+            .wait(&p.login_id)
+            .await
+            .map_err(RpcError::InvalidState)
+    });
+
+    register::<AuthLogout, _, _>(&mut m, |conn, p| async move {
+        let removed = conn
+            .daemon
+            .logins
+            .logout(p.provider)
+            .await
+            .map_err(RpcError::InvalidState)?;
+        Ok(AuthLogoutResponse { removed })
+    });
+
     let registered = m.register_subscription(
         SessionSubscribe::NAME,
         SessionSubscribe::NOTIFICATION,
@@ -269,6 +346,58 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         tracing::error!(error = %e, "subscription registered twice");
     }
     m
+}
+
+/// The merged settings for a folder (a missing folder has only the user's).
+async fn load_settings(daemon: &Daemon, cwd: &Path) -> Result<Settings, RpcError> {
+    let (config_dir, cwd) = (daemon.places.config_dir.clone(), cwd.to_path_buf());
+    tokio::task::spawn_blocking(move || Settings::load(&config_dir, &cwd))
+        .await
+        .map_err(|e| RpcError::InvalidState(e.to_string()))?
+        .map_err(|e| RpcError::InvalidParams(e.to_string()))
+}
+
+fn models_list(daemon: &Daemon, settings: &Settings) -> ModelsListResponse {
+    let providers = &daemon.hub.deps().providers;
+    let mut models = Vec::new();
+    let mut entry = |provider: &str, id: &str, configured: bool| {
+        let model = ModelRef {
+            provider: provider.into(),
+            model: id.into(),
+        };
+        let info = providers.model_info(&model, settings);
+        models.push(ModelEntry {
+            id: model.to_string(),
+            provider: provider.into(),
+            context_window: info.context_window(),
+            max_output: info.max_output(),
+            input_price: info.input_price,
+            output_price: info.output_price,
+            cache_read_price: info.cache_read_price,
+            cache_write_price: info.cache_write_price,
+            configured,
+        });
+    };
+    for (name, config) in &settings.providers {
+        for id in config.models.keys() {
+            entry(name, id, true);
+        }
+    }
+    for id in catalogue::known_ids() {
+        let provider = if id.starts_with("claude") {
+            "anthropic"
+        } else {
+            "openai"
+        };
+        entry(provider, id, false);
+    }
+    ModelsListResponse {
+        default: settings
+            .model
+            .clone()
+            .unwrap_or_else(|| DEFAULT_MODEL.into()),
+        models,
+    }
 }
 
 /// Replay from the store after `afterSeq`, then follow live. A subscriber that falls behind

@@ -4,6 +4,7 @@ pub mod log;
 pub mod session;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
@@ -45,8 +46,8 @@ impl Hub {
     }
 
     /// Register a session just created with the full environment of its client.
-    pub fn adopt(&self, info: &SessionInfo, env: Env) -> Arc<LiveSession> {
-        let session = LiveSession::start(info, env, &self.deps);
+    pub fn adopt(&self, info: &SessionInfo, env: Env, record: Option<PathBuf>) -> Arc<LiveSession> {
+        let session = LiveSession::start(info, env, record, &self.deps);
         self.live().insert(info.id.clone(), Arc::clone(&session));
         session
     }
@@ -69,7 +70,7 @@ impl Hub {
         if let Some(s) = live.get(id) {
             return Ok(Arc::clone(s));
         }
-        let session = LiveSession::start(&info, env, &self.deps);
+        let session = LiveSession::start(&info, env, None, &self.deps);
         live.insert(id.to_string(), Arc::clone(&session));
         Ok(session)
     }

@@ -1,14 +1,15 @@
 //! A live session: its event log, its input queue, and the actor that runs one turn at a
 //! time, in the order inputs were queued.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
-use stepper_engine::{
-    AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, Role, agent::SinkError,
-};
+use stepper_engine::config::Settings;
+use stepper_engine::{AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, agent::SinkError};
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, TurnStatus};
-use stepper_providers::Providers;
+use stepper_providers::replay::Recorder;
+use stepper_providers::{Providers, ResolveContext, Resolved};
 use stepper_store::Store;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -19,8 +20,9 @@ use super::log::{EventLog, LogError};
 /// Inputs waiting to run. When full, `submit` refuses with a clear error rather than let one
 /// client queue without bound.
 const INPUT_QUEUE: usize = 256;
-/// The answer length asked of the model.
-const MAX_TOKENS: u32 = 8192;
+/// The longest answer asked of a model, whatever larger limit it has: long enough for any
+/// edit, short enough not to eat rate limits that count the limit up front.
+const MAX_TOKENS: u32 = 32_000;
 
 /// What sessions need from the daemon, shared by all of them.
 #[derive(Clone)]
@@ -30,6 +32,8 @@ pub struct HubDeps {
     /// How many turns are running, daemon-wide; shutdown waits on it.
     pub running: watch::Sender<usize>,
     pub tasks: TaskTracker,
+    /// The user's config folder (`setting.json`).
+    pub config_dir: PathBuf,
 }
 
 pub struct LiveSession {
@@ -45,6 +49,9 @@ pub struct LiveSession {
 struct State {
     /// The full environment of the latest client: kept in memory only.
     env: Env,
+    cwd: PathBuf,
+    /// Record provider exchanges to this file.
+    record: Option<PathBuf>,
     model: String,
     turns: u32,
     running: Option<CancellationToken>,
@@ -65,7 +72,12 @@ pub enum SubmitError {
 
 impl LiveSession {
     /// Bring a stored session to life: start its log writer and its turn actor.
-    pub fn start(info: &SessionInfo, env: Env, deps: &HubDeps) -> Arc<LiveSession> {
+    pub fn start(
+        info: &SessionInfo,
+        env: Env,
+        record: Option<PathBuf>,
+        deps: &HubDeps,
+    ) -> Arc<LiveSession> {
         let log = EventLog::spawn(
             deps.store.clone(),
             info.id.clone(),
@@ -80,6 +92,8 @@ impl LiveSession {
             submitting: tokio::sync::Mutex::new(()),
             state: Mutex::new(State {
                 env,
+                cwd: PathBuf::from(&info.cwd),
+                record,
                 model: info.model.clone(),
                 turns: info.turns,
                 running: None,
@@ -177,33 +191,24 @@ impl LiveSession {
         };
         self.log.append(Some(turn), started).await?;
 
-        let prepared = history.and_then(|messages| {
-            let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
-            let provider = deps
-                .providers
-                .resolve(&model_ref, env)
-                .map_err(|e| e.to_string())?;
-            Ok((provider, model_ref, messages))
-        });
+        let prepared = match history {
+            Ok(messages) => self.prepare(model, env, deps).await.map(|p| (p, messages)),
+            Err(e) => Err(e),
+        };
         let (status, error) = match prepared {
             Err(message) => (TurnStatus::Failed, Some(message)),
-            Ok((provider, model_ref, mut messages)) => {
-                messages.push(ChatMessage {
-                    role: Role::User,
-                    text: input.text.clone(),
-                });
-                let request = ChatRequest {
-                    model: model_ref.model,
-                    system: None,
-                    messages,
-                    max_tokens: MAX_TOKENS,
-                    cache: true,
-                };
+            Ok(((resolved, model_ref), mut messages)) => {
+                messages.push(ChatMessage::user(input.text.clone()));
+                let mut request = ChatRequest::new(model_ref.model, messages);
+                request.max_tokens = resolved.info.max_output().min(MAX_TOKENS);
                 let sink = TurnSink {
                     log: &self.log,
                     turn,
                 };
-                let outcome = AgentLoop::new(provider).run(request, cancel, &sink).await;
+                let outcome = AgentLoop::new(resolved.provider)
+                    .with_model_info(resolved.info)
+                    .run(request, cancel, &sink)
+                    .await;
                 (outcome.status, outcome.error)
             }
         };
@@ -212,6 +217,48 @@ impl LiveSession {
             .await?;
         self.log.flush().await?;
         Ok(())
+    }
+}
+
+impl LiveSession {
+    /// The provider for this turn: settings for the session's folder, the model, the
+    /// credentials, and a recorder around it when the session records.
+    async fn prepare(
+        &self,
+        model: &str,
+        env: &Env,
+        deps: &HubDeps,
+    ) -> Result<(Resolved, ModelRef), String> {
+        let (cwd, record) = {
+            let state = self.state();
+            (state.cwd.clone(), state.record.clone())
+        };
+        let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
+        let (config_dir, dir) = (deps.config_dir.clone(), cwd.clone());
+        let settings = tokio::task::spawn_blocking(move || Settings::load(&config_dir, &dir))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        let cx = ResolveContext {
+            env,
+            settings: &settings,
+            cwd: &cwd,
+        };
+        let mut resolved = deps
+            .providers
+            .resolve(&model_ref, &cx)
+            .map_err(|e| e.to_string())?;
+        let record = record.or_else(|| settings.record.as_ref().map(|r| cwd.join(r)));
+        if let Some(path) = record {
+            let secrets = std::mem::take(&mut resolved.secrets);
+            resolved.provider = Arc::new(Recorder::new(
+                resolved.provider,
+                path,
+                model_ref.to_string(),
+                secrets,
+            ));
+        }
+        Ok((resolved, model_ref))
     }
 }
 
@@ -251,13 +298,13 @@ async fn history(store: &Store, session_id: &str) -> Result<Vec<ChatMessage>, St
         .map_err(|e| e.to_string())?;
     let mut messages = Vec::new();
     for e in events {
-        let (role, text) = match e.event {
-            AppEvent::TurnStarted { text, .. } => (Role::User, text),
-            AppEvent::MessageCompleted { text, .. } => (Role::Assistant, text),
+        let message = match e.event {
+            AppEvent::TurnStarted { text, .. } => ChatMessage::user(text),
+            AppEvent::MessageCompleted { text, .. } => ChatMessage::assistant(text),
             _ => continue,
         };
-        if !text.trim().is_empty() {
-            messages.push(ChatMessage { role, text });
+        if !message.text().trim().is_empty() {
+            messages.push(message);
         }
     }
     Ok(messages)

@@ -1,0 +1,271 @@
+//! The model catalogue: what stepper knows of each model — context window, largest answer,
+//! price per million tokens — for cost in `UsageUpdated` and, later, compaction thresholds.
+//!
+//! Settings may describe models the table lacks (a local model's window) or override it;
+//! unknown models get conservative defaults and no price.
+
+use serde::{Deserialize, Serialize};
+use stepper_protocol::Usage;
+
+/// What is known of a model. Prices are US dollars per million tokens.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_price: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_price: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_price: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_price: Option<f64>,
+    /// The model reasons (thinks) when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<bool>,
+}
+
+/// For models nobody described: a window most models have, and an answer length every API
+/// accepts.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+pub const DEFAULT_MAX_OUTPUT: u32 = 8192;
+
+impl ModelInfo {
+    /// Fields of `over` replace ours where set.
+    pub fn overlay(&self, over: &ModelInfo) -> ModelInfo {
+        ModelInfo {
+            context_window: over.context_window.or(self.context_window),
+            max_output: over.max_output.or(self.max_output),
+            input_price: over.input_price.or(self.input_price),
+            output_price: over.output_price.or(self.output_price),
+            cache_read_price: over.cache_read_price.or(self.cache_read_price),
+            cache_write_price: over.cache_write_price.or(self.cache_write_price),
+            reasoning: over.reasoning.or(self.reasoning),
+        }
+    }
+
+    pub fn context_window(&self) -> u64 {
+        self.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW)
+    }
+
+    pub fn max_output(&self) -> u32 {
+        self.max_output.unwrap_or(DEFAULT_MAX_OUTPUT)
+    }
+
+    /// What `usage` cost, when the prices are known. Cache reads and writes fall back to the
+    /// input price when only that is known.
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        let input = self.input_price?;
+        let output = self.output_price?;
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        Some(
+            per(usage.input_tokens, input)
+                + per(usage.output_tokens, output)
+                + per(
+                    usage.cache_read_tokens,
+                    self.cache_read_price.unwrap_or(input),
+                )
+                + per(
+                    usage.cache_write_tokens,
+                    self.cache_write_price.unwrap_or(input),
+                ),
+        )
+    }
+}
+
+struct Known {
+    /// Matches the id and any dated or suffixed variant of it (`claude-sonnet-4-5-20250929`).
+    prefix: &'static str,
+    window: u64,
+    max_output: u32,
+    /// input, output, cache read, cache write — $ per million tokens.
+    prices: (f64, f64, f64, f64),
+    reasoning: bool,
+}
+
+// Public list prices as of late 2025. Longer prefixes first, so the most specific wins.
+const KNOWN: &[Known] = &[
+    Known {
+        prefix: "claude-opus-4-1",
+        window: 200_000,
+        max_output: 32_000,
+        prices: (15.0, 75.0, 1.5, 18.75),
+        reasoning: true,
+    },
+    Known {
+        prefix: "claude-opus-4",
+        window: 200_000,
+        max_output: 32_000,
+        prices: (15.0, 75.0, 1.5, 18.75),
+        reasoning: true,
+    },
+    Known {
+        prefix: "claude-sonnet-4-5",
+        window: 200_000,
+        max_output: 64_000,
+        prices: (3.0, 15.0, 0.3, 3.75),
+        reasoning: true,
+    },
+    Known {
+        prefix: "claude-sonnet-4",
+        window: 200_000,
+        max_output: 64_000,
+        prices: (3.0, 15.0, 0.3, 3.75),
+        reasoning: true,
+    },
+    Known {
+        prefix: "claude-haiku-4-5",
+        window: 200_000,
+        max_output: 64_000,
+        prices: (1.0, 5.0, 0.1, 1.25),
+        reasoning: true,
+    },
+    Known {
+        prefix: "claude-3-5-haiku",
+        window: 200_000,
+        max_output: 8192,
+        prices: (0.8, 4.0, 0.08, 1.0),
+        reasoning: false,
+    },
+    Known {
+        prefix: "gpt-5-codex",
+        window: 400_000,
+        max_output: 128_000,
+        prices: (1.25, 10.0, 0.125, 1.25),
+        reasoning: true,
+    },
+    Known {
+        prefix: "gpt-5-mini",
+        window: 400_000,
+        max_output: 128_000,
+        prices: (0.25, 2.0, 0.025, 0.25),
+        reasoning: true,
+    },
+    Known {
+        prefix: "gpt-5-nano",
+        window: 400_000,
+        max_output: 128_000,
+        prices: (0.05, 0.4, 0.005, 0.05),
+        reasoning: true,
+    },
+    Known {
+        prefix: "gpt-5",
+        window: 400_000,
+        max_output: 128_000,
+        prices: (1.25, 10.0, 0.125, 1.25),
+        reasoning: true,
+    },
+    Known {
+        prefix: "gpt-4.1-mini",
+        window: 1_047_576,
+        max_output: 32_768,
+        prices: (0.4, 1.6, 0.1, 0.4),
+        reasoning: false,
+    },
+    Known {
+        prefix: "gpt-4.1",
+        window: 1_047_576,
+        max_output: 32_768,
+        prices: (2.0, 8.0, 0.5, 2.0),
+        reasoning: false,
+    },
+    Known {
+        prefix: "gpt-4o-mini",
+        window: 128_000,
+        max_output: 16_384,
+        prices: (0.15, 0.6, 0.075, 0.15),
+        reasoning: false,
+    },
+    Known {
+        prefix: "gpt-4o",
+        window: 128_000,
+        max_output: 16_384,
+        prices: (2.5, 10.0, 1.25, 2.5),
+        reasoning: false,
+    },
+    Known {
+        prefix: "o4-mini",
+        window: 200_000,
+        max_output: 100_000,
+        prices: (1.1, 4.4, 0.275, 1.1),
+        reasoning: true,
+    },
+    Known {
+        prefix: "o3",
+        window: 200_000,
+        max_output: 100_000,
+        prices: (2.0, 8.0, 0.5, 2.0),
+        reasoning: true,
+    },
+];
+
+/// What the built-in table knows of `model` (a model id without its provider).
+pub fn lookup(model: &str) -> ModelInfo {
+    let id = model.rsplit('/').next().unwrap_or(model);
+    KNOWN
+        .iter()
+        .filter(|k| id.starts_with(k.prefix))
+        .max_by_key(|k| k.prefix.len())
+        .map(|k| ModelInfo {
+            context_window: Some(k.window),
+            max_output: Some(k.max_output),
+            input_price: Some(k.prices.0),
+            output_price: Some(k.prices.1),
+            cache_read_price: Some(k.prices.2),
+            cache_write_price: Some(k.prices.3),
+            reasoning: Some(k.reasoning),
+        })
+        .unwrap_or_default()
+}
+
+/// The ids the built-in table knows, for `models/list`.
+pub fn known_ids() -> impl Iterator<Item = &'static str> {
+    KNOWN.iter().map(|k| k.prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn most_specific_prefix_wins_and_dates_match() {
+        assert_eq!(lookup("gpt-5-mini-2025-08-07").input_price, Some(0.25));
+        assert_eq!(lookup("gpt-5").input_price, Some(1.25));
+        assert_eq!(
+            lookup("claude-sonnet-4-5-20250929").max_output,
+            Some(64_000)
+        );
+        assert_eq!(
+            lookup("openrouter/anthropic/claude-sonnet-4-5").context_window,
+            Some(200_000)
+        );
+        assert_eq!(lookup("llama3.2:3b"), ModelInfo::default());
+        assert_eq!(
+            lookup("llama3.2:3b").context_window(),
+            DEFAULT_CONTEXT_WINDOW
+        );
+    }
+
+    #[test]
+    fn cost_counts_cache_reads_and_writes_apart() {
+        let info = lookup("claude-sonnet-4-5");
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 100_000,
+            cache_read_tokens: 2_000_000,
+            cache_write_tokens: 0,
+        };
+        let cost = info.cost(&usage).unwrap();
+        assert!((cost - (3.0 + 1.5 + 0.6)).abs() < 1e-9, "{cost}");
+        assert_eq!(ModelInfo::default().cost(&usage), None);
+        let custom = ModelInfo::default().overlay(&ModelInfo {
+            input_price: Some(1.0),
+            output_price: Some(2.0),
+            ..Default::default()
+        });
+        assert!((custom.cost(&usage).unwrap() - (1.0 + 0.2 + 2.0)).abs() < 1e-9);
+    }
+}

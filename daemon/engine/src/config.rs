@@ -1,0 +1,165 @@
+//! Settings: `setting.json` from the user's config dir, then the project's
+//! `.stepper/setting.json` and `.stepper/setting.local.json`, merged in that order.
+//!
+//! Only the keys the engine uses so far are typed; unknown keys are kept out of the way
+//! (ignored), so a file written for a newer stepper still loads.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::ModelInfo;
+
+/// A wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    Anthropic,
+    /// OpenAI's Responses API.
+    Openai,
+    /// Chat Completions: OpenAI-compatible servers.
+    OpenaiChat,
+    /// ChatGPT sign-in, Responses format to the Codex back end.
+    Codex,
+    /// A recorded exchange played back.
+    Replay,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the key (looked up in the session's environment,
+    /// then the daemon's).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Models of this provider, with what is known of them.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelInfo>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    /// The default model, `provider/model-id`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Providers by the name used in model references.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Record every provider exchange of new sessions to this file (see `replay`).
+    #[serde(default)]
+    pub record: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}:{line}:{column}: {message} — fix the file or move it away", .path.display())]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("cannot read {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Settings {
+    /// The files that apply to `cwd`, in merge order.
+    pub fn files(config_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
+        vec![
+            config_dir.join("setting.json"),
+            cwd.join(".stepper").join("setting.json"),
+            cwd.join(".stepper").join("setting.local.json"),
+        ]
+    }
+
+    /// Load and merge the settings for a session in `cwd`. Missing files are fine.
+    pub fn load(config_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
+        let mut merged = Settings::default();
+        for path in Settings::files(config_dir, cwd) {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(ConfigError::Read { path, source }),
+            };
+            let layer: Settings = serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
+                path: path.clone(),
+                line: e.line(),
+                column: e.column(),
+                message: e.to_string(),
+            })?;
+            merged.merge(layer);
+        }
+        Ok(merged)
+    }
+
+    /// Later layers win: a scalar replaces, a provider replaces the one of the same name.
+    pub fn merge(&mut self, later: Settings) {
+        if later.model.is_some() {
+            self.model = later.model;
+        }
+        if later.record.is_some() {
+            self.record = later.record;
+        }
+        self.providers.extend(later.providers);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_merge_in_order_and_errors_point_at_the_spot() {
+        let dir = tempfile_dir();
+        let user = dir.join("user");
+        let project = dir.join("project");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::create_dir_all(project.join(".stepper")).unwrap();
+        std::fs::write(
+            user.join("setting.json"),
+            r#"{"model": "anthropic/claude-sonnet-4-5", "providers": {"local": {"kind": "openai-chat", "baseUrl": "http://a"}}, "hooks": {}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            project.join(".stepper/setting.local.json"),
+            r#"{"model": "local/qwen3", "providers": {"local": {"kind": "openai-chat", "baseUrl": "http://b", "models": {"qwen3": {"contextWindow": 32768}}}}}"#,
+        )
+        .unwrap();
+        let s = Settings::load(&user, &project).unwrap();
+        assert_eq!(s.model.as_deref(), Some("local/qwen3"));
+        let local = &s.providers["local"];
+        assert_eq!(local.base_url.as_deref(), Some("http://b"));
+        assert_eq!(local.models["qwen3"].context_window, Some(32768));
+
+        std::fs::write(
+            project.join(".stepper/setting.json"),
+            "{\n  \"model\": 3\n}",
+        )
+        .unwrap();
+        let err = Settings::load(&user, &project).unwrap_err().to_string();
+        assert!(err.contains("setting.json:2:"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "stepper-config-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+}

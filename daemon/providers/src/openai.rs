@@ -1,0 +1,541 @@
+//! OpenAI's Responses API, streamed — also the format of the ChatGPT Codex back end.
+//!
+//! [`ResponsesWire`] turns `response.*` events into `ChatEvent`s: output text, reasoning
+//! summaries and the reasoning item with its encrypted content (passed back on the next
+//! request, since nothing is stored server-side: `store: false`), function calls with
+//! streamed arguments, and usage.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use stepper_engine::{
+    ChatEvent, ChatRequest, ChatStream, ContentPart, LlmProvider, ProviderError, Role, StopReason,
+};
+use stepper_protocol::Usage;
+use tokio_util::sync::CancellationToken;
+
+use crate::sse::SseEvent;
+use crate::stream::{
+    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, post_stream,
+};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A Responses-API endpoint: OpenAI's own, or another that speaks the format.
+pub struct OpenAi {
+    endpoint: Arc<Endpoint>,
+}
+
+impl OpenAi {
+    /// `base_url` ends before `/responses` (e.g. `https://api.openai.com/v1`).
+    pub fn new(
+        name: &str,
+        http: reqwest::Client,
+        base_url: &str,
+        key: Option<&str>,
+        extra_headers: &HeaderMap,
+    ) -> Result<OpenAi, ProviderError> {
+        let endpoint = endpoint(name, http, base_url, "responses", key, extra_headers)?;
+        Ok(OpenAi {
+            endpoint: Arc::new(endpoint),
+        })
+    }
+}
+
+/// An endpoint at `base_url/path` with a bearer key and the caller's headers.
+pub(crate) fn endpoint(
+    name: &str,
+    http: reqwest::Client,
+    base_url: &str,
+    path: &str,
+    key: Option<&str>,
+    extra_headers: &HeaderMap,
+) -> Result<Endpoint, ProviderError> {
+    let url = reqwest::Url::parse(&format!("{}/{path}", base_url.trim_end_matches('/'))).map_err(
+        |e| {
+            ProviderError::Config(format!(
+                "the {name} base URL {base_url:?} is not a URL ({e})"
+            ))
+        },
+    )?;
+    let mut headers = extra_headers.clone();
+    if let Some(key) = key {
+        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            ProviderError::Config(format!(
+                "the {name} API key holds characters a header cannot"
+            ))
+        })?;
+        value.set_sensitive(true);
+        headers.insert("authorization", value);
+    }
+    headers.insert("accept", HeaderValue::from_static("text/event-stream"));
+    Ok(Endpoint {
+        provider: name.into(),
+        http,
+        url,
+        headers,
+        retry: RetryPolicy::default(),
+        idle_timeout: idle_timeout_from_env(),
+    })
+}
+
+impl LlmProvider for OpenAi {
+    fn name(&self) -> &str {
+        &self.endpoint.provider
+    }
+
+    fn chat_stream(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        post_stream(
+            Arc::clone(&self.endpoint),
+            request_body(&request),
+            ResponsesWire::default,
+            cancel,
+        )
+    }
+}
+
+/// The request body in the Responses format.
+pub fn request_body(request: &ChatRequest) -> Value {
+    let mut input = Vec::new();
+    for m in &request.messages {
+        for part in &m.content {
+            match (m.role, part) {
+                (_, ContentPart::Text { text }) if text.is_empty() => {}
+                (Role::User, ContentPart::Text { text }) => input.push(json!({
+                    "role": "user", "content": [{ "type": "input_text", "text": text }]
+                })),
+                (Role::Assistant, ContentPart::Text { text }) => input.push(json!({
+                    "type": "message", "role": "assistant",
+                    "content": [{ "type": "output_text", "text": text }]
+                })),
+                (_, ContentPart::ToolCall { id, name, arguments }) => input.push(json!({
+                    "type": "function_call", "call_id": id, "name": name,
+                    "arguments": arguments.to_string()
+                })),
+                (_, ContentPart::ToolResult { call_id, content, .. }) => input.push(json!({
+                    "type": "function_call_output", "call_id": call_id, "output": content
+                })),
+                // With `store: false` an item id refers to nothing: the reasoning goes back by
+                // its encrypted content alone.
+                (_, ContentPart::Reasoning { encrypted_content: Some(enc), summary, .. }) => input.push(json!({
+                    "type": "reasoning",
+                    "summary": summary.iter().map(|s| json!({ "type": "summary_text", "text": s })).collect::<Vec<_>>(),
+                    "encrypted_content": enc
+                })),
+                // Unencrypted reasoning and another vendor's thinking cannot be replayed here.
+                (_, ContentPart::Reasoning { .. } | ContentPart::Thinking { .. } | ContentPart::RedactedThinking { .. }) => {}
+            }
+        }
+    }
+    let mut body = json!({
+        "model": request.model,
+        "input": input,
+        "stream": true,
+        "store": false,
+        "max_output_tokens": request.max_tokens,
+    });
+    if let Some(system) = &request.system {
+        body["instructions"] = json!(system);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = json!(
+            request
+                .tools
+                .iter()
+                .map(|t| json!({
+                    "type": "function", "name": t.name, "description": t.description,
+                    "parameters": t.input_schema, "strict": false
+                }))
+                .collect::<Vec<_>>()
+        );
+    }
+    if let Some(effort) = request.reasoning {
+        body["reasoning"] = json!({ "effort": effort.as_str(), "summary": "auto" });
+        body["include"] = json!(["reasoning.encrypted_content"]);
+    }
+    body
+}
+
+/// The Responses stream, event by event.
+#[derive(Default)]
+pub struct ResponsesWire {
+    /// Output indexes of function calls still streaming their arguments.
+    open_calls: BTreeSet<usize>,
+    made_calls: bool,
+}
+
+impl WireFormat for ResponsesWire {
+    fn on_event(
+        &mut self,
+        sse: &SseEvent,
+        out: &mut VecDeque<ChatEvent>,
+    ) -> Result<bool, WireError> {
+        let event: Value = serde_json::from_str(&sse.data).map_err(|e| {
+            let shown: String = sse.data.chars().take(200).collect();
+            WireError::fatal(ProviderError::Protocol(format!(
+                "malformed {:?} event ({e}): {shown}",
+                sse.event
+            )))
+        })?;
+        let kind = event["type"].as_str().unwrap_or(sse.event.as_str());
+        let index = event["output_index"]
+            .as_u64()
+            .map(|i| i as usize)
+            .unwrap_or(0);
+        let malformed = |what: &str| {
+            WireError::fatal(ProviderError::Protocol(format!(
+                "malformed {kind} event: {what}"
+            )))
+        };
+        match kind {
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let delta = event["delta"]
+                    .as_str()
+                    .ok_or_else(|| malformed("no delta"))?;
+                out.push_back(ChatEvent::TextDelta(delta.into()));
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let delta = event["delta"]
+                    .as_str()
+                    .ok_or_else(|| malformed("no delta"))?;
+                out.push_back(ChatEvent::ReasoningDelta(delta.into()));
+            }
+            "response.output_item.added" => {
+                let item: Item = serde_json::from_value(event["item"].clone())
+                    .map_err(|e| malformed(&e.to_string()))?;
+                if let Item::FunctionCall { call_id, name, .. } = item {
+                    self.open_calls.insert(index);
+                    self.made_calls = true;
+                    out.push_back(ChatEvent::ToolCallStart {
+                        index,
+                        id: call_id,
+                        name,
+                    });
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let delta = event["delta"]
+                    .as_str()
+                    .ok_or_else(|| malformed("no delta"))?;
+                out.push_back(ChatEvent::ToolCallDelta {
+                    index,
+                    arguments: delta.into(),
+                });
+            }
+            "response.output_item.done" => {
+                let item: Item = serde_json::from_value(event["item"].clone())
+                    .map_err(|e| malformed(&e.to_string()))?;
+                match item {
+                    Item::FunctionCall { .. } if self.open_calls.remove(&index) => {
+                        out.push_back(ChatEvent::ToolCallEnd { index });
+                    }
+                    Item::Reasoning {
+                        id,
+                        summary,
+                        encrypted_content,
+                    } => {
+                        let summary = summary.into_iter().map(|s| s.text).collect();
+                        out.push_back(ChatEvent::ReasoningPart(ContentPart::Reasoning {
+                            id,
+                            encrypted_content,
+                            summary,
+                        }));
+                    }
+                    _ => {}
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response: WireResponse = serde_json::from_value(event["response"].clone())
+                    .map_err(|e| malformed(&e.to_string()))?;
+                for index in std::mem::take(&mut self.open_calls) {
+                    out.push_back(ChatEvent::ToolCallEnd { index });
+                }
+                if let Some(u) = response.usage {
+                    out.push_back(ChatEvent::Usage(u.into()));
+                }
+                let reason = match (kind, response.incomplete_details.and_then(|d| d.reason)) {
+                    ("response.incomplete", Some(r)) if r == "max_output_tokens" => {
+                        StopReason::MaxTokens
+                    }
+                    ("response.incomplete", Some(r)) if r == "content_filter" => {
+                        StopReason::Refusal
+                    }
+                    ("response.incomplete", Some(r)) => StopReason::Other(r),
+                    _ if self.made_calls => StopReason::ToolUse,
+                    _ => StopReason::EndTurn,
+                };
+                out.push_back(ChatEvent::Stop { reason });
+                return Ok(true);
+            }
+            "response.failed" => {
+                let error = &event["response"]["error"];
+                return Err(stream_error(
+                    error["code"].as_str(),
+                    error["message"].as_str(),
+                ));
+            }
+            "error" => {
+                let error = if event["error"].is_object() {
+                    &event["error"]
+                } else {
+                    &event
+                };
+                return Err(stream_error(
+                    error["code"].as_str(),
+                    error["message"].as_str(),
+                ));
+            }
+            // response.created, .in_progress, .content_part.*, *.done without payload we need,
+            // and event types added after this was written.
+            _ => {}
+        }
+        Ok(false)
+    }
+}
+
+fn stream_error(code: Option<&str>, message: Option<&str>) -> WireError {
+    let code = code.unwrap_or("error");
+    let retryable = matches!(
+        code,
+        "server_error" | "rate_limit_exceeded" | "server_is_overloaded" | "slow_down"
+    );
+    WireError {
+        error: ProviderError::Stream {
+            provider: "openai".into(),
+            message: format!("{} ({code})", message.unwrap_or("no message")),
+        },
+        retryable,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Item {
+    FunctionCall {
+        call_id: String,
+        name: String,
+    },
+    Reasoning {
+        id: String,
+        #[serde(default)]
+        summary: Vec<SummaryText>,
+        #[serde(default)]
+        encrypted_content: Option<String>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct SummaryText {
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    usage: Option<WireUsage>,
+    incomplete_details: Option<IncompleteDetails>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails {
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+}
+
+#[derive(Deserialize)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+impl From<WireUsage> for Usage {
+    /// OpenAI counts cached tokens inside `input_tokens`; stepper counts them apart, as
+    /// Anthropic does, so cost and cache hit rate read the same for every provider.
+    fn from(u: WireUsage) -> Usage {
+        let cached = u.input_tokens_details.map(|d| d.cached_tokens).unwrap_or(0);
+        Usage {
+            input_tokens: u.input_tokens.saturating_sub(cached),
+            output_tokens: u.output_tokens,
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::SseDecoder;
+    use stepper_engine::{ChatMessage, MessageAccumulator, ReasoningEffort, ToolSpec};
+
+    fn fixture(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/openai")
+            .join(name);
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    fn decode(input: &str) -> Vec<Result<ChatEvent, ProviderError>> {
+        let mut d = SseDecoder::new(ResponsesWire::default());
+        let mut out = VecDeque::new();
+        for chunk in input.as_bytes().chunks(41) {
+            d.feed(chunk, &mut out);
+        }
+        d.finish(&mut out);
+        out.into()
+    }
+
+    fn accumulate(input: &str) -> stepper_engine::Accumulated {
+        let mut acc = MessageAccumulator::new();
+        for e in decode(input) {
+            acc.push(&e.unwrap()).unwrap();
+        }
+        acc.finish().unwrap()
+    }
+
+    #[test]
+    fn text_and_usage_with_cache() {
+        let done = accumulate(&fixture("text.sse"));
+        assert_eq!(done.message.text(), "Hello, world!");
+        assert_eq!(done.stop, Some(StopReason::EndTurn));
+        assert_eq!(
+            (
+                done.usage.input_tokens,
+                done.usage.cache_read_tokens,
+                done.usage.output_tokens
+            ),
+            (16, 1024, 5)
+        );
+    }
+
+    #[test]
+    fn function_call_with_streamed_arguments() {
+        let done = accumulate(&fixture("function_call.sse"));
+        let calls: Vec<_> = done.message.tool_calls().collect();
+        assert_eq!(
+            calls,
+            vec![(
+                "call_AbC123",
+                "get_weather",
+                &json!({"location": "Paris, France"})
+            )]
+        );
+        assert_eq!(done.stop, Some(StopReason::ToolUse));
+    }
+
+    #[test]
+    fn reasoning_item_is_kept_and_sent_back_encrypted() {
+        let done = accumulate(&fixture("reasoning.sse"));
+        assert_eq!(
+            done.message.content[0],
+            ContentPart::Reasoning {
+                id: "rs_6820f383d7c08191846711c5df8233bc".into(),
+                encrypted_content: Some("gAAAAABoISQ24OyVRYbkYfukpG".into()),
+                summary: vec![
+                    "**Counting letters** The user asks how many r's are in strawberry.".into()
+                ],
+            }
+        );
+        assert_eq!(
+            done.message.text(),
+            "There are three r's in \"strawberry\"."
+        );
+        let mut req = ChatRequest::new(
+            "o4-mini",
+            vec![
+                ChatMessage::user("q"),
+                done.message,
+                ChatMessage::user("why?"),
+            ],
+        );
+        req.reasoning = Some(ReasoningEffort::High);
+        req.system = Some("be brief".into());
+        req.tools = vec![ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let body = request_body(&req);
+        assert_eq!(body["input"][1]["type"], "reasoning");
+        assert_eq!(
+            body["input"][1]["encrypted_content"],
+            "gAAAAABoISQ24OyVRYbkYfukpG"
+        );
+        assert!(
+            body["input"][1].get("id").is_none(),
+            "no item ids with store: false"
+        );
+        assert_eq!(body["input"][2]["content"][0]["type"], "output_text");
+        assert_eq!(body["include"][0], "reasoning.encrypted_content");
+        assert_eq!(body["reasoning"]["effort"], "high");
+        assert_eq!(body["instructions"], "be brief");
+        assert_eq!(body["store"], false);
+        assert_eq!(body["tools"][0]["type"], "function");
+    }
+
+    #[test]
+    fn tool_results_go_back_as_function_call_output() {
+        let msgs = vec![
+            ChatMessage {
+                role: Role::Assistant,
+                content: vec![ContentPart::ToolCall {
+                    id: "call_1".into(),
+                    name: "ls".into(),
+                    arguments: json!({"path": "."}),
+                }],
+            },
+            ChatMessage {
+                role: Role::User,
+                content: vec![ContentPart::ToolResult {
+                    call_id: "call_1".into(),
+                    content: "a b".into(),
+                    is_error: false,
+                }],
+            },
+        ];
+        let body = request_body(&ChatRequest::new("m", msgs));
+        assert_eq!(
+            body["input"][0],
+            json!({"type": "function_call", "call_id": "call_1", "name": "ls", "arguments": "{\"path\":\".\"}"})
+        );
+        assert_eq!(
+            body["input"][1],
+            json!({"type": "function_call_output", "call_id": "call_1", "output": "a b"})
+        );
+    }
+
+    #[test]
+    fn failures_in_the_stream() {
+        let out = decode(
+            "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n",
+        );
+        assert!(
+            matches!(&out[..], [Err(ProviderError::Stream { message, .. })] if message.contains("boom"))
+        );
+        let out = decode(
+            "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"par\"}\n\n",
+        );
+        assert!(matches!(
+            &out[..],
+            [
+                Ok(ChatEvent::TextDelta(_)),
+                Err(ProviderError::Transport(_))
+            ]
+        ));
+        let out = decode("data: {nope\n\n");
+        assert!(matches!(&out[..], [Err(ProviderError::Protocol(_))]));
+    }
+}
