@@ -49,29 +49,38 @@ impl SseParser {
             }
         }
         self.buf.extend_from_slice(chunk);
+        // Lines are handled as borrowed slices of the buffer, taken out of `self` meanwhile:
+        // a line costs no allocation of its own.
+        let buf = std::mem::take(&mut self.buf);
         let mut start = 0;
         let mut i = self.scanned;
-        while i < self.buf.len() {
-            let b = self.buf[i];
+        let mut result = Ok(());
+        while i < buf.len() {
+            let b = buf[i];
             if b == b'\n' || b == b'\r' {
                 let line_end = i;
                 if b == b'\r' {
-                    if i + 1 < self.buf.len() {
-                        if self.buf[i + 1] == b'\n' {
+                    if i + 1 < buf.len() {
+                        if buf[i + 1] == b'\n' {
                             i += 1;
                         }
                     } else {
                         self.skip_lf = true;
                     }
                 }
-                let line = std::str::from_utf8(&self.buf[start..line_end])
-                    .map_err(|_| SseError::NotUtf8)?
-                    .to_owned();
-                self.line(&line, out);
+                match std::str::from_utf8(&buf[start..line_end]) {
+                    Ok(line) => self.line(line, out),
+                    Err(_) => {
+                        result = Err(SseError::NotUtf8);
+                        break;
+                    }
+                }
                 start = i + 1;
             }
             i += 1;
         }
+        self.buf = buf;
+        result?;
         self.buf.drain(..start);
         self.scanned = self.buf.len();
         if self.buf.len() > MAX_LINE {
