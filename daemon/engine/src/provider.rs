@@ -183,6 +183,18 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// From the names Anthropic uses (which `as_str` gives back).
+    pub fn parse(s: &str) -> StopReason {
+        match s {
+            "end_turn" => StopReason::EndTurn,
+            "tool_use" => StopReason::ToolUse,
+            "max_tokens" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "refusal" => StopReason::Refusal,
+            other => StopReason::Other(other.into()),
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             StopReason::EndTurn => "end_turn",

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sse::SseEvent;
 use crate::stream::{
-    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, post_stream,
+    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, parse_event, post_stream,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -199,13 +199,7 @@ impl WireFormat for AnthropicWire {
         sse: &SseEvent,
         out: &mut VecDeque<ChatEvent>,
     ) -> Result<bool, WireError> {
-        let wire: WireEvent = serde_json::from_str(&sse.data).map_err(|e| {
-            let shown: String = sse.data.chars().take(200).collect();
-            WireError::fatal(ProviderError::Protocol(format!(
-                "malformed {:?} event ({e}): {shown}",
-                sse.event
-            )))
-        })?;
+        let wire: WireEvent = parse_event(sse)?;
         match wire {
             WireEvent::MessageStart { message } => {
                 if let Some(u) = message.usage {
@@ -256,7 +250,7 @@ impl WireFormat for AnthropicWire {
             }
             WireEvent::MessageDelta { delta, usage } => {
                 if let Some(reason) = delta.stop_reason {
-                    self.stop_reason = Some(stop_reason(&reason));
+                    self.stop_reason = Some(StopReason::parse(&reason));
                 }
                 if let Some(u) = usage {
                     out.push_back(ChatEvent::Usage(u.into()));
@@ -284,17 +278,6 @@ impl WireFormat for AnthropicWire {
             WireEvent::Ping | WireEvent::Unknown => {}
         }
         Ok(false)
-    }
-}
-
-fn stop_reason(s: &str) -> StopReason {
-    match s {
-        "end_turn" => StopReason::EndTurn,
-        "tool_use" => StopReason::ToolUse,
-        "max_tokens" => StopReason::MaxTokens,
-        "stop_sequence" => StopReason::StopSequence,
-        "refusal" => StopReason::Refusal,
-        other => StopReason::Other(other.into()),
     }
 }
 
@@ -415,32 +398,19 @@ struct WireErrorBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::SseDecoder;
-    use stepper_engine::{MessageAccumulator, ReasoningEffort, ToolSpec};
+    use crate::stream::{SseDecoder, testing};
+    use stepper_engine::{ReasoningEffort, ToolSpec};
 
     fn fixture(name: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/anthropic")
-            .join(name);
-        std::fs::read_to_string(path).unwrap()
+        testing::fixture("anthropic", name)
     }
 
     fn decode(input: &str) -> Vec<Result<ChatEvent, ProviderError>> {
-        let mut d = SseDecoder::new(AnthropicWire::default());
-        let mut out = VecDeque::new();
-        for chunk in input.as_bytes().chunks(37) {
-            d.feed(chunk, &mut out);
-        }
-        d.finish(&mut out);
-        out.into()
+        testing::decode(AnthropicWire::default(), input)
     }
 
     fn accumulate(input: &str) -> stepper_engine::Accumulated {
-        let mut acc = MessageAccumulator::new();
-        for e in decode(input) {
-            acc.push(&e.unwrap()).unwrap();
-        }
-        acc.finish().unwrap()
+        testing::accumulate(AnthropicWire::default(), input)
     }
 
     #[test]

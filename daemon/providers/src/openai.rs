@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sse::SseEvent;
 use crate::stream::{
-    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, post_stream,
+    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, parse_event, post_stream,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -173,13 +173,7 @@ impl WireFormat for ResponsesWire {
         sse: &SseEvent,
         out: &mut VecDeque<ChatEvent>,
     ) -> Result<bool, WireError> {
-        let event: Value = serde_json::from_str(&sse.data).map_err(|e| {
-            let shown: String = sse.data.chars().take(200).collect();
-            WireError::fatal(ProviderError::Protocol(format!(
-                "malformed {:?} event ({e}): {shown}",
-                sse.event
-            )))
-        })?;
+        let event: Value = parse_event(sse)?;
         let kind = event["type"].as_str().unwrap_or(sse.event.as_str());
         let index = event["output_index"]
             .as_u64()
@@ -378,32 +372,19 @@ impl From<WireUsage> for Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::SseDecoder;
-    use stepper_engine::{ChatMessage, MessageAccumulator, ReasoningEffort, ToolSpec};
+    use crate::stream::testing;
+    use stepper_engine::{ChatMessage, ReasoningEffort, ToolSpec};
 
     fn fixture(name: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/openai")
-            .join(name);
-        std::fs::read_to_string(path).unwrap()
+        testing::fixture("openai", name)
     }
 
     fn decode(input: &str) -> Vec<Result<ChatEvent, ProviderError>> {
-        let mut d = SseDecoder::new(ResponsesWire::default());
-        let mut out = VecDeque::new();
-        for chunk in input.as_bytes().chunks(41) {
-            d.feed(chunk, &mut out);
-        }
-        d.finish(&mut out);
-        out.into()
+        testing::decode(ResponsesWire::default(), input)
     }
 
     fn accumulate(input: &str) -> stepper_engine::Accumulated {
-        let mut acc = MessageAccumulator::new();
-        for e in decode(input) {
-            acc.push(&e.unwrap()).unwrap();
-        }
-        acc.finish().unwrap()
+        testing::accumulate(ResponsesWire::default(), input)
     }
 
     #[test]

@@ -18,7 +18,7 @@ use stepper_protocol::Usage;
 use tokio_util::sync::CancellationToken;
 
 use crate::sse::SseEvent;
-use crate::stream::{Endpoint, WireError, WireFormat, post_stream};
+use crate::stream::{Endpoint, WireError, WireFormat, parse_event, post_stream};
 
 pub struct OpenAiChat {
     endpoint: Arc<Endpoint>,
@@ -156,12 +156,7 @@ impl WireFormat for ChatCompletionsWire {
             self.stop(out);
             return Ok(true);
         }
-        let chunk: Chunk = serde_json::from_str(&sse.data).map_err(|e| {
-            let shown: String = sse.data.chars().take(200).collect();
-            WireError::fatal(ProviderError::Protocol(format!(
-                "malformed chunk ({e}): {shown}"
-            )))
-        })?;
+        let chunk: Chunk = parse_event(sse)?;
         if let Some(error) = chunk.error {
             let message = error
                 .get("message")
@@ -298,28 +293,15 @@ impl From<WireUsage> for Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::SseDecoder;
-    use stepper_engine::{ChatMessage, MessageAccumulator};
+    use crate::stream::{SseDecoder, testing};
+    use stepper_engine::ChatMessage;
 
     fn fixture(name: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/openai-chat")
-            .join(name);
-        std::fs::read_to_string(path).unwrap()
+        testing::fixture("openai-chat", name)
     }
 
     fn accumulate(input: &str) -> stepper_engine::Accumulated {
-        let mut d = SseDecoder::new(ChatCompletionsWire::default());
-        let mut out = VecDeque::new();
-        for chunk in input.as_bytes().chunks(29) {
-            d.feed(chunk, &mut out);
-        }
-        d.finish(&mut out);
-        let mut acc = MessageAccumulator::new();
-        for e in out {
-            acc.push(&e.unwrap()).unwrap();
-        }
-        acc.finish().unwrap()
+        testing::accumulate(ChatCompletionsWire::default(), input)
     }
 
     #[test]

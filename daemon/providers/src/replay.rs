@@ -129,7 +129,7 @@ impl RecordedEvent {
             RecordedEvent::Usage { usage } => ChatEvent::Usage(usage),
             RecordedEvent::Notice { message } => ChatEvent::Notice(message),
             RecordedEvent::Stop { reason } => ChatEvent::Stop {
-                reason: parse_stop(&reason),
+                reason: StopReason::parse(&reason),
             },
             RecordedEvent::Error { message } => {
                 return Err(ProviderError::Stream {
@@ -138,17 +138,6 @@ impl RecordedEvent {
                 });
             }
         })
-    }
-}
-
-fn parse_stop(s: &str) -> StopReason {
-    match s {
-        "end_turn" => StopReason::EndTurn,
-        "tool_use" => StopReason::ToolUse,
-        "max_tokens" => StopReason::MaxTokens,
-        "stop_sequence" => StopReason::StopSequence,
-        "refusal" => StopReason::Refusal,
-        other => StopReason::Other(other.into()),
     }
 }
 

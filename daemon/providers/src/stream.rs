@@ -147,6 +147,52 @@ impl<W: WireFormat> SseDecoder<W> {
     }
 }
 
+/// An event's JSON as the wire type `T`, or a clear error quoting the start of it.
+pub fn parse_event<T: serde::de::DeserializeOwned>(sse: &SseEvent) -> Result<T, WireError> {
+    serde_json::from_str(&sse.data).map_err(|e| {
+        let shown: String = sse.data.chars().take(200).collect();
+        WireError::fatal(ProviderError::Protocol(format!(
+            "malformed {:?} event ({e}): {shown}",
+            sse.event
+        )))
+    })
+}
+
+/// Helpers the wire formats' tests share: fixtures, and bytes through a decoder.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// `tests/fixtures/<dir>/<name>` of the workspace.
+    pub fn fixture(dir: &str, name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures")
+            .join(dir)
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Feed `input` in odd-sized chunks, then end the stream.
+    pub fn decode<W: WireFormat>(wire: W, input: &str) -> Vec<Result<ChatEvent, ProviderError>> {
+        let mut d = SseDecoder::new(wire);
+        let mut out = VecDeque::new();
+        for chunk in input.as_bytes().chunks(37) {
+            d.feed(chunk, &mut out);
+        }
+        d.finish(&mut out);
+        out.into()
+    }
+
+    /// The message the shared accumulator makes of `input`.
+    pub fn accumulate<W: WireFormat>(wire: W, input: &str) -> stepper_engine::Accumulated {
+        let mut acc = stepper_engine::MessageAccumulator::new();
+        for e in decode(wire, input) {
+            acc.push(&e.unwrap()).unwrap();
+        }
+        acc.finish().unwrap()
+    }
+}
+
 /// When and how often to ask again.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
