@@ -437,3 +437,32 @@ fn codex_sign_in_then_requests_with_refreshed_tokens() {
     let (after, _) = ask_json(&env, &["--model", "codex/gpt-5-codex", "hi"]);
     assert!(after.error.unwrap().contains("stepper auth login --codex"));
 }
+
+#[test]
+fn nobody_listening_is_a_fast_clear_error() {
+    let env = TestEnv::new();
+    let settings = serde_json::json!({ "providers": { "local": { "kind": "openai-chat", "baseUrl": "http://127.0.0.1:1/v1" } } });
+    std::fs::create_dir_all(env.project.path().join(".stepper")).unwrap();
+    std::fs::write(
+        env.project.path().join(".stepper/setting.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let (events, _) = stream_events(&env, &["--model", "local/any", "hi"]);
+    assert!(
+        notices(&events).is_empty(),
+        "a refused connection is not retried"
+    );
+    match &events.last().unwrap().event {
+        AppEvent::TurnFinished {
+            status: TurnStatus::Failed,
+            error: Some(e),
+        } => {
+            assert!(
+                e.contains("connection refused — is the server running"),
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

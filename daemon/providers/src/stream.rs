@@ -519,6 +519,13 @@ async fn classify(endpoint: &Endpoint, response: reqwest::Result<reqwest::Respon
         Ok(r) => r,
         Err(e) => {
             let url = e.url().map(|u| u.to_string()).unwrap_or_default();
+            if refused(&e) {
+                // Nobody listens there: asking again in a second will not change that.
+                return Outcome::Fail(ProviderError::Transport(format!(
+                    "connecting to {url} failed: connection refused — is the server running, and \
+                     is the base URL right?"
+                )));
+            }
             let what = if e.is_timeout() {
                 "timed out"
             } else {
@@ -576,6 +583,20 @@ pub fn error_message(body: &str) -> String {
         let t: String = body.trim().chars().take(300).collect();
         if t.is_empty() { "no details".into() } else { t }
     })
+}
+
+/// Whether the connection was refused outright (no server on that port).
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// The innermost error: for a failed request, the OS's own words ("Connection refused").
