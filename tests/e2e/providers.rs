@@ -466,3 +466,33 @@ fn nobody_listening_is_a_fast_clear_error() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_malformed_event_is_a_clear_error_and_tool_use_ends_the_turn() {
+    let env = TestEnv::new();
+    env.fake.push(Reply::Sse(stream_start() + &text_deltas(&["fine so far"]) + "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": {\"type\": \"text_delta\", \"text\": 42}}\n\n"));
+    let (result, _) = ask_json(&env, &["hi"]);
+    assert_eq!(result.status, TurnStatus::Failed);
+    assert_eq!(result.text, "fine so far");
+    let error = result.error.unwrap();
+    assert!(
+        error.contains("stream stepper cannot read") && error.contains("malformed"),
+        "{error}"
+    );
+
+    env.fake.push(Reply::Sse(fixture("tool_use.sse")));
+    let (events, _) = stream_events(&env, &["weather in SF?"]);
+    let done = events.iter().find_map(|e| match &e.event {
+        AppEvent::MessageCompleted { text, stop_reason } => {
+            Some((text.clone(), stop_reason.clone()))
+        }
+        _ => None,
+    });
+    assert_eq!(
+        done,
+        Some((
+            "Okay, let's check the weather for San Francisco, CA:".into(),
+            Some("tool_use".into())
+        ))
+    );
+}
