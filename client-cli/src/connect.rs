@@ -122,8 +122,20 @@ pub async fn start_daemon(places: &Places) -> anyhow::Result<bool> {
     }
 }
 
+/// Whether no daemon holds the data dir's lock (none runs, or it finished exiting). Unlike a
+/// connect, this cannot wake a socket-activated daemon.
+pub fn daemon_gone(places: &Places) -> bool {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .open(places.daemon_lock_path())
+    {
+        Ok(file) => file.try_lock().is_ok(),
+        Err(_) => true,
+    }
+}
+
 /// `STEPPERD`, else `stepperd` next to this executable.
-fn stepperd_path() -> anyhow::Result<PathBuf> {
+pub fn stepperd_path() -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os("STEPPERD").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(path));
     }

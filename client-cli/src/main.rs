@@ -5,6 +5,7 @@ mod auth;
 mod connect;
 mod daemon_cmd;
 mod models;
+mod service;
 mod sessions;
 
 use std::process::ExitCode;

@@ -16,15 +16,26 @@ use crate::transport::{MAX_MESSAGE_BYTES, socket_name};
 
 pub use jsonrpsee::server::{ServerHandle, StopHandle, stop_channel};
 
-/// A bound local socket. The socket file is removed when this is dropped.
+/// Any stream a connection can be served on.
+pub trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Io for T {}
+
+/// The daemon's listening socket: bound by the daemon (and removed when dropped), or handed
+/// over by systemd's socket activation (which owns the file).
 pub struct LocalListener {
-    listener: Listener,
+    inner: Inner,
     path: PathBuf,
+}
+
+enum Inner {
+    Bound(Listener),
+    #[cfg(unix)]
+    Inherited(tokio::net::UnixListener),
 }
 
 /// A connection whose peer passed the uid check.
 pub struct Accepted {
-    pub stream: Stream,
+    pub stream: Box<dyn Io>,
     pub peer_pid: Option<u32>,
 }
 
@@ -55,20 +66,75 @@ impl LocalListener {
         };
         let listener = options.create_tokio()?;
         Ok(LocalListener {
-            listener,
+            inner: Inner::Bound(listener),
             path: path.to_path_buf(),
         })
+    }
+
+    /// The listening socket systemd passed (`LISTEN_FDS`/`LISTEN_PID`), if any. `path` is
+    /// where clients are told to connect; the socket unit decides the real one.
+    #[cfg(unix)]
+    pub fn from_socket_activation(path: &Path) -> io::Result<Option<LocalListener>> {
+        let mut fds = listenfd::ListenFd::from_env();
+        let Some(listener) = fds.take_unix_listener(0)? else {
+            return Ok(None);
+        };
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::UnixListener::from_std(listener)?;
+        let path = listener
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+            .unwrap_or_else(|| path.to_path_buf());
+        Ok(Some(LocalListener {
+            inner: Inner::Inherited(listener),
+            path,
+        }))
+    }
+
+    #[cfg(not(unix))]
+    pub fn from_socket_activation(_path: &Path) -> io::Result<Option<LocalListener>> {
+        Ok(None)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Whether the socket came from the service manager.
+    pub fn is_inherited(&self) -> bool {
+        !matches!(self.inner, Inner::Bound(_))
+    }
+
     /// Accept the next connection. `Ok(Err(_))` is a peer that was refused (and already
     /// dropped); `Err(_)` is a failure of the listener itself.
     pub async fn accept(&self) -> io::Result<Result<Accepted, RefusedPeer>> {
-        let stream = self.listener.accept().await?;
-        Ok(check_peer(stream))
+        match &self.inner {
+            Inner::Bound(listener) => {
+                let stream = listener.accept().await?;
+                Ok(check_peer(stream))
+            }
+            #[cfg(unix)]
+            Inner::Inherited(listener) => {
+                let (stream, _) = listener.accept().await?;
+                let creds = match stream.peer_cred() {
+                    Ok(c) => c,
+                    Err(e) => return Ok(Err(RefusedPeer::NoCredentials(e))),
+                };
+                let ours = nix::unistd::geteuid().as_raw();
+                if creds.uid() != ours {
+                    return Ok(Err(RefusedPeer::OtherUser {
+                        peer: creds.uid(),
+                        ours,
+                    }));
+                }
+                let peer_pid = creds.pid().and_then(|p| u32::try_from(p).ok());
+                Ok(Ok(Accepted {
+                    stream: Box::new(stream),
+                    peer_pid,
+                }))
+            }
+        }
     }
 }
 
@@ -86,7 +152,10 @@ fn check_peer(stream: Stream) -> Result<Accepted, RefusedPeer> {
             }
         }
     }
-    Ok(Accepted { stream, peer_pid })
+    Ok(Accepted {
+        stream: Box::new(stream),
+        peer_pid,
+    })
 }
 
 #[cfg(unix)]
@@ -152,7 +221,7 @@ impl Default for ConnectionServer {
 
 impl ConnectionServer {
     /// Serve `methods` on one accepted stream until the peer leaves or `stop` fires.
-    pub async fn serve(&self, stream: Stream, methods: impl Into<Methods>, stop: StopHandle) {
+    pub async fn serve(&self, stream: Box<dyn Io>, methods: impl Into<Methods>, stop: StopHandle) {
         let service = self.builder.clone().build(methods, stop.clone());
         if let Err(e) = serve_with_graceful_shutdown(stream, service, stop.shutdown()).await {
             tracing::debug!(error = %e, "connection ended with an error");

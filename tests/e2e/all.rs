@@ -9,4 +9,5 @@ mod lifecycle;
 mod protocol;
 mod providers;
 mod security;
+mod service;
 mod subscribe;

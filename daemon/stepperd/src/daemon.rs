@@ -94,8 +94,14 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         );
     }
 
-    let listener = LocalListener::bind(&places.socket)
-        .with_context(|| format!("binding the socket {}", places.socket.display()))?;
+    // Socket activation (systemd) hands the socket over; otherwise bind it.
+    let listener = match LocalListener::from_socket_activation(&places.socket)
+        .context("taking the socket passed by the service manager")?
+    {
+        Some(inherited) => inherited,
+        None => LocalListener::bind(&places.socket)
+            .with_context(|| format!("binding the socket {}", places.socket.display()))?,
+    };
     let daemon = Arc::new(Daemon {
         hub,
         logins,
@@ -104,9 +110,11 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         shutdown,
         clients: AtomicU32::new(0),
     });
+    let (listener_path, inherited) = (listener.path().to_path_buf(), listener.is_inherited());
     tracing::info!(
         pid = std::process::id(),
-        socket = %daemon.places.socket.display(),
+        socket = %listener_path.display(),
+        activated = inherited,
         lock = %lock.path().display(),
         "stepperd ready"
     );
