@@ -2,6 +2,7 @@
 
 mod ask;
 mod auth;
+mod config_cmd;
 mod connect;
 mod daemon_cmd;
 mod models;
@@ -10,7 +11,7 @@ mod sessions;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// stepper — a local AI coding agent. Sessions live in the stepperd daemon, so a turn keeps
 /// running when the terminal closes.
@@ -31,6 +32,17 @@ enum Command {
     Auth {
         #[command(subcommand)]
         command: auth::AuthCommand,
+    },
+    /// Scaffold .stepper/stepper.md and .stepper/setting.json here.
+    Init(config_cmd::InitArgs),
+    /// Print the settings schema, or check the settings files that apply here.
+    Config(config_cmd::ConfigArgs),
+    /// Print shell completions (bash, zsh, fish, powershell, elvish) to stdout.
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page, or write one per command into DIR.
+    Man {
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
     },
     /// The models stepper knows, with context windows and prices.
     Models(models::ModelsArgs),
@@ -61,15 +73,47 @@ fn main() -> ExitCode {
             Command::Daemon { command } => daemon_cmd::run(command).await,
             Command::Auth { command } => auth::run(command).await,
             Command::Models(args) => models::run(args).await,
+            Command::Init(args) => config_cmd::init(args).await,
+            Command::Completions { shell } => {
+                let mut cmd = Cli::command();
+                clap_complete::generate(shell, &mut cmd, "stepper", &mut std::io::stdout());
+                Ok(ExitCode::SUCCESS)
+            }
+            Command::Man { dir } => man(dir),
+            Command::Config(args) => config_cmd::config(args).await,
         }
     });
     // Do not wait for background tasks (a blocked stdin reader) at exit.
     runtime.shutdown_background();
     match result {
         Ok(code) => code,
+        // The reader went away (`stepper ... | head`): nothing left to say to anyone.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("stepper: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The man page of `stepper` to stdout, or of it and every subcommand into `dir`.
+fn man(dir: Option<std::path::PathBuf>) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    let cmd = Cli::command();
+    let Some(dir) = dir else {
+        clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    clap_mangen::generate_to(cmd, &dir)
+        .with_context(|| format!("writing man pages into {}", dir.display()))?;
+    println!("wrote man pages into {}", dir.display());
+    Ok(ExitCode::SUCCESS)
 }

@@ -111,6 +111,12 @@ method_table! {
         AuthWaitLogin = "auth/waitLogin" (AuthWaitLoginParams) -> AuthStatusResponse;
         /// Forget a stored key or the ChatGPT sign-in.
         AuthLogout = "auth/logout" (AuthLogoutParams) -> AuthLogoutResponse;
+        /// The JSON Schema of `setting.json`.
+        ConfigSchema = "config/schema" (Empty) -> ConfigSchemaResponse;
+        /// Every problem of the settings files that apply to a folder.
+        ConfigValidate = "config/validate" (CwdParams) -> ConfigValidateResponse;
+        /// Scaffold `.stepper/stepper.md` and `.stepper/setting.json` in a folder.
+        ProjectInit = "project/init" (ProjectInitParams) -> ProjectInitResponse;
     }
     subscriptions {
         /// Replay a session's events after `afterSeq` from the store, then follow it live.
@@ -373,4 +379,55 @@ pub struct AuthLogoutParams {
 pub struct AuthLogoutResponse {
     /// Whether there was something to forget.
     pub removed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CwdParams {
+    /// An absolute path.
+    pub cwd: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigSchemaResponse {
+    pub schema: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigProblem {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    /// `error` or `warning`.
+    pub severity: String,
+    pub message: String,
+    #[serde(default)]
+    pub hint: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigValidateResponse {
+    /// The files that apply, in merge order, whether they exist or not.
+    pub files: Vec<String>,
+    pub problems: Vec<ConfigProblem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectInitParams {
+    pub cwd: String,
+    /// Overwrite files that exist.
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectInitResponse {
+    pub created: Vec<String>,
+    /// Files left as they were (they exist; pass `force` to overwrite).
+    pub skipped: Vec<String>,
 }

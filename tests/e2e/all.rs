@@ -5,6 +5,7 @@
 
 mod ask;
 mod boundaries;
+mod config;
 mod lifecycle;
 mod protocol;
 mod providers;

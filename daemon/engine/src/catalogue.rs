@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use stepper_protocol::Usage;
 
 /// What is known of a model. Prices are US dollars per million tokens.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, SubscriptionSink};
-use stepper_engine::config::Settings;
+use stepper_engine::config::{Settings, templates, validate};
 use stepper_engine::model::DEFAULT_MODEL;
 use stepper_engine::{ModelRef, catalogue};
 use stepper_protocol::error as code;
@@ -336,6 +336,51 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         Ok(AuthLogoutResponse { removed })
     });
 
+    register::<ConfigSchema, _, _>(&mut m, |_, _| async move {
+        Ok(ConfigSchemaResponse {
+            schema: Settings::schema(),
+        })
+    });
+
+    register::<ConfigValidate, _, _>(&mut m, |conn, p| async move {
+        let files = Settings::files(&conn.daemon.places.config_dir, Path::new(&p.cwd));
+        let checked = files.clone();
+        let problems = tokio::task::spawn_blocking(move || {
+            checked
+                .iter()
+                .flat_map(|f| validate::validate_file(f))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| RpcError::InvalidState(e.to_string()))?;
+        Ok(ConfigValidateResponse {
+            files: files.iter().map(|f| f.display().to_string()).collect(),
+            problems: problems
+                .into_iter()
+                .map(|p| ConfigProblem {
+                    file: p.file.display().to_string(),
+                    line: u32::try_from(p.line).unwrap_or(u32::MAX),
+                    column: u32::try_from(p.column).unwrap_or(u32::MAX),
+                    severity: match p.severity {
+                        validate::Severity::Error => "error".into(),
+                        validate::Severity::Warning => "warning".into(),
+                    },
+                    message: p.message,
+                    hint: p.hint,
+                })
+                .collect(),
+        })
+    });
+
+    register::<ProjectInit, _, _>(&mut m, |_, p| async move {
+        let dir = Path::new(&p.cwd).join(".stepper");
+        let force = p.force;
+        tokio::task::spawn_blocking(move || project_init(&dir, force))
+            .await
+            .map_err(|e| RpcError::InvalidState(e.to_string()))?
+            .map_err(|e| RpcError::InvalidParams(format!("cannot write into {}: {e}", p.cwd)))
+    });
+
     let registered = m.register_subscription(
         SessionSubscribe::NAME,
         SessionSubscribe::NOTIFICATION,
@@ -346,6 +391,29 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         tracing::error!(error = %e, "subscription registered twice");
     }
     m
+}
+
+/// Write the scaffold into `dir` (`.stepper`), leaving existing files unless `force`.
+fn project_init(dir: &Path, force: bool) -> std::io::Result<ProjectInitResponse> {
+    std::fs::create_dir_all(dir)?;
+    let mut out = ProjectInitResponse {
+        created: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for (name, contents) in [
+        ("stepper.md", templates::STEPPER_MD),
+        ("setting.json", templates::SETTING_JSON),
+        (".gitignore", templates::GITIGNORE),
+    ] {
+        let path = dir.join(name);
+        if path.exists() && !force {
+            out.skipped.push(path.display().to_string());
+            continue;
+        }
+        std::fs::write(&path, contents)?;
+        out.created.push(path.display().to_string());
+    }
+    Ok(out)
 }
 
 /// The merged settings for a folder (a missing folder has only the user's).

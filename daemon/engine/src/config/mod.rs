@@ -1,18 +1,25 @@
 //! Settings: `setting.json` from the user's config dir, then the project's
 //! `.stepper/setting.json` and `.stepper/setting.local.json`, merged in that order.
 //!
-//! Only the keys the engine uses so far are typed; unknown keys are kept out of the way
-//! (ignored), so a file written for a newer stepper still loads.
+//! The files are JSON with comments and trailing commas allowed (see [`jsonc`]). Unknown keys
+//! are ignored when loading, so a file written for a newer stepper still loads, and reported
+//! as warnings by [`validate`]. The JSON Schema comes from these types.
+
+pub mod jsonc;
+pub mod locate;
+pub mod templates;
+pub mod validate;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::catalogue::ModelInfo;
 
 /// A wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProviderKind {
     Anthropic,
@@ -26,7 +33,8 @@ pub enum ProviderKind {
     Replay,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A provider: its wire format, where it is, and how to authenticate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
@@ -44,18 +52,76 @@ pub struct ProviderConfig {
     pub models: BTreeMap<String, ModelInfo>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `setting.json`: the user's, the project's and the project's local one, merged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Settings {
-    /// The default model, `provider/model-id`.
+    /// The default model, `provider/model-id` (e.g. `anthropic/claude-sonnet-4-5`).
     #[serde(default)]
     pub model: Option<String>,
-    /// Providers by the name used in model references.
+    /// Providers by the name used in model references (`local` in `local/qwen3`).
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
-    /// Record every provider exchange of new sessions to this file (see `replay`).
+    /// Record every provider exchange of new sessions to this file (play it back with
+    /// `--model replay/<file>`).
     #[serde(default)]
     pub record: Option<String>,
+    /// When tools may run without asking: a mode and rules in Claude Code's syntax.
+    #[serde(default)]
+    pub permissions: Option<Permissions>,
+    /// Environment variables for the session's tools.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// MCP servers by name (stdio `command`/`args`/`env`, or `url` for HTTP).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, serde_json::Value>,
+    /// Hooks in Claude Code's format (`PreToolUse`, `PostToolUse`, ...).
+    #[serde(default)]
+    pub hooks: Option<serde_json::Value>,
+    /// When and with which model long conversations are summarised.
+    #[serde(default)]
+    pub compaction: Option<Compaction>,
+}
+
+/// How much tools may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Ask before edits and commands that are not read-only.
+    Default,
+    /// Edits run without asking; commands still ask.
+    AcceptEdits,
+    /// Read-only: nothing is changed.
+    Plan,
+    /// Nothing asks; deny rules still hold.
+    Auto,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Permissions {
+    #[serde(default)]
+    pub mode: Option<PermissionMode>,
+    /// Rules that run without asking, e.g. `Bash(npm test:*)`, `Read(./src/**)`.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Rules that never run, whatever the mode.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Rules that always ask.
+    #[serde(default)]
+    pub ask: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Compaction {
+    /// The model that writes summaries (`provider/model-id`); the layer's own by default.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// The share of the context window at which to compact (default 0.7).
+    #[serde(default)]
+    pub threshold: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,12 +159,13 @@ impl Settings {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(ConfigError::Read { path, source }),
             };
-            let layer: Settings = serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
-                path: path.clone(),
-                line: e.line(),
-                column: e.column(),
-                message: e.to_string(),
-            })?;
+            let layer: Settings =
+                serde_json::from_str(&jsonc::strip(&text)).map_err(|e| ConfigError::Parse {
+                    path: path.clone(),
+                    line: e.line(),
+                    column: e.column(),
+                    message: e.to_string(),
+                })?;
             merged.merge(layer);
         }
         Ok(merged)
@@ -113,6 +180,29 @@ impl Settings {
             self.record = later.record;
         }
         self.providers.extend(later.providers);
+        self.env.extend(later.env);
+        self.mcp_servers.extend(later.mcp_servers);
+        if later.hooks.is_some() {
+            self.hooks = later.hooks;
+        }
+        if later.compaction.is_some() {
+            self.compaction = later.compaction;
+        }
+        if let Some(p) = later.permissions {
+            // Rules accumulate across files, as in Claude Code; the last mode wins.
+            let merged = self.permissions.get_or_insert_with(Permissions::default);
+            if p.mode.is_some() {
+                merged.mode = p.mode;
+            }
+            merged.allow.extend(p.allow);
+            merged.deny.extend(p.deny);
+            merged.ask.extend(p.ask);
+        }
+    }
+
+    /// The JSON Schema of `setting.json`.
+    pub fn schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(Settings)).unwrap_or_default()
     }
 }
 

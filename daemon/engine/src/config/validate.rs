@@ -1,0 +1,383 @@
+//! `stepper config --validate`: every problem of every settings file, each with its file,
+//! line, column and a hint — not just the first one serde trips on.
+//!
+//! Each top-level key (and each provider) is checked on its own, so one mistake does not
+//! hide the next; unknown keys are warnings with a suggestion.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::locate::Positions;
+use super::{Compaction, Permissions, ProviderConfig, ProviderKind, jsonc};
+use crate::model::ModelRef;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub severity: Severity,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let severity = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(
+            f,
+            "{}:{}:{}: {severity}: {}",
+            self.file.display(),
+            self.line,
+            self.column,
+            self.message
+        )?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n    hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+const KEYS: &[&str] = &[
+    "model",
+    "providers",
+    "record",
+    "permissions",
+    "env",
+    "mcpServers",
+    "hooks",
+    "compaction",
+];
+const PROVIDER_KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "headers", "models"];
+const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
+
+/// Check the file at `path`; a missing file has no problems.
+pub fn validate_file(path: &Path) -> Vec<Problem> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => validate_text(path, &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => vec![Problem {
+            file: path.to_path_buf(),
+            line: 1,
+            column: 1,
+            severity: Severity::Error,
+            message: format!("cannot read the file: {e}"),
+            hint: Some("check its permissions".into()),
+        }],
+    }
+}
+
+struct Checker<'a> {
+    file: &'a Path,
+    positions: Positions,
+    problems: Vec<Problem>,
+}
+
+impl Checker<'_> {
+    fn at(
+        &mut self,
+        path: &[String],
+        key: bool,
+        severity: Severity,
+        message: String,
+        hint: Option<String>,
+    ) {
+        let (line, column) = if key {
+            self.positions.key(path)
+        } else {
+            self.positions.value(path)
+        };
+        self.problems.push(Problem {
+            file: self.file.to_path_buf(),
+            line,
+            column,
+            severity,
+            message,
+            hint,
+        });
+    }
+
+    /// Deserialize `value` as `T`; a failure is reported at the exact spot inside it.
+    fn typed<T: DeserializeOwned>(
+        &mut self,
+        path: &[String],
+        value: &Value,
+        hint: &dyn Fn(&[String]) -> Option<String>,
+    ) -> Option<T> {
+        match serde_path_to_error::deserialize::<_, T>(value) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let mut at = path.to_vec();
+                for segment in e.path().iter() {
+                    match segment {
+                        serde_path_to_error::Segment::Map { key } => at.push(key.clone()),
+                        serde_path_to_error::Segment::Seq { index } => at.push(index.to_string()),
+                        _ => {}
+                    }
+                }
+                let shown = at.join(".");
+                let h = hint(&at);
+                self.at(
+                    &at,
+                    false,
+                    Severity::Error,
+                    format!("{shown}: {}", e.inner()),
+                    h,
+                );
+                None
+            }
+        }
+    }
+
+    fn unknown_keys(
+        &mut self,
+        path: &[String],
+        object: &serde_json::Map<String, Value>,
+        known: &[&str],
+    ) {
+        for key in object.keys() {
+            if known.contains(&key.as_str()) {
+                continue;
+            }
+            let mut at = path.to_vec();
+            at.push(key.clone());
+            let hint = match closest(key, known) {
+                Some(k) => format!("did you mean \"{k}\"?"),
+                None => format!(
+                    "stepper ignores it; the keys here are: {}",
+                    known.join(", ")
+                ),
+            };
+            self.at(
+                &at,
+                true,
+                Severity::Warning,
+                format!("unknown key \"{}\"", at.join(".")),
+                Some(hint),
+            );
+        }
+    }
+}
+
+/// Check the text of a settings file (JSON with comments).
+pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
+    let plain = jsonc::strip(text);
+    let root: Value = match serde_json::from_str(&plain) {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![Problem {
+                file: file.to_path_buf(),
+                line: e.line().max(1),
+                column: e.column().max(1),
+                severity: Severity::Error,
+                message: format!("not valid JSON: {e}"),
+                hint: Some("check the quotes, commas and braces just before this point (comments and trailing commas are fine)".into()),
+            }];
+        }
+    };
+    let mut c = Checker {
+        file,
+        positions: Positions::of(&plain),
+        problems: Vec::new(),
+    };
+    let Some(object) = root.as_object() else {
+        c.at(
+            &[],
+            false,
+            Severity::Error,
+            "the settings must be a JSON object".into(),
+            Some("start the file with { and end it with }".into()),
+        );
+        return c.problems;
+    };
+    c.unknown_keys(&[], object, KEYS);
+    let p = |s: &str| vec![s.to_string()];
+    let no_hint = |_: &[String]| None;
+    for (key, value) in object {
+        match key.as_str() {
+            "model" => {
+                if let Some(model) = c.typed::<String>(&p("model"), value, &|_| Some(model_hint()))
+                    && let Err(e) = ModelRef::parse(&model)
+                {
+                    c.at(
+                        &p("model"),
+                        false,
+                        Severity::Error,
+                        e.to_string(),
+                        Some(model_hint()),
+                    );
+                }
+            }
+            "record" => {
+                c.typed::<String>(&p("record"), value, &|_| {
+                    Some("a file path, relative to the project".into())
+                });
+            }
+            "providers" => check_providers(&mut c, value),
+            "permissions" => {
+                c.typed::<Permissions>(&p("permissions"), value, &|at: &[String]| match at
+                    .get(1)
+                    .map(String::as_str)
+                {
+                    Some("mode") => Some("one of default, accept-edits, plan, auto".into()),
+                    Some("allow" | "deny" | "ask") => Some(
+                        "a list of rules such as \"Bash(npm test:*)\" or \"Read(./src/**)\"".into(),
+                    ),
+                    _ => Some("an object with mode, allow, deny, ask".into()),
+                });
+            }
+            "env" => {
+                c.typed::<std::collections::BTreeMap<String, String>>(&p("env"), value, &|_| {
+                    Some("variable names to string values: put numbers in quotes".into())
+                });
+            }
+            "mcpServers" => {
+                c.typed::<std::collections::BTreeMap<String, serde_json::Map<String, Value>>>(
+                    &p("mcpServers"),
+                    value,
+                    &|_| Some("servers by name, each an object with command/args or url".into()),
+                );
+            }
+            "compaction" => {
+                c.typed::<Compaction>(&p("compaction"), value, &no_hint);
+            }
+            _ => {}
+        }
+    }
+    c.problems.sort_by_key(|p| (p.line, p.column));
+    c.problems
+}
+
+fn model_hint() -> String {
+    "a model reference such as \"anthropic/claude-sonnet-4-5\" (provider/model-id)".into()
+}
+
+fn check_providers(c: &mut Checker<'_>, value: &Value) {
+    let base = vec!["providers".to_string()];
+    let Some(providers) = value.as_object() else {
+        c.at(&base, false, Severity::Error, "providers: expected an object of providers by name".into(), Some("{\"local\": {\"kind\": \"openai-chat\", \"baseUrl\": \"http://localhost:11434/v1\"}}".into()));
+        return;
+    };
+    for (name, provider) in providers {
+        let mut path = base.clone();
+        path.push(name.clone());
+        if let Some(object) = provider.as_object() {
+            c.unknown_keys(&path, object, PROVIDER_KEYS);
+        }
+        let hint = |at: &[String]| match at.get(2).map(String::as_str) {
+            Some("kind") | None => Some(format!("kind is one of {KINDS}")),
+            Some("baseUrl") => Some("a URL such as \"http://localhost:11434/v1\"".into()),
+            Some("headers") => Some("header names to string values".into()),
+            Some("models") => {
+                Some("model ids to {contextWindow, maxOutput, inputPrice, outputPrice, ...}".into())
+            }
+            _ => None,
+        };
+        let Some(config) = c.typed::<ProviderConfig>(&path, provider, &hint) else {
+            continue;
+        };
+        let mut at = path.clone();
+        at.push("baseUrl".into());
+        match &config.base_url {
+            Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                c.at(
+                    &at,
+                    false,
+                    Severity::Error,
+                    format!("{}: {url:?} is not an http(s) URL", at.join(".")),
+                    Some("a URL such as \"http://localhost:11434/v1\"".into()),
+                );
+            }
+            None if config.kind == ProviderKind::OpenaiChat => {
+                c.at(
+                    &path,
+                    true,
+                    Severity::Error,
+                    format!("providers.{name}: an openai-chat provider needs a baseUrl"),
+                    Some(
+                        "where the server listens, e.g. \"http://localhost:11434/v1\" for Ollama"
+                            .into(),
+                    ),
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The known key nearest to `key`, when it is a likely typo.
+fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (edit_distance(&key.to_lowercase(), &k.to_lowercase()), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut row = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            row.push((prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1));
+        }
+        prev = row;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(text: &str) -> String {
+        validate_text(Path::new("project/.stepper/setting.json"), text)
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn every_problem_with_its_place_and_a_hint() {
+        let text = r#"{
+  // a comment is fine
+  "modle": "anthropic/claude-sonnet-4-5",
+  "model": "not a model",
+  "providers": {
+    "local": { "kind": "openai-chat" },
+    "remote": { "kind": "gemini", "baseUrl": "https://x" },
+    "other": { "kind": "openai", "baseUrl": "ftp://x", "apiKeyEnvv": "K" },
+  },
+  "permissions": { "mode": "yolo", "allow": ["Bash(ls)"] },
+  "env": { "DEBUG": 1 },
+}"#;
+        insta::assert_snapshot!(report(text));
+    }
+
+    #[test]
+    fn broken_json_points_at_the_fault() {
+        insta::assert_snapshot!(report("{\n  \"model\": \"a/b\"\n  \"record\": \"x\"\n}"));
+    }
+
+    #[test]
+    fn the_scaffolded_file_is_clean() {
+        assert_eq!(report(super::super::templates::SETTING_JSON), "");
+    }
+}
