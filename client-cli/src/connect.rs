@@ -5,14 +5,15 @@
 //! and is ready when its socket accepts.
 
 use std::fs::OpenOptions;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use stepper_protocol::client::{ClientError, DaemonClient, connect_stream};
 use stepper_protocol::methods::{ClientInfo, ClientKind};
-use stepper_protocol::places::Places;
+use stepper_protocol::methods::{DaemonShutdown, Empty};
+use stepper_protocol::places::{Places, build_id};
 
 /// How long a starting daemon may take to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -30,8 +31,66 @@ pub fn places() -> anyhow::Result<Places> {
     Ok(Places::from_env()?)
 }
 
-/// Connect to the running daemon, starting one first if nobody listens on the socket.
+/// Connect to the running daemon, starting one first if nobody listens on the socket. A
+/// daemon left running by an older (or rebuilt) install is restarted when it is idle, so the
+/// client always talks to the stepperd installed beside it; a busy one is left alone, with
+/// a word on what to run.
 pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<DaemonClient> {
+    let client = connect_or_start_once(places, name).await?;
+    let Some(why) = outdated(&client) else {
+        return Ok(client);
+    };
+    let running = client.daemon().running_turns;
+    if running > 0 {
+        eprintln!(
+            "stepper: {why}; it has {running} running turn(s), so it keeps running — run \
+             'stepper daemon restart --force' to restart it anyway (the turns end as interrupted)"
+        );
+        return Ok(client);
+    }
+    eprintln!("stepper: {why}; restarting it (it was idle)");
+    shut_down(places, client).await?;
+    start_daemon(places).await?;
+    Ok(DaemonClient::connect(&places.socket, client_info(name)).await?)
+}
+
+/// Why the running daemon is not the one this client would start, if it is not.
+fn outdated(client: &DaemonClient) -> Option<String> {
+    let daemon = client.daemon();
+    let ours = env!("CARGO_PKG_VERSION");
+    if daemon.daemon_version != ours {
+        return Some(format!(
+            "the running stepperd is {}, this stepper is {ours}",
+            daemon.daemon_version
+        ));
+    }
+    let (running, build) = (daemon.executable.as_deref()?, daemon.build.as_deref()?);
+    let candidate = stepperd_path().ok()?.canonicalize().ok()?;
+    // Another install's daemon (a different path) is not ours to restart.
+    if Path::new(running).canonicalize().ok()? != candidate {
+        return None;
+    }
+    let on_disk = build_id(&candidate).ok()?;
+    (on_disk != build)
+        .then(|| format!("{running} was rebuilt or upgraded since the daemon started"))
+}
+
+/// Ask the daemon to stop and wait until it is gone.
+pub async fn shut_down(places: &Places, client: DaemonClient) -> anyhow::Result<u32> {
+    let pid = client.daemon().pid;
+    client.call::<DaemonShutdown>(Empty {}).await?;
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !daemon_gone(places) {
+        if Instant::now() > deadline {
+            bail!("stepperd (pid {pid}) is still running after 30s — see 'stepper daemon logs'");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(pid)
+}
+
+async fn connect_or_start_once(places: &Places, name: &str) -> anyhow::Result<DaemonClient> {
     // A daemon that is dying still owns its socket for a moment and resets connections:
     // look again briefly before deciding that nobody is there.
     let mut attempts = 0;

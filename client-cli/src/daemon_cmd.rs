@@ -1,15 +1,17 @@
 //! `stepper daemon status|start|stop`.
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
-use stepper_protocol::methods::{DaemonInfo, DaemonShutdown, Empty};
+use stepper_protocol::methods::{DaemonInfo, Empty};
 
 use stepper_protocol::places::Places;
 
-use crate::connect::{connect_existing, daemon_gone, places, start_daemon, stepperd_path};
+use crate::connect::{
+    connect_existing, daemon_gone, places, shut_down, start_daemon, stepperd_path,
+};
 use crate::service::Manager;
 
 #[derive(Subcommand)]
@@ -25,7 +27,11 @@ pub enum DaemonCommand {
     /// Stop the daemon: running turns get a grace period, then end as interrupted.
     Stop,
     /// Stop the daemon (if it runs), then start it.
-    Restart,
+    Restart {
+        /// Restart even while turns run (they end as interrupted after the grace period).
+        #[arg(long)]
+        force: bool,
+    },
     /// Start the daemon at login: a systemd user unit with socket activation (Linux), a
     /// launchd agent (macOS), a scheduled task at logon (Windows).
     Install,
@@ -94,7 +100,16 @@ pub async fn run(command: DaemonCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         DaemonCommand::Stop => stop(&places).await,
-        DaemonCommand::Restart => {
+        DaemonCommand::Restart { force } => {
+            if let Ok(client) = connect_existing(&places, "stepper daemon restart").await {
+                let running = client.daemon().running_turns;
+                if running > 0 && !force {
+                    bail!(
+                        "stepperd has {running} running turn(s): wait for them, or pass --force to interrupt them"
+                    );
+                }
+                drop(client);
+            }
             stop(&places).await?;
             start_daemon(&places).await?;
             let client = connect_existing(&places, "stepper daemon restart").await?;
@@ -152,17 +167,7 @@ async fn stop(places: &Places) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let pid = client.daemon().pid;
-    client.call::<DaemonShutdown>(Empty {}).await?;
-    drop(client);
-    // Gone when its lock is free: running turns get their grace period first.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !daemon_gone(places) {
-        if Instant::now() > deadline {
-            bail!("stepperd (pid {pid}) is still running after 30s — see 'stepper daemon logs'");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let pid = shut_down(places, client).await?;
     println!("stepperd stopped (pid {pid})");
     Ok(ExitCode::SUCCESS)
 }

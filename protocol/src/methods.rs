@@ -160,6 +160,16 @@ pub struct InitializeResponse {
     pub protocol_version: ProtocolVersion,
     pub daemon_version: String,
     pub pid: u32,
+    /// The daemon's executable, and the build of it the daemon runs (see
+    /// `places::build_id`): a client compares it with the file on disk to find a daemon
+    /// left running by an older install.
+    #[serde(default)]
+    pub executable: Option<String>,
+    #[serde(default)]
+    pub build: Option<String>,
+    /// Turns running right now: an idle daemon may be restarted without losing anything.
+    #[serde(default)]
+    pub running_turns: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

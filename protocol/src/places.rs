@@ -101,6 +101,18 @@ impl Places {
     }
 }
 
+/// An identity of the executable at `path` as built: its size and modification time. A
+/// rebuilt or reinstalled binary gets a new one; the daemon records its own at start.
+pub fn build_id(path: &Path) -> std::io::Result<String> {
+    let meta = std::fs::metadata(path)?;
+    let modified = meta
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    Ok(format!("{}-{modified}", meta.len()))
+}
+
 fn check_socket_len(socket: &Path) -> Result<(), PlacesError> {
     let len = socket.as_os_str().len();
     if cfg!(unix) && len > 107 {

@@ -132,3 +132,73 @@ fn a_socket_activated_daemon_serves_clients() {
         "the socket belongs to the service manager, which removes it"
     );
 }
+
+/// A daemon left running by an older install (here: a stepperd binary replaced on disk) is
+/// restarted by the next client when idle, and left alone while a turn runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgraded_binary_restarts_an_idle_daemon_but_not_a_busy_one() {
+    let env = TestEnv::new();
+    let installed = env.home.path().join("bin-stepperd");
+    let install = || {
+        // A new file, as a package manager writes it (the running one keeps its inode).
+        let _ = std::fs::remove_file(&installed);
+        std::fs::copy(bin_dir().join("stepperd"), &installed).unwrap();
+    };
+    install();
+    let stepper = |args: &[&str]| {
+        env.stepper()
+            .env("STEPPERD", &installed)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(stepper(&["daemon", "start"]).status.success());
+    let first = env.daemon_pid().unwrap();
+
+    let out = stepper(&["ask", "hi"]);
+    assert!(out.status.success());
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("restarting"),
+        "same build: left alone"
+    );
+    assert_eq!(env.daemon_pid(), Some(first));
+
+    // Upgrade while a turn runs: the daemon is busy and stays.
+    let gate = stepper_e2e::Gate::new();
+    env.fake.push(stepper_e2e::Reply::held(&["busy"], &gate));
+    let busy = env
+        .stepper()
+        .env("STEPPERD", &installed)
+        .args(["ask", "long"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    env.running_session(5).await;
+    install();
+    let out = stepper(&["sessions"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        stderr.contains("rebuilt or upgraded") && stderr.contains("restart --force"),
+        "{stderr}"
+    );
+    assert_eq!(env.daemon_pid(), Some(first));
+    gate.open();
+    let _ = busy.wait_with_output().unwrap();
+
+    // Idle now: the next client restarts it onto the new build.
+    let out = stepper(&["sessions"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("restarting it"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let second = env.daemon_pid().unwrap();
+    assert_ne!(second, first);
+    let out = stepper(&["sessions"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.daemon_pid(), Some(second));
+}

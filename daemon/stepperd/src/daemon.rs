@@ -26,6 +26,8 @@ use crate::rpc;
 
 /// The shared handle every connection holds.
 pub struct Daemon {
+    /// This process's executable and its build, recorded at start.
+    pub executable: Option<(String, String)>,
     pub hub: Hub,
     pub logins: Logins,
     pub places: Places,
@@ -102,7 +104,12 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         None => LocalListener::bind(&places.socket)
             .with_context(|| format!("binding the socket {}", places.socket.display()))?,
     };
+    let executable = std::env::current_exe().ok().and_then(|exe| {
+        let build = stepper_protocol::places::build_id(&exe).ok()?;
+        Some((exe.display().to_string(), build))
+    });
     let daemon = Arc::new(Daemon {
+        executable,
         hub,
         logins,
         places,

@@ -164,10 +164,14 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         tracing::debug!(client = %p.client.name, kind = ?p.client.kind, "client initialized");
         *conn.client.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.client);
         conn.initialized.store(true, Ordering::Release);
+        let daemon = &conn.daemon;
         Ok(InitializeResponse {
             protocol_version: PROTOCOL_VERSION,
             daemon_version: env!("CARGO_PKG_VERSION").into(),
             pid: std::process::id(),
+            executable: daemon.executable.as_ref().map(|e| e.0.clone()),
+            build: daemon.executable.as_ref().map(|e| e.1.clone()),
+            running_turns: u32::try_from(*daemon.hub.deps().running.borrow()).unwrap_or(u32::MAX),
         })
     });
 
