@@ -202,3 +202,45 @@ async fn an_upgraded_binary_restarts_an_idle_daemon_but_not_a_busy_one() {
     );
     assert_eq!(env.daemon_pid(), Some(second));
 }
+
+/// A daemon without the key in its environment (as at login) gets it from the login shell.
+#[test]
+fn the_login_shells_environment_fills_what_a_session_lacks() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let shell = env.home.path().join("login-shell");
+    std::fs::write(
+        &shell,
+        format!(
+            "#!/bin/sh\necho 'a banner from .bashrc'\nexport ANTHROPIC_API_KEY={}\nexec /bin/sh -c \"$4\"\n",
+            stepper_e2e::fake_llm::FAKE_KEY
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let start = env
+        .stepper()
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("STEPPER_LOGIN_ENV")
+        .env("SHELL", &shell)
+        .args(["daemon", "start"])
+        .output()
+        .unwrap();
+    assert!(start.status.success());
+    let out = env
+        .stepper()
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["ask", "hi"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        env.daemon_log()
+    );
+    assert!(
+        env.daemon_log()
+            .contains("resolved the login shell's environment")
+    );
+}

@@ -111,6 +111,8 @@ impl TestEnv {
             ("STEPPER_CODEX_CALLBACK_PORT".into(), "0".into()),
             ("STEPPER_NO_BROWSER".into(), "1".into()),
             ("STEPPER_RETRY_BASE_MS".into(), "5".into()),
+            // Hermetic: the host's shell profile must not leak into tests.
+            ("STEPPER_LOGIN_ENV".into(), "off".into()),
             (
                 "STEPPER_LOG".into(),
                 "debug,sqlx=warn,hyper=warn,jsonrpsee=info".into(),

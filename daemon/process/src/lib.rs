@@ -2,5 +2,6 @@
 //! killing whole trees, the child registry that survives a daemon crash (pid + start time),
 //! and the login shell's environment. Knows nothing of sessions or tools.
 //!
-//! Empty until tools spawn processes; it depends on no other stepper crate, and a test keeps
-//! it that way.
+//! It depends on no other stepper crate, and a test keeps it that way.
+
+pub mod login_env;

@@ -84,6 +84,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         running,
         tasks: tasks.clone(),
         config_dir: places.config_dir.clone(),
+        login_env: Default::default(),
     });
     let recovered = hub
         .recover_interrupted()

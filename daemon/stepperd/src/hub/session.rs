@@ -34,6 +34,9 @@ pub struct HubDeps {
     pub tasks: TaskTracker,
     /// The user's config folder (`setting.json`).
     pub config_dir: PathBuf,
+    /// The login shell's environment, resolved on first need: what a session's own
+    /// environment lacks comes from here (a daemon started at login has little of its own).
+    pub login_env: Arc<tokio::sync::OnceCell<Env>>,
 }
 
 pub struct LiveSession {
@@ -239,8 +242,10 @@ impl LiveSession {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
+        let mut effective = login_env(deps).await.clone();
+        effective.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let cx = ResolveContext {
-            env,
+            env: &effective,
             settings: &settings,
             cwd: &cwd,
         };
@@ -260,6 +265,37 @@ impl LiveSession {
         }
         Ok((resolved, model_ref))
     }
+}
+
+/// The login shell's environment, resolved once per daemon (`STEPPER_LOGIN_ENV=off` skips it).
+async fn login_env(deps: &HubDeps) -> &Env {
+    deps.login_env
+        .get_or_init(|| async {
+            if std::env::var("STEPPER_LOGIN_ENV").is_ok_and(|v| v == "off") {
+                return Env::new();
+            }
+            let shell = stepper_process::login_env::login_shell();
+            let timeout = std::env::var("STEPPER_LOGIN_ENV_TIMEOUT_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(std::time::Duration::from_millis)
+                .unwrap_or(std::time::Duration::from_secs(5));
+            match stepper_process::login_env::resolve(&shell, timeout).await {
+                Ok(env) => {
+                    tracing::info!(
+                        shell,
+                        vars = env.len(),
+                        "resolved the login shell's environment"
+                    );
+                    env
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "no login environment; sessions use their own only");
+                    Env::new()
+                }
+            }
+        })
+        .await
 }
 
 async fn run_inputs(
