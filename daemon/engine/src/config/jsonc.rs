@@ -12,12 +12,18 @@ pub fn strip(text: &str) -> String {
     let mut in_string = false;
     // The last significant comma outside strings, still waiting to learn what follows it.
     let mut pending_comma: Option<usize> = None;
+    // The last significant byte before it: only a comma after a value can be trailing (one
+    // after `:` or `[` is a mistake that must stay visible where it is).
+    let mut prev: u8 = 0;
     while i < bytes.len() {
         let b = bytes[i];
         if in_string {
             match b {
                 b'\\' => i += 1,
-                b'"' => in_string = false,
+                b'"' => {
+                    in_string = false;
+                    prev = b'"';
+                }
                 _ => {}
             }
             i += 1;
@@ -50,14 +56,26 @@ pub fn strip(text: &str) -> String {
                 i = end;
                 continue;
             }
-            b',' => pending_comma = Some(i),
+            b',' => {
+                let after_value = prev == b'"'
+                    || prev == b'}'
+                    || prev == b']'
+                    || prev.is_ascii_alphanumeric()
+                    || prev == b'.';
+                pending_comma = after_value.then_some(i);
+                prev = b',';
+            }
             b'}' | b']' => {
                 if let Some(c) = pending_comma.take() {
                     out[c] = b' ';
                 }
+                prev = b;
             }
             b' ' | b'\t' | b'\r' | b'\n' => {}
-            _ => pending_comma = None,
+            _ => {
+                pending_comma = None;
+                prev = b;
+            }
         }
         i += 1;
     }
@@ -78,6 +96,12 @@ mod tests {
         assert_eq!(v["x"], serde_json::json!([1, 2]));
         assert_eq!(plain.lines().count(), text.lines().count());
         assert_eq!(plain.find("\"model\""), text.find("\"model\""));
+    }
+
+    #[test]
+    fn a_comma_after_a_colon_is_not_trailing() {
+        let text = "{\n  \"model\": ,\n}";
+        assert_eq!(strip(text), text);
     }
 
     #[test]
