@@ -40,6 +40,14 @@ pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<Dae
     let Some(why) = outdated(&client) else {
         return Ok(client);
     };
+    let why = match why {
+        Staleness::DaemonOlder(why) => why,
+        Staleness::DaemonNewer(why) => {
+            // Restarting would downgrade it: the client is the one to update.
+            eprintln!("stepper: {why} — update this client (or use the stepper installed with it)");
+            return Ok(client);
+        }
+    };
     let running = client.daemon().running_turns;
     if running > 0 {
         eprintln!(
@@ -54,15 +62,35 @@ pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<Dae
     Ok(DaemonClient::connect(&places.socket, client_info(name)).await?)
 }
 
+enum Staleness {
+    /// An older install or a rebuild: restart it onto ours.
+    DaemonOlder(String),
+    /// A newer install than this client: leave it.
+    DaemonNewer(String),
+}
+
+/// `1.2.10` as [1, 2, 10]: enough to order release versions.
+fn version_key(v: &str) -> Vec<u64> {
+    v.split(['.', '-'])
+        .map(|p| p.parse().unwrap_or(0))
+        .collect()
+}
+
 /// Why the running daemon is not the one this client would start, if it is not.
-fn outdated(client: &DaemonClient) -> Option<String> {
+fn outdated(client: &DaemonClient) -> Option<Staleness> {
     let daemon = client.daemon();
     let ours = env!("CARGO_PKG_VERSION");
-    if daemon.daemon_version != ours {
-        return Some(format!(
-            "the running stepperd is {}, this stepper is {ours}",
-            daemon.daemon_version
-        ));
+    let theirs = &daemon.daemon_version;
+    if theirs != ours {
+        return Some(if version_key(theirs) > version_key(ours) {
+            Staleness::DaemonNewer(format!(
+                "the running stepperd {theirs} is newer than this stepper {ours}"
+            ))
+        } else {
+            Staleness::DaemonOlder(format!(
+                "the running stepperd {theirs} is older than this stepper {ours}"
+            ))
+        });
     }
     let (running, build) = (daemon.executable.as_deref()?, daemon.build.as_deref()?);
     let candidate = stepperd_path().ok()?.canonicalize().ok()?;
@@ -71,8 +99,11 @@ fn outdated(client: &DaemonClient) -> Option<String> {
         return None;
     }
     let on_disk = build_id(&candidate).ok()?;
-    (on_disk != build)
-        .then(|| format!("{running} was rebuilt or upgraded since the daemon started"))
+    (on_disk != build).then(|| {
+        Staleness::DaemonOlder(format!(
+            "{running} was rebuilt or upgraded since the daemon started"
+        ))
+    })
 }
 
 /// Ask the daemon to stop and wait until it is gone.
