@@ -10,6 +10,7 @@ pub mod catalogue;
 pub mod config;
 pub mod model;
 pub mod provider;
+pub mod tool;
 
 pub use accumulator::{Accumulated, MessageAccumulator};
 pub use agent::{AgentLoop, EventSink, TurnOutcome};

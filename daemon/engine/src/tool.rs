@@ -1,0 +1,162 @@
+//! The tool boundary: one `Tool` trait for built-in and MCP tools alike, and the `ToolCx`
+//! each call runs in. `cx.gate(request)` is the only way a tool asks for permission, so every
+//! file touched and every command run passes the same checks.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use stepper_protocol::session::Env;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::provider::ToolSpec;
+
+/// What a tool asks to do, for the permission gate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateRequest {
+    /// Read a file or list a directory (resolved, absolute).
+    Read { path: PathBuf },
+    /// Change a file: `diff` is what the user would approve.
+    Edit { path: PathBuf, diff: String },
+    /// Run a shell command line.
+    Bash { command: String },
+    /// Fetch a URL.
+    WebFetch { url: String },
+    /// Call a tool of an MCP server.
+    Mcp { server: String, tool: String, arguments: String },
+}
+
+/// The gate's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Refused, and why (a rule, or the user's answer).
+    Deny(String),
+}
+
+/// Decides whether a request may proceed, asking a person when the rules say so.
+pub trait Gate: Send + Sync {
+    fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision>;
+}
+
+/// A gate that allows everything: `auto` mode with no rules, and tests.
+pub struct AllowAll;
+
+impl Gate for AllowAll {
+    fn check<'a>(&'a self, _: &'a GateRequest) -> BoxFuture<'a, Decision> {
+        Box::pin(async { Decision::Allow })
+    }
+}
+
+/// Where a running tool's output goes while it runs (`ToolOutputDelta` events).
+pub trait OutputSink: Send + Sync {
+    fn delta(&self, text: &str);
+}
+
+/// Output nobody watches.
+pub struct NoOutput;
+
+impl OutputSink for NoOutput {
+    fn delta(&self, _: &str) {}
+}
+
+/// The context of one tool call.
+#[derive(Clone)]
+pub struct ToolCx {
+    /// Where relative paths start (the session's folder).
+    pub cwd: PathBuf,
+    /// The project's root: paths outside it ask.
+    pub project_root: PathBuf,
+    /// The session's environment, for commands.
+    pub env: Env,
+    pub cancel: CancellationToken,
+    pub gate: Arc<dyn Gate>,
+    pub output: Arc<dyn OutputSink>,
+}
+
+impl ToolCx {
+    /// A context that allows everything and discards output: for tests and benchmarks.
+    pub fn permissive(cwd: &Path) -> ToolCx {
+        ToolCx {
+            cwd: cwd.to_path_buf(),
+            project_root: cwd.to_path_buf(),
+            env: std::env::vars().collect(),
+            cancel: CancellationToken::new(),
+            gate: Arc::new(AllowAll),
+            output: Arc::new(NoOutput),
+        }
+    }
+
+    /// Ask permission; the only way a tool does.
+    pub async fn gate(&self, request: GateRequest) -> Result<(), ToolError> {
+        match self.gate.check(&request).await {
+            Decision::Allow => Ok(()),
+            Decision::Deny(why) => Err(ToolError::Denied(why)),
+        }
+    }
+
+    /// `path` made absolute against the session's folder.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let p = Path::new(path);
+        if p.is_absolute() { p.to_path_buf() } else { self.cwd.join(p) }
+    }
+}
+
+/// Why a tool call failed. The message goes to the model, which can often fix its call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    #[error("not allowed: {0}")]
+    Denied(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error("cancelled")]
+    Cancelled,
+    #[error("timed out after {0:?}")]
+    TimedOut(Duration),
+}
+
+/// Structured facts about a call, for clients (the model gets `content`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolDetails {
+    pub exit_code: Option<i32>,
+    /// A unified diff of what an edit changed.
+    pub diff: Option<String>,
+    /// Files the call changed (absolute).
+    pub changed: Vec<PathBuf>,
+}
+
+/// A tool's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// What the model reads.
+    pub content: String,
+    pub details: ToolDetails,
+}
+
+impl ToolOutput {
+    pub fn text(content: impl Into<String>) -> ToolOutput {
+        ToolOutput { content: content.into(), details: ToolDetails::default() }
+    }
+}
+
+pub type ToolResult = Result<ToolOutput, ToolError>;
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+
+    /// Whether the call only reads (read-only calls may run in parallel).
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, args: serde_json::Value, cx: &'a ToolCx) -> BoxFuture<'a, ToolResult>;
+}
+
+/// The arguments as `T`, or an error the model can act on.
+pub fn parse_args<T: serde::de::DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}

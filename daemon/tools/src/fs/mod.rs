@@ -1,0 +1,1 @@
+//! File tools: read, write, edit, multi_edit, ls.

@@ -1,0 +1,1 @@
+//! Search tools: glob and grep, on ripgrep's own crates.
