@@ -4,4 +4,5 @@
 //!
 //! It depends on no other stepper crate, and a test keeps it that way.
 
+pub mod group;
 pub mod login_env;

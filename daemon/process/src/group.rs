@@ -1,0 +1,149 @@
+//! Children in their own process group, so that everything they start can be stopped with
+//! them: a cancelled or timed-out command never leaves a grandchild behind.
+//!
+//! On Unix a child leads a new process group and the whole group is signalled; elsewhere the
+//! child alone is killed (a Job Object comes with Windows support).
+
+use std::io;
+use std::time::Duration;
+
+/// A spawned child leading its own process group; the group is killed when this is dropped
+/// before the child was reaped.
+pub struct GroupChild {
+    child: tokio::process::Child,
+    pid: Option<u32>,
+    reaped: bool,
+}
+
+/// Spawn `command` as the leader of a new process group.
+pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
+    #[cfg(unix)]
+    command.process_group(0);
+    command.kill_on_drop(true);
+    let child = command.spawn()?;
+    let pid = child.id();
+    Ok(GroupChild {
+        child,
+        pid,
+        reaped: false,
+    })
+}
+
+impl GroupChild {
+    pub fn id(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// The child's standard streams, to read while it runs.
+    pub fn child_mut(&mut self) -> &mut tokio::process::Child {
+        &mut self.child
+    }
+
+    /// Wait for the child (not its group) to exit.
+    pub async fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        let status = self.child.wait().await?;
+        self.reaped = true;
+        // What the child left running in its group goes with it.
+        self.signal_group(Signal::Kill);
+        Ok(status)
+    }
+
+    /// Stop the whole group: SIGTERM, then SIGKILL after `grace` if the child still runs.
+    pub async fn terminate(&mut self, grace: Duration) {
+        self.signal_group(Signal::Term);
+        if tokio::time::timeout(grace, self.child.wait())
+            .await
+            .is_err()
+        {
+            self.signal_group(Signal::Kill);
+            let _ = self.child.wait().await;
+        }
+        self.reaped = true;
+        self.signal_group(Signal::Kill);
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        #[cfg(unix)]
+        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
+            use nix::sys::signal::{Signal as S, killpg};
+            let s = match signal {
+                Signal::Term => S::SIGTERM,
+                Signal::Kill => S::SIGKILL,
+            };
+            // ESRCH: the group is already gone, which is the point.
+            let _ = killpg(nix::unistd::Pid::from_raw(pid), s);
+        }
+        // Elsewhere only the child itself is killed (kill_on_drop); a Job Object that holds
+        // the whole tree comes with Windows support.
+        #[cfg(not(unix))]
+        let _ = signal;
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Signal {
+    Term,
+    Kill,
+}
+
+impl Drop for GroupChild {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.signal_group(Signal::Kill);
+        }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// Processes whose command line holds `marker`.
+    pub fn running_with(marker: &str) -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .chars()
+                    .all(|c| c.is_ascii_digit())
+            })
+            .filter(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).contains(marker))
+                    .unwrap_or(false)
+            })
+            .filter(|e| {
+                // Zombies are already dead; only their parent has not looked yet.
+                std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| !s.contains(") Z "))
+            })
+            .count()
+    }
+
+    #[tokio::test]
+    async fn terminate_takes_the_grandchildren_too() {
+        let marker = format!("{}.{}", std::process::id(), 4242);
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", &format!("sleep 60{marker} & sleep 60{marker} & wait")]);
+        // `sleep 60<pid>.4242` is a valid (long) duration and a unique command line.
+        let mut child = spawn(cmd).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while running_with(&marker) < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "children did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        child.terminate(Duration::from_secs(2)).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while running_with(&marker) > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a grandchild survived"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
