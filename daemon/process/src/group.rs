@@ -94,7 +94,8 @@ impl Drop for GroupChild {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
 
