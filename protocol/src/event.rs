@@ -54,6 +54,27 @@ pub enum AppEvent {
         text: String,
         stop_reason: Option<String>,
     },
+    /// The model called a tool; it runs now (after the permission gate).
+    ToolCallStarted {
+        call_id: String,
+        tool: String,
+        input: serde_json::Value,
+    },
+    /// Output of a running tool, as it comes (display only: the result holds what counts).
+    ToolOutputDelta { call_id: String, text: String },
+    /// A tool call ended.
+    ToolCallFinished {
+        call_id: String,
+        status: ToolCallStatus,
+        /// What the model was given back (may be cut for the event).
+        output: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        /// A unified diff of what an edit changed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diff: Option<String>,
+    },
     /// Token usage of the turn so far, and what it cost when the model's prices are known.
     UsageUpdated {
         usage: Usage,
@@ -87,12 +108,26 @@ impl AppEvent {
             AppEvent::ReasoningDelta { .. } => "ReasoningDelta",
             AppEvent::MessageCompleted { .. } => "MessageCompleted",
             AppEvent::UsageUpdated { .. } => "UsageUpdated",
+            AppEvent::ToolCallStarted { .. } => "ToolCallStarted",
+            AppEvent::ToolOutputDelta { .. } => "ToolOutputDelta",
+            AppEvent::ToolCallFinished { .. } => "ToolCallFinished",
             AppEvent::TurnFinished { .. } => "TurnFinished",
             AppEvent::Error { .. } => "Error",
             AppEvent::Notice { .. } => "Notice",
             AppEvent::Unknown => "Unknown",
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolCallStatus {
+    Ok,
+    /// The tool ran and failed (bad arguments, a missing file, a timeout).
+    Error,
+    /// The permission gate refused it.
+    Denied,
+    Cancelled,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

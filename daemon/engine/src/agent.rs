@@ -1,19 +1,24 @@
 //! The agent loop: stream from the provider and turn what arrives into session events.
 //!
-//! For now a turn is one model call producing text; tool calls, the gate and layers grow
-//! here. Cancellation is observed at every await; what streamed before a cancel or a broken
-//! stream is kept as a completed (partial) message.
+//! A turn calls the model, runs the tools it calls (each through the permission gate, in the
+//! tool's own code), gives it the results and calls it again, until it stops. Cancellation is
+//! observed at every await and reaches running tools; what streamed before a cancel or a
+//! broken stream is kept as a completed (partial) message.
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
-use stepper_protocol::{AppEvent, TurnStatus, Usage};
+use stepper_protocol::{AppEvent, ToolCallStatus, TurnStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::accumulator::MessageAccumulator;
 use crate::catalogue::ModelInfo;
-use crate::provider::{ChatEvent, ChatMessage, ChatRequest, LlmProvider, ProviderError};
+use crate::provider::{
+    ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
+};
+use crate::tool::{OutputSink, Tool, ToolCx, ToolError};
 
 /// Where a turn's events go. The daemon's implementation persists, then publishes.
 pub trait EventSink: Send + Sync {
@@ -43,14 +48,36 @@ pub struct TurnOutcome {
 pub struct AgentLoop {
     provider: Arc<dyn LlmProvider>,
     model: ModelInfo,
+    tools: Vec<Arc<dyn Tool>>,
+    /// The context tools run in; without one, tool calls end the turn unanswered.
+    tool_cx: Option<ToolCx>,
+    max_steps: u32,
 }
+
+/// Model calls a turn may make before it is stopped.
+pub const DEFAULT_MAX_STEPS: u32 = 100;
 
 impl AgentLoop {
     pub fn new(provider: Arc<dyn LlmProvider>) -> AgentLoop {
         AgentLoop {
             provider,
             model: ModelInfo::default(),
+            tools: Vec::new(),
+            tool_cx: None,
+            max_steps: DEFAULT_MAX_STEPS,
         }
+    }
+
+    /// Offer `tools` to the model and run its calls in `cx`.
+    pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>, cx: ToolCx) -> AgentLoop {
+        self.tools = tools;
+        self.tool_cx = Some(cx);
+        self
+    }
+
+    pub fn with_max_steps(mut self, max_steps: u32) -> AgentLoop {
+        self.max_steps = max_steps.max(1);
+        self
     }
 
     /// Price usage (and later size compaction) by what is known of the model.
@@ -59,13 +86,15 @@ impl AgentLoop {
         self
     }
 
-    /// Run one model call to its end, emitting deltas, usage and the final message.
-    pub async fn run(
+    /// One model call to its end, emitting deltas, usage (on top of `base`, what earlier
+    /// calls of the turn used) and the final message.
+    async fn call_model(
         &self,
         request: ChatRequest,
-        cancel: CancellationToken,
+        cancel: &CancellationToken,
         sink: &impl EventSink,
-    ) -> TurnOutcome {
+        base: Usage,
+    ) -> CallOutcome {
         let mut stream = self.provider.chat_stream(request, cancel.clone());
         let mut acc = MessageAccumulator::new();
         let mut status = TurnStatus::Completed;
@@ -100,7 +129,8 @@ impl AgentLoop {
                     sink.emit(AppEvent::ReasoningDelta { text }).await
                 }
                 ChatEvent::Usage(_) => {
-                    let usage = acc.usage();
+                    let mut usage = base;
+                    usage.add(&acc.usage());
                     let cost_usd = self.model.cost(&usage);
                     sink.emit(AppEvent::UsageUpdated { usage, cost_usd }).await
                 }
@@ -139,7 +169,10 @@ impl AgentLoop {
                 self.provider.name()
             ));
         }
-        if !text.is_empty() || status == TurnStatus::Completed {
+        let calls_tools = finished
+            .as_ref()
+            .is_some_and(|f| f.message.tool_calls().next().is_some());
+        if !text.is_empty() || (status == TurnStatus::Completed && !calls_tools) {
             let stop_reason = match status {
                 TurnStatus::Completed => finished
                     .as_ref()
@@ -157,16 +190,238 @@ impl AgentLoop {
                 error.get_or_insert(e.to_string());
             }
         }
-        let cost_usd = self.model.cost(&usage);
-        TurnOutcome {
+        CallOutcome {
             status,
             text,
             usage,
-            cost_usd,
             error,
             message: finished.map(|f| f.message),
         }
     }
+
+    /// Run the turn: call the model, run the tools it calls, give it their results, and
+    /// again, until it stops calling tools (or the step limit).
+    pub async fn run(
+        &self,
+        mut request: ChatRequest,
+        cancel: CancellationToken,
+        sink: &impl EventSink,
+    ) -> TurnOutcome {
+        if self.tool_cx.is_some() {
+            request.tools = self.tools.iter().map(|t| t.spec()).collect();
+        }
+        let mut usage = Usage::default();
+        let mut text = String::new();
+        let mut last_message = None;
+        for _ in 0..self.max_steps {
+            let call = self.call_model(request.clone(), &cancel, sink, usage).await;
+            usage.add(&call.usage);
+            text = call.text;
+            let outcome = |status, error, text: String, message| TurnOutcome {
+                status,
+                text,
+                usage,
+                cost_usd: self.model.cost(&usage),
+                error,
+                message,
+            };
+            if call.status != TurnStatus::Completed {
+                return outcome(call.status, call.error, text, call.message);
+            }
+            let Some(message) = call.message else {
+                return outcome(call.status, call.error, text, None);
+            };
+            let calls: Vec<(String, String, serde_json::Value)> = message
+                .tool_calls()
+                .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
+                .collect();
+            let Some(cx) = self.tool_cx.as_ref().filter(|_| !calls.is_empty()) else {
+                return outcome(TurnStatus::Completed, None, text, Some(message));
+            };
+            request.messages.push(message.clone());
+            last_message = Some(message);
+            let results = match self.run_tools(calls, cx, &cancel, sink).await {
+                Ok(results) => results,
+                Err(e) => {
+                    return outcome(TurnStatus::Failed, Some(e.to_string()), text, last_message);
+                }
+            };
+            if cancel.is_cancelled() {
+                return outcome(TurnStatus::Interrupted, None, text, last_message);
+            }
+            request.messages.push(ChatMessage {
+                role: Role::User,
+                content: results,
+            });
+        }
+        let notice = format!(
+            "stopped after {} model calls (the step limit of a turn)",
+            self.max_steps
+        );
+        let _ = sink.emit(AppEvent::Notice { message: notice }).await;
+        TurnOutcome {
+            status: TurnStatus::Completed,
+            text,
+            usage,
+            cost_usd: self.model.cost(&usage),
+            error: None,
+            message: last_message,
+        }
+    }
+
+    /// Run the calls of one assistant message. Consecutive read-only calls run together;
+    /// any other call runs alone, in order. Output deltas are forwarded while they run.
+    async fn run_tools(
+        &self,
+        calls: Vec<(String, String, serde_json::Value)>,
+        cx: &ToolCx,
+        cancel: &CancellationToken,
+        sink: &impl EventSink,
+    ) -> Result<Vec<ContentPart>, SinkError> {
+        // Deltas are display only: when clients fall this far behind, some are dropped
+        // (the result keeps the whole output).
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, String)>(1024);
+        let mut results = Vec::with_capacity(calls.len());
+        let mut batch: Vec<(String, String, serde_json::Value)> = Vec::new();
+        let mut pending = calls.into_iter().peekable();
+        while pending.peek().is_some() || !batch.is_empty() {
+            // Gather a batch: a run of read-only calls, or one other call.
+            while let Some((_, name, _)) = pending.peek() {
+                let read_only = self.tool(name).is_some_and(|t| t.read_only());
+                if !batch.is_empty() && !read_only {
+                    break;
+                }
+                if let Some(call) = pending.next() {
+                    batch.push(call);
+                }
+                if !read_only {
+                    break;
+                }
+            }
+            for (id, name, input) in &batch {
+                sink.emit(AppEvent::ToolCallStarted {
+                    call_id: id.clone(),
+                    tool: name.clone(),
+                    input: input.clone(),
+                })
+                .await?;
+            }
+            let running = futures::future::join_all(batch.drain(..).map(|(id, name, input)| {
+                let mut call_cx = cx.clone();
+                call_cx.cancel = cancel.child_token();
+                call_cx.output = Arc::new(ChannelOutput {
+                    call_id: id.clone(),
+                    tx: tx.clone(),
+                });
+                async move {
+                    let started = Instant::now();
+                    let result = match self.tool(&name) {
+                        Some(tool) => tool.call(input, &call_cx).await,
+                        None => Err(ToolError::InvalidArguments(format!(
+                            "there is no tool named {name:?}; the tools are: {}",
+                            self.tools
+                                .iter()
+                                .map(|t| t.spec().name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))),
+                    };
+                    (id, result, started.elapsed())
+                }
+            }));
+            tokio::pin!(running);
+            let finished = loop {
+                tokio::select! {
+                    done = &mut running => break done,
+                    Some((call_id, text)) = rx.recv() => sink.emit(AppEvent::ToolOutputDelta { call_id, text }).await?,
+                }
+            };
+            while let Ok((call_id, text)) = rx.try_recv() {
+                sink.emit(AppEvent::ToolOutputDelta { call_id, text })
+                    .await?;
+            }
+            for (id, result, took) in finished {
+                let (status, content, is_error, details) = match result {
+                    Ok(out) => (ToolCallStatus::Ok, out.content, false, out.details),
+                    Err(ToolError::Denied(why)) => (
+                        ToolCallStatus::Denied,
+                        format!(
+                            "The user did not allow this ({why}). Do not retry it; ask or take another way."
+                        ),
+                        true,
+                        Default::default(),
+                    ),
+                    Err(ToolError::Cancelled) => (
+                        ToolCallStatus::Cancelled,
+                        "cancelled by the user".into(),
+                        true,
+                        Default::default(),
+                    ),
+                    Err(e) => (
+                        ToolCallStatus::Error,
+                        e.to_string(),
+                        true,
+                        Default::default(),
+                    ),
+                };
+                sink.emit(AppEvent::ToolCallFinished {
+                    call_id: id.clone(),
+                    status,
+                    output: shorten(&content, EVENT_OUTPUT_LIMIT),
+                    exit_code: details.exit_code,
+                    duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+                    diff: details.diff,
+                })
+                .await?;
+                results.push(ContentPart::ToolResult {
+                    call_id: id,
+                    content,
+                    is_error,
+                });
+            }
+        }
+        Ok(results)
+    }
+
+    fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.spec().name == name)
+    }
+}
+
+/// How much of a tool's output a `ToolCallFinished` event carries (the model gets it all).
+const EVENT_OUTPUT_LIMIT: usize = 16 * 1024;
+
+fn shorten(s: &str, limit: usize) -> String {
+    if s.len() <= limit {
+        return s.to_string();
+    }
+    let mut end = limit;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… [{} more bytes]", &s[..end], s.len() - end)
+}
+
+/// A tool's output, forwarded to the turn as `ToolOutputDelta` events.
+struct ChannelOutput {
+    call_id: String,
+    tx: tokio::sync::mpsc::Sender<(String, String)>,
+}
+
+impl OutputSink for ChannelOutput {
+    fn delta(&self, text: &str) {
+        // Full: dropped, see `run_tools`.
+        let _ = self.tx.try_send((self.call_id.clone(), text.to_string()));
+    }
+}
+
+/// One model call's result.
+struct CallOutcome {
+    status: TurnStatus,
+    text: String,
+    usage: Usage,
+    error: Option<String>,
+    message: Option<ChatMessage>,
 }
 
 fn describe(e: &ProviderError, provider: &str) -> String {
@@ -278,5 +533,210 @@ mod tests {
             sink.0.lock().unwrap().is_empty(),
             "nothing streamed, so no message"
         );
+    }
+
+    /// A provider answering the Nth call of a turn with the Nth script.
+    struct Turns(Vec<Vec<ChatEvent>>, Mutex<Vec<ChatRequest>>);
+
+    impl LlmProvider for Turns {
+        fn name(&self) -> &str {
+            "turns"
+        }
+        fn chat_stream(&self, request: ChatRequest, _: CancellationToken) -> ChatStream {
+            let n = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count();
+            self.1.lock().unwrap().push(request);
+            let script = self.0.get(n).cloned().unwrap_or_default();
+            futures::stream::iter(script.into_iter().map(Ok)).boxed()
+        }
+    }
+
+    fn calls(calls: &[(&str, &str, &str)]) -> Vec<ChatEvent> {
+        let mut v = Vec::new();
+        for (i, (id, name, args)) in calls.iter().enumerate() {
+            v.push(ChatEvent::ToolCallStart {
+                index: i,
+                id: id.to_string(),
+                name: name.to_string(),
+            });
+            v.push(ChatEvent::ToolCallDelta {
+                index: i,
+                arguments: args.to_string(),
+            });
+            v.push(ChatEvent::ToolCallEnd { index: i });
+        }
+        v.push(ChatEvent::Stop {
+            reason: crate::provider::StopReason::ToolUse,
+        });
+        v
+    }
+
+    fn text(t: &str) -> Vec<ChatEvent> {
+        vec![
+            ChatEvent::TextDelta(t.into()),
+            ChatEvent::Stop {
+                reason: crate::provider::StopReason::EndTurn,
+            },
+        ]
+    }
+
+    /// Echoes `say`; streams it as output too. Read-only.
+    struct Echo;
+    impl Tool for Echo {
+        fn spec(&self) -> crate::tool::ToolSpec {
+            crate::tool::ToolSpec {
+                name: "echo".into(),
+                description: "d".into(),
+                input_schema: serde_json::json!({"type": "object"}),
+            }
+        }
+        fn read_only(&self) -> bool {
+            true
+        }
+        fn call<'a>(
+            &'a self,
+            args: serde_json::Value,
+            cx: &'a ToolCx,
+        ) -> futures::future::BoxFuture<'a, crate::tool::ToolResult> {
+            Box::pin(async move {
+                let say = args["say"].as_str().unwrap_or_default().to_string();
+                cx.output.delta(&say);
+                Ok(crate::tool::ToolOutput::text(say))
+            })
+        }
+    }
+
+    /// Waits until cancelled.
+    struct Hang;
+    impl Tool for Hang {
+        fn spec(&self) -> crate::tool::ToolSpec {
+            crate::tool::ToolSpec {
+                name: "hang".into(),
+                description: "d".into(),
+                input_schema: serde_json::json!({"type": "object"}),
+            }
+        }
+        fn call<'a>(
+            &'a self,
+            _: serde_json::Value,
+            cx: &'a ToolCx,
+        ) -> futures::future::BoxFuture<'a, crate::tool::ToolResult> {
+            Box::pin(async move {
+                cx.cancel.cancelled().await;
+                Err(ToolError::Cancelled)
+            })
+        }
+    }
+
+    fn tool_cx() -> ToolCx {
+        ToolCx::permissive(std::path::Path::new("/"))
+    }
+
+    #[tokio::test]
+    async fn tools_run_and_their_results_go_back_to_the_model() {
+        let provider = Arc::new(Turns(
+            vec![
+                calls(&[
+                    ("c1", "echo", r#"{"say":"one"}"#),
+                    ("c2", "echo", r#"{"say":"two"}"#),
+                    ("c3", "nope", "{}"),
+                ]),
+                text("done"),
+            ],
+            Mutex::default(),
+        ));
+        let sink = Recorder::default();
+        let out = AgentLoop::new(provider.clone())
+            .with_tools(vec![Arc::new(Echo)], tool_cx())
+            .run(request(), CancellationToken::new(), &sink)
+            .await;
+        assert_eq!(out.status, TurnStatus::Completed);
+        assert_eq!(out.text, "done");
+        let requests = provider.1.lock().unwrap();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[0].tools.len(), 1, "the tools are offered");
+        let results: Vec<_> = requests[1].messages.last().unwrap().content.clone();
+        assert_eq!(
+            results[0],
+            ContentPart::ToolResult {
+                call_id: "c1".into(),
+                content: "one".into(),
+                is_error: false
+            }
+        );
+        assert_eq!(
+            results[1],
+            ContentPart::ToolResult {
+                call_id: "c2".into(),
+                content: "two".into(),
+                is_error: false
+            }
+        );
+        assert!(
+            matches!(&results[2], ContentPart::ToolResult { is_error: true, content, .. } if content.contains("no tool named \"nope\""))
+        );
+        let events = sink.0.lock().unwrap();
+        let kinds: Vec<_> = events.iter().map(|e| e.kind()).collect();
+        assert_eq!(kinds.iter().filter(|k| **k == "ToolCallStarted").count(), 3);
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "ToolCallFinished").count(),
+            3
+        );
+        assert!(events.iter().any(|e| matches!(e, AppEvent::ToolOutputDelta { call_id, text } if call_id == "c1" && text == "one")));
+        assert_eq!(
+            events.last(),
+            Some(&AppEvent::MessageCompleted {
+                text: "done".into(),
+                stop_reason: Some("end_turn".into())
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn the_step_limit_stops_a_model_that_never_stops() {
+        let looping: Vec<Vec<ChatEvent>> = (0..10)
+            .map(|i| calls(&[(&format!("c{i}"), "echo", "{}")]))
+            .collect();
+        let provider = Arc::new(Turns(looping, Mutex::default()));
+        let sink = Recorder::default();
+        let out = AgentLoop::new(provider.clone())
+            .with_tools(vec![Arc::new(Echo)], tool_cx())
+            .with_max_steps(3)
+            .run(request(), CancellationToken::new(), &sink)
+            .await;
+        assert_eq!(out.status, TurnStatus::Completed);
+        assert_eq!(provider.1.lock().unwrap().len(), 3);
+        assert!(
+            sink.0.lock().unwrap().iter().any(
+                |e| matches!(e, AppEvent::Notice { message } if message.contains("step limit"))
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn cancel_reaches_a_running_tool() {
+        let provider = Arc::new(Turns(
+            vec![calls(&[("c1", "hang", "{}")]), text("never")],
+            Mutex::default(),
+        ));
+        let sink = Recorder::default();
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let agent = AgentLoop::new(provider).with_tools(vec![Arc::new(Hang)], tool_cx());
+        let (out, ()) = tokio::join!(agent.run(request(), cancel, &sink), async move {
+            tokio::task::yield_now().await;
+            stop.cancel();
+        });
+        assert_eq!(out.status, TurnStatus::Interrupted);
+        assert!(sink.0.lock().unwrap().iter().any(|e| matches!(
+            e,
+            AppEvent::ToolCallFinished {
+                status: ToolCallStatus::Cancelled,
+                ..
+            }
+        )));
     }
 }

@@ -24,7 +24,11 @@ pub enum GateRequest {
     /// Fetch a URL.
     WebFetch { url: String },
     /// Call a tool of an MCP server.
-    Mcp { server: String, tool: String, arguments: String },
+    Mcp {
+        server: String,
+        tool: String,
+        arguments: String,
+    },
 }
 
 /// The gate's answer.
@@ -99,7 +103,11 @@ impl ToolCx {
     /// `path` made absolute against the session's folder.
     pub fn resolve(&self, path: &str) -> PathBuf {
         let p = Path::new(path);
-        if p.is_absolute() { p.to_path_buf() } else { self.cwd.join(p) }
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.cwd.join(p)
+        }
     }
 }
 
@@ -138,7 +146,10 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn text(content: impl Into<String>) -> ToolOutput {
-        ToolOutput { content: content.into(), details: ToolDetails::default() }
+        ToolOutput {
+            content: content.into(),
+            details: ToolDetails::default(),
+        }
     }
 }
 
