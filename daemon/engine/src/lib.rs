@@ -8,6 +8,7 @@ pub mod accumulator;
 pub mod agent;
 pub mod catalogue;
 pub mod config;
+pub mod gate;
 pub mod model;
 pub mod provider;
 pub mod tool;
