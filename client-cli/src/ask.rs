@@ -27,6 +27,12 @@ pub struct AskArgs {
     /// --model replay/FILE.
     #[arg(long, value_name = "FILE")]
     record: Option<std::path::PathBuf>,
+    /// Run tools without asking (permission mode `auto`; deny rules still hold).
+    #[arg(long, short = 'y', conflicts_with = "mode")]
+    yes: bool,
+    /// The permission mode: default, accept-edits, plan or auto.
+    #[arg(long)]
+    mode: Option<String>,
     /// The prompt; read from stdin when absent.
     prompt: Option<String>,
 }
@@ -69,6 +75,63 @@ fn client_env() -> Env {
         .collect()
 }
 
+fn shorten(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    s.chars().take(n).collect::<String>() + "…"
+}
+
+/// Ask at the terminal when there is one; otherwise say how another client can answer.
+async fn ask_approval(
+    client: &stepper_protocol::client::DaemonClient,
+    session_id: &str,
+    request_id: &str,
+    summary: &str,
+    command: Option<&str>,
+    diff: Option<&str>,
+) {
+    use stepper_protocol::ApprovalDecision;
+    use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
+    eprintln!("\nstepper wants to {summary}");
+    if let Some(c) = command {
+        eprintln!("  {c}");
+    }
+    if let Some(d) = diff.filter(|d| !d.is_empty()) {
+        eprintln!("{d}");
+    }
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "waiting for an answer from any attached client, e.g.\n  stepper approve {session_id} {request_id} allow|always|deny"
+        );
+        return;
+    }
+    eprint!("Allow? [y]es / [a]lways / [n]o: ");
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    let decision = match line
+        .ok()
+        .and_then(|r| r.ok())
+        .map(|l| l.trim().to_lowercase())
+    {
+        Some(a) if a == "y" || a == "yes" => ApprovalDecision::Allow,
+        Some(a) if a == "a" || a == "always" => ApprovalDecision::AllowAlways,
+        _ => ApprovalDecision::Deny,
+    };
+    let p = SessionApproveParams {
+        session_id: session_id.into(),
+        request_id: request_id.into(),
+        decision,
+    };
+    // Another client may have answered first: then this answer is late, which is fine.
+    if let Err(e) = client.call::<SessionApprove>(p).await {
+        eprintln!("stepper: {e}");
+    }
+}
+
 #[cfg(unix)]
 fn interrupt_signal() -> anyhow::Result<tokio::signal::unix::Signal> {
     use tokio::signal::unix::{SignalKind, signal};
@@ -93,6 +156,11 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             model: args.model,
             title: None,
             record: args.record.map(|r| cwd.join(r).display().to_string()),
+            mode: if args.yes {
+                Some("auto".into())
+            } else {
+                args.mode.clone()
+            },
         })
         .await?;
     let session_id = created.session.id;
@@ -161,6 +229,44 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             AppEvent::Error { message } if ours => eprintln!("stepper: {message}"),
             AppEvent::Notice { message } if ours && args.format == Format::Text => {
                 eprintln!("stepper: {message}");
+            }
+            AppEvent::ApprovalRequested {
+                request_id,
+                summary,
+                command,
+                diff,
+                ..
+            } if ours => {
+                ask_approval(
+                    &client,
+                    &session_id,
+                    &request_id,
+                    &summary,
+                    command.as_deref(),
+                    diff.as_deref(),
+                )
+                .await;
+            }
+            AppEvent::ApprovalResolved { decision, by, .. }
+                if ours && args.format == Format::Text =>
+            {
+                eprintln!(
+                    "stepper: {decision:?} by {}",
+                    by.as_deref().unwrap_or("a client")
+                );
+            }
+            AppEvent::ToolCallStarted { tool, input, .. }
+                if ours && args.format == Format::Text =>
+            {
+                eprintln!("⏺ {tool} {}", shorten(&input.to_string(), 200));
+            }
+            AppEvent::ToolCallFinished {
+                status, exit_code, ..
+            } if ours && args.format == Format::Text => {
+                let code = exit_code
+                    .map(|c| format!(" (exit {c})"))
+                    .unwrap_or_default();
+                eprintln!("  ⎿ {status:?}{code}");
             }
             AppEvent::TurnFinished { status, error } if ours => break (status, error),
             _ => {}

@@ -26,6 +26,14 @@ struct Cli {
 enum Command {
     /// Ask once and print the answer (scriptable). The prompt comes from PROMPT or stdin.
     Ask(ask::AskArgs),
+    /// Answer a tool's request for approval in a session (from any terminal).
+    Approve {
+        session: String,
+        request: String,
+        /// allow, always (allow and stop asking for the same in this session) or deny.
+        #[arg(value_parser = ["allow", "always", "deny"])]
+        decision: String,
+    },
     /// List sessions, most recent first.
     Sessions(sessions::SessionsArgs),
     /// Sign in with ChatGPT, or store API keys for the daemon.
@@ -70,6 +78,11 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Ask(args) => ask::run(args).await,
             Command::Sessions(args) => sessions::run(args).await,
+            Command::Approve {
+                session,
+                request,
+                decision,
+            } => approve(session, request, decision).await,
             Command::Daemon { command } => daemon_cmd::run(command).await,
             Command::Auth { command } => auth::run(command).await,
             Command::Models(args) => models::run(args).await,
@@ -115,5 +128,25 @@ fn man(dir: Option<std::path::PathBuf>) -> anyhow::Result<ExitCode> {
     clap_mangen::generate_to(cmd, &dir)
         .with_context(|| format!("writing man pages into {}", dir.display()))?;
     println!("wrote man pages into {}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn approve(session: String, request: String, decision: String) -> anyhow::Result<ExitCode> {
+    use stepper_protocol::ApprovalDecision;
+    use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
+    let decision = match decision.as_str() {
+        "allow" => ApprovalDecision::Allow,
+        "always" => ApprovalDecision::AllowAlways,
+        _ => ApprovalDecision::Deny,
+    };
+    let client = connect::connect_or_start(&connect::places()?, "stepper approve").await?;
+    client
+        .call::<SessionApprove>(SessionApproveParams {
+            session_id: session,
+            request_id: request,
+            decision,
+        })
+        .await?;
+    println!("answered");
     Ok(ExitCode::SUCCESS)
 }

@@ -75,6 +75,26 @@ pub enum AppEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         diff: Option<String>,
     },
+    /// The session's todo list, whole, as the model last wrote it.
+    TodosUpdated { todos: Vec<TodoItem> },
+    /// A tool call needs a person's yes: any attached client may answer (`session/approve`).
+    ApprovalRequested {
+        request_id: String,
+        tool: String,
+        /// What is asked, in a sentence.
+        summary: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diff: Option<String>,
+    },
+    /// An approval was answered (the first answer wins), and by whom.
+    ApprovalResolved {
+        request_id: String,
+        decision: ApprovalDecision,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// Token usage of the turn so far, and what it cost when the model's prices are known.
     UsageUpdated {
         usage: Usage,
@@ -109,6 +129,9 @@ impl AppEvent {
             AppEvent::MessageCompleted { .. } => "MessageCompleted",
             AppEvent::UsageUpdated { .. } => "UsageUpdated",
             AppEvent::ToolCallStarted { .. } => "ToolCallStarted",
+            AppEvent::ApprovalRequested { .. } => "ApprovalRequested",
+            AppEvent::TodosUpdated { .. } => "TodosUpdated",
+            AppEvent::ApprovalResolved { .. } => "ApprovalResolved",
             AppEvent::ToolOutputDelta { .. } => "ToolOutputDelta",
             AppEvent::ToolCallFinished { .. } => "ToolCallFinished",
             AppEvent::TurnFinished { .. } => "TurnFinished",
@@ -117,6 +140,34 @@ impl AppEvent {
             AppEvent::Unknown => "Unknown",
         }
     }
+}
+
+/// One item of the session's todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TodoItem {
+    pub content: String,
+    pub status: TodoStatus,
+    /// The item in the present continuous, shown while it is in progress ("Running tests").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ApprovalDecision {
+    Allow,
+    /// Allow, and the same again in this session without asking.
+    AllowAlways,
+    Deny,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -21,7 +21,10 @@ pub mod client;
 #[cfg(feature = "server")]
 pub mod server;
 
-pub use event::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus, Usage};
+pub use event::{
+    AppEvent, ApprovalDecision, EventEnvelope, TodoItem, TodoStatus, ToolCallStatus, TurnStatus,
+    Usage,
+};
 pub use methods::{Method, Subscription};
 pub use session::{SessionId, SessionInfo, SessionStatus};
 pub use version::{PROTOCOL_VERSION, ProtocolVersion};

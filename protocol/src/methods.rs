@@ -101,6 +101,8 @@ method_table! {
         SessionSubmit = "session/submit" (SessionSubmitParams) -> SessionSubmitResponse;
         /// Interrupt the running turn, if any.
         SessionInterrupt = "session/interrupt" (SessionParams) -> SessionInterruptResponse;
+        /// Answer an approval; the first answer wins, a late one is an error.
+        SessionApprove = "session/approve" (SessionApproveParams) -> Empty;
         /// The models stepper knows: the catalogue and those configured for a folder.
         ModelsList = "models/list" (ModelsListParams) -> ModelsListResponse;
         /// Who is signed in, and which API keys are stored.
@@ -206,6 +208,10 @@ pub struct SessionCreateParams {
     /// `--model replay/<file>`.
     #[serde(default)]
     pub record: Option<String>,
+    /// The permission mode: `default`, `accept-edits`, `plan` or `auto` (the settings'
+    /// when absent).
+    #[serde(default)]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -440,4 +446,12 @@ pub struct ProjectInitResponse {
     pub created: Vec<String>,
     /// Files left as they were (they exist; pass `force` to overwrite).
     pub skipped: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionApproveParams {
+    pub session_id: SessionId,
+    pub request_id: String,
+    pub decision: crate::event::ApprovalDecision,
 }

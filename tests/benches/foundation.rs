@@ -114,6 +114,7 @@ async fn streamed(env: &TestEnv, subscribers: usize) -> f64 {
             model: None,
             title: None,
             record: None,
+            mode: None,
         })
         .await
         .unwrap()

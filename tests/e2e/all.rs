@@ -12,3 +12,4 @@ mod providers;
 mod security;
 mod service;
 mod subscribe;
+mod tools;

@@ -16,6 +16,7 @@ async fn create_session(env: &TestEnv, client: &DaemonClient) -> String {
         model: None,
         title: Some("subscribers".into()),
         record: None,
+        mode: None,
     };
     client
         .call::<SessionCreate>(params)

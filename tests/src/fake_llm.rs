@@ -154,6 +154,35 @@ pub fn text_deltas(deltas: &[&str]) -> String {
     s
 }
 
+/// An Anthropic message that calls tools: `(id, name, arguments as JSON)`, each streamed
+/// with `input_json_delta` in two pieces.
+pub fn tool_use_stream(calls: &[(&str, &str, serde_json::Value)]) -> String {
+    let mut s = String::from(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_tu\",\
+         \"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\
+         \"stop_reason\":null,\"usage\":{\"input_tokens\":50,\"output_tokens\":1}}}\n\n",
+    );
+    for (index, (id, name, args)) in calls.iter().enumerate() {
+        let start = serde_json::json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}});
+        s.push_str(&format!("event: content_block_start\ndata: {start}\n\n"));
+        let json = args.to_string();
+        let (a, b) = json.split_at(json.len() / 2);
+        for piece in [a, b] {
+            let delta = serde_json::json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece}});
+            s.push_str(&format!("event: content_block_delta\ndata: {delta}\n\n"));
+        }
+        s.push_str(&format!("event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{index}}}\n\n"));
+    }
+    s.push_str(
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\
+         \"stop_sequence\":null},\"usage\":{\"output_tokens\":30}}\n\n\
+         event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    s
+}
+
 /// The Anthropic events that close a message.
 pub fn stream_end() -> String {
     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\

@@ -341,7 +341,7 @@ impl AgentLoop {
                     .await?;
             }
             for (id, result, took) in finished {
-                let (status, content, is_error, details) = match result {
+                let (status, content, is_error, mut details) = match result {
                     Ok(out) => (ToolCallStatus::Ok, out.content, false, out.details),
                     Err(ToolError::Denied(why)) => (
                         ToolCallStatus::Denied,
@@ -364,6 +364,7 @@ impl AgentLoop {
                         Default::default(),
                     ),
                 };
+                let todos = details.todos.take();
                 sink.emit(AppEvent::ToolCallFinished {
                     call_id: id.clone(),
                     status,
@@ -373,6 +374,9 @@ impl AgentLoop {
                     diff: details.diff,
                 })
                 .await?;
+                if let Some(todos) = todos {
+                    sink.emit(AppEvent::TodosUpdated { todos }).await?;
+                }
                 results.push(ContentPart::ToolResult {
                     call_id: id,
                     content,

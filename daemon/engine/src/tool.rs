@@ -134,6 +134,8 @@ pub struct ToolDetails {
     pub diff: Option<String>,
     /// Files the call changed (absolute).
     pub changed: Vec<PathBuf>,
+    /// The session's todo list, when the call replaced it.
+    pub todos: Option<Vec<stepper_protocol::TodoItem>>,
 }
 
 /// A tool's answer.

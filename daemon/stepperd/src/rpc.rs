@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, SubscriptionSink};
-use stepper_engine::config::{Settings, templates, validate};
+use stepper_engine::config::{PermissionMode, Settings, templates, validate};
 use stepper_engine::model::DEFAULT_MODEL;
 use stepper_engine::{ModelRef, catalogue};
 use stepper_protocol::error as code;
@@ -209,6 +209,16 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             .unwrap_or(DEFAULT_MODEL);
         let model =
             ModelRef::parse(requested).map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+        let mode = match p.mode.as_deref() {
+            None => None,
+            Some(m) => Some(
+                serde_json::from_value::<PermissionMode>(serde_json::json!(m)).map_err(|_| {
+                    RpcError::InvalidParams(format!(
+                        "mode {m:?} is not one of default, accept-edits, plan, auto"
+                    ))
+                })?,
+            ),
+        };
         let record = match p.record.as_deref() {
             Some(r) if !Path::new(r).is_absolute() => {
                 return Err(RpcError::InvalidParams(format!(
@@ -226,7 +236,7 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             created_at: now_ms(),
         };
         let (info, _) = daemon.hub.deps().store.create_session(&new).await?;
-        daemon.hub.adopt(&info, p.env, record);
+        daemon.hub.adopt(&info, p.env, record, mode);
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
         Ok(SessionResponse { session: info })
     });
@@ -276,6 +286,15 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             tracing::info!(session = %p.session_id, client = ?conn.client_label(), "interrupted");
         }
         Ok(SessionInterruptResponse { interrupted })
+    });
+
+    register::<SessionApprove, _, _>(&mut m, |conn, p| async move {
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        session
+            .approvals
+            .answer(&p.request_id, p.decision, conn.client_label())
+            .map_err(RpcError::InvalidState)?;
+        Ok(Empty {})
     });
 
     register::<ModelsList, _, _>(&mut m, |conn, p| async move {

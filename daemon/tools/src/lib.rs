@@ -4,3 +4,22 @@
 pub mod bash;
 pub mod fs;
 pub mod search;
+pub mod todo;
+pub mod web_fetch;
+
+use std::sync::Arc;
+
+use stepper_engine::tool::Tool;
+
+/// Every built-in tool, as a session offers them.
+pub fn all() -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(bash::Bash)];
+    tools.extend(fs::tools());
+    tools.extend(search::tools());
+    tools.push(Arc::new(todo::TodoWrite));
+    match web_fetch::WebFetch::new() {
+        Ok(fetch) => tools.push(Arc::new(fetch)),
+        Err(e) => tracing::warn!(error = %e, "web_fetch is unavailable"),
+    }
+    tools
+}

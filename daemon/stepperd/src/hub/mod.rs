@@ -1,5 +1,6 @@
 //! The session hub: live sessions, their logs and their turns.
 
+pub mod approvals;
 pub mod log;
 pub mod session;
 
@@ -7,6 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use stepper_engine::config::PermissionMode;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, TurnStatus};
 
@@ -46,8 +48,14 @@ impl Hub {
     }
 
     /// Register a session just created with the full environment of its client.
-    pub fn adopt(&self, info: &SessionInfo, env: Env, record: Option<PathBuf>) -> Arc<LiveSession> {
-        let session = LiveSession::start(info, env, record, &self.deps);
+    pub fn adopt(
+        &self,
+        info: &SessionInfo,
+        env: Env,
+        record: Option<PathBuf>,
+        mode: Option<PermissionMode>,
+    ) -> Arc<LiveSession> {
+        let session = LiveSession::start(info, env, record, mode, &self.deps);
         self.live().insert(info.id.clone(), Arc::clone(&session));
         session
     }
@@ -70,7 +78,7 @@ impl Hub {
         if let Some(s) = live.get(id) {
             return Ok(Arc::clone(s));
         }
-        let session = LiveSession::start(&info, env, None, &self.deps);
+        let session = LiveSession::start(&info, env, None, None, &self.deps);
         live.insert(id.to_string(), Arc::clone(&session));
         Ok(session)
     }

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
-use stepper_engine::config::Settings;
+use stepper_engine::config::{PermissionMode, Settings};
+use stepper_engine::gate::Policy;
+use stepper_engine::tool::{NoOutput, ToolCx};
 use stepper_engine::{AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, agent::SinkError};
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, TurnStatus};
@@ -15,6 +17,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::approvals::{Approvals, SessionGate};
 use super::log::{EventLog, LogError};
 
 /// Inputs waiting to run. When full, `submit` refuses with a clear error rather than let one
@@ -23,6 +26,16 @@ const INPUT_QUEUE: usize = 256;
 /// The longest answer asked of a model, whatever larger limit it has: long enough for any
 /// edit, short enough not to eat rate limits that count the limit up front.
 const MAX_TOKENS: u32 = 32_000;
+
+/// What a turn runs with.
+struct Prepared {
+    resolved: Resolved,
+    model_ref: ModelRef,
+    settings: Settings,
+    /// The login environment overlaid with the session's.
+    env: Env,
+    cwd: PathBuf,
+}
 
 /// What sessions need from the daemon, shared by all of them.
 #[derive(Clone)]
@@ -42,6 +55,8 @@ pub struct HubDeps {
 pub struct LiveSession {
     pub id: SessionId,
     pub log: EventLog,
+    /// Approvals its turns wait on; any client answers through `session/approve`.
+    pub approvals: Arc<Approvals>,
     inputs: mpsc::Sender<QueuedInput>,
     /// Held from committing `InputQueued` to queueing the input, so inputs run in the order
     /// of their seqs even when clients submit at the same moment.
@@ -55,6 +70,8 @@ struct State {
     cwd: PathBuf,
     /// Record provider exchanges to this file.
     record: Option<PathBuf>,
+    /// The permission mode chosen for the session (else the settings').
+    mode: Option<PermissionMode>,
     model: String,
     turns: u32,
     running: Option<CancellationToken>,
@@ -79,6 +96,7 @@ impl LiveSession {
         info: &SessionInfo,
         env: Env,
         record: Option<PathBuf>,
+        mode: Option<PermissionMode>,
         deps: &HubDeps,
     ) -> Arc<LiveSession> {
         let log = EventLog::spawn(
@@ -91,12 +109,14 @@ impl LiveSession {
         let session = Arc::new(LiveSession {
             id: info.id.clone(),
             log,
+            approvals: Arc::default(),
             inputs,
             submitting: tokio::sync::Mutex::new(()),
             state: Mutex::new(State {
                 env,
                 cwd: PathBuf::from(&info.cwd),
                 record,
+                mode,
                 model: info.model.clone(),
                 turns: info.turns,
                 running: None,
@@ -200,7 +220,14 @@ impl LiveSession {
         };
         let (status, error) = match prepared {
             Err(message) => (TurnStatus::Failed, Some(message)),
-            Ok(((resolved, model_ref), mut messages)) => {
+            Ok((prepared, mut messages)) => {
+                let Prepared {
+                    resolved,
+                    model_ref,
+                    settings,
+                    env,
+                    cwd,
+                } = prepared;
                 messages.push(ChatMessage::user(input.text.clone()));
                 let mut request = ChatRequest::new(model_ref.model, messages);
                 request.max_tokens = resolved.info.max_output().min(MAX_TOKENS);
@@ -208,8 +235,41 @@ impl LiveSession {
                     log: &self.log,
                     turn,
                 };
+                let home = env.get("HOME").map(PathBuf::from);
+                let (mut policy, problems) =
+                    Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
+                for problem in problems {
+                    let _ = self
+                        .log
+                        .append(
+                            Some(turn),
+                            AppEvent::Notice {
+                                message: format!("setting.json: {problem}"),
+                            },
+                        )
+                        .await;
+                }
+                if let Some(mode) = self.state().mode {
+                    policy.mode = mode;
+                }
+                let gate = SessionGate {
+                    policy: Arc::new(Mutex::new(policy)),
+                    approvals: Arc::clone(&self.approvals),
+                    log: self.log.clone(),
+                    turn,
+                    cancel: cancel.clone(),
+                };
+                let cx = ToolCx {
+                    cwd: cwd.clone(),
+                    project_root: cwd,
+                    env,
+                    cancel: cancel.clone(),
+                    gate: Arc::new(gate),
+                    output: Arc::new(NoOutput),
+                };
                 let outcome = AgentLoop::new(resolved.provider)
                     .with_model_info(resolved.info)
+                    .with_tools(stepper_tools::all(), cx)
                     .run(request, cancel, &sink)
                     .await;
                 (outcome.status, outcome.error)
@@ -226,12 +286,7 @@ impl LiveSession {
 impl LiveSession {
     /// The provider for this turn: settings for the session's folder, the model, the
     /// credentials, and a recorder around it when the session records.
-    async fn prepare(
-        &self,
-        model: &str,
-        env: &Env,
-        deps: &HubDeps,
-    ) -> Result<(Resolved, ModelRef), String> {
+    async fn prepare(&self, model: &str, env: &Env, deps: &HubDeps) -> Result<Prepared, String> {
         let (cwd, record) = {
             let state = self.state();
             (state.cwd.clone(), state.record.clone())
@@ -263,7 +318,13 @@ impl LiveSession {
                 secrets,
             ));
         }
-        Ok((resolved, model_ref))
+        Ok(Prepared {
+            resolved,
+            model_ref,
+            settings,
+            env: effective,
+            cwd,
+        })
     }
 }
 

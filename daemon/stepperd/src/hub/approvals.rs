@@ -1,0 +1,171 @@
+//! The permission gate of a running turn: the policy decides, and what it cannot decide is
+//! asked of the people attached to the session — any client may answer, the first answer
+//! wins, every client sees who answered, and a late answer gets a clear error.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use stepper_engine::gate::{Policy, Rule, Verdict};
+use stepper_engine::tool::{Decision, Gate, GateRequest};
+use stepper_protocol::{AppEvent, ApprovalDecision};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::log::EventLog;
+
+type Answer = (ApprovalDecision, Option<String>);
+
+/// Approvals waiting for an answer, by request id.
+#[derive(Default)]
+pub struct Approvals {
+    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+}
+
+impl Approvals {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Answer>>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Answer `request_id`. Only the first answer counts.
+    pub fn answer(
+        &self,
+        request_id: &str,
+        decision: ApprovalDecision,
+        by: Option<String>,
+    ) -> Result<(), String> {
+        let waiting = self.pending().remove(request_id);
+        match waiting.map(|tx| tx.send((decision, by))) {
+            Some(Ok(())) => Ok(()),
+            _ => Err(format!(
+                "approval {request_id} is not waiting: another client answered it first, or its turn ended"
+            )),
+        }
+    }
+}
+
+/// The gate of one turn.
+pub struct SessionGate {
+    pub policy: Arc<Mutex<Policy>>,
+    pub approvals: Arc<Approvals>,
+    pub log: EventLog,
+    pub turn: u32,
+    pub cancel: CancellationToken,
+}
+
+impl Gate for SessionGate {
+    fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision> {
+        Box::pin(async move {
+            let verdict = self
+                .policy
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .decide(request);
+            let summary = match verdict {
+                Verdict::Allow => return Decision::Allow,
+                Verdict::Deny(why) => return Decision::Deny(why),
+                Verdict::Ask(summary) => summary,
+            };
+            let request_id = uuid::Uuid::now_v7().to_string();
+            let (tx, rx) = oneshot::channel();
+            self.approvals.pending().insert(request_id.clone(), tx);
+            let (tool, command, diff) = describe(request);
+            let asked = AppEvent::ApprovalRequested {
+                request_id: request_id.clone(),
+                tool,
+                summary,
+                command,
+                diff,
+            };
+            if let Err(e) = self.log.append_committed(Some(self.turn), asked).await {
+                self.approvals.pending().remove(&request_id);
+                return Decision::Deny(format!("the approval could not be recorded: {e}"));
+            }
+            // Nobody attached? The turn waits: someone may attach and answer.
+            let answer = tokio::select! {
+                () = self.cancel.cancelled() => None,
+                a = rx => a.ok(),
+            };
+            let Some((decision, by)) = answer else {
+                self.approvals.pending().remove(&request_id);
+                return Decision::Deny(
+                    "the turn was interrupted while waiting for approval".into(),
+                );
+            };
+            let resolved = AppEvent::ApprovalResolved {
+                request_id,
+                decision,
+                by: by.clone(),
+            };
+            if let Err(e) = self.log.append(Some(self.turn), resolved).await {
+                tracing::error!(error = %e, "cannot record an approval's answer");
+            }
+            match decision {
+                ApprovalDecision::Allow => Decision::Allow,
+                ApprovalDecision::AllowAlways => {
+                    let mut policy = self.policy.lock().unwrap_or_else(|p| p.into_inner());
+                    for rule in rules_for(request, &policy) {
+                        policy.allow.push(rule);
+                    }
+                    Decision::Allow
+                }
+                ApprovalDecision::Deny => Decision::Deny(format!(
+                    "denied by {}",
+                    by.unwrap_or_else(|| "the user".into())
+                )),
+            }
+        })
+    }
+}
+
+/// The tool and what to show for a request.
+fn describe(request: &GateRequest) -> (String, Option<String>, Option<String>) {
+    match request {
+        GateRequest::Bash { command } => ("bash".into(), Some(command.clone()), None),
+        GateRequest::Edit { path, diff } => (
+            "edit".into(),
+            Some(path.display().to_string()),
+            Some(diff.clone()),
+        ),
+        GateRequest::Read { path } => ("read".into(), Some(path.display().to_string()), None),
+        GateRequest::WebFetch { url } => ("web_fetch".into(), Some(url.clone()), None),
+        GateRequest::Mcp {
+            server,
+            tool,
+            arguments,
+        } => (
+            format!("mcp__{server}__{tool}"),
+            Some(arguments.clone()),
+            None,
+        ),
+    }
+}
+
+/// The session rules "allow always" adds: the same commands, file, domain or MCP tool.
+fn rules_for(request: &GateRequest, policy: &Policy) -> Vec<Rule> {
+    let root = policy.project_root.clone();
+    let texts: Vec<String> = match request {
+        GateRequest::Bash { command } => stepper_engine::gate::bash::analyse(command)
+            .commands
+            .iter()
+            .map(|c| format!("Bash({})", c.join(" ")))
+            .collect(),
+        GateRequest::Edit { path, .. } => vec![format!("Edit(/{})", path.display())],
+        GateRequest::Read { path } => vec![format!("Read(/{})", path.display())],
+        GateRequest::WebFetch { url } => {
+            let host = url
+                .split("://")
+                .nth(1)
+                .unwrap_or(url)
+                .split(['/', ':', '?'])
+                .next()
+                .unwrap_or("");
+            vec![format!("WebFetch(domain:{host})")]
+        }
+        GateRequest::Mcp { server, tool, .. } => vec![format!("mcp__{server}__{tool}")],
+    };
+    texts
+        .iter()
+        .filter_map(|t| Rule::parse(t, &root, None).ok())
+        .collect()
+}

@@ -1,0 +1,246 @@
+//! The agent at work: a model (the fake server, scripted) that reads, edits and runs a
+//! command in a temp project; and approvals answered from another client.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+use stepper_e2e::fake_llm::tool_use_stream;
+use stepper_e2e::{Reply, TestEnv};
+use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
+use stepper_protocol::{AppEvent, ApprovalDecision, EventEnvelope, ToolCallStatus};
+
+fn events(out: &std::process::Output) -> Vec<EventEnvelope> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_agent_reads_edits_and_runs_a_command() {
+    let env = TestEnv::new();
+    let file = env.project.path().join("hello.txt");
+    std::fs::write(&file, "hello world\n").unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "read",
+        json!({"path": "hello.txt"}),
+    )])));
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t2",
+        "edit",
+        json!({"path": "hello.txt", "old_string": "world", "new_string": "stepper"}),
+    )])));
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t3",
+        "bash",
+        json!({"command": "cat hello.txt; echo done >&2"}),
+    )])));
+    env.fake.push(Reply::text(&["Changed it."]));
+
+    // accept-edits: the edit runs without asking; `cat` is read-only.
+    let out = env.run(&[
+        "ask",
+        "--mode",
+        "accept-edits",
+        "--format",
+        "stream-json",
+        "greet stepper",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello stepper\n");
+
+    let events = events(&out);
+    let finished: Vec<(String, ToolCallStatus)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::ToolCallFinished {
+                call_id, status, ..
+            } => Some((call_id.clone(), *status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        finished,
+        [
+            ("t1".into(), ToolCallStatus::Ok),
+            ("t2".into(), ToolCallStatus::Ok),
+            ("t3".into(), ToolCallStatus::Ok)
+        ]
+    );
+    let diff = events.iter().find_map(|e| match &e.event {
+        AppEvent::ToolCallFinished { call_id, diff, .. } if call_id == "t2" => diff.clone(),
+        _ => None,
+    });
+    assert!(diff.unwrap().contains("+hello stepper"));
+    assert!(events.iter().any(|e| matches!(&e.event, AppEvent::ToolOutputDelta { call_id, text } if call_id == "t3" && text.contains("hello stepper"))));
+
+    // The model saw each result before its next call.
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 4);
+    let tool_names: Vec<&str> = requests[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "bash",
+        "read",
+        "edit",
+        "write",
+        "grep",
+        "glob",
+        "ls",
+        "web_fetch",
+    ] {
+        assert!(tool_names.contains(&name), "{name} offered: {tool_names:?}");
+    }
+    let last = requests[3]["messages"].as_array().unwrap();
+    let result = &last[last.len() - 1]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "t3");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello stepper")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "touch made.txt"}),
+    )])));
+    env.fake.push(Reply::text(&["ok"]));
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t2",
+        "bash",
+        json!({"command": "rm -rf keep"}),
+    )])));
+    env.fake.push(Reply::text(&["fine"]));
+
+    // The first client has no terminal: it waits, saying how to answer.
+    let ask = env
+        .stepper()
+        .args(["ask", "--format", "stream-json", "make a file"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let session_id = env.running_session(3).await;
+    let second = env.client().await;
+    let mut stream = second.subscribe_events(&session_id, 0).await.unwrap();
+    let request_id = loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let AppEvent::ApprovalRequested {
+            request_id,
+            command,
+            ..
+        } = e.event
+        {
+            assert_eq!(command.as_deref(), Some("touch made.txt"));
+            break request_id;
+        }
+    };
+    assert!(
+        !env.project.path().join("made.txt").exists(),
+        "nothing runs before the answer"
+    );
+    let answer = |decision| SessionApproveParams {
+        session_id: session_id.clone(),
+        request_id: request_id.clone(),
+        decision,
+    };
+    second
+        .call::<SessionApprove>(answer(ApprovalDecision::Allow))
+        .await
+        .unwrap();
+    // A late answer is refused, clearly.
+    let late = second
+        .call::<SessionApprove>(answer(ApprovalDecision::Deny))
+        .await
+        .unwrap_err();
+    assert!(late.to_string().contains("not waiting"), "{late}");
+
+    let out = ask.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stepper approve"),
+        "the waiting client says how to answer"
+    );
+    assert!(env.project.path().join("made.txt").exists());
+    let resolved = events(&out).into_iter().find_map(|e| match e.event {
+        AppEvent::ApprovalResolved { decision, by, .. } => Some((decision, by)),
+        _ => None,
+    });
+    let (decision, by) = resolved.unwrap();
+    assert_eq!(decision, ApprovalDecision::Allow);
+    assert!(by.unwrap().starts_with("e2e"), "who answered is recorded");
+
+    // A denial: the command never runs and the model is told.
+    std::fs::create_dir(env.project.path().join("keep")).unwrap();
+    let ask = env
+        .stepper()
+        .args(["ask", "--format", "stream-json", "clean up"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let session_id = env.running_session(3).await;
+    let mut stream = second.subscribe_events(&session_id, 0).await.unwrap();
+    let request_id = loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let AppEvent::ApprovalRequested { request_id, .. } = e.event {
+            break request_id;
+        }
+    };
+    second
+        .call::<SessionApprove>(SessionApproveParams {
+            session_id,
+            request_id,
+            decision: ApprovalDecision::Deny,
+        })
+        .await
+        .unwrap();
+    let out = ask.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(env.project.path().join("keep").exists());
+    assert!(events(&out).iter().any(|e| matches!(
+        e.event,
+        AppEvent::ToolCallFinished {
+            status: ToolCallStatus::Denied,
+            ..
+        }
+    )));
+    let last = env.fake.requests().last().unwrap().clone();
+    let msgs = last["messages"].as_array().unwrap();
+    assert!(
+        msgs[msgs.len() - 1]["content"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("did not allow")
+    );
+}
