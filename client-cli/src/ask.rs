@@ -94,7 +94,7 @@ async fn ask_approval(
     use stepper_protocol::ApprovalDecision;
     use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
     eprintln!("\nstepper wants to {summary}");
-    if let Some(c) = command {
+    if let Some(c) = command.filter(|c| !summary.contains(c)) {
         eprintln!("  {c}");
     }
     if let Some(d) = diff.filter(|d| !d.is_empty()) {
