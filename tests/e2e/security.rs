@@ -71,10 +71,11 @@ fn another_user_is_refused_before_any_method_runs() {
         refused.ends_with("closed") && !refused.contains("101"),
         "uid 65534 got: {refused}"
     );
-    assert!(
-        env.daemon_log().contains("peer runs as uid 65534"),
-        "the refusal is logged: {}",
-        env.daemon_log()
+    // The log is written in the background: wait for the line.
+    stepper_e2e::wait_until(
+        "the refusal to be logged",
+        std::time::Duration::from_secs(10),
+        || env.daemon_log().contains("peer runs as uid 65534"),
     );
     // The daemon is unharmed.
     assert!(env.run(&["daemon", "status"]).status.success());

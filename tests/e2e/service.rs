@@ -116,11 +116,10 @@ fn a_socket_activated_daemon_serves_clients() {
         child.id(),
         "the activated process is the daemon"
     );
-    assert!(
-        env.daemon_log().contains("activated=true"),
-        "{}",
-        env.daemon_log()
-    );
+    // The log is written in the background: wait for the line.
+    stepper_e2e::wait_until("the log line", std::time::Duration::from_secs(10), || {
+        env.daemon_log().contains("activated=true")
+    });
 
     let logs = env.run(&["daemon", "logs", "-n", "50"]);
     assert!(String::from_utf8_lossy(&logs.stdout).contains("stepperd ready"));
@@ -239,8 +238,9 @@ fn the_login_shells_environment_fills_what_a_session_lacks() {
         String::from_utf8_lossy(&out.stderr),
         env.daemon_log()
     );
-    assert!(
+    // The log is written in the background: wait for the line.
+    stepper_e2e::wait_until("the log line", std::time::Duration::from_secs(10), || {
         env.daemon_log()
             .contains("resolved the login shell's environment")
-    );
+    });
 }

@@ -156,7 +156,13 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         );
         let _ = tokio::time::timeout(Duration::from_secs(5), running.wait_for(idle)).await;
     }
-    daemon.hub.flush_all().await;
+    let committed = daemon.hub.flush_all().await;
+    // Let every client receive the end of its turn before the connections close.
+    daemon
+        .hub
+        .deliveries
+        .wait_delivered(&committed, Duration::from_secs(2))
+        .await;
     stop_accepting.cancel();
     let listener = acceptor.await;
     let _ = server_handle.stop();

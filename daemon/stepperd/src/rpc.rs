@@ -519,6 +519,7 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
     let Ok(sink) = pending.accept().await else {
         return;
     };
+    let delivery = conn.daemon.hub.deliveries.open(&p.session_id);
     let mut last = p.after_seq;
     if catch_up(&store, &sink, &p.session_id, &mut last)
         .await
@@ -526,6 +527,7 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
     {
         return;
     }
+    delivery.delivered(last);
     loop {
         let received = tokio::select! {
             () = sink.closed() => return,
@@ -553,6 +555,7 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
         if sent.is_err() {
             return;
         }
+        delivery.delivered(last);
     }
 }
 

@@ -27,6 +27,8 @@ pub enum HubError {
 /// while the daemon runs.
 pub struct Hub {
     deps: HubDeps,
+    /// How far each open subscription has delivered.
+    pub deliveries: Arc<Deliveries>,
     live: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
 }
 
@@ -34,6 +36,7 @@ impl Hub {
     pub fn new(deps: HubDeps) -> Hub {
         Hub {
             deps,
+            deliveries: Arc::default(),
             live: Mutex::new(HashMap::new()),
         }
     }
@@ -93,13 +96,18 @@ impl Hub {
     }
 
     /// Commit everything queued in every live session.
-    pub async fn flush_all(&self) {
+    pub async fn flush_all(&self) -> HashMap<SessionId, u64> {
         let sessions: Vec<_> = self.live().values().cloned().collect();
+        let mut last = HashMap::new();
         for s in sessions {
-            if let Err(e) = s.log.flush().await {
-                tracing::error!(session = %s.id, error = %e, "flush at shutdown failed");
+            match s.log.flush().await {
+                Ok(seq) => {
+                    last.insert(s.id.clone(), seq);
+                }
+                Err(e) => tracing::error!(session = %s.id, error = %e, "flush at shutdown failed"),
             }
         }
+        last
     }
 
     /// Drop every live session so their writers and actors can finish.
@@ -127,5 +135,75 @@ impl Hub {
             tracing::info!(session = %info.id, turn = info.turns, "marked interrupted turn");
         }
         Ok(running.len())
+    }
+}
+
+/// How far each open subscription has sent its session's events, so that a stopping daemon
+/// lets every client receive the end of its turn before the connections close.
+#[derive(Default)]
+pub struct Deliveries {
+    next: std::sync::atomic::AtomicU64,
+    open: Mutex<HashMap<u64, (SessionId, u64)>>,
+}
+
+/// One subscription's entry; removed when dropped.
+pub struct Delivery {
+    id: u64,
+    registry: Arc<Deliveries>,
+}
+
+impl Deliveries {
+    fn open_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (SessionId, u64)>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn open(self: &Arc<Self>, session_id: &str) -> Delivery {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.open_map().insert(id, (session_id.to_string(), 0));
+        Delivery {
+            id,
+            registry: Arc::clone(self),
+        }
+    }
+
+    /// Wait until every open subscription has sent its session up to `targets` (or
+    /// `timeout`: a stalled client is not waited for).
+    pub async fn wait_delivered(
+        &self,
+        targets: &HashMap<SessionId, u64>,
+        timeout: std::time::Duration,
+    ) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let behind = self
+                .open_map()
+                .values()
+                .filter(|(session, seq)| targets.get(session).is_some_and(|t| seq < t))
+                .count();
+            if behind == 0 || tokio::time::Instant::now() >= deadline {
+                if behind > 0 {
+                    tracing::warn!(
+                        behind,
+                        "some subscribers had not received everything at shutdown"
+                    );
+                }
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+}
+
+impl Delivery {
+    pub fn delivered(&self, seq: u64) {
+        if let Some(entry) = self.registry.open_map().get_mut(&self.id) {
+            entry.1 = seq;
+        }
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        self.registry.open_map().remove(&self.id);
     }
 }
