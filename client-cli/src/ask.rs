@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use stepper_protocol::methods::{
-    AskResult, SessionCreate, SessionCreateParams, SessionInterrupt, SessionParams, SessionSubmit,
-    SessionSubmitParams,
+    AskResult, SessionCreate, SessionCreateParams, SessionGet, SessionInterrupt, SessionList,
+    SessionListParams, SessionParams, SessionSubmit, SessionSubmitParams,
 };
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, TurnStatus, Usage};
@@ -33,6 +33,15 @@ pub struct AskArgs {
     /// The permission mode: default, accept-edits, plan or auto.
     #[arg(long)]
     mode: Option<String>,
+    /// Continue this session instead of starting one.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
+    session: Option<String>,
+    /// Continue the latest session started in this folder.
+    #[arg(long = "continue", short = 'c')]
+    continue_last: bool,
+    /// Submit and leave at once, printing the session id; the turn runs on in the daemon.
+    #[arg(long)]
+    detach: bool,
     /// The prompt; read from stdin when absent.
     prompt: Option<String>,
 }
@@ -149,29 +158,68 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let places = places()?;
     let client = connect_or_start(&places, "stepper ask").await?;
 
-    let created = client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: cwd.display().to_string(),
-            env: client_env(),
-            model: args.model,
-            title: None,
-            record: args.record.map(|r| cwd.join(r).display().to_string()),
-            mode: if args.yes {
-                Some("auto".into())
-            } else {
-                args.mode.clone()
-            },
-        })
-        .await?;
-    let session_id = created.session.id;
-    let mut events = client.subscribe_events(&session_id, 0).await?;
+    // An existing session (--session, --continue) keeps its model and mode; its environment
+    // is refreshed from this client's.
+    let existing = match (&args.session, args.continue_last) {
+        (Some(id), _) => Some(id.clone()),
+        (None, true) => {
+            let list = client
+                .call::<SessionList>(SessionListParams {
+                    cwd: Some(cwd.display().to_string()),
+                    limit: Some(1),
+                    cursor: None,
+                })
+                .await?;
+            match list.sessions.into_iter().next() {
+                Some(s) => Some(s.id),
+                None => bail!(
+                    "no session in {} to continue — start one without --continue",
+                    cwd.display()
+                ),
+            }
+        }
+        (None, false) => None,
+    };
+    let (session_id, after_seq) = match existing {
+        Some(id) => {
+            let got = client
+                .call::<SessionGet>(SessionParams {
+                    session_id: id.clone(),
+                })
+                .await?;
+            (id, got.session.last_seq)
+        }
+        None => {
+            let created = client
+                .call::<SessionCreate>(SessionCreateParams {
+                    cwd: cwd.display().to_string(),
+                    env: client_env(),
+                    model: args.model.clone(),
+                    title: None,
+                    record: args.record.map(|r| cwd.join(r).display().to_string()),
+                    mode: if args.yes {
+                        Some("auto".into())
+                    } else {
+                        args.mode.clone()
+                    },
+                })
+                .await?;
+            (created.session.id, 0)
+        }
+    };
+    let mut events = client.subscribe_events(&session_id, after_seq).await?;
     let submitted = client
         .call::<SessionSubmit>(SessionSubmitParams {
             session_id: session_id.clone(),
             text: prompt,
-            env: None,
+            env: (after_seq > 0).then(client_env),
         })
         .await?;
+    if args.detach {
+        // The turn runs on in the daemon; follow it later with --session.
+        println!("{session_id}");
+        return Ok(ExitCode::SUCCESS);
+    }
 
     let mut out = std::io::stdout().lock();
     let mut our_turn: Option<u32> = None;

@@ -9,6 +9,7 @@ mod config;
 mod lifecycle;
 mod protocol;
 mod providers;
+mod resume;
 mod security;
 mod service;
 mod subscribe;

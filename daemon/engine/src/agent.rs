@@ -43,6 +43,9 @@ pub struct TurnOutcome {
     pub error: Option<String>,
     /// The whole assistant message (reasoning, text, tool calls), for the context.
     pub message: Option<ChatMessage>,
+    /// Everything the turn added after the user's input — assistant messages and tool
+    /// results, as the model saw them — for the stored context.
+    pub transcript: Vec<ChatMessage>,
 }
 
 pub struct AgentLoop {
@@ -210,49 +213,75 @@ impl AgentLoop {
         if self.tool_cx.is_some() {
             request.tools = self.tools.iter().map(|t| t.spec()).collect();
         }
+        let start = request.messages.len();
         let mut usage = Usage::default();
         let mut text = String::new();
         let mut last_message = None;
+        // What the turn adds to the context: assistant messages and tool results, in order.
+        let transcript = |messages: &[ChatMessage], end: Option<ChatMessage>| {
+            let mut t: Vec<ChatMessage> = messages[start..].to_vec();
+            if let Some(m) = end.and_then(without_unanswered_calls) {
+                t.push(m);
+            }
+            t
+        };
         for _ in 0..self.max_steps {
             let call = self.call_model(request.clone(), &cancel, sink, usage).await;
             usage.add(&call.usage);
             text = call.text;
-            let outcome = |status, error, text: String, message| TurnOutcome {
-                status,
-                text,
-                usage,
-                cost_usd: self.model.cost(&usage),
-                error,
-                message,
-            };
+            let outcome =
+                |status, error, text: String, message: Option<ChatMessage>, transcript| {
+                    TurnOutcome {
+                        status,
+                        text,
+                        usage,
+                        cost_usd: self.model.cost(&usage),
+                        error,
+                        message,
+                        transcript,
+                    }
+                };
             if call.status != TurnStatus::Completed {
-                return outcome(call.status, call.error, text, call.message);
+                let t = transcript(&request.messages, call.message.clone());
+                return outcome(call.status, call.error, text, call.message, t);
             }
             let Some(message) = call.message else {
-                return outcome(call.status, call.error, text, None);
+                let t = transcript(&request.messages, None);
+                return outcome(call.status, call.error, text, None, t);
             };
             let calls: Vec<(String, String, serde_json::Value)> = message
                 .tool_calls()
                 .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
                 .collect();
             let Some(cx) = self.tool_cx.as_ref().filter(|_| !calls.is_empty()) else {
-                return outcome(TurnStatus::Completed, None, text, Some(message));
+                let t = transcript(&request.messages, Some(message.clone()));
+                return outcome(TurnStatus::Completed, None, text, Some(message), t);
             };
             request.messages.push(message.clone());
             last_message = Some(message);
             let results = match self.run_tools(calls, cx, &cancel, sink).await {
                 Ok(results) => results,
                 Err(e) => {
-                    return outcome(TurnStatus::Failed, Some(e.to_string()), text, last_message);
+                    // The calls have no results: the message that made them is left out.
+                    request.messages.pop();
+                    let t = transcript(&request.messages, None);
+                    return outcome(
+                        TurnStatus::Failed,
+                        Some(e.to_string()),
+                        text,
+                        last_message,
+                        t,
+                    );
                 }
             };
-            if cancel.is_cancelled() {
-                return outcome(TurnStatus::Interrupted, None, text, last_message);
-            }
             request.messages.push(ChatMessage {
                 role: Role::User,
                 content: results,
             });
+            if cancel.is_cancelled() {
+                let t = transcript(&request.messages, None);
+                return outcome(TurnStatus::Interrupted, None, text, last_message, t);
+            }
         }
         let notice = format!(
             "stopped after {} model calls (the step limit of a turn)",
@@ -266,6 +295,7 @@ impl AgentLoop {
             cost_usd: self.model.cost(&usage),
             error: None,
             message: last_message,
+            transcript: transcript(&request.messages, None),
         }
     }
 
@@ -390,6 +420,15 @@ impl AgentLoop {
     fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.iter().find(|t| t.spec().name == name)
     }
+}
+
+/// A message that ended the turn without its tool calls being run (a cut stream, an
+/// interrupt) keeps only the rest: a call without a result would be refused next time.
+fn without_unanswered_calls(mut message: ChatMessage) -> Option<ChatMessage> {
+    message
+        .content
+        .retain(|p| !matches!(p, ContentPart::ToolCall { .. }));
+    (!message.content.is_empty()).then_some(message)
 }
 
 /// How much of a tool's output a `ToolCallFinished` event carries (the model gets it all).

@@ -318,3 +318,49 @@ fn title_of(text: &str) -> String {
     }
     title
 }
+
+impl Store {
+    /// Append messages (as JSON) to a session layer's context, after what is there.
+    pub async fn append_context(
+        &self,
+        session_id: &str,
+        layer: &str,
+        turn: u32,
+        messages: &[String],
+    ) -> Result<()> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        // Every statement writes, so the transaction takes the write lock at its first one:
+        // a read first would have to upgrade, which SQLite refuses at once (SQLITE_BUSY)
+        // while the event writer commits, instead of waiting for it.
+        let mut tx = self.pool.begin().await?;
+        for message in messages {
+            sqlx::query(
+                "INSERT INTO context (session_id, layer, position, turn, message) \
+                 SELECT ?1, ?2, COALESCE(MAX(position), 0) + 1, ?3, ?4 FROM context \
+                 WHERE session_id = ?1 AND layer = ?2",
+            )
+            .bind(session_id)
+            .bind(layer)
+            .bind(i64::from(turn))
+            .bind(message)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A session layer's context, in order, as JSON messages.
+    pub async fn context(&self, session_id: &str, layer: &str) -> Result<Vec<String>> {
+        let rows = sqlx::query_scalar(
+            "SELECT message FROM context WHERE session_id = ? AND layer = ? ORDER BY position",
+        )
+        .bind(session_id)
+        .bind(layer)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+}

@@ -168,3 +168,30 @@ async fn list_paginates_newest_first_and_filters_by_cwd() {
     let a = store.list_sessions(Some("/a"), 10, None).await.unwrap();
     assert_eq!(a.sessions.len(), 3);
 }
+
+#[tokio::test]
+async fn context_appends_in_order_per_layer() {
+    let (_dir, store) = open().await;
+    store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
+    store
+        .append_context("s1", "main", 1, &["{\"a\":1}".into(), "{\"b\":2}".into()])
+        .await
+        .unwrap();
+    store
+        .append_context("s1", "main", 2, &["{\"c\":3}".into()])
+        .await
+        .unwrap();
+    store
+        .append_context("s1", "plan", 2, &["{\"p\":1}".into()])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.context("s1", "main").await.unwrap(),
+        ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]
+    );
+    assert_eq!(store.context("s1", "plan").await.unwrap().len(), 1);
+    assert!(store.context("s2", "main").await.unwrap().is_empty());
+}

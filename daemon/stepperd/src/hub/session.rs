@@ -218,8 +218,8 @@ impl LiveSession {
             Ok(messages) => self.prepare(model, env, deps).await.map(|p| (p, messages)),
             Err(e) => Err(e),
         };
-        let (status, error) = match prepared {
-            Err(message) => (TurnStatus::Failed, Some(message)),
+        let (status, error, transcript) = match prepared {
+            Err(message) => (TurnStatus::Failed, Some(message), Vec::new()),
             Ok((prepared, mut messages)) => {
                 let Prepared {
                     resolved,
@@ -272,9 +272,24 @@ impl LiveSession {
                     .with_tools(stepper_tools::all(), cx)
                     .run(request, cancel, &sink)
                     .await;
-                (outcome.status, outcome.error)
+                (outcome.status, outcome.error, outcome.transcript)
             }
         };
+        // The context first, then the end of the turn: a client that sees TurnFinished can
+        // count on the next turn seeing this one whole.
+        let mut added = vec![ChatMessage::user(input.text.clone())];
+        added.extend(transcript);
+        let json: Vec<String> = added
+            .iter()
+            .filter_map(|m| serde_json::to_string(m).ok())
+            .collect();
+        if let Err(e) = deps
+            .store
+            .append_context(&self.id, MAIN_LAYER, turn, &json)
+            .await
+        {
+            tracing::error!(session = %self.id, turn, error = %e, "cannot store the turn's context");
+        }
         self.log
             .append(Some(turn), AppEvent::TurnFinished { status, error })
             .await?;
@@ -386,25 +401,23 @@ impl EventSink for TurnSink<'_> {
     }
 }
 
-/// The conversation so far, rebuilt from the log: each turn's input, and the assistant
-/// message it produced (partial ones included, so the model sees what the user saw).
+/// The layer of a session's context (layers of `stepper.md` come later).
+const MAIN_LAYER: &str = "main";
+
+/// The conversation so far, as the model saw it: the stored context (tool calls, results and
+/// signatures included), so a session resumes after a restart exactly where it was.
 async fn history(store: &Store, session_id: &str) -> Result<Vec<ChatMessage>, String> {
-    let events = store
-        .events_of_kinds(session_id, &["TurnStarted", "MessageCompleted"])
+    let stored = store
+        .context(session_id, MAIN_LAYER)
         .await
         .map_err(|e| e.to_string())?;
-    let mut messages = Vec::new();
-    for e in events {
-        let message = match e.event {
-            AppEvent::TurnStarted { text, .. } => ChatMessage::user(text),
-            AppEvent::MessageCompleted { text, .. } => ChatMessage::assistant(text),
-            _ => continue,
-        };
-        if !message.text().trim().is_empty() {
-            messages.push(message);
-        }
-    }
-    Ok(messages)
+    stored
+        .iter()
+        .map(|json| {
+            serde_json::from_str::<ChatMessage>(json)
+                .map_err(|e| format!("the session's stored context is unreadable ({e})"))
+        })
+        .collect()
 }
 
 /// The part of an environment that may be written to disk: no variable whose name looks

@@ -1,0 +1,116 @@
+//! Sessions outlive clients and daemons: the model's context (tool calls and results
+//! included) is stored, and `ask` continues a session by id, by folder, or leaves it running.
+
+use nix::sys::signal::Signal;
+use serde_json::json;
+use stepper_e2e::fake_llm::tool_use_stream;
+use stepper_e2e::{Gate, Reply, TestEnv};
+use stepper_protocol::methods::AskResult;
+use stepper_protocol::{SessionInfo, SessionStatus, TurnStatus};
+
+fn ask(env: &TestEnv, args: &[&str]) -> AskResult {
+    let mut all = vec!["ask", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = env.run(&all);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn the_context_survives_a_crash_and_sessions_continue() {
+    let env = TestEnv::new();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "echo from-the-tool"}),
+    )])));
+    env.fake.push(Reply::text(&["first answer"]));
+    let first = ask(&env, &["--yes", "run it"]);
+    assert_eq!(first.status, TurnStatus::Completed);
+
+    env.signal_daemon(Signal::SIGKILL);
+
+    // A new daemon; the session goes on with exactly the context the model had.
+    let second = ask(&env, &["--session", &first.session_id, "and again"]);
+    assert_eq!(second.status, TurnStatus::Completed);
+    assert_eq!(second.session_id, first.session_id);
+    let requests = env.fake.requests();
+    let messages = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let kinds: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            format!(
+                "{}:{}",
+                m["role"].as_str().unwrap(),
+                m["content"][0]["type"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user:text",
+            "assistant:tool_use",
+            "user:tool_result",
+            "assistant:text",
+            "user:text"
+        ],
+        "{}",
+        env.daemon_log()
+    );
+    assert!(
+        messages[2]["content"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("from-the-tool")
+    );
+
+    // --continue: the latest session in this folder.
+    let third = ask(&env, &["--continue", "once more"]);
+    assert_eq!(third.session_id, first.session_id);
+    let n = env.fake.requests().last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(n, 7);
+
+    let out = env.run(&["ask", "--session", "no-such-session", "hi"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stepper sessions"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn detach_leaves_the_turn_running() {
+    let env = TestEnv::new();
+    let gate = Gate::new();
+    env.fake.push(Reply::held(&["working on it"], &gate));
+    let out = env.run(&["ask", "--detach", "long job"]);
+    assert!(out.status.success());
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    env.running_session(3).await;
+    gate.open();
+    let client = env.client().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s: SessionInfo = client
+            .call::<stepper_protocol::methods::SessionGet>(
+                stepper_protocol::methods::SessionParams {
+                    session_id: id.clone(),
+                },
+            )
+            .await
+            .unwrap()
+            .session;
+        if s.status == SessionStatus::Idle && s.turns == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the detached turn did not finish"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
