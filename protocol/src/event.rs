@@ -75,6 +75,26 @@ pub enum AppEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         diff: Option<String>,
     },
+    /// A client attached to the session (subscribed to its events).
+    ClientAttached {
+        client: String,
+        kind: String,
+        pid: Option<u32>,
+    },
+    /// A client left the session. The turn goes on.
+    ClientDetached { client: String },
+    /// The model of the session's next turns changed.
+    ModelChanged {
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+    /// The permission mode of the session changed.
+    ModeChanged {
+        mode: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// The session's todo list, whole, as the model last wrote it.
     TodosUpdated { todos: Vec<TodoItem> },
     /// A tool call needs a person's yes: any attached client may answer (`session/approve`).
@@ -131,6 +151,10 @@ impl AppEvent {
             AppEvent::ToolCallStarted { .. } => "ToolCallStarted",
             AppEvent::ApprovalRequested { .. } => "ApprovalRequested",
             AppEvent::TodosUpdated { .. } => "TodosUpdated",
+            AppEvent::ClientAttached { .. } => "ClientAttached",
+            AppEvent::ClientDetached { .. } => "ClientDetached",
+            AppEvent::ModelChanged { .. } => "ModelChanged",
+            AppEvent::ModeChanged { .. } => "ModeChanged",
             AppEvent::ApprovalResolved { .. } => "ApprovalResolved",
             AppEvent::ToolOutputDelta { .. } => "ToolOutputDelta",
             AppEvent::ToolCallFinished { .. } => "ToolCallFinished",

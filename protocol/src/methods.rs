@@ -103,6 +103,12 @@ method_table! {
         SessionInterrupt = "session/interrupt" (SessionParams) -> SessionInterruptResponse;
         /// Answer an approval; the first answer wins, a late one is an error.
         SessionApprove = "session/approve" (SessionApproveParams) -> Empty;
+        /// Change the model of the session's next turns.
+        SessionSetModel = "session/setModel" (SessionSetModelParams) -> Empty;
+        /// Change the session's permission mode (applies from the next tool call).
+        SessionSetMode = "session/setMode" (SessionSetModeParams) -> Empty;
+        /// The clients attached to a session right now.
+        SessionClients = "session/clients" (SessionParams) -> SessionClientsResponse;
         /// The models stepper knows: the catalogue and those configured for a folder.
         ModelsList = "models/list" (ModelsListParams) -> ModelsListResponse;
         /// Who is signed in, and which API keys are stored.
@@ -454,4 +460,37 @@ pub struct SessionApproveParams {
     pub session_id: SessionId,
     pub request_id: String,
     pub decision: crate::event::ApprovalDecision,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSetModelParams {
+    pub session_id: SessionId,
+    /// `provider/model-id`.
+    pub model: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSetModeParams {
+    pub session_id: SessionId,
+    /// `default`, `accept-edits`, `plan` or `auto`.
+    pub mode: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachedClient {
+    pub name: String,
+    pub kind: ClientKind,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// When it attached, ms since epoch.
+    pub since: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionClientsResponse {
+    pub clients: Vec<AttachedClient>,
 }

@@ -269,3 +269,86 @@ async fn inputs_submitted_at_once_run_one_at_a_time_in_seq_order() {
         "each turn sees the conversation before it"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn presence_model_and_mode_changes_reach_every_client() {
+    use stepper_protocol::methods::{
+        SessionClients, SessionParams, SessionSetMode, SessionSetModeParams, SessionSetModel,
+        SessionSetModelParams,
+    };
+    let env = TestEnv::new();
+    env.start_daemon();
+    let a = env.client().await;
+    let session = create_session(&env, &a).await;
+    let mut watching = a.subscribe_events(&session, 0).await.unwrap();
+    let b = env.client().await;
+    let sub_b = b.subscribe_events(&session, 0).await.unwrap();
+
+    let clients = a
+        .call::<SessionClients>(SessionParams {
+            session_id: session.clone(),
+        })
+        .await
+        .unwrap()
+        .clients;
+    assert_eq!(clients.len(), 2);
+    a.call::<SessionSetModel>(SessionSetModelParams {
+        session_id: session.clone(),
+        model: "anthropic/claude-opus-4-1".into(),
+    })
+    .await
+    .unwrap();
+    a.call::<SessionSetMode>(SessionSetModeParams {
+        session_id: session.clone(),
+        mode: "plan".into(),
+    })
+    .await
+    .unwrap();
+    let bad = a
+        .call::<SessionSetMode>(SessionSetModeParams {
+            session_id: session.clone(),
+            mode: "yolo".into(),
+        })
+        .await;
+    assert!(bad.unwrap_err().to_string().contains("accept-edits"));
+    drop(sub_b);
+    drop(b);
+
+    let mut seen = Vec::new();
+    while !seen.iter().any(|k: &String| k == "ClientDetached") {
+        let e = tokio::time::timeout(Duration::from_secs(20), watching.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push(match &e.event {
+            AppEvent::ModelChanged { model, by } => {
+                assert_eq!(model, "anthropic/claude-opus-4-1");
+                assert!(by.as_deref().unwrap().starts_with("e2e"));
+                "ModelChanged".to_string()
+            }
+            AppEvent::ModeChanged { mode, .. } => {
+                assert_eq!(mode, "plan");
+                "ModeChanged".to_string()
+            }
+            other => other.kind().to_string(),
+        });
+    }
+    assert_eq!(
+        seen.iter().filter(|k| *k == "ClientAttached").count(),
+        2,
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&"ModelChanged".to_string()) && seen.contains(&"ModeChanged".to_string()),
+        "{seen:?}"
+    );
+
+    // The next turn uses the new model.
+    submit(&a, &session, "hi").await;
+    until_turn_finished(&mut watching).await;
+    assert_eq!(
+        env.fake.requests().last().unwrap()["model"],
+        "claude-opus-4-1"
+    );
+}

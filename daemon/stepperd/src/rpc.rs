@@ -297,6 +297,36 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         Ok(Empty {})
     });
 
+    register::<SessionSetModel, _, _>(&mut m, |conn, p| async move {
+        let model =
+            ModelRef::parse(&p.model).map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        session
+            .set_model(&model, conn.client_label(), &conn.daemon.hub.deps().store)
+            .await?;
+        Ok(Empty {})
+    });
+
+    register::<SessionSetMode, _, _>(&mut m, |conn, p| async move {
+        let mode =
+            serde_json::from_value::<PermissionMode>(serde_json::json!(p.mode)).map_err(|_| {
+                RpcError::InvalidParams(format!(
+                    "mode {:?} is not one of default, accept-edits, plan, auto",
+                    p.mode
+                ))
+            })?;
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        session.set_mode(mode, &p.mode, conn.client_label()).await?;
+        Ok(Empty {})
+    });
+
+    register::<SessionClients, _, _>(&mut m, |conn, p| async move {
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        Ok(SessionClientsResponse {
+            clients: session.clients(),
+        })
+    });
+
     register::<ModelsList, _, _>(&mut m, |conn, p| async move {
         let daemon = &conn.daemon;
         let settings = match p.cwd.as_deref() {
@@ -515,13 +545,49 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
     // Subscribe to live events before reading the store: nothing can fall in between.
     let mut live = session.log.subscribe();
     let store = conn.daemon.hub.deps().store.clone();
-    drop(session);
     let Ok(sink) = pending.accept().await else {
         return;
     };
     let delivery = conn.daemon.hub.deliveries.open(&p.session_id);
+    let attached = session.attach(attached_client(&conn)).await;
+    follow(&store, &sink, &mut live, &p, &delivery).await;
+    session.detach(attached).await;
+}
+
+/// Who a connection's client is, for presence.
+fn attached_client(conn: &Conn) -> AttachedClient {
+    let info = conn
+        .client
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    match info {
+        Some(c) => AttachedClient {
+            name: c.name,
+            kind: c.kind,
+            pid: c.pid.or(conn.peer_pid),
+            since: now_ms(),
+        },
+        None => AttachedClient {
+            name: "unknown".into(),
+            kind: ClientKind::Other,
+            pid: conn.peer_pid,
+            since: now_ms(),
+        },
+    }
+}
+
+/// Send the session's events after `afterSeq`, then follow it live, until the client goes.
+async fn follow(
+    store: &Store,
+    sink: &SubscriptionSink,
+    live: &mut tokio::sync::broadcast::Receiver<crate::hub::Published>,
+    p: &SessionSubscribeParams,
+    delivery: &crate::hub::Delivery,
+) {
+    let (store, sink) = (store, sink);
     let mut last = p.after_seq;
-    if catch_up(&store, &sink, &p.session_id, &mut last)
+    if catch_up(store, sink, &p.session_id, &mut last)
         .await
         .is_err()
     {
@@ -540,14 +606,14 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
                     continue;
                 }
                 if envelope.seq == last + 1 {
-                    send(&sink, envelope).await.map(|()| last = envelope.seq)
+                    send(sink, envelope).await.map(|()| last = envelope.seq)
                 } else {
-                    catch_up(&store, &sink, &p.session_id, &mut last).await
+                    catch_up(store, sink, &p.session_id, &mut last).await
                 }
             }
             Err(RecvError::Lagged(missed)) => {
                 tracing::debug!(session = %p.session_id, missed, "subscriber lagged; catching up from the store");
-                catch_up(&store, &sink, &p.session_id, &mut last).await
+                catch_up(store, sink, &p.session_id, &mut last).await
             }
             // The writer ended: the daemon is shutting down.
             Err(RecvError::Closed) => return,

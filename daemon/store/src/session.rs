@@ -364,3 +364,15 @@ impl Store {
         Ok(rows)
     }
 }
+
+impl Store {
+    /// The model of a session's next turns.
+    pub async fn set_session_model(&self, session_id: &str, model: &str) -> Result<()> {
+        sqlx::query("UPDATE sessions SET model = ? WHERE id = ?")
+            .bind(model)
+            .bind(session_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

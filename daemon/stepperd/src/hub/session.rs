@@ -1,6 +1,7 @@
 //! A live session: its event log, its input queue, and the actor that runs one turn at a
 //! time, in the order inputs were queued.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -8,6 +9,7 @@ use stepper_engine::config::{PermissionMode, Settings};
 use stepper_engine::gate::Policy;
 use stepper_engine::tool::{NoOutput, ToolCx};
 use stepper_engine::{AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, agent::SinkError};
+use stepper_protocol::methods::AttachedClient;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, TurnStatus};
 use stepper_providers::replay::Recorder;
@@ -57,6 +59,9 @@ pub struct LiveSession {
     pub log: EventLog,
     /// Approvals its turns wait on; any client answers through `session/approve`.
     pub approvals: Arc<Approvals>,
+    /// The clients subscribed right now, by subscription.
+    clients: Mutex<HashMap<u64, AttachedClient>>,
+    next_client: std::sync::atomic::AtomicU64,
     inputs: mpsc::Sender<QueuedInput>,
     /// Held from committing `InputQueued` to queueing the input, so inputs run in the order
     /// of their seqs even when clients submit at the same moment.
@@ -72,6 +77,8 @@ struct State {
     record: Option<PathBuf>,
     /// The permission mode chosen for the session (else the settings').
     mode: Option<PermissionMode>,
+    /// The running turn's policy, so a mode change reaches its next tool call.
+    active_policy: Option<Arc<Mutex<Policy>>>,
     model: String,
     turns: u32,
     running: Option<CancellationToken>,
@@ -110,6 +117,8 @@ impl LiveSession {
             id: info.id.clone(),
             log,
             approvals: Arc::default(),
+            clients: Mutex::default(),
+            next_client: Default::default(),
             inputs,
             submitting: tokio::sync::Mutex::new(()),
             state: Mutex::new(State {
@@ -117,6 +126,7 @@ impl LiveSession {
                 cwd: PathBuf::from(&info.cwd),
                 record,
                 mode,
+                active_policy: None,
                 model: info.model.clone(),
                 turns: info.turns,
                 running: None,
@@ -172,6 +182,106 @@ impl LiveSession {
         }
     }
 
+    /// A client subscribed: it is listed and everyone is told.
+    pub async fn attach(&self, client: AttachedClient) -> u64 {
+        let id = self
+            .next_client
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let event = AppEvent::ClientAttached {
+            client: client.name.clone(),
+            kind: format!("{:?}", client.kind).to_lowercase(),
+            pid: client.pid,
+        };
+        self.clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, client);
+        if let Err(e) = self.log.append(None, event).await {
+            tracing::warn!(session = %self.id, error = %e, "cannot record a client attaching");
+        }
+        id
+    }
+
+    /// The client of subscription `id` left; the turn goes on.
+    pub async fn detach(&self, id: u64) {
+        let gone = self
+            .clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        if let Some(client) = gone {
+            if let Err(e) = self
+                .log
+                .append(
+                    None,
+                    AppEvent::ClientDetached {
+                        client: client.name,
+                    },
+                )
+                .await
+            {
+                tracing::warn!(session = %self.id, error = %e, "cannot record a client leaving");
+            }
+        }
+    }
+
+    pub fn clients(&self) -> Vec<AttachedClient> {
+        let mut clients: Vec<_> = self
+            .clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        clients.sort_by_key(|c| c.since);
+        clients
+    }
+
+    /// The model of the next turns.
+    pub async fn set_model(
+        &self,
+        model: &ModelRef,
+        by: Option<String>,
+        store: &Store,
+    ) -> Result<(), SubmitError> {
+        let model = model.to_string();
+        self.state().model = model.clone();
+        if let Err(e) = store.set_session_model(&self.id, &model).await {
+            tracing::warn!(session = %self.id, error = %e, "cannot store the session's model");
+        }
+        self.log
+            .append_committed(None, AppEvent::ModelChanged { model, by })
+            .await?;
+        Ok(())
+    }
+
+    /// The permission mode, from the running turn's next tool call on.
+    pub async fn set_mode(
+        &self,
+        mode: PermissionMode,
+        name: &str,
+        by: Option<String>,
+    ) -> Result<(), SubmitError> {
+        let active = {
+            let mut state = self.state();
+            state.mode = Some(mode);
+            state.active_policy.clone()
+        };
+        if let Some(policy) = active {
+            policy.lock().unwrap_or_else(|p| p.into_inner()).mode = mode;
+        }
+        self.log
+            .append_committed(
+                None,
+                AppEvent::ModeChanged {
+                    mode: name.to_string(),
+                    by,
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
     pub fn is_running(&self) -> bool {
         self.state().running.is_some()
     }
@@ -191,7 +301,11 @@ impl LiveSession {
         if let Err(e) = status {
             tracing::error!(session = %self.id, turn, error = %e, "turn could not be recorded");
         }
-        self.state().running = None;
+        {
+            let mut state = self.state();
+            state.running = None;
+            state.active_policy = None;
+        }
         deps.running.send_modify(|n| *n = n.saturating_sub(1));
     }
 
@@ -252,8 +366,10 @@ impl LiveSession {
                 if let Some(mode) = self.state().mode {
                     policy.mode = mode;
                 }
+                let policy = Arc::new(Mutex::new(policy));
+                self.state().active_policy = Some(Arc::clone(&policy));
                 let gate = SessionGate {
-                    policy: Arc::new(Mutex::new(policy)),
+                    policy,
                     approvals: Arc::clone(&self.approvals),
                     log: self.log.clone(),
                     turn,
