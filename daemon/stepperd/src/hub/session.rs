@@ -209,19 +209,12 @@ impl LiveSession {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
-        if let Some(client) = gone {
-            if let Err(e) = self
-                .log
-                .append(
-                    None,
-                    AppEvent::ClientDetached {
-                        client: client.name,
-                    },
-                )
-                .await
-            {
-                tracing::warn!(session = %self.id, error = %e, "cannot record a client leaving");
-            }
+        let Some(client) = gone else { return };
+        let left = AppEvent::ClientDetached {
+            client: client.name,
+        };
+        if let Err(e) = self.log.append(None, left).await {
+            tracing::warn!(session = %self.id, error = %e, "cannot record a client leaving");
         }
     }
 
