@@ -2,14 +2,21 @@
 
 use std::process::ExitCode;
 
-use clap::Args;
+use std::io::Write;
+
+use clap::{Args, Subcommand};
 use stepper_protocol::SessionStatus;
+use stepper_protocol::client::DaemonClient;
+use stepper_protocol::methods::{SessionDelete, SessionExport, SessionExportParams, SessionParams};
 use stepper_protocol::methods::{SessionList, SessionListParams};
+use stepper_protocol::{AppEvent, EventEnvelope, SessionInfo};
 
 use crate::connect::{connect_or_start, places};
 
 #[derive(Args)]
 pub struct SessionsArgs {
+    #[command(subcommand)]
+    command: Option<SessionsCommand>,
     /// Print JSON (an array of sessions) instead of a table.
     #[arg(long)]
     json: bool,
@@ -21,8 +28,60 @@ pub struct SessionsArgs {
     limit: u32,
 }
 
+#[derive(Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions (the default).
+    Ls,
+    /// A session and its turns.
+    Show { id: String },
+    /// Delete a session and everything stored of it.
+    Rm { id: String },
+    /// Print a session's events: every event as a JSON line, or a readable transcript.
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+        format: ExportFormat,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Jsonl,
+    Markdown,
+}
+
 pub async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
     let client = connect_or_start(&places()?, "stepper sessions").await?;
+    match args.command {
+        None | Some(SessionsCommand::Ls) => {}
+        Some(SessionsCommand::Rm { id }) => {
+            client
+                .call::<SessionDelete>(SessionParams {
+                    session_id: id.clone(),
+                })
+                .await?;
+            println!("deleted session {id}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(SessionsCommand::Show { id }) => {
+            let (session, events) = export_all(&client, &id).await?;
+            print_show(&session, &events);
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(SessionsCommand::Export { id, format }) => {
+            let (session, events) = export_all(&client, &id).await?;
+            let mut out = std::io::stdout().lock();
+            match format {
+                ExportFormat::Jsonl => {
+                    for e in &events {
+                        writeln!(out, "{}", serde_json::to_string(e)?)?;
+                    }
+                }
+                ExportFormat::Markdown => write!(out, "{}", markdown(&session, &events))?,
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let page = client
         .call::<SessionList>(SessionListParams {
             cwd: args.cwd,
@@ -85,4 +144,108 @@ fn truncate(s: &str, width: usize) -> String {
     let mut t: String = s.chars().take(width - 1).collect();
     t.push('…');
     t
+}
+
+/// Every event of a session, page by page.
+async fn export_all(
+    client: &DaemonClient,
+    id: &str,
+) -> anyhow::Result<(SessionInfo, Vec<EventEnvelope>)> {
+    let mut events = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = client
+            .call::<SessionExport>(SessionExportParams {
+                session_id: id.into(),
+                after_seq: after,
+                limit: None,
+            })
+            .await?;
+        events.extend(page.events);
+        match page.next_after_seq {
+            Some(next) => after = next,
+            None => return Ok((page.session, events)),
+        }
+    }
+}
+
+/// Turns as (number, input, status, answer text).
+fn turns(events: &[EventEnvelope]) -> Vec<(u32, String, String, String)> {
+    let mut turns: Vec<(u32, String, String, String)> = Vec::new();
+    for e in events {
+        let Some(turn) = e.turn else { continue };
+        match &e.event {
+            AppEvent::TurnStarted { text, .. } => {
+                turns.push((turn, text.clone(), "running".into(), String::new()))
+            }
+            AppEvent::TextDelta { text } => {
+                if let Some(t) = turns.last_mut().filter(|t| t.0 == turn) {
+                    t.3.push_str(text);
+                }
+            }
+            AppEvent::TurnFinished { status, .. } => {
+                if let Some(t) = turns.last_mut().filter(|t| t.0 == turn) {
+                    t.2 = format!("{status:?}").to_lowercase();
+                }
+            }
+            _ => {}
+        }
+    }
+    turns
+}
+
+fn print_show(session: &SessionInfo, events: &[EventEnvelope]) {
+    println!("session {}", session.id);
+    println!("  title:   {}", session.title.as_deref().unwrap_or(""));
+    println!("  folder:  {}", session.cwd);
+    println!("  model:   {}", session.model);
+    println!("  status:  {:?}", session.status);
+    println!("  events:  {}", session.last_seq);
+    for (n, input, status, _) in turns(events) {
+        let first = input.lines().next().unwrap_or("");
+        println!("  turn {n:>3}  {status:<11} {}", truncate(first, 70));
+    }
+}
+
+/// A readable transcript: inputs, answers, tool calls.
+fn markdown(session: &SessionInfo, events: &[EventEnvelope]) -> String {
+    let mut md = format!(
+        "# {}\n\n",
+        session.title.as_deref().unwrap_or("stepper session")
+    );
+    md.push_str(&format!(
+        "- session: `{}`\n- folder: `{}`\n- model: `{}`\n",
+        session.id, session.cwd, session.model
+    ));
+    for e in events {
+        match &e.event {
+            AppEvent::TurnStarted { text, .. } => {
+                md.push_str(&format!(
+                    "\n## Turn {}\n\n**You:** {text}\n\n",
+                    e.turn.unwrap_or(0)
+                ));
+            }
+            AppEvent::MessageCompleted { text, .. } if !text.is_empty() => {
+                md.push_str(&format!("{text}\n\n"))
+            }
+            AppEvent::ToolCallStarted { tool, input, .. } => {
+                md.push_str(&format!(
+                    "```{tool}\n{}\n```\n\n",
+                    serde_json::to_string_pretty(input).unwrap_or_default()
+                ));
+            }
+            AppEvent::TurnFinished { status, error, .. } => {
+                md.push_str(&format!(
+                    "_turn {:?}{}_\n",
+                    status,
+                    error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                ));
+            }
+            _ => {}
+        }
+    }
+    md
 }

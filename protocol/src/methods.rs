@@ -109,6 +109,10 @@ method_table! {
         SessionSetMode = "session/setMode" (SessionSetModeParams) -> Empty;
         /// The clients attached to a session right now.
         SessionClients = "session/clients" (SessionParams) -> SessionClientsResponse;
+        /// Delete a session and everything stored of it (refused while a turn runs).
+        SessionDelete = "session/delete" (SessionParams) -> Empty;
+        /// A page of a session's events, in order, for export.
+        SessionExport = "session/export" (SessionExportParams) -> SessionExportResponse;
         /// The models stepper knows: the catalogue and those configured for a folder.
         ModelsList = "models/list" (ModelsListParams) -> ModelsListResponse;
         /// Who is signed in, and which API keys are stored.
@@ -493,4 +497,26 @@ pub struct AttachedClient {
 #[serde(rename_all = "camelCase")]
 pub struct SessionClientsResponse {
     pub clients: Vec<AttachedClient>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionExportParams {
+    pub session_id: SessionId,
+    /// Events after this seq (0 from the start).
+    #[serde(default)]
+    pub after_seq: u64,
+    /// At most this many (default and limit 5000).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionExportResponse {
+    pub session: SessionInfo,
+    pub events: Vec<EventEnvelope>,
+    /// Present when there are more: pass it back as `afterSeq`.
+    #[serde(default)]
+    pub next_after_seq: Option<u64>,
 }

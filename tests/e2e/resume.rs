@@ -114,3 +114,64 @@ async fn detach_leaves_the_turn_running() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
+
+#[test]
+fn sessions_show_export_and_rm() {
+    let env = TestEnv::new();
+    let first = ask(&env, &["explain the build"]);
+    let second = ask(&env, &["--session", &first.session_id, "and the tests"]);
+    assert_eq!(second.session_id, first.session_id);
+
+    let show = env.run(&["sessions", "show", &first.session_id]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("turn   1  completed   explain the build"),
+        "{text}"
+    );
+    assert!(
+        text.contains("turn   2  completed   and the tests"),
+        "{text}"
+    );
+
+    // The JSON-lines export round-trips: the same events a subscriber gets, in order.
+    let out = env.run(&["sessions", "export", &first.session_id]);
+    let exported: Vec<stepper_protocol::EventEnvelope> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seqs: Vec<u64> = exported.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let again: Vec<String> = exported
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    assert_eq!(
+        again.join("\n") + "\n",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let md = env.run(&[
+        "sessions",
+        "export",
+        &first.session_id,
+        "--format",
+        "markdown",
+    ]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.starts_with("# explain the build")
+            && md.contains("## Turn 2")
+            && md.contains("**You:** and the tests"),
+        "{md}"
+    );
+
+    assert!(
+        env.run(&["sessions", "rm", &first.session_id])
+            .status
+            .success()
+    );
+    let out = env.run(&["sessions", "show", &first.session_id]);
+    assert!(!out.status.success());
+    let list = env.run(&["sessions", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&list.stdout).trim(), "[]");
+}

@@ -22,6 +22,9 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::daemon::Daemon;
 use crate::hub::{HubError, SubmitError, persistable_env};
 
+/// Events per `session/export` page, at most.
+const EXPORT_PAGE: u32 = 5000;
+
 /// Events read from the store per query while replaying.
 const REPLAY_PAGE: u32 = 1000;
 
@@ -324,6 +327,42 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         let session = conn.daemon.hub.get(&p.session_id).await?;
         Ok(SessionClientsResponse {
             clients: session.clients(),
+        })
+    });
+
+    register::<SessionDelete, _, _>(&mut m, |conn, p| async move {
+        let hub = &conn.daemon.hub;
+        let session = hub.get(&p.session_id).await?;
+        if session.is_running() {
+            return Err(RpcError::InvalidState(format!(
+                "session {} is running a turn — interrupt it first (Ctrl-C in its client, or session/interrupt)",
+                p.session_id
+            )));
+        }
+        hub.forget(&p.session_id);
+        drop(session);
+        hub.deps().store.delete_session(&p.session_id).await?;
+        tracing::info!(session = %p.session_id, client = ?conn.client_label(), "session deleted");
+        Ok(Empty {})
+    });
+
+    register::<SessionExport, _, _>(&mut m, |conn, p| async move {
+        let store = &conn.daemon.hub.deps().store;
+        let session = store
+            .session(&p.session_id)
+            .await?
+            .ok_or_else(|| RpcError::from(HubError::NotFound(p.session_id.clone())))?;
+        let limit = p.limit.unwrap_or(EXPORT_PAGE).clamp(1, EXPORT_PAGE);
+        let events = store
+            .events_after(&p.session_id, p.after_seq, limit)
+            .await?;
+        let next_after_seq = (events.len() == limit as usize)
+            .then(|| events.last().map(|e| e.seq))
+            .flatten();
+        Ok(SessionExportResponse {
+            session,
+            events,
+            next_after_seq,
         })
     });
 

@@ -376,3 +376,14 @@ impl Store {
         Ok(())
     }
 }
+
+impl Store {
+    /// Delete a session with its events and context. False when there was none.
+    pub async fn delete_session(&self, session_id: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ?")
+            .bind(session_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+}

@@ -86,6 +86,11 @@ impl Hub {
         Ok(session)
     }
 
+    /// Forget a live session (after it was deleted).
+    pub fn forget(&self, id: &str) {
+        self.live().remove(id);
+    }
+
     pub fn live_count(&self) -> usize {
         self.live().len()
     }
