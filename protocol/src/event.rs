@@ -75,6 +75,12 @@ pub enum AppEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         diff: Option<String>,
     },
+    /// Text added to the running turn (`session/steer`), given to the model at its next call.
+    Steered {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// A client attached to the session (subscribed to its events).
     ClientAttached {
         client: String,
@@ -152,6 +158,7 @@ impl AppEvent {
             AppEvent::ApprovalRequested { .. } => "ApprovalRequested",
             AppEvent::TodosUpdated { .. } => "TodosUpdated",
             AppEvent::ClientAttached { .. } => "ClientAttached",
+            AppEvent::Steered { .. } => "Steered",
             AppEvent::ClientDetached { .. } => "ClientDetached",
             AppEvent::ModelChanged { .. } => "ModelChanged",
             AppEvent::ModeChanged { .. } => "ModeChanged",

@@ -109,6 +109,9 @@ method_table! {
         SessionSetMode = "session/setMode" (SessionSetModeParams) -> Empty;
         /// The clients attached to a session right now.
         SessionClients = "session/clients" (SessionParams) -> SessionClientsResponse;
+        /// Add to the running turn: the text reaches the model at its next call. With no turn
+        /// running it is queued like `session/submit`.
+        SessionSteer = "session/steer" (SessionSubmitParams) -> SessionSubmitResponse;
         /// Delete a session and everything stored of it (refused while a turn runs).
         SessionDelete = "session/delete" (SessionParams) -> Empty;
         /// A page of a session's events, in order, for export.

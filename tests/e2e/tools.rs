@@ -244,3 +244,78 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
             .contains("did not allow")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_reaches_the_model_at_its_next_call() {
+    use stepper_protocol::methods::{
+        SessionCreate, SessionCreateParams, SessionSteer, SessionSubmit, SessionSubmitParams,
+    };
+    let env = TestEnv::new();
+    env.start_daemon();
+    // The first call runs a command that waits for a file the test creates after steering.
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "while [ ! -f go ]; do sleep 0.02; done; echo waited"}),
+    )])));
+    env.fake.push(Reply::text(&["ok, in French"]));
+    let client = env.client().await;
+    let session = client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: env.envs().into_iter().collect(),
+            model: None,
+            title: None,
+            record: None,
+            mode: Some("auto".into()),
+        })
+        .await
+        .unwrap()
+        .session
+        .id;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    let submit = SessionSubmitParams {
+        session_id: session.clone(),
+        text: "do it".into(),
+        env: None,
+    };
+    client.call::<SessionSubmit>(submit).await.unwrap();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if matches!(e.event, AppEvent::ToolCallStarted { .. }) {
+            break;
+        }
+    }
+    let steer = SessionSubmitParams {
+        session_id: session.clone(),
+        text: "answer in French".into(),
+        env: None,
+    };
+    client.call::<SessionSteer>(steer).await.unwrap();
+    std::fs::write(env.project.path().join("go"), "").unwrap();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if matches!(e.event, AppEvent::TurnFinished { .. }) {
+            break;
+        }
+    }
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 2);
+    let last = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "user");
+    assert_eq!(last["content"][0]["type"], "tool_result");
+    assert_eq!(last["content"][1]["text"], "answer in French", "{last}");
+}

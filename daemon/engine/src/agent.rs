@@ -55,6 +55,8 @@ pub struct AgentLoop {
     /// The context tools run in; without one, tool calls end the turn unanswered.
     tool_cx: Option<ToolCx>,
     max_steps: u32,
+    /// Text steered into the running turn, taken before each model call after the first.
+    steering: Option<Arc<dyn Fn() -> Vec<String> + Send + Sync>>,
 }
 
 /// Model calls a turn may make before it is stopped.
@@ -68,6 +70,7 @@ impl AgentLoop {
             tools: Vec::new(),
             tool_cx: None,
             max_steps: DEFAULT_MAX_STEPS,
+            steering: None,
         }
     }
 
@@ -75,6 +78,15 @@ impl AgentLoop {
     pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>, cx: ToolCx) -> AgentLoop {
         self.tools = tools;
         self.tool_cx = Some(cx);
+        self
+    }
+
+    /// Take steered text (from any client) into the turn before each further model call.
+    pub fn with_steering(
+        mut self,
+        steering: Arc<dyn Fn() -> Vec<String> + Send + Sync>,
+    ) -> AgentLoop {
+        self.steering = Some(steering);
         self
     }
 
@@ -226,6 +238,25 @@ impl AgentLoop {
             t
         };
         for _ in 0..self.max_steps {
+            // Steering joins after a model call, never before the turn's first.
+            if let Some(take) = self
+                .steering
+                .as_ref()
+                .filter(|_| request.messages.len() > start)
+            {
+                let steered = take();
+                if !steered.is_empty() {
+                    let parts = steered.into_iter().map(|text| ContentPart::Text { text });
+                    // After tool results the user's words join that message: roles alternate.
+                    match request.messages.last_mut() {
+                        Some(last) if last.role == Role::User => last.content.extend(parts),
+                        _ => request.messages.push(ChatMessage {
+                            role: Role::User,
+                            content: parts.collect(),
+                        }),
+                    }
+                }
+            }
             let call = self.call_model(request.clone(), &cancel, sink, usage).await;
             usage.add(&call.usage);
             text = call.text;

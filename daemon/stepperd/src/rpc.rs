@@ -300,6 +300,25 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         Ok(Empty {})
     });
 
+    register::<SessionSteer, _, _>(&mut m, |conn, p| async move {
+        if p.text.trim().is_empty() {
+            return Err(RpcError::InvalidParams(
+                "nothing to steer with: the text is empty".into(),
+            ));
+        }
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        match session.steer(p.text.clone(), conn.client_label()).await? {
+            Some(seq) => Ok(SessionSubmitResponse {
+                input_id: String::new(),
+                seq,
+            }),
+            None => {
+                let (input_id, seq) = session.submit(p.text, p.env, conn.client_label()).await?;
+                Ok(SessionSubmitResponse { input_id, seq })
+            }
+        }
+    });
+
     register::<SessionSetModel, _, _>(&mut m, |conn, p| async move {
         let model =
             ModelRef::parse(&p.model).map_err(|e| RpcError::InvalidParams(e.to_string()))?;

@@ -59,6 +59,8 @@ pub struct LiveSession {
     pub log: EventLog,
     /// Approvals its turns wait on; any client answers through `session/approve`.
     pub approvals: Arc<Approvals>,
+    /// Text steered into the running turn, not yet given to the model.
+    steering: Arc<Mutex<Vec<String>>>,
     /// The clients subscribed right now, by subscription.
     clients: Mutex<HashMap<u64, AttachedClient>>,
     next_client: std::sync::atomic::AtomicU64,
@@ -118,6 +120,7 @@ impl LiveSession {
             log,
             approvals: Arc::default(),
             clients: Mutex::default(),
+            steering: Arc::default(),
             next_client: Default::default(),
             inputs,
             submitting: tokio::sync::Mutex::new(()),
@@ -180,6 +183,27 @@ impl LiveSession {
             }
             None => false,
         }
+    }
+
+    /// Add text to the running turn; `None` when no turn runs (then the caller submits).
+    pub async fn steer(
+        &self,
+        text: String,
+        by: Option<String>,
+    ) -> Result<Option<u64>, SubmitError> {
+        if !self.is_running() {
+            return Ok(None);
+        }
+        self.steering
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(text.clone());
+        let turn = self.state().turns;
+        let seq = self
+            .log
+            .append_committed(Some(turn), AppEvent::Steered { text, by })
+            .await?;
+        Ok(Some(seq))
     }
 
     /// A client subscribed: it is listed and everyone is told.
@@ -376,7 +400,12 @@ impl LiveSession {
                     gate: Arc::new(gate),
                     output: Arc::new(NoOutput),
                 };
+                let steering = Arc::clone(&self.steering);
+                let take = Arc::new(move || {
+                    std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
+                });
                 let outcome = AgentLoop::new(resolved.provider)
+                    .with_steering(take)
                     .with_model_info(resolved.info)
                     .with_tools(stepper_tools::all(), cx)
                     .run(request, cancel, &sink)
