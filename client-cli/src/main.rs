@@ -34,6 +34,16 @@ enum Command {
         #[arg(value_parser = ["allow", "always", "deny"])]
         decision: String,
     },
+    /// Put a session back as it was before turn TURN ran (turns as `sessions show` lists
+    /// them): the files its turns changed, tools and shell alike, and the conversation.
+    Rewind {
+        session: String,
+        turn: u32,
+        #[arg(long, conflicts_with = "conversation_only")]
+        files_only: bool,
+        #[arg(long)]
+        conversation_only: bool,
+    },
     /// List sessions, most recent first.
     Sessions(sessions::SessionsArgs),
     /// Sign in with ChatGPT, or store API keys for the daemon.
@@ -83,6 +93,12 @@ fn main() -> ExitCode {
                 request,
                 decision,
             } => approve(session, request, decision).await,
+            Command::Rewind {
+                session,
+                turn,
+                files_only,
+                conversation_only,
+            } => rewind(session, turn, !conversation_only, !files_only).await,
             Command::Daemon { command } => daemon_cmd::run(command).await,
             Command::Auth { command } => auth::run(command).await,
             Command::Models(args) => models::run(args).await,
@@ -148,5 +164,35 @@ async fn approve(session: String, request: String, decision: String) -> anyhow::
         })
         .await?;
     println!("answered");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn rewind(
+    session: String,
+    turn: u32,
+    files: bool,
+    conversation: bool,
+) -> anyhow::Result<ExitCode> {
+    use stepper_protocol::methods::{SessionRewind, SessionRewindParams};
+    let client = connect::connect_or_start(&connect::places()?, "stepper rewind").await?;
+    let out = client
+        .call::<SessionRewind>(SessionRewindParams {
+            session_id: session.clone(),
+            turn,
+            files,
+            conversation,
+        })
+        .await?;
+    let mut done = Vec::new();
+    if files {
+        done.push(format!("{} file(s) restored", out.files));
+    }
+    if conversation {
+        done.push("the conversation".to_string());
+    }
+    println!(
+        "rewound session {session} to before turn {turn}: {}",
+        done.join(" and ")
+    );
     Ok(ExitCode::SUCCESS)
 }

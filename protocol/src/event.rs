@@ -81,6 +81,14 @@ pub enum AppEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
+    /// The files this turn changed were checkpointed: a rewind can put them back.
+    CheckpointCreated { files: u32 },
+    /// The session was rewound to before `turn`: its files, its conversation, or both.
+    Rewound {
+        turn: u32,
+        files: u32,
+        conversation: bool,
+    },
     /// A client attached to the session (subscribed to its events).
     ClientAttached {
         client: String,
@@ -159,6 +167,8 @@ impl AppEvent {
             AppEvent::TodosUpdated { .. } => "TodosUpdated",
             AppEvent::ClientAttached { .. } => "ClientAttached",
             AppEvent::Steered { .. } => "Steered",
+            AppEvent::CheckpointCreated { .. } => "CheckpointCreated",
+            AppEvent::Rewound { .. } => "Rewound",
             AppEvent::ClientDetached { .. } => "ClientDetached",
             AppEvent::ModelChanged { .. } => "ModelChanged",
             AppEvent::ModeChanged { .. } => "ModeChanged",

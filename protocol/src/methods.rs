@@ -112,6 +112,9 @@ method_table! {
         /// Add to the running turn: the text reaches the model at its next call. With no turn
         /// running it is queued like `session/submit`.
         SessionSteer = "session/steer" (SessionSubmitParams) -> SessionSubmitResponse;
+        /// Put the session back as it was before `turn`: the files its turns changed
+        /// (tools and shell alike), the conversation, or both.
+        SessionRewind = "session/rewind" (SessionRewindParams) -> SessionRewindResponse;
         /// Delete a session and everything stored of it (refused while a turn runs).
         SessionDelete = "session/delete" (SessionParams) -> Empty;
         /// A page of a session's events, in order, for export.
@@ -522,4 +525,27 @@ pub struct SessionExportResponse {
     /// Present when there are more: pass it back as `afterSeq`.
     #[serde(default)]
     pub next_after_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRewindParams {
+    pub session_id: SessionId,
+    /// Restore what was there before this turn ran (turns count from 1).
+    pub turn: u32,
+    #[serde(default = "yes")]
+    pub files: bool,
+    #[serde(default = "yes")]
+    pub conversation: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRewindResponse {
+    /// Files restored or removed.
+    pub files: u32,
 }

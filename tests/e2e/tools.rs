@@ -319,3 +319,88 @@ async fn steering_reaches_the_model_at_its_next_call() {
     assert_eq!(last["content"][0]["type"], "tool_result");
     assert_eq!(last["content"][1]["text"], "answer in French", "{last}");
 }
+
+#[test]
+fn rewind_restores_edits_and_removes_what_the_shell_created() {
+    let env = TestEnv::new();
+    let project = env.project.path();
+    std::fs::write(project.join("a.txt"), "one\n").unwrap();
+    std::fs::create_dir(project.join("src")).unwrap();
+    std::fs::write(project.join("src/keep.rs"), "fn main() {}\n").unwrap();
+    let ask = |args: &[&str]| {
+        let mut all = vec!["ask", "--format", "json"];
+        all.extend_from_slice(args);
+        let out = env.run(&all);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<stepper_protocol::methods::AskResult>(&out.stdout).unwrap()
+    };
+    env.fake.push(Reply::text(&["hello"]));
+    let first = ask(&["--yes", "hi"]);
+    let id = first.session_id;
+
+    env.fake.push(Reply::Sse(tool_use_stream(&[
+        (
+            "t1",
+            "edit",
+            json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+        ),
+        (
+            "t2",
+            "bash",
+            json!({"command": "echo fresh > src/new.txt && rm src/keep.rs"}),
+        ),
+    ])));
+    env.fake.push(Reply::text(&["done"]));
+    ask(&["--session", &id, "change things"]);
+    assert_eq!(
+        std::fs::read_to_string(project.join("a.txt")).unwrap(),
+        "two\n"
+    );
+    assert!(project.join("src/new.txt").exists() && !project.join("src/keep.rs").exists());
+
+    let out = env.run(&["rewind", &id, "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("3 file(s) restored"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("a.txt")).unwrap(),
+        "one\n",
+        "the edit is undone"
+    );
+    assert!(
+        !project.join("src/new.txt").exists(),
+        "what the shell created is gone"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("src/keep.rs")).unwrap(),
+        "fn main() {}\n",
+        "what it deleted is back"
+    );
+
+    // The conversation is rewound too: the next call sees turn 1 only.
+    env.fake.push(Reply::text(&["again"]));
+    ask(&["--session", &id, "next"]);
+    let messages = env.fake.requests().last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        messages, 3,
+        "turn 1 (question, answer) and the new question"
+    );
+
+    let bad = env.run(&["rewind", &id, "99"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("does not exist"));
+}

@@ -349,6 +349,25 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         })
     });
 
+    register::<SessionRewind, _, _>(&mut m, |conn, p| async move {
+        if !p.files && !p.conversation {
+            return Err(RpcError::InvalidParams(
+                "rewind what? files, conversation, or both".into(),
+            ));
+        }
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        let files = session
+            .rewind(
+                p.turn,
+                p.files,
+                p.conversation,
+                &conn.daemon.hub.deps().store,
+            )
+            .await
+            .map_err(RpcError::InvalidState)?;
+        Ok(SessionRewindResponse { files })
+    });
+
     register::<SessionDelete, _, _>(&mut m, |conn, p| async move {
         let hub = &conn.daemon.hub;
         let session = hub.get(&p.session_id).await?;

@@ -4,6 +4,7 @@
 //! committed here first. Only this crate speaks SQL (sqlx, runtime queries, WAL). Writes to a
 //! session's log come from its one writer in the daemon, so seqs never collide.
 
+mod checkpoint;
 mod session;
 
 use std::path::Path;
@@ -14,6 +15,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+pub use checkpoint::FileChange;
 pub use session::{NewSession, SessionPage};
 
 #[derive(Debug, thiserror::Error)]

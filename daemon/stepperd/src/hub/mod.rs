@@ -1,6 +1,7 @@
 //! The session hub: live sessions, their logs and their turns.
 
 pub mod approvals;
+pub mod checkpoint;
 pub mod log;
 pub mod session;
 

@@ -2,7 +2,7 @@
 //! time, in the order inputs were queued.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use stepper_engine::config::{PermissionMode, Settings};
@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::approvals::{Approvals, SessionGate};
+use super::checkpoint::Checkpointer;
 use super::log::{EventLog, LogError};
 
 /// Inputs waiting to run. When full, `submit` refuses with a clear error rather than let one
@@ -59,6 +60,8 @@ pub struct LiveSession {
     pub log: EventLog,
     /// Approvals its turns wait on; any client answers through `session/approve`.
     pub approvals: Arc<Approvals>,
+    /// Checkpoints of the project's files, turn by turn.
+    pub checkpoints: Checkpointer,
     /// Text steered into the running turn, not yet given to the model.
     steering: Arc<Mutex<Vec<String>>>,
     /// The clients subscribed right now, by subscription.
@@ -121,6 +124,7 @@ impl LiveSession {
             approvals: Arc::default(),
             clients: Mutex::default(),
             steering: Arc::default(),
+            checkpoints: Checkpointer::new(Path::new(&info.cwd)),
             next_client: Default::default(),
             inputs,
             submitting: tokio::sync::Mutex::new(()),
@@ -204,6 +208,50 @@ impl LiveSession {
             .append_committed(Some(turn), AppEvent::Steered { text, by })
             .await?;
         Ok(Some(seq))
+    }
+
+    /// Put files and/or conversation back as they were before `turn`.
+    pub async fn rewind(
+        &self,
+        turn: u32,
+        files: bool,
+        conversation: bool,
+        store: &Store,
+    ) -> Result<u32, String> {
+        if self.is_running() {
+            return Err("a turn is running — interrupt it first, then rewind".into());
+        }
+        let last = self.state().turns;
+        if turn == 0 || turn > last {
+            return Err(format!(
+                "turn {turn} does not exist: this session has turns 1 to {last}"
+            ));
+        }
+        let mut restored = 0;
+        if files {
+            restored =
+                super::checkpoint::restore(self.checkpoints.root(), store, &self.id, turn).await?;
+            self.checkpoints.forget().await;
+        }
+        if conversation {
+            store
+                .truncate_context(&self.id, turn)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let files = u32::try_from(restored).unwrap_or(u32::MAX);
+        self.log
+            .append_committed(
+                None,
+                AppEvent::Rewound {
+                    turn,
+                    files,
+                    conversation,
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(files)
     }
 
     /// A client subscribed: it is listed and everyone is told.
@@ -400,6 +448,15 @@ impl LiveSession {
                     gate: Arc::new(gate),
                     output: Arc::new(NoOutput),
                 };
+                // What the project holds before the turn: changes made outside stepper since
+                // the last turn are taken as they are.
+                if let Err(e) = self.checkpoints.sync(&deps.store).await {
+                    let message = format!("file checkpoints are off for this turn: {e}");
+                    let _ = self
+                        .log
+                        .append(Some(turn), AppEvent::Notice { message })
+                        .await;
+                }
                 let steering = Arc::clone(&self.steering);
                 let take = Arc::new(move || {
                     std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
@@ -413,6 +470,16 @@ impl LiveSession {
                 (outcome.status, outcome.error, outcome.transcript)
             }
         };
+        match self.checkpoints.record(&deps.store, &self.id, turn).await {
+            Ok(0) => {}
+            Ok(n) => {
+                let files = u32::try_from(n).unwrap_or(u32::MAX);
+                self.log
+                    .append(Some(turn), AppEvent::CheckpointCreated { files })
+                    .await?;
+            }
+            Err(e) => tracing::error!(session = %self.id, turn, error = %e, "checkpoint failed"),
+        }
         // The context first, then the end of the turn: a client that sees TurnFinished can
         // count on the next turn seeing this one whole.
         let mut added = vec![ChatMessage::user(input.text.clone())];
