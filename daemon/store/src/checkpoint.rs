@@ -35,6 +35,36 @@ impl Store {
         Ok(())
     }
 
+    /// Store many blobs in one transaction (one fsync rather than one each).
+    pub async fn put_blobs(&self, blobs: &[(&str, &[u8])]) -> Result<()> {
+        if blobs.is_empty() {
+            return Ok(());
+        }
+        let mut compressed = Vec::with_capacity(blobs.len());
+        for (hash, data) in blobs {
+            let mut encoder =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder
+                .write_all(data)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let c = encoder
+                .finish()
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            compressed.push((*hash, data.len() as i64, c));
+        }
+        let mut tx = self.pool.begin().await?;
+        for (hash, size, data) in compressed {
+            sqlx::query("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?, ?, ?)")
+                .bind(hash)
+                .bind(size)
+                .bind(data)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     pub async fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>> {
         let row = sqlx::query("SELECT data FROM blobs WHERE hash = ?")
             .bind(hash)

@@ -15,6 +15,9 @@ use std::time::UNIX_EPOCH;
 use sha2::Digest;
 use stepper_store::{FileChange, Store};
 
+/// Blobs stored per transaction.
+const BLOB_BATCH: usize = 512;
+
 /// Files larger than this are not checkpointed (and not restored).
 const MAX_FILE: u64 = 4 * 1024 * 1024;
 
@@ -109,12 +112,15 @@ impl Checkpointer {
         let (reads, gone) = tokio::task::spawn_blocking(move || scan_changes(&root, &known))
             .await
             .map_err(|e| e.to_string())?;
+        for chunk in reads.chunks(BLOB_BATCH) {
+            let batch: Vec<(&str, &[u8])> = chunk
+                .iter()
+                .map(|r| (r.hash.as_str(), r.data.as_slice()))
+                .collect();
+            store.put_blobs(&batch).await.map_err(|e| e.to_string())?;
+        }
         let mut changes = Vec::new();
         for read in reads {
-            store
-                .put_blob(&read.hash, &read.data)
-                .await
-                .map_err(|e| e.to_string())?;
             let before = cache.get(&read.path).map(|e| e.hash.clone());
             if before.as_deref() != Some(read.hash.as_str()) {
                 changes.push((rel(&read.path), before));
