@@ -221,25 +221,6 @@ impl Store {
         .await?;
         rows.iter().map(|r| event_from_row(session_id, r)).collect()
     }
-
-    /// Events of one kind (the `type` of the AppEvent), in order; for rebuilding context.
-    pub async fn events_of_kinds(
-        &self,
-        session_id: &str,
-        kinds: &[&str],
-    ) -> Result<Vec<EventEnvelope>> {
-        let placeholders = vec!["?"; kinds.len()].join(", ");
-        let sql = format!(
-            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? \
-             AND kind IN ({placeholders}) ORDER BY seq"
-        );
-        let mut query = sqlx::query(&sql).bind(session_id);
-        for kind in kinds {
-            query = query.bind(*kind);
-        }
-        let rows = query.fetch_all(&self.pool).await?;
-        rows.iter().map(|r| event_from_row(session_id, r)).collect()
-    }
 }
 
 async fn append_in(
