@@ -113,6 +113,27 @@ fn the_agent_reads_edits_and_runs_a_command() {
     );
 }
 
+/// The next approval asked in the session: its request id and what it would run.
+async fn next_approval(
+    stream: &mut stepper_protocol::client::EventStream,
+) -> (String, Option<String>) {
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if let AppEvent::ApprovalRequested {
+            request_id,
+            command,
+            ..
+        } = e.event
+        {
+            return (request_id, command);
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
     let env = TestEnv::new();
@@ -141,22 +162,8 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
     let session_id = env.running_session(3).await;
     let second = env.client().await;
     let mut stream = second.subscribe_events(&session_id, 0).await.unwrap();
-    let request_id = loop {
-        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if let AppEvent::ApprovalRequested {
-            request_id,
-            command,
-            ..
-        } = e.event
-        {
-            assert_eq!(command.as_deref(), Some("touch made.txt"));
-            break request_id;
-        }
-    };
+    let (request_id, command) = next_approval(&mut stream).await;
+    assert_eq!(command.as_deref(), Some("touch made.txt"));
     assert!(
         !env.project.path().join("made.txt").exists(),
         "nothing runs before the answer"
@@ -207,16 +214,7 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
         .unwrap();
     let session_id = env.running_session(3).await;
     let mut stream = second.subscribe_events(&session_id, 0).await.unwrap();
-    let request_id = loop {
-        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if let AppEvent::ApprovalRequested { request_id, .. } = e.event {
-            break request_id;
-        }
-    };
+    let (request_id, _) = next_approval(&mut stream).await;
     second
         .call::<SessionApprove>(SessionApproveParams {
             session_id,

@@ -212,16 +212,7 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             .unwrap_or(DEFAULT_MODEL);
         let model =
             ModelRef::parse(requested).map_err(|e| RpcError::InvalidParams(e.to_string()))?;
-        let mode = match p.mode.as_deref() {
-            None => None,
-            Some(m) => Some(
-                serde_json::from_value::<PermissionMode>(serde_json::json!(m)).map_err(|_| {
-                    RpcError::InvalidParams(format!(
-                        "mode {m:?} is not one of default, accept-edits, plan, auto"
-                    ))
-                })?,
-            ),
-        };
+        let mode = p.mode.as_deref().map(parse_mode).transpose()?;
         let record = match p.record.as_deref() {
             Some(r) if !Path::new(r).is_absolute() => {
                 return Err(RpcError::InvalidParams(format!(
@@ -330,13 +321,7 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
     });
 
     register::<SessionSetMode, _, _>(&mut m, |conn, p| async move {
-        let mode =
-            serde_json::from_value::<PermissionMode>(serde_json::json!(p.mode)).map_err(|_| {
-                RpcError::InvalidParams(format!(
-                    "mode {:?} is not one of default, accept-edits, plan, auto",
-                    p.mode
-                ))
-            })?;
+        let mode = parse_mode(&p.mode)?;
         let session = conn.daemon.hub.get(&p.session_id).await?;
         session.set_mode(mode, &p.mode, conn.client_label()).await?;
         Ok(Empty {})
@@ -521,6 +506,15 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         tracing::error!(error = %e, "subscription registered twice");
     }
     m
+}
+
+/// A permission mode by its name in settings and on the wire.
+fn parse_mode(name: &str) -> Result<PermissionMode, RpcError> {
+    serde_json::from_value(serde_json::json!(name)).map_err(|_| {
+        RpcError::InvalidParams(format!(
+            "mode {name:?} is not one of default, accept-edits, plan, auto"
+        ))
+    })
 }
 
 /// Write the scaffold into `dir` (`.stepper`), leaving existing files unless `force`.

@@ -16,26 +16,8 @@ pub struct FileChange {
 }
 
 impl Store {
-    /// Store `data` under `hash` (sha256 hex) unless it is there already.
-    pub async fn put_blob(&self, hash: &str, data: &[u8]) -> Result<()> {
-        let mut encoder =
-            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
-        encoder
-            .write_all(data)
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let compressed = encoder
-            .finish()
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        sqlx::query("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?, ?, ?)")
-            .bind(hash)
-            .bind(data.len() as i64)
-            .bind(compressed)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Store many blobs in one transaction (one fsync rather than one each).
+    /// Store blobs under their hashes (sha256 hex), those not there already, in one
+    /// transaction: one fsync for the batch rather than one each.
     pub async fn put_blobs(&self, blobs: &[(&str, &[u8])]) -> Result<()> {
         if blobs.is_empty() {
             return Ok(());
