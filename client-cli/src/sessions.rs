@@ -7,7 +7,10 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use stepper_protocol::SessionStatus;
 use stepper_protocol::client::DaemonClient;
-use stepper_protocol::methods::{SessionDelete, SessionExport, SessionExportParams, SessionParams};
+use stepper_protocol::methods::{
+    SessionDelete, SessionExport, SessionExportParams, SessionFork, SessionForkParams, SessionGet,
+    SessionParams,
+};
 use stepper_protocol::methods::{SessionList, SessionListParams};
 use stepper_protocol::{AppEvent, EventEnvelope, SessionInfo};
 
@@ -36,6 +39,14 @@ pub enum SessionsCommand {
     Show { id: String },
     /// Delete a session and everything stored of it.
     Rm { id: String },
+    /// Start a new session from another's history: the turns before TURN (all of them when
+    /// absent). The project's files are left as they are. Prints the new session's id.
+    Fork {
+        id: String,
+        /// Keep the turns before this one (as `sessions show` numbers them).
+        #[arg(long)]
+        turn: Option<u32>,
+    },
     /// Print a session's events: every event as a JSON line, or a readable transcript.
     Export {
         id: String,
@@ -61,6 +72,30 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
                 })
                 .await?;
             println!("deleted session {id}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(SessionsCommand::Fork { id, turn }) => {
+            let from_turn = match turn {
+                Some(t) => t,
+                None => {
+                    let info = client
+                        .call::<SessionGet>(SessionParams {
+                            session_id: id.clone(),
+                        })
+                        .await?;
+                    // A running turn is not part of a fork yet.
+                    let running = info.session.status == SessionStatus::Running;
+                    info.session.turns + 1 - u32::from(running)
+                }
+            };
+            let forked = client
+                .call::<SessionFork>(SessionForkParams {
+                    session_id: id,
+                    from_turn,
+                    title: None,
+                })
+                .await?;
+            println!("{}", forked.session.id);
             return Ok(ExitCode::SUCCESS);
         }
         Some(SessionsCommand::Show { id }) => {

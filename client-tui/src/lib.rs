@@ -1,4 +1,110 @@
-//! `stepper attach`: the ratatui terminal UI, behind a channel contract — `Action`s out,
-//! `AppEvent`s in, a cancellation token — so it never sees a socket or daemon code.
+//! `stepper attach`: the ratatui terminal UI, behind a channel contract — [`Action`]s out,
+//! [`CoreEvent`]s in, a cancellation token — so it never sees a socket or daemon code.
 //!
-//! Empty until the TUI lands; the boundary test already holds it to protocol types only.
+//! The state and its keys live in [`App`], testable without a terminal; [`run`] only glues
+//! the terminal's events, the core's events, a redraw tick and an inline screen together.
+//! Finished cells go to the terminal's own scrollback; only what still changes (the streaming
+//! cell, running tools, an approval, the input and the status line) stays in the viewport.
+
+mod app;
+mod command;
+mod completion;
+mod composer;
+mod highlight;
+mod markdown;
+mod picker;
+mod screen;
+mod terminal;
+mod theme;
+mod transcript;
+mod view;
+mod wrap;
+
+pub use app::App;
+pub use picker::{Pick, Picker, pick, pick_with};
+pub use screen::Screen;
+pub use stepper_protocol::event::{ApprovalDecision, EventEnvelope};
+pub use stepper_protocol::methods::AttachedClient;
+pub use stepper_protocol::session::SessionInfo;
+pub use terminal::{KeySource, run, run_with};
+
+/// What the TUI asks of the core (the bridge turns each into a daemon call).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// A new input; the daemon queues it if a turn runs.
+    Submit {
+        text: String,
+    },
+    /// Text added to the running turn.
+    Steer {
+        text: String,
+    },
+    /// Esc (or Ctrl-C on an empty input) while a turn runs.
+    Interrupt,
+    Approve {
+        request_id: String,
+        decision: ApprovalDecision,
+    },
+    /// `default` | `accept-edits` | `plan` | `auto`.
+    SetMode {
+        mode: String,
+    },
+    SetModel {
+        model: String,
+    },
+    Rewind {
+        turn: u32,
+        files: bool,
+        conversation: bool,
+    },
+    /// A slash command the TUI does not handle itself, without its `/`.
+    Command {
+        name: String,
+        args: String,
+    },
+    /// Ctrl-D on an empty input, `/detach`, `/quit`, `/exit`: leave; the turn goes on.
+    Detach,
+}
+
+/// What the core tells the TUI.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CoreEvent {
+    /// Session events in seq order, from replay and then live. Envelopes whose seq is not
+    /// above the last applied one are dropped, so a resubscription never duplicates.
+    Event(EventEnvelope),
+    /// The session shown (sent first, and again when it changes).
+    Session {
+        info: SessionInfo,
+        mode: String,
+        context_window: Option<u64>,
+    },
+    /// The clients attached now; `me` is this client's name, not counted as another.
+    Clients {
+        clients: Vec<AttachedClient>,
+        me: String,
+    },
+    /// Paths (relative to the cwd) for `@file` completion.
+    Files(Vec<String>),
+    /// An action failed (an approval already answered elsewhere): shown, not fatal.
+    Error(String),
+    /// The connection to the daemon dropped for good.
+    Disconnected(String),
+}
+
+/// How the TUI starts.
+#[derive(Debug, Clone, Default)]
+pub struct TuiOptions {
+    /// Previous inputs, oldest first, for Up/Down.
+    pub history: Vec<String>,
+}
+
+/// Why [`run`] returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// The user left (Ctrl-D, `/detach`); `Action::Detach` was sent first.
+    Detached,
+    /// The cancellation token fired.
+    Cancelled,
+    /// The core disconnected, or closed a channel.
+    Disconnected(String),
+}

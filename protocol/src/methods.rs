@@ -115,6 +115,9 @@ method_table! {
         /// Put the session back as it was before `turn`: the files its turns changed
         /// (tools and shell alike), the conversation, or both.
         SessionRewind = "session/rewind" (SessionRewindParams) -> SessionRewindResponse;
+        /// A new session that starts with this one's turns before `fromTurn`: their
+        /// conversation, events and checkpoints. The project's files are not touched.
+        SessionFork = "session/fork" (SessionForkParams) -> SessionResponse;
         /// Delete a session and everything stored of it (refused while a turn runs).
         SessionDelete = "session/delete" (SessionParams) -> Empty;
         /// A page of a session's events, in order, for export.
@@ -548,4 +551,16 @@ fn yes() -> bool {
 pub struct SessionRewindResponse {
     /// Files restored or removed.
     pub files: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionForkParams {
+    pub session_id: SessionId,
+    /// The fork holds the turns before this one (turns count from 1; one past the last turn
+    /// forks the whole session).
+    pub from_turn: u32,
+    /// The fork's title; "<title> (fork)" when absent.
+    #[serde(default)]
+    pub title: Option<String>,
 }

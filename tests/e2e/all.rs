@@ -6,6 +6,7 @@
 mod ask;
 mod boundaries;
 mod config;
+mod crash;
 mod lifecycle;
 mod protocol;
 mod providers;

@@ -138,6 +138,9 @@ fn the_tui_knows_no_socket() {
         "tokio",
         "tokio-util",
         "futures",
+        "pulldown-cmark",
+        "syntect",
+        "unicode-width",
     ]
     .into_iter()
     .collect();

@@ -175,3 +175,51 @@ fn sessions_show_export_and_rm() {
     let list = env.run(&["sessions", "--json"]);
     assert_eq!(String::from_utf8_lossy(&list.stdout).trim(), "[]");
 }
+
+#[test]
+fn fork_starts_a_session_from_a_turn() {
+    let env = TestEnv::new();
+    env.fake.push(Reply::text(&["answer one"]));
+    env.fake.push(Reply::text(&["answer two"]));
+    let first = ask(&env, &["question one"]);
+    ask(&env, &["--session", &first.session_id, "question two"]);
+
+    let out = env.run(&["sessions", "fork", &first.session_id, "--turn", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fork = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_ne!(fork, first.session_id);
+    let show = env.run(&["sessions", "show", &fork]);
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("turn   1  completed   question one"),
+        "{text}"
+    );
+    assert!(!text.contains("question two"), "{text}");
+
+    // The fork goes on from turn 1's context; the original keeps both turns.
+    env.fake.push(Reply::text(&["forked answer"]));
+    let next = ask(&env, &["--session", &fork, "question three"]);
+    assert_eq!(next.session_id, fork);
+    let requests = env.fake.requests();
+    let texts: Vec<String> = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(texts, ["question one", "answer one", "question three"]);
+    let show = env.run(&["sessions", "show", &fork]);
+    assert!(String::from_utf8_lossy(&show.stdout).contains("turn   2  completed   question three"));
+
+    let bad = env.run(&["sessions", "fork", &first.session_id, "--turn", "9"]);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("finished turns 1 to 2"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}

@@ -11,6 +11,7 @@ pub mod config;
 pub mod gate;
 pub mod model;
 pub mod provider;
+pub mod recovery;
 pub mod tool;
 
 pub use accumulator::{Accumulated, MessageAccumulator};

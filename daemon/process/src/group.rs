@@ -22,6 +22,9 @@ pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
     command.kill_on_drop(true);
     let child = command.spawn()?;
     let pid = child.id();
+    if let Some(pid) = pid {
+        crate::registry::record(pid);
+    }
     Ok(GroupChild {
         child,
         pid,
@@ -73,6 +76,9 @@ impl GroupChild {
             // ESRCH: the group is already gone, which is the point.
             let _ = killpg(nix::unistd::Pid::from_raw(pid), s);
         }
+        if let (Signal::Kill, true, Some(pid)) = (signal, self.reaped, self.pid) {
+            crate::registry::forget(pid);
+        }
         // Elsewhere only the child itself is killed (kill_on_drop); a Job Object that holds
         // the whole tree comes with Windows support.
         #[cfg(not(unix))]
@@ -90,6 +96,10 @@ impl Drop for GroupChild {
     fn drop(&mut self) {
         if !self.reaped {
             self.signal_group(Signal::Kill);
+            // kill_on_drop reaps the leader; its group was just killed.
+            if let Some(pid) = self.pid {
+                crate::registry::forget(pid);
+            }
         }
     }
 }

@@ -6,3 +6,4 @@
 
 pub mod group;
 pub mod login_env;
+pub mod registry;

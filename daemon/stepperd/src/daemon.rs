@@ -86,6 +86,15 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         config_dir: places.config_dir.clone(),
         login_env: Default::default(),
     });
+    // Children a crashed daemon left running go first: a recovered turn must not meet them.
+    let registry = places.data_dir.join("children");
+    let orphans = stepper_process::registry::reap_orphans(&registry);
+    let killed = orphans.iter().filter(|o| o.killed).count();
+    if killed > 0 {
+        tracing::warn!(killed, "killed children left running by a previous daemon");
+    }
+    stepper_process::registry::install(&registry)
+        .with_context(|| format!("creating the child registry {}", registry.display()))?;
     let recovered = hub
         .recover_interrupted()
         .await
@@ -95,6 +104,13 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
             recovered,
             "turns left running by an unclean stop were marked interrupted"
         );
+    }
+    let resumed = hub
+        .resume_pending()
+        .await
+        .context("queueing the inputs a previous daemon had not started")?;
+    if resumed > 0 {
+        tracing::info!(resumed, "queued inputs of a previous daemon will run");
     }
 
     // Socket activation (systemd) hands the socket over; otherwise bind it.

@@ -353,6 +353,52 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         Ok(SessionRewindResponse { files })
     });
 
+    register::<SessionFork, _, _>(&mut m, |conn, p| async move {
+        let daemon = &conn.daemon;
+        if daemon.shutdown.is_cancelled() {
+            return Err(RpcError::ShuttingDown);
+        }
+        let source = daemon.hub.get(&p.session_id).await?;
+        let store = &daemon.hub.deps().store;
+        let info = store
+            .session(&p.session_id)
+            .await?
+            .ok_or_else(|| RpcError::from(HubError::NotFound(p.session_id.clone())))?;
+        let finished = if source.is_running() {
+            info.turns.saturating_sub(1)
+        } else {
+            info.turns
+        };
+        if p.from_turn == 0 || p.from_turn > finished + 1 {
+            return Err(RpcError::InvalidParams(format!(
+                "cannot fork before turn {}: session {} has finished turns 1 to {finished} \
+                 (fork before 1 to {})",
+                p.from_turn,
+                p.session_id,
+                finished + 1
+            )));
+        }
+        let title = p.title.filter(|t| !t.trim().is_empty()).or_else(|| {
+            Some(format!(
+                "{} (fork)",
+                info.title.as_deref().unwrap_or("session")
+            ))
+        });
+        let (env, mode) = source.env_and_mode();
+        let new = NewSession {
+            id: uuid::Uuid::now_v7().to_string(),
+            title,
+            cwd: info.cwd.clone(),
+            model: source.model(),
+            env: persistable_env(&env),
+            created_at: now_ms(),
+        };
+        let forked = store.fork_session(&p.session_id, &new, p.from_turn).await?;
+        daemon.hub.adopt(&forked, env, None, mode);
+        tracing::info!(session = %forked.id, from = %p.session_id, turn = p.from_turn, "session forked");
+        Ok(SessionResponse { session: forked })
+    });
+
     register::<SessionDelete, _, _>(&mut m, |conn, p| async move {
         let hub = &conn.daemon.hub;
         let session = hub.get(&p.session_id).await?;

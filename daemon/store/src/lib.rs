@@ -5,6 +5,7 @@
 //! session's log come from its one writer in the daemon, so seqs never collide.
 
 mod checkpoint;
+mod fork;
 mod session;
 
 use std::path::Path;
@@ -16,7 +17,7 @@ use sqlx::sqlite::{
 };
 
 pub use checkpoint::FileChange;
-pub use session::{NewSession, SessionPage};
+pub use session::{NewSession, PendingInput, SessionPage};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -56,7 +56,7 @@ fn session_from_row(row: &SqliteRow) -> Result<SessionInfo> {
     })
 }
 
-fn event_from_row(session_id: &str, row: &SqliteRow) -> Result<EventEnvelope> {
+pub(crate) fn event_from_row(session_id: &str, row: &SqliteRow) -> Result<EventEnvelope> {
     let payload: &str = row.try_get("payload")?;
     let seq: i64 = row.try_get("seq")?;
     let event: AppEvent = serde_json::from_str(payload)
@@ -223,7 +223,22 @@ impl Store {
     }
 }
 
-async fn append_in(
+impl Store {
+    /// The events of one turn, in order.
+    pub async fn turn_events(&self, session_id: &str, turn: u32) -> Result<Vec<EventEnvelope>> {
+        let rows = sqlx::query(
+            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? AND turn = ? \
+             ORDER BY seq",
+        )
+        .bind(session_id)
+        .bind(i64::from(turn))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| event_from_row(session_id, r)).collect()
+    }
+}
+
+pub(crate) async fn append_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     session_id: &str,
     events: &[EventEnvelope],
@@ -259,9 +274,30 @@ async fn append_in(
     }
     for e in events {
         match &e.event {
-            AppEvent::TurnStarted { .. } => status = Some("running"),
+            AppEvent::TurnStarted { input_id, .. } => {
+                status = Some("running");
+                sqlx::query("DELETE FROM pending_inputs WHERE session_id = ? AND input_id = ?")
+                    .bind(session_id)
+                    .bind(input_id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
             AppEvent::TurnFinished { .. } => status = Some("idle"),
-            AppEvent::InputQueued { text, .. } if title.is_none() => title = Some(title_of(text)),
+            AppEvent::InputQueued { input_id, text, .. } => {
+                if title.is_none() {
+                    title = Some(title_of(text));
+                }
+                sqlx::query(
+                    "INSERT INTO pending_inputs (session_id, seq, input_id, text) \
+                     VALUES (?, ?, ?, ?)",
+                )
+                .bind(session_id)
+                .bind(to_i64(e.seq))
+                .bind(input_id)
+                .bind(text)
+                .execute(&mut **tx)
+                .await?;
+            }
             _ => {}
         }
         max_turn = max_turn.max(e.turn.map(i64::from).unwrap_or(0));
@@ -333,6 +369,17 @@ impl Store {
         Ok(())
     }
 
+    /// Whether a turn's context was stored (a turn stores it whole, at its end).
+    pub async fn has_context_of_turn(&self, session_id: &str, turn: u32) -> Result<bool> {
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM context WHERE session_id = ? AND turn = ? LIMIT 1")
+                .bind(session_id)
+                .bind(i64::from(turn))
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(found.is_some())
+    }
+
     /// A session layer's context, in order, as JSON messages.
     pub async fn context(&self, session_id: &str, layer: &str) -> Result<Vec<String>> {
         let rows = sqlx::query_scalar(
@@ -366,5 +413,34 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() > 0)
+    }
+}
+
+/// An input queued and not started yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingInput {
+    pub session_id: SessionId,
+    pub input_id: String,
+    pub text: String,
+}
+
+impl Store {
+    /// Every input queued and not yet started, by session and in the order they were queued:
+    /// what a daemon that stopped with a queue left to run.
+    pub async fn pending_inputs(&self) -> Result<Vec<PendingInput>> {
+        let rows = sqlx::query(
+            "SELECT session_id, input_id, text FROM pending_inputs ORDER BY session_id, seq",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(PendingInput {
+                    session_id: r.try_get("session_id")?,
+                    input_id: r.try_get("input_id")?,
+                    text: r.try_get("text")?,
+                })
+            })
+            .collect()
     }
 }

@@ -135,12 +135,69 @@ impl Hub {
                 ),
             };
             let turn = Some(info.turns).filter(|t| *t > 0);
+            if let Some(turn) = turn {
+                self.keep_interrupted_context(&info.id, turn).await;
+            }
             if let Err(e) = session.log.append_committed(turn, finished).await {
                 tracing::error!(session = %info.id, error = %e, "cannot mark turn interrupted");
             }
             tracing::info!(session = %info.id, turn = info.turns, "marked interrupted turn");
         }
         Ok(running.len())
+    }
+}
+
+impl Hub {
+    /// What the model had done in a turn that died with the daemon goes into the stored
+    /// context, rebuilt from the turn's events, so the next turn can continue it.
+    async fn keep_interrupted_context(&self, session_id: &str, turn: u32) {
+        let store = &self.deps.store;
+        // The turn may have stored its context and died before its end was committed.
+        if store
+            .has_context_of_turn(session_id, turn)
+            .await
+            .unwrap_or(true)
+        {
+            return;
+        }
+        let events = match store.turn_events(session_id, turn).await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::error!(session = %session_id, turn, error = %e, "cannot read the interrupted turn");
+                return;
+            }
+        };
+        let Some(input) = events.iter().find_map(|e| match &e.event {
+            AppEvent::TurnStarted { text, .. } => Some(text.clone()),
+            _ => None,
+        }) else {
+            return;
+        };
+        let events: Vec<AppEvent> = events.into_iter().map(|e| e.event).collect();
+        let messages = stepper_engine::recovery::interrupted_turn(&input, &events);
+        let json: Vec<String> = messages
+            .iter()
+            .filter_map(|m| serde_json::to_string(m).ok())
+            .collect();
+        if let Err(e) = store
+            .append_context(session_id, session::MAIN_LAYER, turn, &json)
+            .await
+        {
+            tracing::error!(session = %session_id, turn, error = %e, "cannot keep the interrupted turn's context");
+        }
+    }
+
+    /// Inputs a previous daemon queued and never started run now, in their order. Their
+    /// `InputQueued` events are in the log already; only the queue is rebuilt.
+    pub async fn resume_pending(&self) -> Result<usize, HubError> {
+        let pending = self.deps.store.pending_inputs().await?;
+        for input in &pending {
+            let session = self.get(&input.session_id).await?;
+            if let Err(e) = session.requeue(input.input_id.clone(), input.text.clone()) {
+                tracing::error!(session = %input.session_id, error = %e, "cannot requeue an input");
+            }
+        }
+        Ok(pending.len())
     }
 }
 

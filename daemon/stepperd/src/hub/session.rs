@@ -178,6 +178,13 @@ impl LiveSession {
         Ok((input_id, seq))
     }
 
+    /// Queue an input whose `InputQueued` a previous daemon committed but never ran.
+    pub fn requeue(&self, input_id: String, text: String) -> Result<(), SubmitError> {
+        self.inputs
+            .try_send(QueuedInput { input_id, text })
+            .map_err(|_| SubmitError::QueueFull)
+    }
+
     /// Interrupt the running turn; false when none runs.
     pub fn interrupt(&self) -> bool {
         match &self.state().running {
@@ -345,6 +352,17 @@ impl LiveSession {
             )
             .await?;
         Ok(())
+    }
+
+    /// The model of the next turn.
+    pub fn model(&self) -> String {
+        self.state().model.clone()
+    }
+
+    /// The full environment of the latest client, and the mode chosen for the session.
+    pub fn env_and_mode(&self) -> (Env, Option<PermissionMode>) {
+        let state = self.state();
+        (state.env.clone(), state.mode)
     }
 
     pub fn is_running(&self) -> bool {
@@ -607,7 +625,7 @@ impl EventSink for TurnSink<'_> {
 }
 
 /// The layer of a session's context (layers of `stepper.md` come later).
-const MAIN_LAYER: &str = "main";
+pub(crate) const MAIN_LAYER: &str = "main";
 
 /// The conversation so far, as the model saw it: the stored context (tool calls, results and
 /// signatures included), so a session resumes after a restart exactly where it was.

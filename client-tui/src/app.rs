@@ -1,0 +1,776 @@
+//! The TUI's state and what changes it: core events in, keys in, actions out.
+//!
+//! Everything here is synchronous and terminal-free, so tests drive it with events and keys
+//! and read back actions, committed lines and rendered frames. Cells move one way: live (in
+//! the viewport) → finished (queued for scrollback) → committed, always in transcript order.
+
+use std::collections::{HashMap, VecDeque};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::text::Line;
+use stepper_protocol::event::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus, Usage};
+use stepper_protocol::session::{SessionInfo, SessionStatus};
+
+use crate::command::{self, COMMANDS, Parsed};
+use crate::completion::{Kind, Popup, popup_for};
+use crate::composer::Composer;
+use crate::markdown;
+use crate::theme;
+use crate::transcript::{Cell, ToolCell, ToolDone, decision_text, tool_summary};
+use crate::{Action, CoreEvent, Exit, TuiOptions};
+
+/// An approval waiting for this user's answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Approval {
+    pub request_id: String,
+    pub tool: String,
+    pub summary: String,
+    pub command: Option<String>,
+    pub diff: Option<String>,
+}
+
+/// The whole state of the attached TUI.
+#[derive(Debug)]
+pub struct App {
+    pub(crate) session: Option<SessionInfo>,
+    pub(crate) model: String,
+    pub(crate) mode: String,
+    pub(crate) context_window: Option<u64>,
+    last_seq: u64,
+    me: String,
+    pub(crate) others: Vec<String>,
+    /// Presence events up to this seq are history: `CoreEvent::Clients` already says who is
+    /// here now, and replaying old attaches would count people twice.
+    presence_after: u64,
+    files: Vec<String>,
+    /// Finished cells in order; those from `committed` on still have to reach scrollback.
+    transcript: Vec<Cell>,
+    committed: usize,
+    /// Cells still changing, in transcript order.
+    pub(crate) live: Vec<Cell>,
+    pub(crate) queued: Vec<(String, String)>,
+    pub(crate) approvals: VecDeque<Approval>,
+    approval_tools: HashMap<String, String>,
+    pub(crate) composer: Composer,
+    pub(crate) popup: Option<Popup>,
+    popup_dismissed: Option<String>,
+    pub(crate) running: bool,
+    pub(crate) turn_started_at: Option<i64>,
+    message_streamed: bool,
+    pub(crate) usage_done: Usage,
+    pub(crate) cost_done: Option<f64>,
+    pub(crate) usage_turn: Usage,
+    pub(crate) cost_turn: Option<f64>,
+    step_base: u64,
+    pub(crate) context_tokens: Option<u64>,
+    pub(crate) now_ms: i64,
+    pub(crate) flash: Option<(String, i64)>,
+    exit: Option<Exit>,
+}
+
+impl App {
+    pub fn new(opts: TuiOptions) -> Self {
+        App {
+            session: None,
+            model: String::new(),
+            mode: "default".into(),
+            context_window: None,
+            last_seq: 0,
+            me: String::new(),
+            others: Vec::new(),
+            presence_after: 0,
+            files: Vec::new(),
+            transcript: Vec::new(),
+            committed: 0,
+            live: Vec::new(),
+            queued: Vec::new(),
+            approvals: VecDeque::new(),
+            approval_tools: HashMap::new(),
+            composer: Composer::with_history(opts.history),
+            popup: None,
+            popup_dismissed: None,
+            running: false,
+            turn_started_at: None,
+            message_streamed: false,
+            usage_done: Usage::default(),
+            cost_done: None,
+            usage_turn: Usage::default(),
+            cost_turn: None,
+            step_base: 0,
+            context_tokens: None,
+            now_ms: 0,
+            flash: None,
+            exit: None,
+        }
+    }
+
+    /// Set when the core disconnected: the loop stops with it.
+    pub fn exit(&self) -> Option<&Exit> {
+        self.exit.as_ref()
+    }
+
+    /// The seq of the last session event applied.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Whether a turn runs (as far as the events say).
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// The text in the input box.
+    pub fn input(&self) -> &str {
+        self.composer.text()
+    }
+
+    /// The current time, ms since the epoch: drives the spinner, elapsed time and hints.
+    pub fn tick(&mut self, now_ms: i64) {
+        self.now_ms = now_ms;
+        if self
+            .flash
+            .as_ref()
+            .is_some_and(|(_, until)| *until <= now_ms)
+        {
+            self.flash = None;
+        }
+    }
+
+    /// Whether the screen changes with time alone (a spinner, a hint that expires).
+    pub fn animating(&self) -> bool {
+        self.running || self.flash.is_some() || self.live.iter().any(Cell::is_live)
+    }
+
+    /// The finished cells not yet committed, rendered at `width` for the scrollback, each
+    /// after an empty line.
+    pub fn take_history(&mut self, width: u16) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        for cell in &self.transcript[self.committed..] {
+            out.push(Line::default());
+            out.extend(cell.lines(width, ""));
+        }
+        self.committed = self.transcript.len();
+        out
+    }
+
+    /// Every finished cell rendered at `width`, as the scrollback holds them.
+    pub fn transcript_lines(&self, width: u16) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        for cell in &self.transcript {
+            out.push(Line::default());
+            out.extend(cell.lines(width, ""));
+        }
+        out
+    }
+
+    pub fn apply(&mut self, event: CoreEvent) {
+        match event {
+            CoreEvent::Event(envelope) => self.apply_envelope(envelope),
+            CoreEvent::Session {
+                info,
+                mode,
+                context_window,
+            } => {
+                if self.session.as_ref().is_some_and(|s| s.id != info.id) {
+                    self.last_seq = 0;
+                    self.finish_live(true);
+                    self.queued.clear();
+                    self.approvals.clear();
+                    self.usage_done = Usage::default();
+                    self.cost_done = None;
+                    self.usage_turn = Usage::default();
+                    self.cost_turn = None;
+                    self.context_tokens = None;
+                }
+                self.model = info.model.clone();
+                self.presence_after = info.last_seq;
+                self.running = info.status == SessionStatus::Running;
+                self.mode = mode;
+                self.context_window = context_window;
+                self.session = Some(info);
+            }
+            CoreEvent::Clients { clients, me } => {
+                self.others = clients
+                    .into_iter()
+                    .map(|c| c.name)
+                    .filter(|n| *n != me)
+                    .collect();
+                self.others.dedup();
+                self.me = me;
+            }
+            CoreEvent::Files(files) => {
+                self.files = files;
+                self.refresh_popup();
+            }
+            CoreEvent::Error(message) => {
+                self.push(Cell::note("✗", message, theme::error()));
+            }
+            CoreEvent::Disconnected(reason) => self.exit = Some(Exit::Disconnected(reason)),
+        }
+    }
+
+    fn apply_envelope(&mut self, env: EventEnvelope) {
+        if env.seq <= self.last_seq {
+            return;
+        }
+        self.last_seq = env.seq;
+        match env.event {
+            AppEvent::SessionCreated { cwd, model, .. } => {
+                self.model.clone_from(&model);
+                self.push(Cell::note(
+                    "•",
+                    format!("session started in {cwd} · {model}"),
+                    theme::dim(),
+                ));
+            }
+            AppEvent::InputQueued { input_id, text, .. } => self.queued.push((input_id, text)),
+            AppEvent::TurnStarted {
+                input_id,
+                text,
+                model,
+            } => {
+                self.finish_live(false);
+                self.queued.retain(|(id, _)| *id != input_id);
+                self.running = true;
+                self.turn_started_at = Some(env.at);
+                self.model = model;
+                self.usage_turn = Usage::default();
+                self.cost_turn = None;
+                self.step_base = 0;
+                self.push(Cell::User {
+                    text,
+                    turn: env.turn,
+                });
+            }
+            AppEvent::TextDelta { text } => {
+                self.end_reasoning();
+                self.message_streamed = true;
+                match self.live.last_mut() {
+                    Some(Cell::Assistant {
+                        text: t,
+                        streaming: true,
+                    }) => t.push_str(&text),
+                    _ => self.live.push(Cell::Assistant {
+                        text,
+                        streaming: true,
+                    }),
+                }
+                self.settle();
+            }
+            AppEvent::ReasoningDelta { text } => match self.live.last_mut() {
+                Some(Cell::Reasoning {
+                    text: t,
+                    done: false,
+                }) => t.push_str(&text),
+                _ => self.live.push(Cell::Reasoning { text, done: false }),
+            },
+            AppEvent::MessageCompleted { text, stop_reason } => {
+                self.end_reasoning();
+                self.end_message();
+                if !self.message_streamed && !text.is_empty() {
+                    self.push(Cell::Assistant {
+                        text,
+                        streaming: false,
+                    });
+                }
+                self.message_streamed = false;
+                if matches!(stop_reason.as_deref(), Some("max_tokens" | "length")) {
+                    self.push(Cell::note(
+                        "⚠",
+                        "the reply was cut at the model's output limit",
+                        theme::warning(),
+                    ));
+                }
+                self.step_base = input_side(&self.usage_turn);
+                self.settle();
+            }
+            AppEvent::ToolCallStarted {
+                call_id,
+                tool,
+                input,
+            } => {
+                self.end_reasoning();
+                self.end_message();
+                let field = |k: &str| input.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                let summary = tool_summary(&tool, field, &input.to_string());
+                self.push(Cell::Tool(ToolCell {
+                    call_id,
+                    tool,
+                    summary,
+                    output: String::new(),
+                    done: None,
+                }));
+            }
+            AppEvent::ToolOutputDelta { call_id, text } => {
+                if let Some(t) = self.live_tool(&call_id) {
+                    t.push_output(&text);
+                }
+            }
+            AppEvent::ToolCallFinished {
+                call_id,
+                status,
+                output,
+                exit_code,
+                duration_ms,
+                diff,
+            } => {
+                let done = ToolDone {
+                    status,
+                    output,
+                    exit_code,
+                    duration_ms,
+                    diff,
+                };
+                match self.live_tool(&call_id) {
+                    Some(t) => t.done = Some(done),
+                    None => self.push(Cell::Tool(ToolCell {
+                        call_id,
+                        tool: "tool".into(),
+                        summary: String::new(),
+                        output: String::new(),
+                        done: Some(done),
+                    })),
+                }
+                self.settle();
+            }
+            AppEvent::Steered { text, by } => {
+                self.push(Cell::note(
+                    "↳",
+                    format!("steered: {text}{}", by_suffix(by)),
+                    theme::dim(),
+                ));
+            }
+            AppEvent::CheckpointCreated { files } => {
+                let s = if files == 1 { "" } else { "s" };
+                self.push(Cell::note(
+                    "⛁",
+                    format!("checkpoint: {files} file{s}"),
+                    theme::dim(),
+                ));
+            }
+            AppEvent::Rewound {
+                turn,
+                files,
+                conversation,
+            } => {
+                let mut text = format!("rewound to before turn {turn}");
+                if files > 0 {
+                    text.push_str(&format!(
+                        " · {files} file{} restored",
+                        if files == 1 { "" } else { "s" }
+                    ));
+                }
+                if conversation {
+                    text.push_str(" · conversation cut");
+                }
+                self.push(Cell::note("↺", text, theme::warning()));
+            }
+            AppEvent::ClientAttached { client, kind, .. } => {
+                if client != self.me {
+                    self.push(Cell::note(
+                        "•",
+                        format!("{client}'s {kind} attached"),
+                        theme::dim(),
+                    ));
+                    if env.seq > self.presence_after && !self.others.contains(&client) {
+                        self.others.push(client);
+                    }
+                }
+            }
+            AppEvent::ClientDetached { client } => {
+                if client != self.me {
+                    if env.seq > self.presence_after {
+                        self.others.retain(|c| *c != client);
+                    }
+                    self.push(Cell::note("•", format!("{client} detached"), theme::dim()));
+                }
+            }
+            AppEvent::ModelChanged { model, by } => {
+                self.push(Cell::note(
+                    "⚙",
+                    format!("model → {model}{}", by_suffix(by)),
+                    theme::dim(),
+                ));
+                self.model = model;
+            }
+            AppEvent::ModeChanged { mode, by } => {
+                self.push(Cell::note(
+                    "⚙",
+                    format!("mode → {mode}{}", by_suffix(by)),
+                    theme::dim(),
+                ));
+                self.mode = mode;
+            }
+            AppEvent::TodosUpdated { todos } => self.push(Cell::Todos(todos)),
+            AppEvent::ApprovalRequested {
+                request_id,
+                tool,
+                summary,
+                command,
+                diff,
+            } => {
+                self.approval_tools.insert(request_id.clone(), tool.clone());
+                self.approvals.push_back(Approval {
+                    request_id,
+                    tool,
+                    summary,
+                    command,
+                    diff,
+                });
+            }
+            AppEvent::ApprovalResolved {
+                request_id,
+                decision,
+                by,
+            } => {
+                self.approvals.retain(|a| a.request_id != request_id);
+                let tool = self.approval_tools.remove(&request_id).unwrap_or_default();
+                let (glyph, verb, style) = decision_text(decision);
+                let by = by.map(|b| format!(" by {b}")).unwrap_or_default();
+                let tool = if tool.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {tool}")
+                };
+                self.push(Cell::note(glyph, format!("{verb}{tool}{by}"), style));
+            }
+            AppEvent::UsageUpdated { usage, cost_usd } => {
+                self.usage_turn = usage;
+                self.cost_turn = cost_usd;
+                self.context_tokens = Some(input_side(&usage).saturating_sub(self.step_base));
+            }
+            AppEvent::TurnFinished { status, error } => {
+                self.finish_live(true);
+                self.running = false;
+                self.turn_started_at = None;
+                self.usage_done.add(&self.usage_turn);
+                self.usage_turn = Usage::default();
+                if let Some(c) = self.cost_turn.take() {
+                    self.cost_done = Some(self.cost_done.unwrap_or(0.0) + c);
+                }
+                match status {
+                    TurnStatus::Completed => {}
+                    TurnStatus::Interrupted => {
+                        let text = error.unwrap_or_else(|| "interrupted".into());
+                        self.push(Cell::note("■", text, theme::warning()));
+                    }
+                    TurnStatus::Failed => {
+                        let text = match error {
+                            Some(e) => format!("turn failed: {e}"),
+                            None => "turn failed".into(),
+                        };
+                        self.push(Cell::note("✗", text, theme::error()));
+                    }
+                }
+            }
+            AppEvent::Error { message } => self.push(Cell::note("✗", message, theme::error())),
+            AppEvent::Notice { message } => self.push(Cell::note("ℹ", message, theme::warning())),
+            AppEvent::Unknown => {}
+        }
+    }
+
+    fn live_tool(&mut self, call_id: &str) -> Option<&mut ToolCell> {
+        self.live.iter_mut().find_map(|c| match c {
+            Cell::Tool(t) if t.call_id == call_id && t.done.is_none() => Some(t),
+            _ => None,
+        })
+    }
+
+    fn push(&mut self, cell: Cell) {
+        self.live.push(cell);
+        self.settle();
+    }
+
+    fn end_reasoning(&mut self) {
+        for cell in &mut self.live {
+            if let Cell::Reasoning { done, .. } = cell {
+                *done = true;
+            }
+        }
+    }
+
+    fn end_message(&mut self) {
+        for cell in &mut self.live {
+            if let Cell::Assistant { streaming, .. } = cell {
+                *streaming = false;
+            }
+        }
+        self.live
+            .retain(|c| !matches!(c, Cell::Assistant { text, .. } if text.is_empty()));
+    }
+
+    /// Ends everything still live (the turn is over): a tool without a result was cut off.
+    fn finish_live(&mut self, turn_over: bool) {
+        self.end_reasoning();
+        self.end_message();
+        if turn_over {
+            for cell in &mut self.live {
+                if let Cell::Tool(t) = cell
+                    && t.done.is_none()
+                {
+                    t.done = Some(ToolDone {
+                        status: ToolCallStatus::Cancelled,
+                        output: std::mem::take(&mut t.output),
+                        exit_code: None,
+                        duration_ms: 0,
+                        diff: None,
+                    });
+                }
+            }
+        }
+        self.settle();
+    }
+
+    /// Moves the finished cells at the front of the live list to the transcript, and the
+    /// finished blocks of a streaming message at the front with them.
+    fn settle(&mut self) {
+        while let Some(first) = self.live.first_mut() {
+            if let Cell::Assistant {
+                text,
+                streaming: true,
+            } = first
+            {
+                let stable = markdown::stable_len(text);
+                if stable > 0 {
+                    let rest = text.split_off(stable);
+                    let done = std::mem::replace(text, rest);
+                    if !done.trim().is_empty() {
+                        self.transcript.push(Cell::Assistant {
+                            text: done,
+                            streaming: false,
+                        });
+                    }
+                }
+                break;
+            }
+            if first.is_live() {
+                break;
+            }
+            let cell = self.live.remove(0);
+            self.transcript.push(cell);
+        }
+    }
+
+    /// A key pressed: what it asks of the core.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Action> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+
+        if let Some(approval) = self.approvals.front() {
+            let decision = match key.code {
+                KeyCode::Char('y') if !ctrl => Some(crate::ApprovalDecision::Allow),
+                KeyCode::Char('a') if !ctrl => Some(crate::ApprovalDecision::AllowAlways),
+                KeyCode::Char('n') | KeyCode::Esc if !ctrl => Some(crate::ApprovalDecision::Deny),
+                _ => None,
+            };
+            if let Some(decision) = decision {
+                let request_id = approval.request_id.clone();
+                self.approvals.pop_front();
+                return vec![Action::Approve {
+                    request_id,
+                    decision,
+                }];
+            }
+            if !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
+                return Vec::new();
+            }
+        }
+
+        if let Some(popup) = &mut self.popup {
+            let n = popup.items.len().max(1);
+            match key.code {
+                KeyCode::Up => {
+                    popup.selected = (popup.selected + n - 1) % n;
+                    return Vec::new();
+                }
+                KeyCode::Down => {
+                    popup.selected = (popup.selected + 1) % n;
+                    return Vec::new();
+                }
+                KeyCode::Char('p') if ctrl => {
+                    popup.selected = (popup.selected + n - 1) % n;
+                    return Vec::new();
+                }
+                KeyCode::Char('n') if ctrl => {
+                    popup.selected = (popup.selected + 1) % n;
+                    return Vec::new();
+                }
+                KeyCode::Esc => {
+                    self.popup = None;
+                    self.popup_dismissed = Some(self.composer.text().to_string());
+                    return Vec::new();
+                }
+                KeyCode::Tab => {
+                    self.accept_popup(false);
+                    return Vec::new();
+                }
+                KeyCode::Enter if !shift && !alt => {
+                    if self.accept_popup(true) {
+                        return self.submit(false);
+                    }
+                    return Vec::new();
+                }
+                _ => {}
+            }
+        }
+
+        let mut actions = Vec::new();
+        match key.code {
+            KeyCode::Enter if shift || alt => self.composer.insert("\n"),
+            KeyCode::Char('j') if ctrl => self.composer.insert("\n"),
+            KeyCode::Enter => return self.submit(false),
+            KeyCode::Tab if self.running && !self.composer.is_empty() => return self.submit(true),
+            KeyCode::BackTab => {
+                let next = match self.mode.as_str() {
+                    "default" => "accept-edits",
+                    "accept-edits" => "plan",
+                    _ => "default",
+                };
+                self.mode = next.to_string();
+                return vec![Action::SetMode {
+                    mode: next.to_string(),
+                }];
+            }
+            KeyCode::Esc if self.running => return vec![Action::Interrupt],
+            KeyCode::Char('c') if ctrl => {
+                if !self.composer.is_empty() {
+                    self.composer.clear();
+                } else if self.running {
+                    actions.push(Action::Interrupt);
+                } else {
+                    self.flash = Some(("press Ctrl-D to detach".into(), self.now_ms + 3000));
+                }
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.composer.is_empty() {
+                    return vec![Action::Detach];
+                }
+                self.composer.delete();
+            }
+            KeyCode::Char('a') if ctrl => self.composer.home(),
+            KeyCode::Char('e') if ctrl => self.composer.end(),
+            KeyCode::Char('u') if ctrl => self.composer.kill_to_start(),
+            KeyCode::Char('k') if ctrl => self.composer.kill_to_end(),
+            KeyCode::Char('w') if ctrl => self.composer.delete_word_back(),
+            KeyCode::Char('b') if ctrl => self.composer.left(),
+            KeyCode::Char('f') if ctrl => self.composer.right(),
+            KeyCode::Char('p') if ctrl => self.composer.up(),
+            KeyCode::Char('n') if ctrl => self.composer.down(),
+            KeyCode::Char('b') if alt => self.composer.word_left(),
+            KeyCode::Char('f') if alt => self.composer.word_right(),
+            KeyCode::Char(c) if !ctrl => {
+                let mut buf = [0u8; 4];
+                self.composer.insert(c.encode_utf8(&mut buf));
+            }
+            KeyCode::Backspace if ctrl || alt => self.composer.delete_word_back(),
+            KeyCode::Backspace => self.composer.backspace(),
+            KeyCode::Delete => self.composer.delete(),
+            KeyCode::Left if ctrl || alt => self.composer.word_left(),
+            KeyCode::Right if ctrl || alt => self.composer.word_right(),
+            KeyCode::Left => self.composer.left(),
+            KeyCode::Right => self.composer.right(),
+            KeyCode::Home => self.composer.home(),
+            KeyCode::End => self.composer.end(),
+            KeyCode::Up => self.composer.up(),
+            KeyCode::Down => self.composer.down(),
+            _ => {}
+        }
+        self.refresh_popup();
+        actions
+    }
+
+    /// Text pasted (bracketed paste): inserted as is, newlines included.
+    pub fn on_paste(&mut self, text: &str) {
+        if self.approvals.is_empty() {
+            self.composer.insert(text);
+            self.refresh_popup();
+        }
+    }
+
+    /// Puts the selected item in place of the word; true when that completed a command that
+    /// takes no argument and Enter should run it.
+    fn accept_popup(&mut self, enter: bool) -> bool {
+        let Some(popup) = self.popup.take() else {
+            return false;
+        };
+        let Some(item) = popup.items.get(popup.selected) else {
+            return false;
+        };
+        let text = self.composer.text();
+        let run = popup.kind == Kind::Slash
+            && enter
+            && COMMANDS
+                .iter()
+                .any(|c| c.name == item.label && !c.takes_args);
+        let trailing = if run { "" } else { " " };
+        let replaced = format!(
+            "{}{}{trailing}{}",
+            &text[..popup.start],
+            item.label,
+            &text[popup.end..]
+        );
+        let cursor = popup.start + item.label.len() + trailing.len();
+        self.composer.set(replaced, cursor);
+        self.refresh_popup();
+        run
+    }
+
+    fn refresh_popup(&mut self) {
+        let text = self.composer.text();
+        if self.popup_dismissed.as_deref() == Some(text) {
+            self.popup = None;
+            return;
+        }
+        self.popup_dismissed = None;
+        let selected = self.popup.as_ref().map_or(0, |p| p.selected);
+        self.popup = popup_for(text, self.composer.cursor(), &self.files).map(|mut p| {
+            p.selected = selected.min(p.items.len().saturating_sub(1));
+            p
+        });
+    }
+
+    fn submit(&mut self, queue: bool) -> Vec<Action> {
+        if self.composer.text().trim().is_empty() {
+            return Vec::new();
+        }
+        let text = self.composer.take();
+        self.popup = None;
+        let text = text.trim_end_matches('\n').to_string();
+        if text.starts_with('/') {
+            return match command::parse(&text) {
+                Parsed::Action(action) => {
+                    if let Action::SetMode { mode } = &action {
+                        self.mode.clone_from(mode);
+                    }
+                    vec![action]
+                }
+                Parsed::Help => {
+                    self.push(Cell::Help);
+                    Vec::new()
+                }
+                Parsed::Usage(usage) => {
+                    self.push(Cell::note("⚠", usage, theme::warning()));
+                    Vec::new()
+                }
+            };
+        }
+        if self.running && !queue {
+            vec![Action::Steer { text }]
+        } else {
+            vec![Action::Submit { text }]
+        }
+    }
+}
+
+/// The tokens sent as input of the last model call: the context size.
+fn input_side(u: &Usage) -> u64 {
+    u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+}
+
+fn by_suffix(by: Option<String>) -> String {
+    by.map(|b| format!(" (by {b})")).unwrap_or_default()
+}

@@ -1,0 +1,192 @@
+//! Slash commands: which ones the TUI knows, and what each typed line asks for.
+//!
+//! The TUI handles only what is about the terminal (`/help`, `/detach`) or maps directly to
+//! an action (`/model`, `/mode`, `/rewind`, `/continue`); every other command goes to the
+//! daemon as `Action::Command`, where commands live.
+
+use crate::Action;
+
+pub(crate) struct CommandSpec {
+    pub name: &'static str,
+    pub help: &'static str,
+    /// Takes an argument: completing it leaves the cursor after a space instead of running it.
+    pub takes_args: bool,
+}
+
+pub(crate) const MODES: [&str; 4] = ["default", "accept-edits", "plan", "auto"];
+
+pub(crate) const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "/help",
+        help: "show keys and commands",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/model",
+        help: "switch model: /model provider/model-id",
+        takes_args: true,
+    },
+    CommandSpec {
+        name: "/mode",
+        help: "permission mode: default, accept-edits, plan, auto",
+        takes_args: true,
+    },
+    CommandSpec {
+        name: "/rewind",
+        help: "undo turns: /rewind N [--files-only|--conversation-only]",
+        takes_args: true,
+    },
+    CommandSpec {
+        name: "/continue",
+        help: "resume an interrupted turn",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/clear",
+        help: "start the conversation afresh",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/compact",
+        help: "summarise the conversation now",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/context",
+        help: "show what fills the context",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/detach",
+        help: "leave; the session goes on",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/quit",
+        help: "leave; the session goes on",
+        takes_args: false,
+    },
+];
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum Parsed {
+    Action(Action),
+    Help,
+    /// The command was misused: say how to use it.
+    Usage(String),
+}
+
+pub(crate) const CONTINUE_TEXT: &str = "Continue from where you left off.";
+
+/// `line` starts with `/`.
+pub(crate) fn parse(line: &str) -> Parsed {
+    let line = line.trim();
+    let (name, args) = match line.split_once(char::is_whitespace) {
+        Some((n, a)) => (n, a.trim()),
+        None => (line, ""),
+    };
+    match name {
+        "/help" => Parsed::Help,
+        "/detach" | "/quit" | "/exit" => Parsed::Action(Action::Detach),
+        "/continue" => Parsed::Action(Action::Submit {
+            text: CONTINUE_TEXT.to_string(),
+        }),
+        "/model" if args.is_empty() => Parsed::Usage("usage: /model provider/model-id".into()),
+        "/model" => Parsed::Action(Action::SetModel {
+            model: args.to_string(),
+        }),
+        "/mode" if MODES.contains(&args) => Parsed::Action(Action::SetMode {
+            mode: args.to_string(),
+        }),
+        "/mode" => Parsed::Usage(format!("usage: /mode {}", MODES.join("|"))),
+        "/rewind" => rewind(args),
+        _ => Parsed::Action(Action::Command {
+            name: name.trim_start_matches('/').to_string(),
+            args: args.to_string(),
+        }),
+    }
+}
+
+fn rewind(args: &str) -> Parsed {
+    let usage = || Parsed::Usage("usage: /rewind N [--files-only|--conversation-only]".into());
+    let mut turn = None;
+    let (mut files, mut conversation) = (true, true);
+    for word in args.split_whitespace() {
+        match word {
+            "--files-only" => conversation = false,
+            "--conversation-only" => files = false,
+            n => match n.parse::<u32>() {
+                Ok(n) if turn.is_none() && n > 0 => turn = Some(n),
+                _ => return usage(),
+            },
+        }
+    }
+    match (turn, files || conversation) {
+        (Some(turn), true) => Parsed::Action(Action::Rewind {
+            turn,
+            files,
+            conversation,
+        }),
+        _ => usage(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_map_to_actions() {
+        assert_eq!(
+            parse("/model openai/gpt-5"),
+            Parsed::Action(Action::SetModel {
+                model: "openai/gpt-5".into()
+            })
+        );
+        assert_eq!(
+            parse("/mode plan"),
+            Parsed::Action(Action::SetMode {
+                mode: "plan".into()
+            })
+        );
+        assert!(matches!(parse("/mode nope"), Parsed::Usage(_)));
+        assert_eq!(
+            parse("/rewind 3 --files-only"),
+            Parsed::Action(Action::Rewind {
+                turn: 3,
+                files: true,
+                conversation: false
+            })
+        );
+        assert_eq!(
+            parse("/rewind 2"),
+            Parsed::Action(Action::Rewind {
+                turn: 2,
+                files: true,
+                conversation: true
+            })
+        );
+        assert!(matches!(parse("/rewind"), Parsed::Usage(_)));
+        assert!(matches!(
+            parse("/rewind 2 --files-only --conversation-only"),
+            Parsed::Usage(_)
+        ));
+        assert_eq!(
+            parse("/continue"),
+            Parsed::Action(Action::Submit {
+                text: CONTINUE_TEXT.into()
+            })
+        );
+        for quit in ["/detach", "/quit", "/exit"] {
+            assert_eq!(parse(quit), Parsed::Action(Action::Detach));
+        }
+        assert_eq!(parse("/help"), Parsed::Help);
+        assert_eq!(
+            parse("/compact  now please"),
+            Parsed::Action(Action::Command {
+                name: "compact".into(),
+                args: "now please".into()
+            })
+        );
+    }
+}

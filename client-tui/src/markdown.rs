@@ -1,0 +1,431 @@
+//! Markdown to styled, wrapped lines: what assistant text looks like on screen.
+//!
+//! The renderer is a pure function of the source and the width, so a streaming message is
+//! simply re-rendered as it grows; `stable_len` tells how much of a growing source is made of
+//! finished blocks, which can go to scrollback and never change again.
+
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::highlight::highlight;
+use crate::theme;
+use crate::wrap::{Para, str_width};
+
+/// Renders `src` wrapped to `width`.
+pub(crate) fn render(src: &str, width: u16) -> Vec<Line<'static>> {
+    let mut r = Renderer {
+        width,
+        ..Renderer::default()
+    };
+    let options =
+        Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS;
+    for event in Parser::new_ext(src, options) {
+        r.event(event);
+    }
+    r.flush();
+    r.out
+}
+
+/// The length of the longest prefix of `src` that ends after a blank line outside any code
+/// fence: the blocks before it are complete, so their rendering is final.
+pub(crate) fn stable_len(src: &str) -> usize {
+    let mut fence: Option<(char, usize)> = None;
+    let mut stable = 0;
+    let mut offset = 0;
+    for line in src.split_inclusive('\n') {
+        if !line.ends_with('\n') {
+            break;
+        }
+        offset += line.len();
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~');
+        if let (Some(c), true) = (marker, indent < 4) {
+            let run = trimmed.chars().take_while(|x| *x == c).count();
+            if run >= 3 {
+                match fence {
+                    None => fence = Some((c, run)),
+                    Some((open, len)) if open == c && run >= len && trimmed.trim().len() == run => {
+                        fence = None;
+                    }
+                    Some(_) => {}
+                }
+                continue;
+            }
+        }
+        if fence.is_none() && line.trim().is_empty() {
+            stable = offset;
+        }
+    }
+    stable
+}
+
+#[derive(Default)]
+struct Renderer {
+    width: u16,
+    out: Vec<Line<'static>>,
+    inline: Vec<Span<'static>>,
+    styles: Vec<Style>,
+    /// One entry per open list: the next number of an ordered list.
+    lists: Vec<Option<u64>>,
+    /// The marker widths of the open items, which give the indent of their content.
+    items: Vec<usize>,
+    /// The marker of an item whose first block has not been written yet.
+    bullet: Option<String>,
+    quote: usize,
+    code: Option<(String, String)>,
+    links: Vec<String>,
+    /// A block ended: the next one is separated by an empty line.
+    blank: bool,
+    table_cells: Vec<Vec<Span<'static>>>,
+    in_table_head: bool,
+}
+
+impl Renderer {
+    fn style(&self) -> Style {
+        self.styles.last().copied().unwrap_or_default()
+    }
+
+    fn push_style(&mut self, f: impl FnOnce(Style) -> Style) {
+        let s = f(self.style());
+        self.styles.push(s);
+    }
+
+    fn quote_prefix(&self) -> Vec<Span<'static>> {
+        (0..self.quote)
+            .map(|_| Span::styled("│ ", theme::dim()))
+            .collect()
+    }
+
+    fn start_block(&mut self) {
+        self.flush();
+        if self.blank && !self.out.is_empty() {
+            let mut prefix = self.quote_prefix();
+            if let Some(last) = prefix.last_mut() {
+                last.content = "│".into();
+            }
+            self.out.push(Line::from(prefix));
+        }
+        self.blank = false;
+    }
+
+    fn prefixes(&mut self) -> (Vec<Span<'static>>, Vec<Span<'static>>) {
+        let mut first = self.quote_prefix();
+        let mut rest = first.clone();
+        let depth: usize = self.items.iter().sum();
+        match self.bullet.take() {
+            Some(bullet) => {
+                let outer = depth.saturating_sub(str_width(&bullet));
+                first.push(Span::raw(" ".repeat(outer)));
+                first.push(Span::styled(bullet, theme::accent()));
+            }
+            None => first.push(Span::raw(" ".repeat(depth))),
+        }
+        rest.push(Span::raw(" ".repeat(depth)));
+        (first, rest)
+    }
+
+    fn flush(&mut self) {
+        if self.inline.is_empty() && self.bullet.is_none() {
+            return;
+        }
+        let content = std::mem::take(&mut self.inline);
+        let (first, rest) = self.prefixes();
+        Para {
+            first,
+            rest,
+            content,
+            hard: false,
+        }
+        .wrap(self.width, &mut self.out);
+    }
+
+    fn text(&mut self, text: &str) {
+        if let Some((_, code)) = &mut self.code {
+            code.push_str(text);
+            return;
+        }
+        let style = self.style();
+        self.inline.push(Span::styled(text.to_string(), style));
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Start(tag) => self.start(tag),
+            Event::End(tag) => self.end(tag),
+            Event::Text(t) => self.text(&t),
+            Event::Code(t) => {
+                let style = self.style().patch(theme::inline_code());
+                self.inline.push(Span::styled(t.to_string(), style));
+            }
+            Event::Html(t)
+            | Event::InlineHtml(t)
+            | Event::InlineMath(t)
+            | Event::DisplayMath(t) => self.text(t.trim_end_matches('\n')),
+            Event::SoftBreak => self.text(" "),
+            Event::HardBreak => self.flush(),
+            Event::Rule => {
+                self.start_block();
+                let width = usize::from(self.width).min(40);
+                self.out
+                    .push(Line::from(Span::styled("─".repeat(width), theme::dim())));
+                self.blank = true;
+            }
+            Event::TaskListMarker(done) => {
+                let mark = if done { "☑ " } else { "☐ " };
+                self.inline.push(Span::styled(mark, theme::accent()));
+            }
+            Event::FootnoteReference(t) => self.text(&format!("[{t}]")),
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Paragraph if self.bullet.is_none() => self.start_block(),
+            Tag::Heading { level, .. } => {
+                self.start_block();
+                let hashes = match level {
+                    HeadingLevel::H1 => 1,
+                    HeadingLevel::H2 => 2,
+                    HeadingLevel::H3 => 3,
+                    HeadingLevel::H4 => 4,
+                    HeadingLevel::H5 => 5,
+                    HeadingLevel::H6 => 6,
+                };
+                self.inline.push(Span::styled(
+                    format!("{} ", "#".repeat(hashes)),
+                    theme::dim(),
+                ));
+                self.push_style(|s| {
+                    let s = s.add_modifier(Modifier::BOLD);
+                    match level {
+                        HeadingLevel::H1 => s.add_modifier(Modifier::UNDERLINED),
+                        HeadingLevel::H2 => s,
+                        _ => s.add_modifier(Modifier::ITALIC),
+                    }
+                });
+            }
+            Tag::BlockQuote(_) => {
+                self.start_block();
+                self.quote += 1;
+                self.push_style(|s| s.add_modifier(Modifier::ITALIC));
+            }
+            Tag::CodeBlock(kind) => {
+                if self.bullet.is_none() {
+                    self.start_block();
+                } else {
+                    self.flush();
+                }
+                let lang = match kind {
+                    CodeBlockKind::Fenced(lang) => lang.to_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                self.code = Some((lang, String::new()));
+            }
+            Tag::List(start) => {
+                if self.lists.is_empty() {
+                    self.start_block();
+                } else {
+                    self.flush();
+                }
+                self.lists.push(start);
+            }
+            Tag::Item => {
+                self.flush();
+                let depth = self.lists.len();
+                let marker = match self.lists.last_mut() {
+                    Some(Some(n)) => {
+                        let m = format!("{n}. ");
+                        *n += 1;
+                        m
+                    }
+                    _ => match depth {
+                        1 => "• ".to_string(),
+                        2 => "◦ ".to_string(),
+                        _ => "▪ ".to_string(),
+                    },
+                };
+                self.items.push(str_width(&marker));
+                self.bullet = Some(marker);
+            }
+            Tag::Emphasis => self.push_style(|s| s.add_modifier(Modifier::ITALIC)),
+            Tag::Strong => self.push_style(|s| s.add_modifier(Modifier::BOLD)),
+            Tag::Strikethrough => self.push_style(|s| s.add_modifier(Modifier::CROSSED_OUT)),
+            Tag::Link { dest_url, .. } => {
+                self.links.push(dest_url.to_string());
+                self.push_style(|s| s.patch(theme::link()));
+            }
+            Tag::Image { dest_url, .. } => {
+                self.links.push(dest_url.to_string());
+                self.text("[image: ");
+                self.push_style(|s| s.add_modifier(Modifier::ITALIC));
+            }
+            Tag::Table(_) => self.start_block(),
+            Tag::TableHead => self.in_table_head = true,
+            Tag::TableRow | Tag::TableCell => {}
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Paragraph => {
+                self.flush();
+                self.blank = true;
+            }
+            TagEnd::Heading(_) => {
+                self.styles.pop();
+                self.flush();
+                self.blank = true;
+            }
+            TagEnd::BlockQuote(_) => {
+                self.flush();
+                self.styles.pop();
+                self.quote = self.quote.saturating_sub(1);
+                self.blank = true;
+            }
+            TagEnd::CodeBlock => {
+                if let Some((lang, code)) = self.code.take() {
+                    self.code_block(&lang, &code);
+                }
+                self.blank = true;
+            }
+            TagEnd::List(_) => {
+                self.flush();
+                self.lists.pop();
+                if self.lists.is_empty() {
+                    self.blank = true;
+                }
+            }
+            TagEnd::Item => {
+                self.flush();
+                self.items.pop();
+                // Loose items end their paragraphs with a blank; the next item needs none.
+                self.blank = false;
+            }
+            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => {
+                self.styles.pop();
+            }
+            TagEnd::Link => {
+                self.styles.pop();
+                if let Some(url) = self.links.pop() {
+                    let text: String = self
+                        .inline
+                        .iter()
+                        .rev()
+                        .take(1)
+                        .map(|s| s.content.to_string())
+                        .collect();
+                    if !url.is_empty() && text != url && !url.starts_with('#') {
+                        self.inline
+                            .push(Span::styled(format!(" ({url})"), theme::dim()));
+                    }
+                }
+            }
+            TagEnd::Image => {
+                self.styles.pop();
+                self.links.pop();
+                self.text("]");
+            }
+            TagEnd::TableCell => {
+                let cell = std::mem::take(&mut self.inline);
+                self.table_cells.push(cell);
+            }
+            TagEnd::TableHead | TagEnd::TableRow => {
+                let head = self.in_table_head;
+                self.in_table_head = false;
+                let mut content = Vec::new();
+                for (i, cell) in std::mem::take(&mut self.table_cells)
+                    .into_iter()
+                    .enumerate()
+                {
+                    if i > 0 {
+                        content.push(Span::styled(" │ ", theme::dim()));
+                    }
+                    for span in cell {
+                        content.push(if head {
+                            span.patch_style(theme::bold())
+                        } else {
+                            span
+                        });
+                    }
+                }
+                self.inline = content;
+                self.flush();
+            }
+            TagEnd::Table => self.blank = true,
+            _ => {}
+        }
+    }
+
+    fn code_block(&mut self, lang: &str, code: &str) {
+        let (first, _) = self.prefixes();
+        let rows: Vec<Vec<Span<'static>>> = highlight(code, lang).unwrap_or_else(|| {
+            code.lines()
+                .map(|l| vec![Span::styled(l.to_string(), theme::accent())])
+                .collect()
+        });
+        for content in rows {
+            Para {
+                first: first.clone(),
+                rest: first.clone(),
+                content,
+                hard: true,
+            }
+            .wrap(self.width, &mut self.out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(src: &str, width: u16) -> Vec<String> {
+        render(src, width).iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn blocks_are_separated_and_lists_indented() {
+        let lines = plain(
+            "# Title\n\nSome *text* here.\n\n- one\n- two\n  - nested\n\n1. a\n2. b\n",
+            40,
+        );
+        assert_eq!(
+            lines,
+            [
+                "# Title",
+                "",
+                "Some text here.",
+                "",
+                "• one",
+                "• two",
+                "  ◦ nested",
+                "",
+                "1. a",
+                "2. b"
+            ]
+        );
+    }
+
+    #[test]
+    fn fenced_code_keeps_its_lines_and_links_show_their_target() {
+        let lines = plain(
+            "see [docs](https://x.y)\n\n```rust\nfn a() {}\n  let b = 2;\n```\n",
+            40,
+        );
+        assert_eq!(
+            lines,
+            ["see docs (https://x.y)", "", "fn a() {}", "  let b = 2;"]
+        );
+    }
+
+    #[test]
+    fn the_stable_prefix_ends_at_a_blank_line_outside_fences() {
+        assert_eq!(stable_len("para one\n\npara two"), 10);
+        assert_eq!(stable_len("```\ncode\n\nmore\n"), 0);
+        assert_eq!(stable_len("```\ncode\n\n```\n\nafter"), 15);
+        assert_eq!(stable_len("no blank yet\n"), 0);
+    }
+}

@@ -1,0 +1,452 @@
+//! The cells of the transcript: one per thing that happened, each rendering itself to
+//! wrapped lines at a width.
+//!
+//! A cell is either live (still changing: streaming text, a running tool) and drawn in the
+//! viewport, or finished and committed once to the terminal's scrollback. Rendering is a pure
+//! function of the cell, the width and the spinner frame, so it is what the snapshots test.
+
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use stepper_protocol::{ApprovalDecision, TodoItem, TodoStatus, ToolCallStatus};
+
+use crate::markdown;
+use crate::theme;
+use crate::wrap::{Para, truncate};
+
+/// Lines of a running tool's output kept on screen.
+const LIVE_OUTPUT_LINES: usize = 4;
+/// Lines of a finished tool's output kept in the transcript.
+const DONE_OUTPUT_LINES: usize = 5;
+/// Lines of a diff kept in the transcript; the rest is counted.
+const DIFF_LINES: usize = 120;
+/// Bytes of a running tool's output kept in memory: only its tail is ever shown.
+const LIVE_OUTPUT_BYTES: usize = 16 * 1024;
+
+#[derive(Debug, Clone)]
+pub(crate) enum Cell {
+    /// An input, as its turn started.
+    User {
+        text: String,
+        turn: Option<u32>,
+    },
+    /// Assistant markdown: a whole message, the finished blocks of one still streaming, or
+    /// (`streaming`) the part still growing.
+    Assistant {
+        text: String,
+        streaming: bool,
+    },
+    Reasoning {
+        text: String,
+        done: bool,
+    },
+    Tool(ToolCell),
+    Todos(Vec<TodoItem>),
+    /// A one-line event: a notice, a mode change, a client attaching.
+    Note {
+        glyph: &'static str,
+        text: String,
+        style: Style,
+    },
+    Help,
+    /// Where layers and subagents will render once the protocol has events for them: a
+    /// heading that groups the cells after it. Nothing builds one yet, by design.
+    #[allow(dead_code)]
+    Section {
+        title: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ToolCell {
+    pub call_id: String,
+    pub tool: String,
+    pub summary: String,
+    pub output: String,
+    pub done: Option<ToolDone>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ToolDone {
+    pub status: ToolCallStatus,
+    pub output: String,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub diff: Option<String>,
+}
+
+impl ToolCell {
+    pub fn push_output(&mut self, text: &str) {
+        self.output.push_str(text);
+        if self.output.len() > LIVE_OUTPUT_BYTES {
+            let mut cut = self.output.len() - LIVE_OUTPUT_BYTES;
+            while !self.output.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.output.drain(..cut);
+        }
+    }
+}
+
+impl Cell {
+    pub fn note(glyph: &'static str, text: impl Into<String>, style: Style) -> Cell {
+        Cell::Note {
+            glyph,
+            text: text.into(),
+            style,
+        }
+    }
+
+    /// Whether the cell will change again (and so must stay in the viewport).
+    pub fn is_live(&self) -> bool {
+        match self {
+            Cell::Assistant { streaming, .. } => *streaming,
+            Cell::Reasoning { done, .. } => !done,
+            Cell::Tool(t) => t.done.is_none(),
+            _ => false,
+        }
+    }
+
+    pub fn lines(&self, width: u16, spinner: &str) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        match self {
+            Cell::User { text, turn } => user(text, *turn, width, &mut out),
+            Cell::Assistant { text, .. } => out = markdown::render(text, width),
+            Cell::Reasoning { text, done } => reasoning(text, *done, width, &mut out),
+            Cell::Tool(t) => tool(t, width, spinner, &mut out),
+            Cell::Todos(items) => todos(items, width, &mut out),
+            Cell::Note { glyph, text, style } => {
+                Para::prefixed(
+                    Span::styled(format!("{glyph} "), *style),
+                    Span::raw("  "),
+                    vec![Span::styled(text.clone(), *style)],
+                )
+                .wrap(width, &mut out);
+            }
+            Cell::Help => help(width, &mut out),
+            Cell::Section { title } => {
+                let rule = "─".repeat(usize::from(width).saturating_sub(title.len() + 4).min(60));
+                out.push(Line::from(vec![
+                    Span::styled("── ", theme::border()),
+                    Span::styled(title.clone(), theme::bold()),
+                    Span::styled(format!(" {rule}"), theme::border()),
+                ]));
+            }
+        }
+        out
+    }
+}
+
+fn user(text: &str, turn: Option<u32>, width: u16, out: &mut Vec<Line<'static>>) {
+    let mut rows: Vec<&str> = text.lines().collect();
+    if rows.is_empty() {
+        rows.push("");
+    }
+    let last = rows.len() - 1;
+    for (i, row) in rows.into_iter().enumerate() {
+        let first = if i == 0 {
+            Span::styled("› ", theme::user_prompt())
+        } else {
+            Span::raw("  ")
+        };
+        let mut content = vec![Span::styled(row.to_string(), theme::bold())];
+        if let (true, Some(turn)) = (i == last, turn) {
+            content.push(Span::styled(format!("  #{turn}"), theme::dim()));
+        }
+        Para::prefixed(first, Span::raw("  "), content).wrap(width, out);
+    }
+}
+
+fn reasoning(text: &str, done: bool, width: u16, out: &mut Vec<Line<'static>>) {
+    let style = theme::dim().add_modifier(Modifier::ITALIC);
+    let header = if done { "Thought" } else { "Thinking…" };
+    out.push(Line::from(vec![
+        Span::styled("∴ ", theme::dim()),
+        Span::styled(header, style),
+    ]));
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.is_empty() {
+        return;
+    }
+    let mut wrapped = Vec::new();
+    Para::prefixed(
+        Span::raw("  "),
+        Span::raw("  "),
+        vec![Span::styled(flat, style)],
+    )
+    .wrap(width, &mut wrapped);
+    // Collapsed: the start once it is done (what it was about), the tail while it streams.
+    let keep = 2;
+    if done {
+        let more = wrapped.len() > keep;
+        wrapped.truncate(keep);
+        if more && let Some(last) = wrapped.last_mut() {
+            last.spans.push(Span::styled(" …", theme::dim()));
+        }
+    } else if wrapped.len() > keep {
+        wrapped.drain(..wrapped.len() - keep);
+    }
+    out.extend(wrapped);
+}
+
+fn status_glyph(t: &ToolCell, spinner: &str) -> Span<'static> {
+    match &t.done {
+        None => Span::styled(spinner.to_string(), theme::accent()),
+        Some(d) => match d.status {
+            ToolCallStatus::Ok => Span::styled("✓", theme::ok()),
+            ToolCallStatus::Error => Span::styled("✗", theme::error()),
+            ToolCallStatus::Denied => Span::styled("⊘", theme::warning()),
+            ToolCallStatus::Cancelled => Span::styled("◌", theme::dim()),
+        },
+    }
+}
+
+fn duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    }
+}
+
+/// Tools whose output is content (a file, a listing) rather than something happening: once
+/// they finish, a count says enough.
+fn output_is_content(tool: &str) -> bool {
+    matches!(
+        tool,
+        "read" | "ls" | "glob" | "grep" | "web_fetch" | "todo_write"
+    )
+}
+
+fn tool(t: &ToolCell, width: u16, spinner: &str, out: &mut Vec<Line<'static>>) {
+    let mut header = vec![
+        Span::styled(t.tool.clone(), theme::bold()),
+        Span::raw(" "),
+        Span::raw(t.summary.clone()),
+    ];
+    let body_style;
+    let body: Vec<&str>;
+    let mut hidden = 0;
+    match &t.done {
+        None => {
+            let lines: Vec<&str> = t.output.lines().collect();
+            hidden = lines.len().saturating_sub(LIVE_OUTPUT_LINES);
+            body = lines[hidden..].to_vec();
+            body_style = theme::dim();
+        }
+        Some(d) => {
+            let mut meta = Vec::new();
+            match d.status {
+                ToolCallStatus::Denied => meta.push("denied".to_string()),
+                ToolCallStatus::Cancelled => meta.push("cancelled".to_string()),
+                ToolCallStatus::Error if d.exit_code.is_none() => meta.push("error".to_string()),
+                _ => {}
+            }
+            if let Some(code) = d.exit_code {
+                meta.push(format!("exit {code}"));
+            }
+            meta.push(duration(d.duration_ms));
+            let lines: Vec<&str> = d.output.lines().collect();
+            let show_output = match d.status {
+                ToolCallStatus::Ok => !output_is_content(&t.tool) && d.diff.is_none(),
+                _ => true,
+            };
+            if show_output {
+                hidden = lines.len().saturating_sub(DONE_OUTPUT_LINES);
+                body = lines[hidden..].to_vec();
+            } else {
+                if d.diff.is_none() && !lines.is_empty() {
+                    let n = lines.len();
+                    meta.push(format!("{n} line{}", if n == 1 { "" } else { "s" }));
+                }
+                body = Vec::new();
+            }
+            body_style = if d.status == ToolCallStatus::Ok {
+                theme::dim()
+            } else {
+                theme::error()
+            };
+            header.push(Span::styled(
+                format!(" · {}", meta.join(" · ")),
+                theme::dim(),
+            ));
+        }
+    }
+    Para {
+        first: vec![status_glyph(t, spinner), Span::raw(" ")],
+        rest: vec![Span::raw("  ")],
+        content: header,
+        hard: false,
+    }
+    .wrap(width, out);
+
+    let mut first_body = true;
+    let mut lead = || {
+        let s = if first_body { "  └ " } else { "    " };
+        first_body = false;
+        Span::styled(s, theme::border())
+    };
+    if hidden > 0 {
+        out.push(Line::from(vec![
+            lead(),
+            Span::styled(format!("… +{hidden} lines"), theme::dim()),
+        ]));
+    }
+    for line in body {
+        let text = truncate(line, usize::from(width).saturating_sub(4));
+        out.push(Line::from(vec![lead(), Span::styled(text, body_style)]));
+    }
+    if let Some(diff) = t.done.as_ref().and_then(|d| d.diff.as_deref()) {
+        diff_lines(diff, width, DIFF_LINES, &mut lead, out);
+    }
+}
+
+/// A unified diff in colour: additions green, removals red, hunk headers cyan.
+pub(crate) fn diff_lines(
+    diff: &str,
+    width: u16,
+    max: usize,
+    lead: &mut dyn FnMut() -> Span<'static>,
+    out: &mut Vec<Line<'static>>,
+) {
+    let lines: Vec<&str> = diff.lines().collect();
+    for line in lines.iter().take(max) {
+        let style = if line.starts_with("+++") || line.starts_with("---") {
+            theme::bold()
+        } else if line.starts_with('+') {
+            theme::diff_added()
+        } else if line.starts_with('-') {
+            theme::diff_removed()
+        } else if line.starts_with("@@") {
+            theme::diff_hunk()
+        } else {
+            theme::dim()
+        };
+        let text = truncate(line, usize::from(width).saturating_sub(4));
+        out.push(Line::from(vec![lead(), Span::styled(text, style)]));
+    }
+    if lines.len() > max {
+        out.push(Line::from(vec![
+            lead(),
+            Span::styled(
+                format!("… {} more diff lines", lines.len() - max),
+                theme::dim(),
+            ),
+        ]));
+    }
+}
+
+fn todos(items: &[TodoItem], width: u16, out: &mut Vec<Line<'static>>) {
+    let done = items
+        .iter()
+        .filter(|i| i.status == TodoStatus::Completed)
+        .count();
+    out.push(Line::from(vec![
+        Span::styled("• ", theme::accent()),
+        Span::styled("Todos", theme::bold()),
+        Span::styled(format!(" {done}/{}", items.len()), theme::dim()),
+    ]));
+    for item in items {
+        let (mark, style, text) = match item.status {
+            TodoStatus::Pending => ("☐ ", Style::new(), item.content.clone()),
+            TodoStatus::InProgress => (
+                "◐ ",
+                theme::bold().patch(theme::accent()),
+                item.active_form
+                    .clone()
+                    .unwrap_or_else(|| item.content.clone()),
+            ),
+            TodoStatus::Completed => (
+                "☑ ",
+                theme::dim().add_modifier(Modifier::CROSSED_OUT),
+                item.content.clone(),
+            ),
+        };
+        Para {
+            first: vec![
+                Span::raw("  "),
+                Span::styled(mark, style.remove_modifier(Modifier::CROSSED_OUT)),
+            ],
+            rest: vec![Span::raw("    ")],
+            content: vec![Span::styled(text, style)],
+            hard: false,
+        }
+        .wrap(width, out);
+    }
+}
+
+pub(crate) const HELP: &[(&str, &str)] = &[
+    ("⏎", "send (steers the running turn)"),
+    ("⇥", "queue as the next turn while one runs"),
+    ("⇧⏎ ⌥⏎ ^J", "new line"),
+    ("↑ ↓", "history"),
+    ("esc", "interrupt the running turn"),
+    ("⇧⇥", "cycle mode: default → accept-edits → plan"),
+    ("^C", "clear the input, or interrupt"),
+    ("^D", "detach (the turn goes on)"),
+    ("@path", "mention a file"),
+];
+
+fn help(width: u16, out: &mut Vec<Line<'static>>) {
+    out.push(Line::from(Span::styled("Keys", theme::bold())));
+    for (key, what) in HELP {
+        Para::prefixed(
+            Span::styled(format!("  {key:<10}"), theme::accent()),
+            Span::raw(" ".repeat(12)),
+            vec![Span::raw(*what)],
+        )
+        .wrap(width, out);
+    }
+    out.push(Line::from(Span::styled("Commands", theme::bold())));
+    for c in crate::command::COMMANDS {
+        Para::prefixed(
+            Span::styled(format!("  {:<10}", c.name), theme::accent()),
+            Span::raw(" ".repeat(12)),
+            vec![Span::raw(c.help)],
+        )
+        .wrap(width, out);
+    }
+}
+
+pub(crate) fn decision_text(d: ApprovalDecision) -> (&'static str, &'static str, Style) {
+    match d {
+        ApprovalDecision::Allow => ("✓", "allowed", theme::ok()),
+        ApprovalDecision::AllowAlways => ("✓", "always allowed", theme::ok()),
+        ApprovalDecision::Deny => ("✗", "denied", theme::error()),
+    }
+}
+
+/// What to show after a tool's name: the one argument that says what it does.
+pub(crate) fn tool_summary(
+    tool: &str,
+    field: impl Fn(&str) -> Option<String>,
+    raw: &str,
+) -> String {
+    let pick = |keys: &[&str]| keys.iter().find_map(|k| field(k));
+    let s = match tool {
+        "bash" => pick(&["command"]),
+        "read" | "write" | "edit" | "multi_edit" | "ls" => pick(&["file_path", "path"]),
+        "grep" | "glob" => pick(&["pattern"]).map(|p| match field("path") {
+            Some(path) => format!("{p} in {path}"),
+            None => p,
+        }),
+        "web_fetch" => pick(&["url"]),
+        "todo_write" => Some(String::new()),
+        _ => None,
+    };
+    let s = s.unwrap_or_else(|| {
+        if raw == "{}" || raw == "null" {
+            String::new()
+        } else {
+            raw.to_string()
+        }
+    });
+    let one_line = s.lines().next().unwrap_or("").to_string();
+    let more = s.lines().count() > 1;
+    let mut s = truncate(&one_line, 160);
+    if more {
+        s.push_str(" …");
+    }
+    s
+}

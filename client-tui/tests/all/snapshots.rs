@@ -1,0 +1,447 @@
+//! What users see, as text: every kind of cell (committed to scrollback or live in the
+//! viewport), the overlays, the popups, the status line and the picker.
+
+use crossterm::event::KeyCode;
+use insta::assert_snapshot;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+use stepper_protocol::event::{
+    AppEvent, ApprovalDecision, TodoItem, TodoStatus, ToolCallStatus, TurnStatus, Usage,
+};
+use stepper_protocol::session::SessionStatus;
+use stepper_tui::{CoreEvent, Picker};
+
+use crate::support::*;
+
+const WIDTH: u16 = 72;
+
+fn bash(call_id: &str, command: &str) -> AppEvent {
+    AppEvent::ToolCallStarted {
+        call_id: call_id.into(),
+        tool: "bash".into(),
+        input: serde_json::json!({ "command": command }),
+    }
+}
+
+fn finished(
+    call_id: &str,
+    status: ToolCallStatus,
+    output: &str,
+    exit_code: Option<i32>,
+) -> AppEvent {
+    AppEvent::ToolCallFinished {
+        call_id: call_id.into(),
+        status,
+        output: output.into(),
+        exit_code,
+        duration_ms: 1234,
+        diff: None,
+    }
+}
+
+const DIFF: &str = "--- a/src/auth.rs\n+++ b/src/auth.rs\n@@ -10,4 +10,4 @@ fn login(user: &User) {\n     let token = issue(user);\n-    if token.expired() {\n+    if token.expired_at(now()) {\n         return Err(Expired);\n     }\n";
+
+#[test]
+fn user_input_and_a_queued_one() {
+    let mut app = app();
+    start_turn(
+        &mut app,
+        "Fix the login bug.\nIt fails when the token has expired.",
+    );
+    assert_snapshot!("user_input", text(&app.take_history(WIDTH)));
+    feed(
+        &mut app,
+        [AppEvent::InputQueued {
+            input_id: "in-2".into(),
+            text: "then run the tests".into(),
+            client: Some("bob".into()),
+        }],
+    );
+    app.tick(T0 + 12_000);
+    assert_snapshot!("queued_input", frame(&app, WIDTH));
+}
+
+const MARKDOWN: &str = "## The fix\n\nThe **token** check used `expired()`, which ignores *clock skew*. See [the docs](https://docs.rs/jwt).\n\n- compare against `now()`\n- keep the old path\n  - for tests\n\n1. first\n2. second\n\n> a quoted line\n\n```rust\nfn expired_at(&self, now: Instant) -> bool {\n    self.exp < now\n}\n```\n\nAnd then the streaming tail, still";
+
+#[test]
+fn streaming_markdown_with_a_highlighted_code_block() {
+    let mut app = app();
+    start_turn(&mut app, "explain");
+    app.take_history(WIDTH);
+    for chunk in MARKDOWN.as_bytes().chunks(7) {
+        feed(
+            &mut app,
+            [AppEvent::TextDelta {
+                text: String::from_utf8_lossy(chunk).into_owned(),
+            }],
+        );
+    }
+    let committed = app.take_history(WIDTH);
+    assert_snapshot!("markdown_committed_while_streaming", text(&committed));
+    assert_snapshot!("markdown_live_tail", frame(&app, WIDTH));
+
+    let code_line = committed
+        .iter()
+        .find(|l| l.to_string().starts_with("fn expired_at"))
+        .expect("the code block is committed");
+    let colours: std::collections::BTreeSet<String> = code_line
+        .spans
+        .iter()
+        .filter_map(|s| s.style.fg)
+        .map(|c| format!("{c:?}"))
+        .collect();
+    assert!(colours.len() >= 3, "code is highlighted: {colours:?}");
+    assert!(colours.iter().all(|c| c.starts_with("Rgb")));
+
+    feed(
+        &mut app,
+        [AppEvent::MessageCompleted {
+            text: MARKDOWN.into(),
+            stop_reason: Some("end_turn".into()),
+        }],
+    );
+    assert_snapshot!("markdown_completed", text(&app.take_history(WIDTH)));
+}
+
+#[test]
+fn reasoning_streams_then_collapses() {
+    let mut app = app();
+    start_turn(&mut app, "think");
+    app.take_history(WIDTH);
+    feed(
+        &mut app,
+        [AppEvent::ReasoningDelta {
+            text: "The user wants the login fixed. Tokens carry an exp claim; the check compares it with the wall clock. Clock skew between the issuer and this host can make a fresh token look expired. A leeway of a few seconds is the usual fix.".into(),
+        }],
+    );
+    app.tick(T0 + 3_000);
+    assert_snapshot!("reasoning_live", frame(&app, WIDTH));
+    feed(
+        &mut app,
+        [AppEvent::TextDelta {
+            text: "Found it.".into(),
+        }],
+    );
+    assert_snapshot!("reasoning_collapsed", text(&app.take_history(WIDTH)));
+}
+
+#[test]
+fn a_running_tool_shows_the_tail_of_its_output() {
+    let mut app = app();
+    start_turn(&mut app, "run the tests");
+    app.take_history(WIDTH);
+    feed(&mut app, [bash("c1", "cargo test -p auth")]);
+    for i in 1..=9 {
+        feed(
+            &mut app,
+            [AppEvent::ToolOutputDelta {
+                call_id: "c1".into(),
+                text: format!("test auth::case_{i} ... ok\n"),
+            }],
+        );
+    }
+    app.tick(T0 + 4_200);
+    assert_snapshot!("tool_running", frame(&app, WIDTH));
+}
+
+#[test]
+fn finished_tools_ok_and_error() {
+    let mut app = app();
+    start_turn(&mut app, "check");
+    app.take_history(WIDTH);
+    feed(
+        &mut app,
+        [
+            bash("c1", "cargo build"),
+            finished(
+                "c1",
+                ToolCallStatus::Ok,
+                "   Compiling auth v0.1.0\n    Finished dev",
+                Some(0),
+            ),
+            bash("c2", "cargo test"),
+            finished(
+                "c2",
+                ToolCallStatus::Error,
+                "running 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... FAILED\n\nfailures:\n    c: token expired\ntest result: FAILED. 2 passed; 1 failed",
+                Some(101),
+            ),
+            AppEvent::ToolCallStarted {
+                call_id: "c3".into(),
+                tool: "read".into(),
+                input: serde_json::json!({"file_path": "src/auth.rs"}),
+            },
+            finished(
+                "c3",
+                ToolCallStatus::Ok,
+                "1\tuse std::time;\n2\t\n3\tpub fn login() {}",
+                None,
+            ),
+            AppEvent::ToolCallStarted {
+                call_id: "c4".into(),
+                tool: "bash".into(),
+                input: serde_json::json!({"command": "rm -rf target"}),
+            },
+            finished("c4", ToolCallStatus::Denied, "denied by the user", None),
+            AppEvent::ToolCallStarted {
+                call_id: "c5".into(),
+                tool: "grep".into(),
+                input: serde_json::json!({"pattern": "expired", "path": "src"}),
+            },
+            finished("c5", ToolCallStatus::Cancelled, "", None),
+        ],
+    );
+    assert_snapshot!("tools_finished", text(&app.take_history(WIDTH)));
+}
+
+#[test]
+fn an_edit_shows_its_diff_in_colour() {
+    let mut app = app();
+    start_turn(&mut app, "edit");
+    app.take_history(WIDTH);
+    feed(
+        &mut app,
+        [
+            AppEvent::ToolCallStarted {
+                call_id: "e1".into(),
+                tool: "edit".into(),
+                input: serde_json::json!({"file_path": "src/auth.rs", "old_string": "a", "new_string": "b"}),
+            },
+            AppEvent::ToolCallFinished {
+                call_id: "e1".into(),
+                status: ToolCallStatus::Ok,
+                output: "edited src/auth.rs".into(),
+                exit_code: None,
+                duration_ms: 3,
+                diff: Some(DIFF.into()),
+            },
+        ],
+    );
+    let lines = app.take_history(WIDTH);
+    assert_snapshot!("edit_diff", text(&lines));
+    let style_of = |prefix: &str| {
+        lines
+            .iter()
+            .find_map(|l| {
+                l.spans
+                    .iter()
+                    .find(|s| s.content.starts_with(prefix))
+                    .map(|s| s.style.fg)
+            })
+            .unwrap_or_else(|| panic!("no span starts with {prefix:?}"))
+    };
+    assert_eq!(style_of("+    if"), Some(Color::Green));
+    assert_eq!(style_of("-    if"), Some(Color::Red));
+    assert_eq!(style_of("@@"), Some(Color::Cyan));
+}
+
+#[test]
+fn todos_as_a_checklist() {
+    let mut app = app();
+    let item = |content: &str, status, active: Option<&str>| TodoItem {
+        content: content.into(),
+        status,
+        active_form: active.map(String::from),
+    };
+    feed(
+        &mut app,
+        [AppEvent::TodosUpdated {
+            todos: vec![
+                item("Reproduce the bug", TodoStatus::Completed, None),
+                item(
+                    "Fix the expiry check",
+                    TodoStatus::InProgress,
+                    Some("Fixing the expiry check"),
+                ),
+                item("Run the test suite", TodoStatus::Pending, None),
+            ],
+        }],
+    );
+    let lines = app.take_history(WIDTH);
+    assert_snapshot!("todos", text(&lines));
+    let done = lines
+        .iter()
+        .flat_map(|l| &l.spans)
+        .find(|s| s.content == "Reproduce the bug")
+        .unwrap();
+    assert!(
+        done.style
+            .add_modifier
+            .contains(ratatui::style::Modifier::CROSSED_OUT)
+    );
+}
+
+#[test]
+fn approval_overlay_with_a_command_and_with_a_diff() {
+    let mut app = app();
+    start_turn(&mut app, "clean up");
+    app.take_history(WIDTH);
+    app.tick(T0 + 61_000);
+    feed(
+        &mut app,
+        [
+            bash("c1", "rm -rf target && cargo build"),
+            AppEvent::ApprovalRequested {
+                request_id: "r1".into(),
+                tool: "bash".into(),
+                summary: "Run a command that deletes files".into(),
+                command: Some("rm -rf target && cargo build".into()),
+                diff: None,
+            },
+            AppEvent::ApprovalRequested {
+                request_id: "r2".into(),
+                tool: "edit".into(),
+                summary: "Edit src/auth.rs".into(),
+                command: None,
+                diff: Some(DIFF.into()),
+            },
+        ],
+    );
+    assert_snapshot!("approval_command", frame(&app, WIDTH));
+    app.on_key(key(KeyCode::Char('y')));
+    assert_snapshot!("approval_diff", frame(&app, WIDTH));
+}
+
+#[test]
+fn completion_popups() {
+    let mut app = app();
+    type_text(&mut app, "/mo");
+    assert_snapshot!("popup_slash", frame(&app, WIDTH));
+
+    let mut app = crate::support::app();
+    app.apply(CoreEvent::Files(
+        [
+            "src/main.rs",
+            "src/auth.rs",
+            "src/auth/token.rs",
+            "README.md",
+            "docs/auth.md",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect(),
+    ));
+    type_text(&mut app, "look at @aut");
+    assert_snapshot!("popup_file", frame(&app, WIDTH));
+}
+
+#[test]
+fn status_line_with_usage_and_other_clients() {
+    let mut app = app();
+    app.apply(CoreEvent::Clients {
+        clients: vec![client("me"), client("bob"), client("carol")],
+        me: "me".into(),
+    });
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [AppEvent::UsageUpdated {
+            usage: Usage {
+                input_tokens: 1_200,
+                output_tokens: 830,
+                cache_read_tokens: 40_000,
+                cache_write_tokens: 2_000,
+            },
+            cost_usd: Some(0.0421),
+        }],
+    );
+    app.tick(T0 + 75_000);
+    let status = frame(&app, 110).lines().last().unwrap().to_string();
+    assert_snapshot!("status_line", status);
+    assert!(status.contains("2 other clients attached"));
+    assert!(status.contains("ctx 21%"));
+}
+
+#[test]
+fn one_line_cells_notices_errors_and_interruptions() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [
+            AppEvent::ClientAttached {
+                client: "bob".into(),
+                kind: "tui".into(),
+                pid: Some(7),
+            },
+            AppEvent::Steered {
+                text: "use the leeway constant".into(),
+                by: Some("bob".into()),
+            },
+            AppEvent::ModelChanged {
+                model: "openai/gpt-5".into(),
+                by: Some("bob".into()),
+            },
+            AppEvent::ModeChanged {
+                mode: "plan".into(),
+                by: None,
+            },
+            AppEvent::ApprovalRequested {
+                request_id: "r9".into(),
+                tool: "bash".into(),
+                summary: "run".into(),
+                command: Some("make".into()),
+                diff: None,
+            },
+            AppEvent::ApprovalResolved {
+                request_id: "r9".into(),
+                decision: ApprovalDecision::Allow,
+                by: Some("bob".into()),
+            },
+            AppEvent::CheckpointCreated { files: 3 },
+            AppEvent::Notice {
+                message: "rate limited, retrying in 2s".into(),
+            },
+            AppEvent::Error {
+                message: "the provider returned 500: overloaded".into(),
+            },
+            AppEvent::TurnFinished {
+                status: TurnStatus::Interrupted,
+                error: None,
+            },
+            AppEvent::Rewound {
+                turn: 1,
+                files: 2,
+                conversation: true,
+            },
+            AppEvent::TurnFinished {
+                status: TurnStatus::Failed,
+                error: Some("stream cut after 30s".into()),
+            },
+            AppEvent::ClientDetached {
+                client: "bob".into(),
+            },
+        ],
+    );
+    app.apply(CoreEvent::Error(
+        "approval r1 was already answered by bob".into(),
+    ));
+    app.on_key(key(KeyCode::Char('/')));
+    type_text(&mut app, "help");
+    app.on_key(key(KeyCode::Esc));
+    app.on_key(key(KeyCode::Enter));
+    assert_snapshot!("one_line_cells", text(&app.take_history(WIDTH)));
+}
+
+#[test]
+fn the_picker() {
+    let mut first = info(SessionStatus::Running);
+    first.turns = 5;
+    first.updated_at = T0 - 120_000;
+    let mut second = info(SessionStatus::Idle);
+    second.id = "0198a1b2-0000-7000-8000-000000000000".into();
+    second.title = Some("add a --json flag to sessions list".into());
+    second.turns = 1;
+    second.updated_at = T0 - 3 * 86_400_000;
+    let mut picker = Picker::new(vec![first, second], T0);
+    picker.on_key(key(KeyCode::Down));
+    let mut terminal = Terminal::new(TestBackend::new(WIDTH, picker.height())).unwrap();
+    terminal
+        .draw(|f| {
+            let area = f.area();
+            picker.render(area, f.buffer_mut());
+        })
+        .unwrap();
+    assert_snapshot!("picker", buffer_text(terminal.backend().buffer()));
+}

@@ -1,0 +1,233 @@
+//! The context of a turn that died with the daemon, rebuilt from its events, so that
+//! `/continue` (or the next input) lets the model pick up what it was doing instead of
+//! forgetting the interrupted turn. A finished turn stores its exact context; a crashed one
+//! left only its events, which hold what the model said, which tools it called with what,
+//! and what they returned. Thinking signatures are not in events and are left out.
+
+use stepper_protocol::{AppEvent, ToolCallStatus};
+
+use crate::provider::{ChatMessage, ContentPart, Role};
+
+/// What a tool call that never finished tells the model.
+const UNFINISHED: &str =
+    "the daemon stopped before this tool call finished; it may have partly run";
+/// The last word of a rebuilt turn, so roles alternate when the next input follows.
+const STOPPED: &str = "(stepper stopped here: the daemon was stopped while this turn ran.)";
+
+/// The messages of an interrupted turn: the user's input, then what its events show, in
+/// the shape the agent loop stores for a finished turn.
+pub fn interrupted_turn(input: &str, events: &[AppEvent]) -> Vec<ChatMessage> {
+    let mut turn = Rebuild {
+        messages: vec![ChatMessage::user(input)],
+        ..Rebuild::default()
+    };
+    for event in events {
+        match event {
+            AppEvent::TextDelta { text } => {
+                turn.close_results();
+                turn.text.push_str(text);
+            }
+            AppEvent::MessageCompleted { text, .. } => {
+                turn.close_results();
+                turn.text = text.clone();
+                turn.flush_text();
+            }
+            AppEvent::ToolCallStarted {
+                call_id,
+                tool,
+                input,
+            } => {
+                turn.flush_text();
+                turn.open.push(call_id.clone());
+                turn.assistant.push(ContentPart::ToolCall {
+                    id: call_id.clone(),
+                    name: tool.clone(),
+                    arguments: input.clone(),
+                });
+            }
+            AppEvent::ToolCallFinished {
+                call_id,
+                status,
+                output,
+                ..
+            } => {
+                turn.open.retain(|c| c != call_id);
+                turn.results.push(ContentPart::ToolResult {
+                    call_id: call_id.clone(),
+                    content: output.clone(),
+                    is_error: *status != ToolCallStatus::Ok,
+                });
+            }
+            AppEvent::Steered { text, .. } => turn.steered.push(text.clone()),
+            _ => {}
+        }
+    }
+    turn.finish()
+}
+
+#[derive(Default)]
+struct Rebuild {
+    messages: Vec<ChatMessage>,
+    /// The assistant message being rebuilt.
+    assistant: Vec<ContentPart>,
+    /// Its text streamed so far.
+    text: String,
+    /// Tool calls started and not finished.
+    open: Vec<String>,
+    /// Results of the assistant message's tool calls.
+    results: Vec<ContentPart>,
+    steered: Vec<String>,
+}
+
+impl Rebuild {
+    fn flush_text(&mut self) {
+        if !self.text.is_empty() {
+            let text = std::mem::take(&mut self.text);
+            self.assistant.push(ContentPart::Text { text });
+        }
+    }
+
+    /// A new model call begins after tool results: the previous exchange is complete.
+    fn close_results(&mut self) {
+        if self.results.is_empty() && self.open.is_empty() {
+            return;
+        }
+        self.push_exchange();
+    }
+
+    fn push_exchange(&mut self) {
+        self.flush_text();
+        if !self.assistant.is_empty() {
+            self.messages.push(ChatMessage {
+                role: Role::Assistant,
+                content: std::mem::take(&mut self.assistant),
+            });
+        }
+        for call_id in std::mem::take(&mut self.open) {
+            self.results.push(ContentPart::ToolResult {
+                call_id,
+                content: UNFINISHED.into(),
+                is_error: true,
+            });
+        }
+        let mut user = std::mem::take(&mut self.results);
+        user.extend(
+            std::mem::take(&mut self.steered)
+                .into_iter()
+                .map(|text| ContentPart::Text { text }),
+        );
+        if !user.is_empty() {
+            self.messages.push(ChatMessage {
+                role: Role::User,
+                content: user,
+            });
+        }
+    }
+
+    fn finish(mut self) -> Vec<ChatMessage> {
+        self.push_exchange();
+        if self.messages.last().is_some_and(|m| m.role == Role::User) {
+            self.messages.push(ChatMessage::assistant(STOPPED));
+        }
+        self.messages
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn roles(messages: &[ChatMessage]) -> Vec<String> {
+        messages
+            .iter()
+            .map(|m| {
+                let parts: Vec<&str> = m
+                    .content
+                    .iter()
+                    .map(|p| match p {
+                        ContentPart::Text { .. } => "text",
+                        ContentPart::ToolCall { .. } => "call",
+                        ContentPart::ToolResult { .. } => "result",
+                        _ => "other",
+                    })
+                    .collect();
+                format!("{:?}:{}", m.role, parts.join("+"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_turn_killed_while_a_tool_ran() {
+        let events = [
+            AppEvent::TextDelta {
+                text: "Let me ".into(),
+            },
+            AppEvent::TextDelta {
+                text: "look.".into(),
+            },
+            AppEvent::MessageCompleted {
+                text: "Let me look.".into(),
+                stop_reason: Some("tool_use".into()),
+            },
+            AppEvent::ToolCallStarted {
+                call_id: "c1".into(),
+                tool: "read".into(),
+                input: json!({"path": "a"}),
+            },
+            AppEvent::ToolCallFinished {
+                call_id: "c1".into(),
+                status: ToolCallStatus::Ok,
+                output: "contents".into(),
+                exit_code: None,
+                duration_ms: 1,
+                diff: None,
+            },
+            AppEvent::TextDelta {
+                text: "Now the tests".into(),
+            },
+            AppEvent::ToolCallStarted {
+                call_id: "c2".into(),
+                tool: "bash".into(),
+                input: json!({"command": "cargo test"}),
+            },
+            AppEvent::Steered {
+                text: "skip slow ones".into(),
+                by: None,
+            },
+        ];
+        let messages = interrupted_turn("fix it", &events);
+        assert_eq!(
+            roles(&messages),
+            [
+                "User:text",
+                "Assistant:text+call",
+                "User:result",
+                "Assistant:text+call",
+                "User:result+text",
+                "Assistant:text",
+            ]
+        );
+        let ContentPart::ToolResult {
+            content, is_error, ..
+        } = &messages[4].content[0]
+        else {
+            panic!("{messages:?}")
+        };
+        assert!(*is_error && content.contains("daemon stopped"));
+    }
+
+    #[test]
+    fn a_turn_killed_mid_stream_keeps_the_partial_text() {
+        let events = [AppEvent::TextDelta {
+            text: "half an ans".into(),
+        }];
+        let messages = interrupted_turn("q", &events);
+        assert_eq!(roles(&messages), ["User:text", "Assistant:text"]);
+        assert_eq!(messages[1].text(), "half an ans");
+        assert_eq!(
+            roles(&interrupted_turn("q", &[])),
+            ["User:text", "Assistant:text"]
+        );
+    }
+}

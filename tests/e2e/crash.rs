@@ -1,0 +1,313 @@
+//! The daemon killed with SIGKILL at points inside a turn, then started again: every event a
+//! client saw is still there, the turn ends as interrupted, the session goes on with what
+//! the turn had done in its context, queued inputs run, and no child of the dead daemon
+//! survives the new one's start.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde_json::json;
+use stepper_e2e::fake_llm::tool_use_stream;
+use stepper_e2e::{Gate, Reply, TestEnv, wait_until};
+use stepper_protocol::client::{DaemonClient, EventStream};
+use stepper_protocol::methods::{
+    SessionCreate, SessionCreateParams, SessionSubmit, SessionSubmitParams,
+};
+use stepper_protocol::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
+
+async fn create_session(env: &TestEnv, client: &DaemonClient, mode: &str) -> String {
+    let params = SessionCreateParams {
+        cwd: env.project.path().display().to_string(),
+        env: env.envs().into_iter().collect(),
+        model: None,
+        title: Some("crash".into()),
+        record: None,
+        mode: Some(mode.into()),
+    };
+    client
+        .call::<SessionCreate>(params)
+        .await
+        .unwrap()
+        .session
+        .id
+}
+
+async fn submit(client: &DaemonClient, session_id: &str, text: &str) {
+    let params = SessionSubmitParams {
+        session_id: session_id.into(),
+        text: text.into(),
+        env: None,
+    };
+    client.call::<SessionSubmit>(params).await.unwrap();
+}
+
+/// Read until `done` holds for an event; returns everything read.
+async fn read_until(
+    stream: &mut EventStream,
+    mut done: impl FnMut(&EventEnvelope) -> bool,
+) -> Vec<EventEnvelope> {
+    let mut events = Vec::new();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("no event within 30s after {events:#?}"))
+            .expect("stream open")
+            .expect("event");
+        let stop = done(&e);
+        events.push(e);
+        if stop {
+            return events;
+        }
+    }
+}
+
+/// Kill the daemon, start a new one, and check that it still has every event `seen` — the
+/// same seq, the same event — then follow the session until `done`.
+async fn crash_and_replay(
+    env: &TestEnv,
+    session: &str,
+    seen: &[EventEnvelope],
+    done: impl FnMut(&EventEnvelope) -> bool,
+) -> (DaemonClient, Vec<EventEnvelope>) {
+    env.signal_daemon(Signal::SIGKILL);
+    env.start_daemon();
+    let client = env.client().await;
+    let mut stream = client
+        .subscribe_events(&session.to_string(), 0)
+        .await
+        .unwrap();
+    let replayed = read_until(&mut stream, done).await;
+    for e in seen {
+        let kept = replayed.get(e.seq as usize - 1);
+        assert_eq!(kept, Some(e), "an event a client saw is missing or changed");
+    }
+    (client, replayed)
+}
+
+fn finished(events: &[EventEnvelope], turn: u32) -> Option<(TurnStatus, Option<String>)> {
+    events.iter().find_map(|e| match &e.event {
+        AppEvent::TurnFinished { status, error } if e.turn == Some(turn) => {
+            Some((*status, error.clone()))
+        }
+        _ => None,
+    })
+}
+
+/// Processes, zombies aside, whose command line holds `marker`.
+fn running_with(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+                && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| !s.contains(") Z "))
+        })
+        .collect()
+}
+
+/// Kills what a failed test left behind.
+struct Sweep(String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for pid in running_with(&self.0) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+fn text_of(message: &serde_json::Value) -> String {
+    message["content"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| p["text"].as_str().or(p["content"].as_str()))
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_stream_with_an_input_queued() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let gate = Gate::new();
+    env.fake.push(Reply::held(&["one ", "two "], &gate));
+    env.fake.push(Reply::text(&["second answer"]));
+    let client = env.client().await;
+    let session = create_session(&env, &client, "default").await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    submit(&client, &session, "first").await;
+    submit(&client, &session, "second").await;
+    let mut text = String::new();
+    let seen = read_until(&mut stream, |e| {
+        if let AppEvent::TextDelta { text: t } = &e.event {
+            text.push_str(t);
+        }
+        text == "one two "
+    })
+    .await;
+
+    let (_client, replayed) = crash_and_replay(&env, &session, &seen, |e| {
+        e.turn == Some(2) && matches!(e.event, AppEvent::TurnFinished { .. })
+    })
+    .await;
+    let (status, error) = finished(&replayed, 1).expect("turn 1 ended");
+    assert_eq!(status, TurnStatus::Interrupted);
+    assert!(error.unwrap().contains("submit again"));
+    // The input queued behind the dead turn ran, once.
+    assert_eq!(finished(&replayed, 2).unwrap().0, TurnStatus::Completed);
+    let started: Vec<&str> = replayed
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::TurnStarted { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["first", "second"]);
+    // The model saw the interrupted turn: its input and the text it had streamed.
+    let requests = env.fake.requests();
+    let messages = requests.last().unwrap()["messages"].as_array().unwrap();
+    let texts: Vec<String> = messages.iter().map(text_of).collect();
+    assert_eq!(
+        texts,
+        ["first", "one two ", "second"],
+        "{}",
+        env.daemon_log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_a_command_runs() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let marker = format!("{}.{}", std::process::id(), 5151);
+    let _sweep = Sweep(marker.clone());
+    // `sleep 60<pid>.5151` is a valid (very long) duration and a command line to look for.
+    let command = format!("sleep 60{marker} & sleep 60{marker}; echo never");
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({ "command": command }),
+    )])));
+    let client = env.client().await;
+    let session = create_session(&env, &client, "auto").await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    submit(&client, &session, "run the long thing").await;
+    let seen = read_until(&mut stream, |e| {
+        matches!(e.event, AppEvent::ToolCallStarted { .. })
+    })
+    .await;
+    wait_until("the command to start", Duration::from_secs(20), || {
+        running_with(&marker).len() >= 2
+    });
+
+    env.signal_daemon(Signal::SIGKILL);
+    assert!(
+        running_with(&marker).len() >= 2,
+        "the command outlived its daemon (else this test proves nothing)"
+    );
+    env.start_daemon();
+    wait_until(
+        "the new daemon to kill the old one's children",
+        Duration::from_secs(20),
+        || running_with(&marker).is_empty(),
+    );
+    let client = env.client().await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    let replayed = read_until(&mut stream, |e| {
+        matches!(e.event, AppEvent::TurnFinished { .. })
+    })
+    .await;
+    for e in &seen {
+        assert_eq!(replayed.get(e.seq as usize - 1), Some(e));
+    }
+    assert_eq!(finished(&replayed, 1).unwrap().0, TurnStatus::Interrupted);
+
+    // Resumable: the model is told what it called and that the call never finished.
+    env.fake.push(Reply::text(&["picking up"]));
+    submit(&client, &session, "go on").await;
+    let rest = read_until(&mut stream, |e| {
+        e.turn == Some(2) && matches!(e.event, AppEvent::TurnFinished { .. })
+    })
+    .await;
+    assert_eq!(finished(&rest, 2).unwrap().0, TurnStatus::Completed);
+    let requests = env.fake.requests();
+    let messages = requests.last().unwrap()["messages"].as_array().unwrap();
+    let kinds: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            let parts: Vec<&str> = m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["type"].as_str().unwrap())
+                .collect();
+            format!("{}:{}", m["role"].as_str().unwrap(), parts.join("+"))
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user:text",
+            "assistant:tool_use",
+            "user:tool_result",
+            "assistant:text",
+            "user:text"
+        ]
+    );
+    assert!(text_of(&messages[2]).contains("daemon stopped before this tool call finished"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_waiting_for_an_approval() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "touch made-by-the-tool"}),
+    )])));
+    let client = env.client().await;
+    let session = create_session(&env, &client, "default").await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    submit(&client, &session, "make a file").await;
+    let seen = read_until(&mut stream, |e| {
+        matches!(e.event, AppEvent::ApprovalRequested { .. })
+    })
+    .await;
+
+    let (client, replayed) = crash_and_replay(&env, &session, &seen, |e| {
+        matches!(e.event, AppEvent::TurnFinished { .. })
+    })
+    .await;
+    assert_eq!(finished(&replayed, 1).unwrap().0, TurnStatus::Interrupted);
+    assert!(!env.project.path().join("made-by-the-tool").exists());
+
+    env.fake.push(Reply::text(&["fine, not now"]));
+    submit(&client, &session, "never mind").await;
+    let mut stream = client
+        .subscribe_events(&session, replayed.last().unwrap().seq)
+        .await
+        .unwrap();
+    let rest = read_until(&mut stream, |e| {
+        matches!(e.event, AppEvent::TurnFinished { .. })
+    })
+    .await;
+    assert_eq!(finished(&rest, 2).unwrap().0, TurnStatus::Completed);
+    let denied_or_unfinished = rest.iter().all(|e| {
+        !matches!(
+            e.event,
+            AppEvent::ToolCallFinished {
+                status: ToolCallStatus::Ok,
+                ..
+            }
+        )
+    });
+    assert!(denied_or_unfinished);
+}
