@@ -78,7 +78,7 @@ fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
 }
 
 /// This process's environment, which the session's tools and provider keys will use.
-fn client_env() -> Env {
+pub(crate) fn client_env() -> Env {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect()

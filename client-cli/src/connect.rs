@@ -18,10 +18,18 @@ use stepper_protocol::places::{Places, build_id};
 /// How long a starting daemon may take to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// The name `stepper attach` gives itself (with its pid): the daemon tells clients apart by
+/// name, and lists this one as a TUI.
+pub const ATTACH_CLIENT: &str = "stepper attach";
+
 pub fn client_info(name: &str) -> ClientInfo {
     ClientInfo {
         name: name.into(),
-        kind: ClientKind::Cli,
+        kind: if name.starts_with(ATTACH_CLIENT) {
+            ClientKind::Tui
+        } else {
+            ClientKind::Cli
+        },
         version: env!("CARGO_PKG_VERSION").into(),
         pid: Some(std::process::id()),
     }

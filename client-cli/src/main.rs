@@ -1,6 +1,7 @@
 //! `stepper`: the command-line front door. A thin client: every decision lives in the daemon.
 
 mod ask;
+mod attach;
 mod auth;
 mod config_cmd;
 mod connect;
@@ -18,12 +19,16 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "stepper", version)]
 struct Cli {
+    /// With no command: a new session in this folder, in the terminal UI.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Open a session in the terminal UI: by id, the latest here (--last), or pick one.
+    /// Detach with Ctrl-D or /detach: the turn goes on, and attach brings you back.
+    Attach(attach::AttachArgs),
     /// Ask once and print the answer (scriptable). The prompt comes from PROMPT or stdin.
     Ask(ask::AskArgs),
     /// Answer a tool's request for approval in a session (from any terminal).
@@ -86,30 +91,32 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Ask(args) => ask::run(args).await,
-            Command::Sessions(args) => sessions::run(args).await,
-            Command::Approve {
+            None => attach::run(attach::AttachArgs::default(), true).await,
+            Some(Command::Attach(args)) => attach::run(args, false).await,
+            Some(Command::Ask(args)) => ask::run(args).await,
+            Some(Command::Sessions(args)) => sessions::run(args).await,
+            Some(Command::Approve {
                 session,
                 request,
                 decision,
-            } => approve(session, request, decision).await,
-            Command::Rewind {
+            }) => approve(session, request, decision).await,
+            Some(Command::Rewind {
                 session,
                 turn,
                 files_only,
                 conversation_only,
-            } => rewind(session, turn, !conversation_only, !files_only).await,
-            Command::Daemon { command } => daemon_cmd::run(command).await,
-            Command::Auth { command } => auth::run(command).await,
-            Command::Models(args) => models::run(args).await,
-            Command::Init(args) => config_cmd::init(args).await,
-            Command::Completions { shell } => {
+            }) => rewind(session, turn, !conversation_only, !files_only).await,
+            Some(Command::Daemon { command }) => daemon_cmd::run(command).await,
+            Some(Command::Auth { command }) => auth::run(command).await,
+            Some(Command::Models(args)) => models::run(args).await,
+            Some(Command::Init(args)) => config_cmd::init(args).await,
+            Some(Command::Completions { shell }) => {
                 let mut cmd = Cli::command();
                 clap_complete::generate(shell, &mut cmd, "stepper", &mut std::io::stdout());
                 Ok(ExitCode::SUCCESS)
             }
-            Command::Man { dir } => man(dir),
-            Command::Config(args) => config_cmd::config(args).await,
+            Some(Command::Man { dir }) => man(dir),
+            Some(Command::Config(args)) => config_cmd::config(args).await,
         }
     });
     // Do not wait for background tasks (a blocked stdin reader) at exit.

@@ -334,7 +334,7 @@ impl App {
                 self.settle();
             }
             AppEvent::Steered { text, by } => {
-                self.push(Cell::note(
+                self.push_aside(Cell::note(
                     "↳",
                     format!("steered: {text}{}", by_suffix(by)),
                     theme::dim(),
@@ -367,9 +367,9 @@ impl App {
             }
             AppEvent::ClientAttached { client, kind, .. } => {
                 if client != self.me {
-                    self.push(Cell::note(
+                    self.push_aside(Cell::note(
                         "•",
-                        format!("{client}'s {kind} attached"),
+                        format!("{client} attached ({kind})"),
                         theme::dim(),
                     ));
                     if env.seq > self.presence_after && !self.others.contains(&client) {
@@ -382,11 +382,11 @@ impl App {
                     if env.seq > self.presence_after {
                         self.others.retain(|c| *c != client);
                     }
-                    self.push(Cell::note("•", format!("{client} detached"), theme::dim()));
+                    self.push_aside(Cell::note("•", format!("{client} detached"), theme::dim()));
                 }
             }
             AppEvent::ModelChanged { model, by } => {
-                self.push(Cell::note(
+                self.push_aside(Cell::note(
                     "⚙",
                     format!("model → {model}{}", by_suffix(by)),
                     theme::dim(),
@@ -394,7 +394,7 @@ impl App {
                 self.model = model;
             }
             AppEvent::ModeChanged { mode, by } => {
-                self.push(Cell::note(
+                self.push_aside(Cell::note(
                     "⚙",
                     format!("mode → {mode}{}", by_suffix(by)),
                     theme::dim(),
@@ -464,7 +464,9 @@ impl App {
                 }
             }
             AppEvent::Error { message } => self.push(Cell::note("✗", message, theme::error())),
-            AppEvent::Notice { message } => self.push(Cell::note("ℹ", message, theme::warning())),
+            AppEvent::Notice { message } => {
+                self.push_aside(Cell::note("ℹ", message, theme::warning()))
+            }
             AppEvent::Unknown => {}
         }
     }
@@ -478,6 +480,20 @@ impl App {
 
     fn push(&mut self, cell: Cell) {
         self.live.push(cell);
+        self.settle();
+    }
+
+    /// A note beside the turn's flow (presence, model, mode, steering, notices): it goes
+    /// before a message still streaming, so the message stays one cell and its markdown
+    /// whole (a code block cut in two would lose its highlighting and fences).
+    fn push_aside(&mut self, cell: Cell) {
+        let at = match self.live.last() {
+            Some(Cell::Assistant {
+                streaming: true, ..
+            }) => self.live.len() - 1,
+            _ => self.live.len(),
+        };
+        self.live.insert(at, cell);
         self.settle();
     }
 

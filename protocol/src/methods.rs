@@ -243,6 +243,10 @@ pub struct SessionParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionResponse {
     pub session: SessionInfo,
+    /// The permission mode its next tool call runs under: the session's own, else the
+    /// settings' for its folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

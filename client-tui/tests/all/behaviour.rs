@@ -440,5 +440,35 @@ fn presence_comes_from_the_snapshot_and_live_events_not_from_replay() {
         },
     ));
     assert!(!status(&app).contains("other client"));
-    assert!(text(&app.take_history(80)).contains("carol's tui attached"));
+    assert!(text(&app.take_history(80)).contains("carol attached (tui)"));
+}
+
+#[test]
+fn a_client_arriving_mid_message_does_not_cut_it() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    let delta = |t: &str| AppEvent::TextDelta { text: t.into() };
+    feed(
+        &mut app,
+        [
+            delta("Intro.\n\n```rust\nfn main() "),
+            AppEvent::ClientDetached {
+                client: "someone".into(),
+            },
+            delta("{\n    run();\n}\n```\n\n- one\n"),
+            AppEvent::TurnFinished {
+                status: TurnStatus::Completed,
+                error: None,
+            },
+        ],
+    );
+    let all = text(&app.take_history(60));
+    // One message: the code block whole, the list rendered as a list, the note outside.
+    assert!(all.contains("fn main() {\n"), "{all}");
+    assert!(!all.contains("```"), "{all}");
+    assert!(!all.contains("- one"), "{all}");
+    assert!(
+        all.find("someone detached").unwrap() < all.find("fn main").unwrap(),
+        "{all}"
+    );
 }

@@ -20,7 +20,7 @@ use stepper_store::{NewSession, Store, now_ms};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::daemon::Daemon;
-use crate::hub::{HubError, SubmitError, persistable_env};
+use crate::hub::{HubError, LiveSession, SubmitError, persistable_env};
 
 /// Events per `session/export` page, at most.
 const EXPORT_PAGE: u32 = 5000;
@@ -224,15 +224,19 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         let new = NewSession {
             id: uuid::Uuid::now_v7().to_string(),
             title: p.title.filter(|t| !t.trim().is_empty()),
-            cwd: p.cwd,
+            cwd: p.cwd.clone(),
             model: model.to_string(),
             env: persistable_env(&p.env),
             created_at: now_ms(),
         };
         let (info, _) = daemon.hub.deps().store.create_session(&new).await?;
-        daemon.hub.adopt(&info, p.env, record, mode);
+        let live = daemon.hub.adopt(&info, p.env, record, mode);
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
-        Ok(SessionResponse { session: info })
+        let mode = mode_of(daemon, &live, Path::new(&info.cwd)).await;
+        Ok(SessionResponse {
+            session: info,
+            mode,
+        })
     });
 
     register::<SessionList, _, _>(&mut m, |conn, p| async move {
@@ -256,7 +260,9 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             .session(&p.session_id)
             .await?
             .ok_or_else(|| RpcError::from(HubError::NotFound(p.session_id.clone())))?;
-        Ok(SessionResponse { session })
+        let live = conn.daemon.hub.get(&p.session_id).await?;
+        let mode = mode_of(&conn.daemon, &live, Path::new(&session.cwd)).await;
+        Ok(SessionResponse { session, mode })
     });
 
     register::<SessionSubmit, _, _>(&mut m, |conn, p| async move {
@@ -394,9 +400,13 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             created_at: now_ms(),
         };
         let forked = store.fork_session(&p.session_id, &new, p.from_turn).await?;
-        daemon.hub.adopt(&forked, env, None, mode);
+        let live = daemon.hub.adopt(&forked, env, None, mode);
         tracing::info!(session = %forked.id, from = %p.session_id, turn = p.from_turn, "session forked");
-        Ok(SessionResponse { session: forked })
+        let mode = mode_of(daemon, &live, Path::new(&forked.cwd)).await;
+        Ok(SessionResponse {
+            session: forked,
+            mode,
+        })
     });
 
     register::<SessionDelete, _, _>(&mut m, |conn, p| async move {
@@ -587,6 +597,20 @@ fn project_init(dir: &Path, force: bool) -> std::io::Result<ProjectInitResponse>
 }
 
 /// The merged settings for a folder (a missing folder has only the user's).
+/// The mode a session's next tool call runs under, by name.
+async fn mode_of(daemon: &Daemon, session: &LiveSession, cwd: &Path) -> Option<String> {
+    let mode = match session.env_and_mode().1 {
+        Some(mode) => mode,
+        None => load_settings(daemon, cwd)
+            .await
+            .ok()?
+            .permissions
+            .and_then(|p| p.mode)
+            .unwrap_or(PermissionMode::Default),
+    };
+    serde_json::to_value(mode).ok()?.as_str().map(String::from)
+}
+
 async fn load_settings(daemon: &Daemon, cwd: &Path) -> Result<Settings, RpcError> {
     let (config_dir, cwd) = (daemon.places.config_dir.clone(), cwd.to_path_buf());
     tokio::task::spawn_blocking(move || Settings::load(&config_dir, &cwd))

@@ -1,0 +1,364 @@
+//! `stepper attach`: the bridge between the TUI (`stepper-tui`, which knows no socket) and
+//! the daemon. Session events flow in as `CoreEvent`s — replayed from seq 0, then live, with
+//! the client library resubscribing from its last seq when it lags — and each `Action` the
+//! TUI sends becomes one daemon call. Leaving never stops the session's turn.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use stepper_protocol::SessionStatus;
+use stepper_protocol::client::ClientError;
+use stepper_protocol::client::DaemonClient;
+use stepper_protocol::methods::*;
+use stepper_tui::{Action, CoreEvent, Exit, Pick, TuiOptions};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::ask::client_env;
+use crate::connect::{ATTACH_CLIENT, connect_or_start, places};
+
+#[derive(Args, Default)]
+pub struct AttachArgs {
+    /// The session to attach to (as `stepper sessions` lists them).
+    #[arg(conflicts_with = "last")]
+    id: Option<String>,
+    /// The latest session started in this folder.
+    #[arg(long)]
+    last: bool,
+    /// The model of a new session, as provider/model-id.
+    #[arg(long, short)]
+    model: Option<String>,
+    /// The permission mode of a new session: default, accept-edits, plan or auto.
+    #[arg(long)]
+    mode: Option<String>,
+}
+
+/// Files offered for `@file` completion, at most.
+const COMPLETION_FILES: usize = 5000;
+/// Core events waiting for the TUI: when full, the event pump waits (the daemon keeps the
+/// log, and the client library resubscribes if its own buffer overflows meanwhile).
+const EVENTS: usize = 1024;
+
+/// `stepper attach [ID | --last]`; `new` opens a new session in the cwd (plain `stepper`).
+pub async fn run(args: AttachArgs, new: bool) -> anyhow::Result<ExitCode> {
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        bail!(
+            "stepper attach needs a terminal — use 'stepper ask' in scripts, or \
+             'stepper sessions show ID' to read a session"
+        );
+    }
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let name = format!("{ATTACH_CLIENT} {}", std::process::id());
+    let client = connect_or_start(&places()?, &name).await?;
+    let session = match choose(&client, &args, new, &cwd).await? {
+        Some(session) => session,
+        None => return Ok(ExitCode::SUCCESS),
+    };
+    attach(client, session, name, &cwd).await
+}
+
+/// Which session: the one named, the latest here, a new one, or the user's pick.
+async fn choose(
+    client: &DaemonClient,
+    args: &AttachArgs,
+    new: bool,
+    cwd: &Path,
+) -> anyhow::Result<Option<SessionResponse>> {
+    if let Some(id) = &args.id {
+        return Ok(Some(get(client, id).await?));
+    }
+    let here = client
+        .call::<SessionList>(SessionListParams {
+            cwd: Some(cwd.display().to_string()),
+            limit: Some(20),
+            cursor: None,
+        })
+        .await?
+        .sessions;
+    if args.last {
+        return match here.first() {
+            Some(s) => Ok(Some(get(client, &s.id).await?)),
+            None => bail!(
+                "no session was started in {} — run 'stepper' to start one",
+                cwd.display()
+            ),
+        };
+    }
+    if new || here.is_empty() {
+        return create(client, args, cwd).await.map(Some);
+    }
+    match stepper_tui::pick(here.clone())
+        .await
+        .context("showing the session picker")?
+    {
+        Pick::New => create(client, args, cwd).await.map(Some),
+        Pick::Session(id) => Ok(Some(get(client, &id).await?)),
+        Pick::Cancelled => Ok(None),
+    }
+}
+
+async fn get(client: &DaemonClient, id: &str) -> anyhow::Result<SessionResponse> {
+    Ok(client
+        .call::<SessionGet>(SessionParams {
+            session_id: id.to_string(),
+        })
+        .await?)
+}
+
+async fn create(
+    client: &DaemonClient,
+    args: &AttachArgs,
+    cwd: &Path,
+) -> anyhow::Result<SessionResponse> {
+    let created = client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: cwd.display().to_string(),
+            env: client_env(),
+            model: args.model.clone(),
+            title: None,
+            record: None,
+            mode: args.mode.clone(),
+        })
+        .await?;
+    Ok(created)
+}
+
+async fn attach(
+    client: DaemonClient,
+    session: SessionResponse,
+    me: String,
+    cwd: &Path,
+) -> anyhow::Result<ExitCode> {
+    let SessionResponse {
+        session,
+        mode: session_mode,
+    } = session;
+    let id = session.id.clone();
+    let (core, events) = mpsc::channel(EVENTS);
+    let (actions, mut requests) = mpsc::channel(64);
+    let cancel = CancellationToken::new();
+
+    // Subscribe before the TUI starts, so a session that does not exist fails here, with
+    // the terminal untouched.
+    let mut stream = client
+        .subscribe_events(&id, 0)
+        .await
+        .with_context(|| format!("following session {id}"))?;
+    let window = context_window(&client, &session.model, cwd).await;
+    let _ = core
+        .send(CoreEvent::Session {
+            info: session.clone(),
+            mode: session_mode.unwrap_or_else(|| "default".into()),
+            context_window: window,
+        })
+        .await;
+    if let Ok(c) = client
+        .call::<SessionClients>(SessionParams {
+            session_id: id.clone(),
+        })
+        .await
+    {
+        let _ = core
+            .send(CoreEvent::Clients {
+                clients: c.clients,
+                me: me.clone(),
+            })
+            .await;
+    }
+
+    let pump = {
+        let core = core.clone();
+        tokio::spawn(async move {
+            loop {
+                let reason = match stream.next().await {
+                    Some(Ok(envelope)) => {
+                        if core.send(CoreEvent::Event(envelope)).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Some(Err(e)) => e.to_string(),
+                    None => "the daemon closed the session's event stream".to_string(),
+                };
+                let _ = core.send(CoreEvent::Disconnected(reason)).await;
+                return;
+            }
+        })
+    };
+    let files = {
+        let core = core.clone();
+        let root = cwd.to_path_buf();
+        tokio::spawn(async move {
+            if let Ok(files) = tokio::task::spawn_blocking(move || project_files(&root)).await {
+                let _ = core.send(CoreEvent::Files(files)).await;
+            }
+        })
+    };
+
+    let calls = {
+        let client = client.clone();
+        let id = id.clone();
+        let cwd = cwd.to_path_buf();
+        tokio::spawn(async move {
+            while let Some(action) = requests.recv().await {
+                if let Some(message) = perform(&client, &id, &cwd, action, &core).await {
+                    let _ = core.send(CoreEvent::Error(message)).await;
+                }
+            }
+        })
+    };
+
+    let exit = stepper_tui::run(TuiOptions::default(), actions, events, cancel.clone()).await;
+    cancel.cancel();
+    pump.abort();
+    files.abort();
+    calls.abort();
+    let exit = exit.context("running the terminal UI")?;
+
+    let running = client
+        .call::<SessionGet>(SessionParams {
+            session_id: id.clone(),
+        })
+        .await
+        .map(|s| s.session.status == SessionStatus::Running)
+        .unwrap_or(false);
+    match exit {
+        Exit::Detached | Exit::Cancelled => {
+            let turn = if running { "; its turn goes on" } else { "" };
+            println!("detached from session {id}{turn} — come back with: stepper attach {id}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Exit::Disconnected(reason) => {
+            eprintln!(
+                "stepper: lost the daemon ({reason}) — the session is kept; run \
+                 'stepper attach {id}' to come back"
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// One action as one daemon call; the error to show, if it failed.
+async fn perform(
+    client: &DaemonClient,
+    id: &str,
+    cwd: &Path,
+    action: Action,
+    core: &mpsc::Sender<CoreEvent>,
+) -> Option<String> {
+    let session_id = id.to_string();
+    let result: Result<(), ClientError> = match action {
+        Action::Submit { text } => client
+            .call::<SessionSubmit>(SessionSubmitParams {
+                session_id,
+                text,
+                env: Some(client_env()),
+            })
+            .await
+            .map(drop),
+        Action::Steer { text } => client
+            .call::<SessionSteer>(SessionSubmitParams {
+                session_id,
+                text,
+                env: Some(client_env()),
+            })
+            .await
+            .map(drop),
+        Action::Interrupt => client
+            .call::<SessionInterrupt>(SessionParams { session_id })
+            .await
+            .map(drop),
+        Action::Approve {
+            request_id,
+            decision,
+        } => client
+            .call::<SessionApprove>(SessionApproveParams {
+                session_id,
+                request_id,
+                decision,
+            })
+            .await
+            .map(drop),
+        Action::SetMode { mode } => client
+            .call::<SessionSetMode>(SessionSetModeParams { session_id, mode })
+            .await
+            .map(drop),
+        Action::SetModel { model } => {
+            let done = client
+                .call::<SessionSetModel>(SessionSetModelParams {
+                    session_id: session_id.clone(),
+                    model: model.clone(),
+                })
+                .await;
+            if done.is_ok() {
+                // The status line's context percentage follows the new model's window.
+                if let Ok(got) = client
+                    .call::<SessionGet>(SessionParams { session_id })
+                    .await
+                {
+                    let window = context_window(client, &model, cwd).await;
+                    let _ = core
+                        .send(CoreEvent::Session {
+                            info: got.session,
+                            mode: got.mode.unwrap_or_else(|| "default".into()),
+                            context_window: window,
+                        })
+                        .await;
+                }
+            }
+            done.map(drop)
+        }
+        Action::Rewind {
+            turn,
+            files,
+            conversation,
+        } => client
+            .call::<SessionRewind>(SessionRewindParams {
+                session_id,
+                turn,
+                files,
+                conversation,
+            })
+            .await
+            .map(drop),
+        Action::Command { name, .. } => {
+            return Some(format!("/{name} is not a command here — /help lists them"));
+        }
+        Action::Detach => Ok(()),
+    };
+    result.err().map(|e| e.to_string())
+}
+
+/// The context window of `model`, when the daemon knows it.
+async fn context_window(client: &DaemonClient, model: &str, cwd: &Path) -> Option<u64> {
+    let list = client
+        .call::<ModelsList>(ModelsListParams {
+            cwd: Some(cwd.display().to_string()),
+        })
+        .await
+        .ok()?;
+    list.models
+        .iter()
+        .find(|m| format!("{}/{}", m.provider, m.id) == model || m.id == model)
+        .map(|m| m.context_window)
+}
+
+/// Files of the project for `@file` completion, relative to `root`: gitignore respected,
+/// hidden files skipped, at most `COMPLETION_FILES`.
+fn project_files(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for entry in ignore::WalkBuilder::new(root).build().flatten() {
+        if files.len() >= COMPLETION_FILES {
+            break;
+        }
+        if entry.file_type().is_some_and(|t| t.is_file())
+            && let Ok(rel) = entry.path().strip_prefix(root)
+        {
+            files.push(rel.display().to_string());
+        }
+    }
+    files.sort();
+    files
+}
