@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use stepper_protocol::event::{AppEvent, EventEnvelope};
 use stepper_protocol::session::SessionInfo;
 
-use crate::session::{append_in, event_from_row};
+use crate::session::{append_in, event_from_row, insert_session};
 use crate::{NewSession, Result, Store, StoreError};
 
 impl Store {
@@ -85,19 +85,7 @@ impl Store {
         });
 
         let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-             updated_at, last_seq, turns) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0)",
-        )
-        .bind(&new.id)
-        .bind(&new.title)
-        .bind(&new.cwd)
-        .bind(&new.model)
-        .bind(env_json)
-        .bind(new.created_at)
-        .bind(new.created_at)
-        .execute(&mut *tx)
-        .await?;
+        insert_session(&mut tx, new, &env_json).await?;
         append_in(&mut tx, &new.id, &events).await?;
         for table in [
             "context (session_id, layer, position, turn, message) SELECT ?1, layer, position, turn, message FROM context",

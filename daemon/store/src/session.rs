@@ -93,19 +93,7 @@ impl Store {
             },
         };
         let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-             updated_at, last_seq, turns) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0)",
-        )
-        .bind(&new.id)
-        .bind(&new.title)
-        .bind(&new.cwd)
-        .bind(&new.model)
-        .bind(env_json)
-        .bind(new.created_at)
-        .bind(new.created_at)
-        .execute(&mut *tx)
-        .await?;
+        insert_session(&mut tx, new, &env_json).await?;
         append_in(&mut tx, &new.id, std::slice::from_ref(&first)).await?;
         tx.commit().await?;
         let info = self
@@ -236,6 +224,28 @@ impl Store {
         .await?;
         rows.iter().map(|r| event_from_row(session_id, r)).collect()
     }
+}
+
+/// The session row of `new`, idle and without events (they follow in the same transaction).
+pub(crate) async fn insert_session(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    new: &NewSession,
+    env_json: &str,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
+         updated_at, last_seq, turns) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0)",
+    )
+    .bind(&new.id)
+    .bind(&new.title)
+    .bind(&new.cwd)
+    .bind(&new.model)
+    .bind(env_json)
+    .bind(new.created_at)
+    .bind(new.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 pub(crate) async fn append_in(

@@ -195,3 +195,42 @@ async fn context_appends_in_order_per_layer() {
     assert_eq!(store.context("s1", "plan").await.unwrap().len(), 1);
     assert!(store.context("s2", "main").await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn inputs_are_pending_until_their_turn_starts() {
+    let (_dir, store) = open().await;
+    store.create_session(&new_session("s1", "/p")).await.unwrap();
+    let queued = |seq, id: &str| {
+        ev(
+            "s1",
+            seq,
+            None,
+            AppEvent::InputQueued {
+                input_id: id.into(),
+                text: format!("text {id}"),
+                client: None,
+            },
+        )
+    };
+    let started = ev(
+        "s1",
+        4,
+        Some(1),
+        AppEvent::TurnStarted {
+            input_id: "a".into(),
+            text: "text a".into(),
+            model: "m".into(),
+        },
+    );
+    store
+        .append_events("s1", &[queued(2, "a"), queued(3, "b"), started])
+        .await
+        .unwrap();
+    let pending = store.pending_inputs().await.unwrap();
+    let ids: Vec<&str> = pending.iter().map(|p| p.input_id.as_str()).collect();
+    assert_eq!(ids, ["b"]);
+    assert_eq!(pending[0].text, "text b");
+    // A deleted session takes its queue with it.
+    store.delete_session("s1").await.unwrap();
+    assert!(store.pending_inputs().await.unwrap().is_empty());
+}
