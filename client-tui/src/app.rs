@@ -153,6 +153,21 @@ impl App {
         out
     }
 
+    /// Leaving: the finished cells not yet committed, then what is still live (a message
+    /// half streamed, a tool running) as it stands, so what the user saw stays on their
+    /// screen. The turn goes on in the daemon; reattaching replays it whole.
+    pub fn take_history_on_exit(&mut self, width: u16) -> Vec<Line<'static>> {
+        let mut out = self.take_history(width);
+        for cell in &self.live {
+            let lines = cell.lines(width, "");
+            if lines.iter().any(|l| l.width() > 0) {
+                out.push(Line::default());
+                out.extend(lines);
+            }
+        }
+        out
+    }
+
     /// Every finished cell rendered at `width`, as the scrollback holds them.
     pub fn transcript_lines(&self, width: u16) -> Vec<Line<'static>> {
         let mut out = Vec::new();

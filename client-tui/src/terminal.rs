@@ -237,9 +237,9 @@ where
         app.tick(now_ms());
         draw(&mut app, &mut screen)?;
     };
-    // What finished while leaving still belongs in scrollback.
+    // What finished while leaving, and what was still streaming, stay in scrollback.
     let width = screen.size().width;
-    let lines = app.take_history(width);
+    let lines = app.take_history_on_exit(width);
     screen.insert_history(&lines)?;
     screen.leave()?;
     Ok(exit)

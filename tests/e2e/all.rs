@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod ask;
+mod attach;
 mod boundaries;
 mod config;
 mod crash;

@@ -8,38 +8,9 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
-use stepper_e2e::{Gate, Reply, TestEnv, wait_until};
+use stepper_e2e::{Gate, Reply, TestEnv, submit, wait_until};
 use stepper_protocol::client::{DaemonClient, EventStream};
-use stepper_protocol::methods::{
-    SessionCreate, SessionCreateParams, SessionSubmit, SessionSubmitParams,
-};
 use stepper_protocol::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
-
-async fn create_session(env: &TestEnv, client: &DaemonClient, mode: &str) -> String {
-    let params = SessionCreateParams {
-        cwd: env.project.path().display().to_string(),
-        env: env.envs().into_iter().collect(),
-        model: None,
-        title: Some("crash".into()),
-        record: None,
-        mode: Some(mode.into()),
-    };
-    client
-        .call::<SessionCreate>(params)
-        .await
-        .unwrap()
-        .session
-        .id
-}
-
-async fn submit(client: &DaemonClient, session_id: &str, text: &str) {
-    let params = SessionSubmitParams {
-        session_id: session_id.into(),
-        text: text.into(),
-        env: None,
-    };
-    client.call::<SessionSubmit>(params).await.unwrap();
-}
 
 /// Read until `done` holds for an event; returns everything read.
 async fn read_until(
@@ -140,7 +111,7 @@ async fn killed_mid_stream_with_an_input_queued() {
     env.fake.push(Reply::held(&["one ", "two "], &gate));
     env.fake.push(Reply::text(&["second answer"]));
     let client = env.client().await;
-    let session = create_session(&env, &client, "default").await;
+    let session = env.create_session(&client, Some("default")).await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     submit(&client, &session, "first").await;
     submit(&client, &session, "second").await;
@@ -196,7 +167,7 @@ async fn killed_while_a_command_runs() {
         json!({ "command": command }),
     )])));
     let client = env.client().await;
-    let session = create_session(&env, &client, "auto").await;
+    let session = env.create_session(&client, Some("auto")).await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     submit(&client, &session, "run the long thing").await;
     let seen = read_until(&mut stream, |e| {
@@ -274,7 +245,7 @@ async fn killed_while_waiting_for_an_approval() {
         json!({"command": "touch made-by-the-tool"}),
     )])));
     let client = env.client().await;
-    let session = create_session(&env, &client, "default").await;
+    let session = env.create_session(&client, Some("default")).await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     submit(&client, &session, "make a file").await;
     let seen = read_until(&mut stream, |e| {

@@ -2,38 +2,10 @@
 
 use std::time::Duration;
 
-use stepper_e2e::{Reply, TestEnv};
-use stepper_protocol::client::{ConnectOptions, DaemonClient, EventStream};
-use stepper_protocol::methods::{
-    SessionCreate, SessionCreateParams, SessionSubmit, SessionSubmitParams,
-};
+use stepper_e2e::{Reply, TestEnv, submit};
+use stepper_protocol::client::{ConnectOptions, EventStream};
+use stepper_protocol::methods::{SessionSubmit, SessionSubmitParams};
 use stepper_protocol::{AppEvent, EventEnvelope};
-
-async fn create_session(env: &TestEnv, client: &DaemonClient) -> String {
-    let params = SessionCreateParams {
-        cwd: env.project.path().display().to_string(),
-        env: env.envs().into_iter().collect(),
-        model: None,
-        title: Some("subscribers".into()),
-        record: None,
-        mode: None,
-    };
-    client
-        .call::<SessionCreate>(params)
-        .await
-        .unwrap()
-        .session
-        .id
-}
-
-async fn submit(client: &DaemonClient, session_id: &str, text: &str) {
-    let params = SessionSubmitParams {
-        session_id: session_id.into(),
-        text: text.into(),
-        env: None,
-    };
-    client.call::<SessionSubmit>(params).await.unwrap();
-}
 
 /// Read until the turn ends.
 async fn until_turn_finished(stream: &mut EventStream) -> Vec<EventEnvelope> {
@@ -73,7 +45,7 @@ async fn two_subscribers_see_the_same_gap_free_seqs() {
 
     let a = env.client().await;
     let b = env.client().await;
-    let session = create_session(&env, &a).await;
+    let session = env.create_session(&a, None).await;
     let mut sa = a.subscribe_events(&session, 0).await.unwrap();
     let mut sb = b.subscribe_events(&session, 0).await.unwrap();
     submit(&a, &session, "stream a lot").await;
@@ -114,7 +86,7 @@ async fn a_slow_subscriber_ends_with_every_event() {
             ..Default::default()
         })
         .await;
-    let session = create_session(&env, &fast).await;
+    let session = env.create_session(&fast, None).await;
     let mut fast_stream = fast.subscribe_events(&session, 0).await.unwrap();
     let mut slow_stream = slow.subscribe_events(&session, 0).await.unwrap();
     submit(&fast, &session, "stream a lot").await;
@@ -148,7 +120,7 @@ async fn a_subscriber_that_stops_reading_catches_up_from_the_store() {
         &deltas.iter().map(String::as_str).collect::<Vec<_>>(),
     ));
     let fast = env.client().await;
-    let session = create_session(&env, &fast).await;
+    let session = env.create_session(&fast, None).await;
 
     let stream = stepper_protocol::client::connect_stream(&env.places().socket)
         .await
@@ -212,7 +184,7 @@ async fn inputs_submitted_at_once_run_one_at_a_time_in_seq_order() {
         env.client().await,
         env.client().await,
     ];
-    let session = create_session(&env, &clients[0]).await;
+    let session = env.create_session(&clients[0], None).await;
     let mut stream = clients[0].subscribe_events(&session, 0).await.unwrap();
     let submits = clients.iter().enumerate().map(|(i, c)| {
         let session = session.clone();
@@ -279,7 +251,7 @@ async fn presence_model_and_mode_changes_reach_every_client() {
     let env = TestEnv::new();
     env.start_daemon();
     let a = env.client().await;
-    let session = create_session(&env, &a).await;
+    let session = env.create_session(&a, None).await;
     let mut watching = a.subscribe_events(&session, 0).await.unwrap();
     let b = env.client().await;
     let sub_b = b.subscribe_events(&session, 0).await.unwrap();

@@ -170,6 +170,25 @@ impl TestEnv {
             .expect("connect to daemon")
     }
 
+    /// A session in the project folder, created over the protocol with this test's
+    /// environment; `mode` as `session/create` takes it.
+    pub async fn create_session(&self, client: &DaemonClient, mode: Option<&str>) -> String {
+        let params = stepper_protocol::methods::SessionCreateParams {
+            cwd: self.project.path().display().to_string(),
+            env: self.envs().into_iter().collect(),
+            model: None,
+            title: Some("e2e".into()),
+            record: None,
+            mode: mode.map(String::from),
+        };
+        client
+            .call::<stepper_protocol::methods::SessionCreate>(params)
+            .await
+            .expect("session/create")
+            .session
+            .id
+    }
+
     /// The pid of the daemon holding this data dir, if one is alive.
     pub fn daemon_pid(&self) -> Option<i32> {
         let text = std::fs::read_to_string(self.places().daemon_lock_path()).ok()?;
@@ -245,4 +264,17 @@ impl Drop for TestEnv {
             );
         }
     }
+}
+
+/// Queue `text` in a session, over the protocol.
+pub async fn submit(client: &DaemonClient, session_id: &str, text: &str) {
+    let params = stepper_protocol::methods::SessionSubmitParams {
+        session_id: session_id.into(),
+        text: text.into(),
+        env: None,
+    };
+    client
+        .call::<stepper_protocol::methods::SessionSubmit>(params)
+        .await
+        .expect("session/submit");
 }

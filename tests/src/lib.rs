@@ -1,13 +1,16 @@
 //! The end-to-end harness: a temp `STEPPER_HOME`, the real `stepper` and `stepperd`
-//! binaries, and a fake Anthropic server speaking the real SSE wire format.
+//! binaries, a fake Anthropic server speaking the real SSE wire format, and tmux terminals
+//! for the TUI.
 
 // A harness failure is a test failure: panicking with a message is the right behaviour here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod env;
 pub mod fake_llm;
+pub mod tmux;
 pub mod wait;
 
-pub use env::{TestEnv, bin_dir};
+pub use env::{TestEnv, bin_dir, submit};
 pub use fake_llm::{FakeLlm, Gate, Reply, Route};
+pub use tmux::{Pane, Tmux};
 pub use wait::{wait_until, wait_until_async};

@@ -332,3 +332,32 @@ fn the_public_futures_are_send() {
     let pick = stepper_tui::pick(Vec::new());
     assert_send(&pick);
 }
+
+#[tokio::test]
+async fn detaching_mid_message_keeps_what_streamed_on_screen() {
+    let mut h = start(60, 20);
+    session(&h).await;
+    let events = [
+        AppEvent::TurnStarted {
+            input_id: "i".into(),
+            text: "question".into(),
+            model: "m".into(),
+        },
+        AppEvent::TextDelta {
+            text: "half of the answer".into(),
+        },
+    ];
+    for (i, e) in events.iter().enumerate() {
+        h.events
+            .send(envelope(i as u64 + 1, e.clone()))
+            .await
+            .unwrap();
+    }
+    h.wait_for("half of the answer").await;
+    h.keys.send(Event::Key(ctrl('d'))).unwrap();
+    assert_eq!(next_action(&mut h).await, Action::Detach);
+    let exit = (&mut h.done).await.unwrap();
+    assert_eq!(exit.unwrap(), Exit::Detached);
+    let all = h.everything();
+    assert_eq!(all.matches("half of the answer").count(), 1, "{all}");
+}

@@ -105,8 +105,11 @@ impl Conn {
     fn client_label(&self) -> Option<String> {
         let client = self.client.lock().unwrap_or_else(|p| p.into_inner());
         client.as_ref().map(|c| match c.pid.or(self.peer_pid) {
-            Some(pid) => format!("{} (pid {pid})", c.name),
-            None => c.name.clone(),
+            // A client that names itself by its pid (`stepper attach 4242`) says it once.
+            Some(pid) if !c.name.ends_with(&format!(" {pid}")) => {
+                format!("{} (pid {pid})", c.name)
+            }
+            _ => c.name.clone(),
         })
     }
 }

@@ -199,7 +199,10 @@ async fn context_appends_in_order_per_layer() {
 #[tokio::test]
 async fn inputs_are_pending_until_their_turn_starts() {
     let (_dir, store) = open().await;
-    store.create_session(&new_session("s1", "/p")).await.unwrap();
+    store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
     let queued = |seq, id: &str| {
         ev(
             "s1",
