@@ -131,62 +131,21 @@ async fn attach(
     me: String,
     cwd: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let SessionResponse {
-        session,
-        mode: session_mode,
-    } = session;
-    let id = session.id.clone();
     let (core, events) = mpsc::channel(EVENTS);
     let (actions, mut requests) = mpsc::channel(64);
     let cancel = CancellationToken::new();
-
-    // Subscribe before the TUI starts, so a session that does not exist fails here, with
-    // the terminal untouched.
-    let mut stream = client
-        .subscribe_events(&id, 0)
-        .await
-        .with_context(|| format!("following session {id}"))?;
-    let window = context_window(&client, &session.model, cwd).await;
-    let _ = core
-        .send(CoreEvent::Session {
-            info: session.clone(),
-            mode: session_mode.unwrap_or_else(|| "default".into()),
-            context_window: window,
-        })
-        .await;
-    if let Ok(c) = client
-        .call::<SessionClients>(SessionParams {
-            session_id: id.clone(),
-        })
-        .await
-    {
-        let _ = core
-            .send(CoreEvent::Clients {
-                clients: c.clients,
-                me: me.clone(),
-            })
-            .await;
-    }
-
-    let pump = {
-        let core = core.clone();
-        tokio::spawn(async move {
-            loop {
-                let reason = match stream.next().await {
-                    Some(Ok(envelope)) => {
-                        if core.send(CoreEvent::Event(envelope)).await.is_err() {
-                            return;
-                        }
-                        continue;
-                    }
-                    Some(Err(e)) => e.to_string(),
-                    None => "the daemon closed the session's event stream".to_string(),
-                };
-                let _ = core.send(CoreEvent::Disconnected(reason)).await;
-                return;
-            }
-        })
+    let mut follow = Follow {
+        client: client.clone(),
+        core: core.clone(),
+        me,
+        cwd: cwd.to_path_buf(),
+        id: String::new(),
+        pump: None,
     };
+    // Subscribed before the TUI starts, so a session that cannot be followed fails here,
+    // with the terminal untouched.
+    follow.show(session).await?;
+
     let files = {
         let core = core.clone();
         let root = cwd.to_path_buf();
@@ -196,26 +155,25 @@ async fn attach(
             }
         })
     };
-
-    let calls = {
-        let client = client.clone();
-        let id = id.clone();
-        let cwd = cwd.to_path_buf();
-        tokio::spawn(async move {
-            while let Some(action) = requests.recv().await {
-                if let Some(message) = perform(&client, &id, &cwd, action, &core).await {
-                    let _ = core.send(CoreEvent::Error(message)).await;
-                }
+    // Ends when the TUI drops its sender, handing back the session it was showing last.
+    let calls = tokio::spawn(async move {
+        while let Some(action) = requests.recv().await {
+            if let Some(message) = follow.perform(action).await {
+                let _ = follow.core.send(CoreEvent::Error(message)).await;
             }
-        })
-    };
+        }
+        follow
+    });
 
     let exit = stepper_tui::run(TuiOptions::default(), actions, events, cancel.clone()).await;
     cancel.cancel();
-    pump.abort();
     files.abort();
-    calls.abort();
+    let follow = calls.await.context("the bridge to the daemon stopped")?;
+    if let Some(pump) = &follow.pump {
+        pump.abort();
+    }
     let exit = exit.context("running the terminal UI")?;
+    let id = follow.id;
 
     let running = client
         .call::<SessionGet>(SessionParams {
@@ -237,6 +195,100 @@ async fn attach(
             );
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// The session the TUI shows, and the task pumping its events in.
+struct Follow {
+    client: DaemonClient,
+    core: mpsc::Sender<CoreEvent>,
+    me: String,
+    cwd: std::path::PathBuf,
+    id: String,
+    pump: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Follow {
+    /// Show `session`: its state, who is attached, then its events from seq 0 and live.
+    /// The session shown before, if any, stops being followed.
+    async fn show(&mut self, session: SessionResponse) -> anyhow::Result<()> {
+        let SessionResponse { session, mode } = session;
+        let id = session.id.clone();
+        let mut stream = self
+            .client
+            .subscribe_events(&id, 0)
+            .await
+            .with_context(|| format!("following session {id}"))?;
+        if let Some(old) = self.pump.take() {
+            old.abort();
+        }
+        self.id = id.clone();
+        let window = context_window(&self.client, &session.model, &self.cwd).await;
+        let _ = self
+            .core
+            .send(CoreEvent::Session {
+                info: session,
+                mode: mode.unwrap_or_else(|| "default".into()),
+                context_window: window,
+            })
+            .await;
+        if let Ok(c) = self
+            .client
+            .call::<SessionClients>(SessionParams { session_id: id })
+            .await
+        {
+            let _ = self
+                .core
+                .send(CoreEvent::Clients {
+                    clients: c.clients,
+                    me: self.me.clone(),
+                })
+                .await;
+        }
+        let core = self.core.clone();
+        self.pump = Some(tokio::spawn(async move {
+            let reason = loop {
+                match stream.next().await {
+                    Some(Ok(envelope)) => {
+                        if core.send(CoreEvent::Event(envelope)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Some(Err(e)) => break e.to_string(),
+                    None => break "the daemon closed the session's event stream".to_string(),
+                }
+            };
+            let _ = core.send(CoreEvent::Disconnected(reason)).await;
+        }));
+        Ok(())
+    }
+
+    async fn perform(&mut self, action: Action) -> Option<String> {
+        match action {
+            // A fresh conversation: a new session in the same folder, with the same model
+            // and mode; the old one stays in `stepper sessions`.
+            Action::Command { name, .. } if name == "clear" => match self.fresh().await {
+                Ok(()) => None,
+                Err(e) => Some(format!("/clear failed: {e:#}")),
+            },
+            action => perform(&self.client, &self.id, &self.cwd, action, &self.core).await,
+        }
+    }
+
+    async fn fresh(&mut self) -> anyhow::Result<()> {
+        let current = get(&self.client, &self.id).await?;
+        let created = self
+            .client
+            .call::<SessionCreate>(SessionCreateParams {
+                cwd: self.cwd.display().to_string(),
+                env: client_env(),
+                model: Some(current.session.model),
+                title: None,
+                record: None,
+                mode: current.mode,
+            })
+            .await?;
+        self.show(created).await
     }
 }
 

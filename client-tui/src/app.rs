@@ -238,7 +238,11 @@ impl App {
                     theme::dim(),
                 ));
             }
-            AppEvent::InputQueued { input_id, text, .. } => self.queued.push((input_id, text)),
+            AppEvent::InputQueued { input_id, text, .. } => {
+                // Up brings back the session's inputs, replayed ones and other clients' too.
+                self.composer.remember(&text);
+                self.queued.push((input_id, text));
+            }
             AppEvent::TurnStarted {
                 input_id,
                 text,

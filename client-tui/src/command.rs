@@ -43,17 +43,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "/clear",
-        help: "start the conversation afresh",
-        takes_args: false,
-    },
-    CommandSpec {
-        name: "/compact",
-        help: "summarise the conversation now",
-        takes_args: false,
-    },
-    CommandSpec {
-        name: "/context",
-        help: "show what fills the context",
+        help: "a new session here (this one stays in stepper sessions)",
         takes_args: false,
     },
     CommandSpec {

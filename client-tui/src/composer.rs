@@ -59,10 +59,16 @@ impl Composer {
         let text = std::mem::take(&mut self.text);
         self.cursor = 0;
         self.browsing = None;
-        if !text.trim().is_empty() && self.history.last() != Some(&text) {
-            self.history.push(text.clone());
-        }
+        self.remember(&text);
         text
+    }
+
+    /// Adds an input to the history (the session's inputs, from any client, as they are
+    /// queued), unless it repeats the latest entry.
+    pub fn remember(&mut self, text: &str) {
+        if !text.trim().is_empty() && self.history.last().map(String::as_str) != Some(text) {
+            self.history.push(text.to_string());
+        }
     }
 
     pub fn insert(&mut self, s: &str) {

@@ -223,3 +223,34 @@ fn fork_starts_a_session_from_a_turn() {
         String::from_utf8_lossy(&bad.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mode_holds_after_a_restart() {
+    use stepper_protocol::methods::{
+        SessionGet, SessionParams, SessionSetMode, SessionSetModeParams,
+    };
+    let env = TestEnv::new();
+    env.start_daemon();
+    let client = env.client().await;
+    let created = env.create_session(&client, Some("plan")).await;
+    let other = env.create_session(&client, None).await;
+    client
+        .call::<SessionSetMode>(SessionSetModeParams {
+            session_id: other.clone(),
+            mode: "accept-edits".into(),
+        })
+        .await
+        .unwrap();
+    drop(client);
+
+    env.signal_daemon(Signal::SIGKILL);
+    env.start_daemon();
+    let client = env.client().await;
+    for (id, mode) in [(created, "plan"), (other, "accept-edits")] {
+        let got = client
+            .call::<SessionGet>(SessionParams { session_id: id })
+            .await
+            .unwrap();
+        assert_eq!(got.mode.as_deref(), Some(mode));
+    }
+}

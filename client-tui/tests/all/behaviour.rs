@@ -102,6 +102,30 @@ fn newlines_do_not_send() {
 }
 
 #[test]
+fn the_sessions_inputs_come_back_with_up_after_a_reattach() {
+    let mut app = app();
+    feed(
+        &mut app,
+        [
+            AppEvent::InputQueued {
+                input_id: "a".into(),
+                text: "from the replay".into(),
+                client: None,
+            },
+            AppEvent::InputQueued {
+                input_id: "b".into(),
+                text: "from another terminal".into(),
+                client: Some("bob".into()),
+            },
+        ],
+    );
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.input(), "from another terminal");
+    app.on_key(key(KeyCode::Up));
+    assert_eq!(app.input(), "from the replay");
+}
+
+#[test]
 fn history_comes_back_with_up() {
     let mut app = stepper_tui::App::new(stepper_tui::TuiOptions {
         history: vec!["old one".into()],

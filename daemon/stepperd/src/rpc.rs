@@ -232,7 +232,9 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             env: persistable_env(&p.env),
             created_at: now_ms(),
         };
-        let (info, _) = daemon.hub.deps().store.create_session(&new).await?;
+        let store = &daemon.hub.deps().store;
+        let (info, _) = store.create_session(&new).await?;
+        store.set_session_mode(&info.id, p.mode.as_deref()).await?;
         let live = daemon.hub.adopt(&info, p.env, record, mode);
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
         let mode = mode_of(daemon, &live, Path::new(&info.cwd)).await;
@@ -332,7 +334,14 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
     register::<SessionSetMode, _, _>(&mut m, |conn, p| async move {
         let mode = parse_mode(&p.mode)?;
         let session = conn.daemon.hub.get(&p.session_id).await?;
-        session.set_mode(mode, &p.mode, conn.client_label()).await?;
+        session
+            .set_mode(
+                mode,
+                &p.mode,
+                conn.client_label(),
+                &conn.daemon.hub.deps().store,
+            )
+            .await?;
         Ok(Empty {})
     });
 
@@ -403,6 +412,9 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             created_at: now_ms(),
         };
         let forked = store.fork_session(&p.session_id, &new, p.from_turn).await?;
+        if let Some(mode) = mode.and_then(|m| serde_json::to_value(m).ok()) {
+            store.set_session_mode(&forked.id, mode.as_str()).await?;
+        }
         let live = daemon.hub.adopt(&forked, env, None, mode);
         tracing::info!(session = %forked.id, from = %p.session_id, turn = p.from_turn, "session forked");
         let mode = mode_of(daemon, &live, Path::new(&forked.cwd)).await;

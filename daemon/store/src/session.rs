@@ -404,6 +404,25 @@ impl Store {
 }
 
 impl Store {
+    /// The permission mode chosen for a session, by name; `None` follows the settings.
+    pub async fn set_session_mode(&self, session_id: &str, mode: Option<&str>) -> Result<()> {
+        sqlx::query("UPDATE sessions SET mode = ? WHERE id = ?")
+            .bind(mode)
+            .bind(session_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn session_mode(&self, session_id: &str) -> Result<Option<String>> {
+        let mode: Option<Option<String>> =
+            sqlx::query_scalar("SELECT mode FROM sessions WHERE id = ?")
+                .bind(session_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(mode.flatten())
+    }
+
     /// The model of a session's next turns.
     pub async fn set_session_model(&self, session_id: &str, model: &str) -> Result<()> {
         sqlx::query("UPDATE sessions SET model = ? WHERE id = ?")

@@ -76,13 +76,20 @@ impl Hub {
             .await?
             .ok_or_else(|| HubError::NotFound(id.into()))?;
         let env = self.deps.store.session_env(id).await?;
+        // A name this version does not know falls back to the settings' mode.
+        let mode = self
+            .deps
+            .store
+            .session_mode(id)
+            .await?
+            .and_then(|m| serde_json::from_value::<PermissionMode>(serde_json::json!(m)).ok());
         // Another caller may have loaded it meanwhile: the first one in wins, so a session
         // never has two writers.
         let mut live = self.live();
         if let Some(s) = live.get(id) {
             return Ok(Arc::clone(s));
         }
-        let session = LiveSession::start(&info, env, None, None, &self.deps);
+        let session = LiveSession::start(&info, env, None, mode, &self.deps);
         live.insert(id.to_string(), Arc::clone(&session));
         Ok(session)
     }

@@ -327,13 +327,18 @@ impl LiveSession {
         Ok(())
     }
 
-    /// The permission mode, from the running turn's next tool call on.
+    /// The permission mode, from the running turn's next tool call on; kept in the store so
+    /// it holds after a restart.
     pub async fn set_mode(
         &self,
         mode: PermissionMode,
         name: &str,
         by: Option<String>,
+        store: &Store,
     ) -> Result<(), SubmitError> {
+        if let Err(e) = store.set_session_mode(&self.id, Some(name)).await {
+            tracing::warn!(session = %self.id, error = %e, "cannot store the session's mode");
+        }
         let active = {
             let mut state = self.state();
             state.mode = Some(mode);
