@@ -51,11 +51,22 @@ pub struct SessionGate {
     pub log: EventLog,
     pub turn: u32,
     pub cancel: CancellationToken,
+    /// True once the turn's checkpoint baseline is taken. It is taken while the model
+    /// thinks; a tool may act only after it, or its changes would be missed by rewind.
+    pub baseline: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Gate for SessionGate {
     fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision> {
         Box::pin(async move {
+            let mut baseline = self.baseline.clone();
+            tokio::select! {
+                () = self.cancel.cancelled() => {
+                    return Decision::Deny("the turn was interrupted".into());
+                }
+                // An error means the turn dropped the sender: nothing left to wait for.
+                _ = baseline.wait_for(|ready| *ready) => {}
+            }
             let verdict = self
                 .policy
                 .lock()

@@ -456,12 +456,14 @@ impl LiveSession {
                 }
                 let policy = Arc::new(Mutex::new(policy));
                 self.state().active_policy = Some(Arc::clone(&policy));
+                let (baseline_taken, baseline) = watch::channel(false);
                 let gate = SessionGate {
                     policy,
                     approvals: Arc::clone(&self.approvals),
                     log: self.log.clone(),
                     turn,
                     cancel: cancel.clone(),
+                    baseline,
                 };
                 let cx = ToolCx {
                     cwd: cwd.clone(),
@@ -471,25 +473,28 @@ impl LiveSession {
                     gate: Arc::new(gate),
                     output: Arc::new(NoOutput),
                 };
-                // What the project holds before the turn: changes made outside stepper since
-                // the last turn are taken as they are.
-                if let Err(e) = self.checkpoints.sync(&deps.store).await {
-                    let message = format!("file checkpoints are off for this turn: {e}");
-                    let _ = self
-                        .log
-                        .append(Some(turn), AppEvent::Notice { message })
-                        .await;
-                }
+                // What the project holds before the turn (changes made outside stepper since
+                // the last turn are taken as they are), walked while the model is called:
+                // the gate holds every tool until it is done.
+                let baseline = async {
+                    if let Err(e) = self.checkpoints.sync(&deps.store).await {
+                        let message = format!("file checkpoints are off for this turn: {e}");
+                        let _ = self
+                            .log
+                            .append(Some(turn), AppEvent::Notice { message })
+                            .await;
+                    }
+                    let _ = baseline_taken.send(true);
+                };
                 let steering = Arc::clone(&self.steering);
                 let take = Arc::new(move || {
                     std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
                 });
-                let outcome = AgentLoop::new(resolved.provider)
+                let agent = AgentLoop::new(resolved.provider)
                     .with_steering(take)
                     .with_model_info(resolved.info)
-                    .with_tools(stepper_tools::all(), cx)
-                    .run(request, cancel, &sink)
-                    .await;
+                    .with_tools(stepper_tools::all(), cx);
+                let ((), outcome) = tokio::join!(baseline, agent.run(request, cancel, &sink));
                 (outcome.status, outcome.error, outcome.transcript)
             }
         };
