@@ -190,8 +190,7 @@ async fn attach(
         }
         Exit::Disconnected(reason) => {
             eprintln!(
-                "stepper: lost the daemon ({reason}) — the session is kept; run \
-                 'stepper attach {id}' to come back"
+                "stepper: {reason}\nthe session is kept: 'stepper attach {id}' comes back to it"
             );
             Ok(ExitCode::FAILURE)
         }
