@@ -155,19 +155,40 @@ async fn attach(
             }
         })
     };
-    // Ends when the TUI drops its sender, handing back the session it was showing last.
-    let calls = tokio::spawn(async move {
-        while let Some(action) = requests.recv().await {
-            if let Some(message) = follow.perform(action).await {
-                let _ = follow.core.send(CoreEvent::Error(message)).await;
+    // Ends when the TUI drops its sender or leaves, handing back the session it was showing
+    // last. A call still in flight when the user leaves is not waited for.
+    let calls = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            loop {
+                let action = tokio::select! {
+                    () = cancel.cancelled() => break,
+                    action = requests.recv() => match action {
+                        Some(action) => action,
+                        None => break,
+                    },
+                };
+                let failed = tokio::select! {
+                    () = cancel.cancelled() => break,
+                    failed = follow.perform(action) => failed,
+                };
+                if let Some(message) = failed {
+                    tokio::select! {
+                        () = cancel.cancelled() => break,
+                        _ = follow.core.send(CoreEvent::Error(message)) => {}
+                    }
+                }
             }
-        }
-        follow
-    });
+            follow
+        })
+    };
+    // A terminal closed or a `kill` ends the TUI like a detach: the terminal is restored.
+    let signals = tokio::spawn(leave_on_signal(cancel.clone()));
 
     let exit = stepper_tui::run(TuiOptions::default(), actions, events, cancel.clone()).await;
     cancel.cancel();
     files.abort();
+    signals.abort();
     let follow = calls.await.context("the bridge to the daemon stopped")?;
     if let Some(pump) = &follow.pump {
         pump.abort();
@@ -289,6 +310,35 @@ impl Follow {
             .await?;
         self.show(created).await
     }
+}
+
+/// Cancel `cancel` on SIGTERM, SIGHUP or SIGINT (in raw mode Ctrl-C is a key, so a SIGINT
+/// comes from `kill`), or on Windows when the console closes.
+async fn leave_on_signal(cancel: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+            _ = int.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let Ok(mut close) = tokio::signal::windows::ctrl_close() else {
+            return;
+        };
+        close.recv().await;
+    }
+    cancel.cancel();
 }
 
 /// One action as one daemon call; the error to show, if it failed.

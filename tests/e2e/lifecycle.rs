@@ -195,6 +195,63 @@ async fn sigterm_interrupts_running_turns_and_removes_the_socket() {
     gate.open();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_queued_at_a_clean_stop_runs_at_the_next_start() {
+    let env = TestEnv::new();
+    let out = env
+        .stepper()
+        .env("STEPPER_SHUTDOWN_GRACE_MS", "200")
+        .args(["daemon", "start"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let gate = Gate::new();
+    env.fake.push(Reply::held(&["working"], &gate));
+    env.fake.push(Reply::text(&["second answer"]));
+    let client = env.client().await;
+    let session = env.create_session(&client, None).await;
+    stepper_e2e::submit(&client, &session, "first").await;
+    stepper_e2e::submit(&client, &session, "second").await;
+    env.running_session(5).await;
+    drop(client);
+    env.signal_daemon(Signal::SIGTERM);
+    gate.open();
+
+    // The stopping daemon interrupted the first turn and started no other (read from the
+    // store itself: no daemon runs now).
+    let store = stepper_store::Store::open(&env.places().store_path())
+        .await
+        .unwrap();
+    let events = store.events_after(&session, 0, 10_000).await.unwrap();
+    store.close().await;
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::TurnStarted { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["first"], "{events:#?}");
+    env.start_daemon();
+    stepper_e2e::wait_until_async(
+        "the queued input to run",
+        std::time::Duration::from_secs(20),
+        || async {
+            all_events(&env, &session).await.iter().any(|e| {
+                e.turn == Some(2)
+                    && matches!(
+                        e.event,
+                        AppEvent::TurnFinished {
+                            status: TurnStatus::Completed,
+                            ..
+                        }
+                    )
+            })
+        },
+    )
+    .await;
+}
+
 #[test]
 fn stop_and_status() {
     let env = TestEnv::new();

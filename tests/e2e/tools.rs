@@ -402,3 +402,46 @@ fn rewind_restores_edits_and_removes_what_the_shell_created() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("does not exist"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_a_turn_closes_its_approval_for_everyone() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "touch never.txt"}),
+    )])));
+    let client = env.client().await;
+    let session = env.create_session(&client, Some("default")).await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    stepper_e2e::submit(&client, &session, "make a file").await;
+    let (request_id, _) = next_approval(&mut stream).await;
+    client
+        .call::<stepper_protocol::methods::SessionInterrupt>(
+            stepper_protocol::methods::SessionParams {
+                session_id: session.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let mut resolved = None;
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        match e.event {
+            AppEvent::ApprovalResolved {
+                request_id: id,
+                decision,
+                ..
+            } => resolved = Some((id, decision)),
+            AppEvent::TurnFinished { .. } => break,
+            _ => {}
+        }
+    }
+    assert_eq!(resolved, Some((request_id, ApprovalDecision::Deny)));
+    assert!(!env.project.path().join("never.txt").exists());
+}

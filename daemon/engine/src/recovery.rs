@@ -58,7 +58,12 @@ pub fn interrupted_turn(input: &str, events: &[AppEvent]) -> Vec<ChatMessage> {
                     is_error: *status != ToolCallStatus::Ok,
                 });
             }
-            AppEvent::Steered { text, .. } => turn.steered.push(text.clone()),
+            // Each model call reports usage and may reason before its text: after tool
+            // results, either means the next call began.
+            AppEvent::UsageUpdated { .. } | AppEvent::ReasoningDelta { .. } => {
+                turn.close_results();
+            }
+            AppEvent::Steered { text, .. } => turn.steer(text),
             _ => {}
         }
     }
@@ -80,6 +85,22 @@ struct Rebuild {
 }
 
 impl Rebuild {
+    /// Steered text joins the next user message — or the input itself when the model had
+    /// not answered yet, so two user messages never follow each other.
+    fn steer(&mut self, text: &str) {
+        let untouched = self.messages.len() == 1
+            && self.assistant.is_empty()
+            && self.text.is_empty()
+            && self.results.is_empty()
+            && self.open.is_empty();
+        match self.messages.first_mut() {
+            Some(input) if untouched => input.content.push(ContentPart::Text {
+                text: text.to_string(),
+            }),
+            _ => self.steered.push(text.to_string()),
+        }
+    }
+
     fn flush_text(&mut self) {
         if !self.text.is_empty() {
             let text = std::mem::take(&mut self.text);
@@ -215,6 +236,58 @@ mod tests {
             panic!("{messages:?}")
         };
         assert!(*is_error && content.contains("daemon stopped"));
+    }
+
+    #[test]
+    fn model_calls_that_only_called_tools_stay_apart() {
+        let call = |id: &str| AppEvent::ToolCallStarted {
+            call_id: id.into(),
+            tool: "read".into(),
+            input: json!({"path": id}),
+        };
+        let done = |id: &str| AppEvent::ToolCallFinished {
+            call_id: id.into(),
+            status: ToolCallStatus::Ok,
+            output: "x".into(),
+            exit_code: None,
+            duration_ms: 1,
+            diff: None,
+        };
+        let usage = || AppEvent::UsageUpdated {
+            usage: Default::default(),
+            cost_usd: None,
+        };
+        let events = [
+            usage(),
+            call("c1"),
+            done("c1"),
+            usage(),
+            call("c2"),
+            done("c2"),
+        ];
+        assert_eq!(
+            roles(&interrupted_turn("go", &events)),
+            [
+                "User:text",
+                "Assistant:call",
+                "User:result",
+                "Assistant:call",
+                "User:result",
+                "Assistant:text",
+            ]
+        );
+    }
+
+    #[test]
+    fn steering_before_any_answer_joins_the_input() {
+        let events = [AppEvent::Steered {
+            text: "and be quick".into(),
+            by: None,
+        }];
+        assert_eq!(
+            roles(&interrupted_turn("go", &events)),
+            ["User:text+text", "Assistant:text"]
+        );
     }
 
     #[test]

@@ -20,10 +20,14 @@ pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
     #[cfg(unix)]
     command.process_group(0);
     command.kill_on_drop(true);
+    // Whatever the group starts inherits the token, so a daemon that finds the group's
+    // leader gone after a crash can still tell its processes from anyone else's.
+    let token = crate::registry::new_token();
+    command.env(crate::registry::GROUP_VAR, &token);
     let child = command.spawn()?;
     let pid = child.id();
     if let Some(pid) = pid {
-        crate::registry::record(pid);
+        crate::registry::record(pid, &token);
     }
     Ok(GroupChild {
         child,

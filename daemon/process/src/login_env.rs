@@ -43,26 +43,36 @@ pub async fn resolve(
     timeout: Duration,
 ) -> Result<BTreeMap<String, String>, LoginEnvError> {
     let script = format!("printf '%s\\0' {BEGIN}; env -0; printf '%s\\0' {END}");
-    let child = tokio::process::Command::new(shell)
+    let mut command = tokio::process::Command::new(shell);
+    command
         .args(["-l", "-i", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| LoginEnvError::Spawn {
-            shell: shell.into(),
-            source,
-        })?;
-    let output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
-        Ok(Ok(out)) => out,
+        .stderr(Stdio::null());
+    // In a group of its own, like every child: what the rc files start dies with it, and a
+    // daemon crash meanwhile leaves it to the child registry.
+    let mut child = crate::group::spawn(command).map_err(|source| LoginEnvError::Spawn {
+        shell: shell.into(),
+        source,
+    })?;
+    let mut stdout = child.child_mut().stdout.take();
+    let run = async {
+        let mut out = Vec::new();
+        if let Some(pipe) = stdout.as_mut() {
+            tokio::io::AsyncReadExt::read_to_end(pipe, &mut out).await?;
+        }
+        let status = child.wait().await?;
+        Ok::<_, std::io::Error>((out, status))
+    };
+    let (stdout, status) = match tokio::time::timeout(timeout, run).await {
+        Ok(Ok(done)) => done,
         Ok(Err(source)) => {
             return Err(LoginEnvError::Spawn {
                 shell: shell.into(),
                 source,
             });
         }
-        // Dropping the future drops the child, which kill_on_drop kills.
+        // The child is dropped on return, which kills its group.
         Err(_) => {
             return Err(LoginEnvError::Timeout {
                 shell: shell.into(),
@@ -70,11 +80,13 @@ pub async fn resolve(
             });
         }
     };
-    let env = parse(&output.stdout);
+    let mut env = parse(&stdout);
+    // The token of the shell's own group, not part of the user's environment.
+    env.remove(crate::registry::GROUP_VAR);
     if env.is_empty() {
         return Err(LoginEnvError::NoOutput {
             shell: shell.into(),
-            status: output.status.to_string(),
+            status: status.to_string(),
         });
     }
     Ok(env)

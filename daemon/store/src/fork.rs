@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use stepper_protocol::event::{AppEvent, EventEnvelope};
 use stepper_protocol::session::SessionInfo;
 
-use crate::session::{append_in, event_from_row, insert_session};
+use crate::session::{append_in, event_from_row};
 use crate::{NewSession, Result, Store, StoreError};
 
 impl Store {
@@ -19,25 +19,61 @@ impl Store {
         new: &NewSession,
         from_turn: u32,
     ) -> Result<SessionInfo> {
-        let env_json: Option<String> =
-            sqlx::query_scalar("SELECT env_json FROM sessions WHERE id = ?")
-                .bind(source)
-                .fetch_optional(&self.pool)
-                .await?;
-        let env_json =
-            env_json.ok_or_else(|| StoreError::Corrupt(format!("no session {source}")))?;
+        // One transaction for every read and write, so a rewind of the source cannot land
+        // between them. Its first statement writes (see ARCHITECTURE: write transactions
+        // start with a write): the new row, with the source's environment.
+        let mut tx = self.pool.begin().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
+             updated_at, last_seq, turns) \
+             SELECT ?, ?, ?, ?, env_json, 'idle', ?, ?, 0, 0 FROM sessions WHERE id = ?",
+        )
+        .bind(&new.id)
+        .bind(&new.title)
+        .bind(&new.cwd)
+        .bind(&new.model)
+        .bind(new.created_at)
+        .bind(new.created_at)
+        .bind(source)
+        .execute(&mut *tx)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            return Err(StoreError::Corrupt(format!("no session {source}")));
+        }
         let rows = sqlx::query(
             "SELECT seq, at, turn, payload FROM events WHERE session_id = ? \
-             AND ((turn IS NOT NULL AND turn < ?) OR kind = 'InputQueued') ORDER BY seq",
+             AND ((turn IS NOT NULL AND turn < ?) OR kind IN ('InputQueued', 'Rewound')) \
+             ORDER BY seq",
         )
         .bind(source)
         .bind(i64::from(from_turn))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .await?;
-        let copied = rows
+        let read = rows
             .iter()
             .map(|r| event_from_row(source, r))
             .collect::<Result<Vec<_>>>()?;
+        // A conversation rewind to before turn T (at seq S) took turns T.. out of the
+        // context; their events stay in the source's log but are no part of a fork.
+        let rewinds: Vec<(u64, u32)> = read
+            .iter()
+            .filter_map(|e| match e.event {
+                AppEvent::Rewound {
+                    turn,
+                    conversation: true,
+                    ..
+                } => Some((e.seq, turn)),
+                _ => None,
+            })
+            .collect();
+        let copied: Vec<EventEnvelope> = read
+            .into_iter()
+            .filter(|e| !matches!(e.event, AppEvent::Rewound { .. }))
+            .filter(|e| {
+                !e.turn
+                    .is_some_and(|t| rewinds.iter().any(|&(seq, from)| t >= from && e.seq < seq))
+            })
+            .collect();
         let started: HashSet<String> = copied
             .iter()
             .filter_map(|e| match &e.event {
@@ -84,8 +120,6 @@ impl Store {
             },
         });
 
-        let mut tx = self.pool.begin().await?;
-        insert_session(&mut tx, new, &env_json).await?;
         append_in(&mut tx, &new.id, &events).await?;
         for table in [
             "context (session_id, layer, position, turn, message) SELECT ?1, layer, position, turn, message FROM context",

@@ -212,11 +212,14 @@ impl Store {
 }
 
 impl Store {
-    /// The events of one turn, in order.
+    /// The events of one turn that say what the model did (its input, text, tool calls and
+    /// results, steering, one usage report per call), in order. Streamed tool output is
+    /// left out: a command that printed gigabytes is not read back.
     pub async fn turn_events(&self, session_id: &str, turn: u32) -> Result<Vec<EventEnvelope>> {
         let rows = sqlx::query(
             "SELECT seq, at, turn, payload FROM events WHERE session_id = ? AND turn = ? \
-             ORDER BY seq",
+             AND kind IN ('TurnStarted', 'TextDelta', 'ReasoningDelta', 'MessageCompleted', \
+             'ToolCallStarted', 'ToolCallFinished', 'Steered', 'UsageUpdated') ORDER BY seq",
         )
         .bind(session_id)
         .bind(i64::from(turn))

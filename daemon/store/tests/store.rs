@@ -237,3 +237,97 @@ async fn inputs_are_pending_until_their_turn_starts() {
     store.delete_session("s1").await.unwrap();
     assert!(store.pending_inputs().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_fork_leaves_out_turns_a_rewind_took_back() {
+    let (_dir, store) = open().await;
+    store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
+    let mut seq = 1;
+    let mut events = Vec::new();
+    let mut push = |turn: Option<u32>, event: AppEvent| {
+        seq += 1;
+        events.push(ev("s1", seq, turn, event));
+    };
+    for (turn, text) in [(1, "one"), (2, "two (rewound)")] {
+        push(
+            None,
+            AppEvent::InputQueued {
+                input_id: text.into(),
+                text: text.into(),
+                client: None,
+            },
+        );
+        push(
+            Some(turn),
+            AppEvent::TurnStarted {
+                input_id: text.into(),
+                text: text.into(),
+                model: "m".into(),
+            },
+        );
+        push(
+            Some(turn),
+            AppEvent::TurnFinished {
+                status: TurnStatus::Completed,
+                error: None,
+            },
+        );
+    }
+    push(
+        None,
+        AppEvent::Rewound {
+            turn: 2,
+            files: 0,
+            conversation: true,
+        },
+    );
+    push(
+        None,
+        AppEvent::InputQueued {
+            input_id: "three".into(),
+            text: "three".into(),
+            client: None,
+        },
+    );
+    push(
+        Some(3),
+        AppEvent::TurnStarted {
+            input_id: "three".into(),
+            text: "three".into(),
+            model: "m".into(),
+        },
+    );
+    store.append_events("s1", &events).await.unwrap();
+
+    let fork = store
+        .fork_session("s1", &new_session("f1", "/p"), 4)
+        .await
+        .unwrap();
+    let copied = store.events_after(&fork.id, 0, 100).await.unwrap();
+    let inputs: Vec<&str> = copied
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::TurnStarted { text, .. } | AppEvent::InputQueued { text, .. } => {
+                Some(text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(inputs, ["one", "one", "three", "three"]);
+    assert!(
+        copied
+            .iter()
+            .all(|e| !matches!(e.event, AppEvent::Rewound { .. }))
+    );
+    let seqs: Vec<u64> = copied.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=copied.len() as u64).collect::<Vec<_>>());
+    assert!(
+        store
+            .fork_session("nope", &new_session("f2", "/p"), 1)
+            .await
+            .is_err()
+    );
+}

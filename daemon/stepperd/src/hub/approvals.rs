@@ -99,6 +99,15 @@ impl Gate for SessionGate {
             };
             let Some((decision, by)) = answer else {
                 self.approvals.pending().remove(&request_id);
+                // Every client closes its prompt: nobody is asked any more.
+                let closed = AppEvent::ApprovalResolved {
+                    request_id,
+                    decision: ApprovalDecision::Deny,
+                    by: Some("the turn's interruption".into()),
+                };
+                if let Err(e) = self.log.append(Some(self.turn), closed).await {
+                    tracing::error!(error = %e, "cannot record a dropped approval");
+                }
                 return Decision::Deny(
                     "the turn was interrupted while waiting for approval".into(),
                 );

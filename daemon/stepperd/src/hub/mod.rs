@@ -133,7 +133,14 @@ impl Hub {
     pub async fn recover_interrupted(&self) -> Result<usize, HubError> {
         let running = self.deps.store.running_sessions().await?;
         for info in &running {
-            let session = self.get(&info.id).await?;
+            // One unreadable session must not keep the daemon (and every other session) down.
+            let session = match self.get(&info.id).await {
+                Ok(session) => session,
+                Err(e) => {
+                    tracing::error!(session = %info.id, error = %e, "cannot recover this session");
+                    continue;
+                }
+            };
             let finished = AppEvent::TurnFinished {
                 status: TurnStatus::Interrupted,
                 error: Some(
@@ -198,13 +205,45 @@ impl Hub {
     /// `InputQueued` events are in the log already; only the queue is rebuilt.
     pub async fn resume_pending(&self) -> Result<usize, HubError> {
         let pending = self.deps.store.pending_inputs().await?;
-        for input in &pending {
-            let session = self.get(&input.session_id).await?;
-            if let Err(e) = session.requeue(input.input_id.clone(), input.text.clone()) {
-                tracing::error!(session = %input.session_id, error = %e, "cannot requeue an input");
+        let count = pending.len();
+        let mut by_session: Vec<(SessionId, Vec<(String, String)>)> = Vec::new();
+        for input in pending {
+            match by_session.last_mut() {
+                Some((id, inputs)) if *id == input.session_id => {
+                    inputs.push((input.input_id, input.text));
+                }
+                _ => by_session.push((input.session_id, vec![(input.input_id, input.text)])),
             }
         }
-        Ok(pending.len())
+        for (id, inputs) in by_session {
+            let session = match self.get(&id).await {
+                Ok(session) => session,
+                Err(e) => {
+                    tracing::error!(session = %id, error = %e, "cannot requeue this session's inputs");
+                    continue;
+                }
+            };
+            // Queued now, before any client can submit, so they keep their place; what does
+            // not fit waits for room in a task, in order, without holding up the start.
+            let mut inputs = inputs.into_iter();
+            while let Some((input_id, text)) = inputs.next() {
+                let Err(back) = session.requeue_now(input_id, text) else {
+                    continue;
+                };
+                let rest: Vec<_> = std::iter::once(back).chain(inputs).collect();
+                let session = Arc::clone(&session);
+                self.deps.tasks.spawn(async move {
+                    for (input_id, text) in rest {
+                        if let Err(e) = session.requeue(input_id, text).await {
+                            tracing::error!(session = %session.id, error = %e, "cannot requeue an input");
+                            return;
+                        }
+                    }
+                });
+                break;
+            }
+        }
+        Ok(count)
     }
 }
 

@@ -53,6 +53,8 @@ pub struct HubDeps {
     /// The login shell's environment, resolved on first need: what a session's own
     /// environment lacks comes from here (a daemon started at login has little of its own).
     pub login_env: Arc<tokio::sync::OnceCell<Env>>,
+    /// The daemon is stopping: no new turn starts (queued inputs wait for the next start).
+    pub shutdown: CancellationToken,
 }
 
 pub struct LiveSession {
@@ -178,10 +180,22 @@ impl LiveSession {
         Ok((input_id, seq))
     }
 
-    /// Queue an input whose `InputQueued` a previous daemon committed but never ran.
-    pub fn requeue(&self, input_id: String, text: String) -> Result<(), SubmitError> {
+    /// Queue an input whose `InputQueued` a previous daemon committed but never ran, if
+    /// the queue has room; else it is handed back.
+    pub fn requeue_now(&self, input_id: String, text: String) -> Result<(), (String, String)> {
         self.inputs
             .try_send(QueuedInput { input_id, text })
+            .map_err(|e| {
+                let input = e.into_inner();
+                (input.input_id, input.text)
+            })
+    }
+
+    /// Like [`LiveSession::requeue_now`], waiting for room in the queue.
+    pub async fn requeue(&self, input_id: String, text: String) -> Result<(), SubmitError> {
+        self.inputs
+            .send(QueuedInput { input_id, text })
+            .await
             .map_err(|_| SubmitError::QueueFull)
     }
 
@@ -612,7 +626,17 @@ async fn run_inputs(
     mut rx: mpsc::Receiver<QueuedInput>,
     deps: HubDeps,
 ) {
-    while let Some(input) = rx.recv().await {
+    loop {
+        // A stopping daemon starts no turn: the input stays pending in the store and runs
+        // when the daemon starts again, instead of starting now only to be interrupted.
+        let input = tokio::select! {
+            biased;
+            () = deps.shutdown.cancelled() => break,
+            input = rx.recv() => match input {
+                Some(input) => input,
+                None => break,
+            },
+        };
         let Some(session) = session.upgrade() else {
             break;
         };
