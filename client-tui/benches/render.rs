@@ -3,12 +3,15 @@
 //!
 //! `cargo bench -p stepper-tui --bench render`
 //!
-//! 1. Frames: an app holding ~10k committed lines (markdown, code, tool output) draws its
+//! 1. Frames: an app that committed ~10k lines (markdown, code, tool output) draws its
 //!    viewport; the same viewport of an app with no history is the reference, since history
 //!    lives in the terminal's scrollback and must not cost a frame anything. Rewrapping the
 //!    whole transcript (what a commit of everything would cost) and drawing it as one
 //!    `Paragraph` into a buffer are printed beside it for scale.
-//! 2. Latency: `run_with` on a probe backend, a mock core sending a `TextDelta` every 5 ms
+//! 2. A long code block streaming: frames while a 3000-line fenced block is still open,
+//!    against the same with a 10-line block; the cost of one more line (delta, commit, frame)
+//!    beside them, and rendering the whole block once for scale.
+//! 3. Latency: `run_with` on a probe backend, a mock core sending a `TextDelta` every 5 ms
 //!    (200 tokens/s), keys typed every 23 ms; measured from sending the key to the flush of
 //!    the first frame that shows it. The reference is the same typing with nothing streaming.
 
@@ -27,6 +30,8 @@ use ratatui::widgets::{Paragraph, Widget};
 use stepper_protocol::event::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
 use stepper_protocol::session::{SessionInfo, SessionStatus};
 use stepper_tui::{App, CoreEvent, KeySource, Screen, TuiOptions, run_with};
+
+use ratatui::text::Line;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -170,8 +175,12 @@ fn measure(runs: usize, mut f: impl FnMut()) -> Stats {
 }
 
 fn frame(app: &App, screen: &mut Screen<TestBackend>) {
-    let h = app.desired_height(WIDTH, HEIGHT);
-    screen.draw(h, |area, buf| app.render(area, buf)).unwrap();
+    app.draw(screen).unwrap();
+}
+
+/// The whole transcript of `turns` turns as scrollback gets it (the app keeps none of it).
+fn transcript_of(turns: usize) -> Vec<Line<'static>> {
+    busy_app(turns).take_history(WIDTH)
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {
@@ -179,13 +188,12 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 }
 
 fn frames() {
-    let mut big = busy_app(0);
-    let mut turns = 0;
-    while big.transcript_lines(WIDTH).len() < 10_000 {
+    let mut turns = 10;
+    while transcript_of(turns).len() < 10_000 {
         turns += 10;
-        big = busy_app(turns);
     }
-    let transcript = big.transcript_lines(WIDTH);
+    let transcript = transcript_of(turns);
+    let mut big = busy_app(turns);
     let commit_all = Instant::now();
     let committed = big.take_history(WIDTH);
     let commit_all = commit_all.elapsed();
@@ -212,9 +220,16 @@ fn frames() {
         let mut buf = Buffer::empty(area);
         Paragraph::new(screenful.clone()).render(area, &mut buf);
     });
-    let rewrap = measure(10, || {
-        std::hint::black_box(big.transcript_lines(WIDTH));
-    });
+    let rewrap = stats(
+        (0..10)
+            .map(|_| {
+                let mut app = busy_app(turns);
+                let t = Instant::now();
+                std::hint::black_box(app.take_history(WIDTH));
+                t.elapsed()
+            })
+            .collect(),
+    );
     let tall = Rect::new(0, 0, WIDTH, transcript.len() as u16);
     let whole = measure(10, || {
         let mut buf = Buffer::empty(tall);
@@ -263,6 +278,83 @@ fn frames() {
     println!(
         "  a frame costs {:.4} of a whole-transcript render",
         ratio(big_frame.p50, whole.p50)
+    );
+}
+
+fn code_line(i: usize) -> String {
+    format!(
+        "    let value_{i} = compute(&input[{i}..], |x| x * 2).unwrap_or_default(); // step {i}\n"
+    )
+}
+
+/// An app streaming a fenced rust block of `lines` complete lines, one delta per line, the
+/// history taken each time as the loop does; the next line has begun.
+fn code_stream_app(lines: usize) -> (App, Feed) {
+    let mut app = App::new(TuiOptions::default());
+    app.apply(session());
+    let mut feed = Feed { seq: 0 };
+    app.apply(feed.next(AppEvent::TurnStarted {
+        input_id: "i".into(),
+        text: "write it".into(),
+        model: "m".into(),
+    }));
+    app.apply(feed.next(AppEvent::TextDelta {
+        text: "Here it is:\n\n```rust\nfn main() {\n".into(),
+    }));
+    for i in 0..lines {
+        app.apply(feed.next(AppEvent::TextDelta { text: code_line(i) }));
+        app.take_history(WIDTH);
+    }
+    app.apply(feed.next(AppEvent::TextDelta {
+        text: "    let partial = ".into(),
+    }));
+    app.take_history(WIDTH);
+    (app, feed)
+}
+
+fn streaming_code() {
+    let mut results = Vec::new();
+    for lines in [10usize, 3000] {
+        let (mut app, mut feed) = code_stream_app(lines);
+        let mut screen = Screen::new(TestBackend::new(WIDTH, HEIGHT), Position::new(0, 0)).unwrap();
+        let frame_only = measure(500, || frame(&app, &mut screen));
+        let mut i = lines;
+        let per_line = measure(500, || {
+            i += 1;
+            app.apply(feed.next(AppEvent::TextDelta {
+                text: format!("x;\n    let partial_{i} = "),
+            }));
+            let history = app.take_history(WIDTH);
+            screen.insert_history(&history).unwrap();
+            frame(&app, &mut screen);
+        });
+        results.push((lines, frame_only, per_line));
+    }
+    let block: String = (0..3000).map(code_line).collect();
+    let whole = measure(5, || {
+        let mut app = App::new(TuiOptions::default());
+        let mut feed = Feed { seq: 0 };
+        app.apply(feed.next(AppEvent::MessageCompleted {
+            text: format!("```rust\n{block}```\n"),
+            stop_reason: None,
+        }));
+        std::hint::black_box(app.take_history(WIDTH));
+    });
+    println!("a fenced code block streaming, still open, at {WIDTH}x{HEIGHT}:");
+    for (lines, frame_only, per_line) in &results {
+        println!(
+            "  {lines:>5} lines so far: frame p50 {:>9.2?} p99 {:>9.2?}   one more line (delta + commit + frame) p50 {:>9.2?} p99 {:>9.2?}",
+            frame_only.p50, frame_only.p99, per_line.p50, per_line.p99
+        );
+    }
+    println!(
+        "  3000 vs 10 lines: frame p50 ratio {:.2}   one more line p50 ratio {:.2}",
+        ratio(results[1].1.p50, results[0].1.p50),
+        ratio(results[1].2.p50, results[0].2.p50)
+    );
+    println!(
+        "  reference: the whole 3000-line block rendered once (what every frame cost before) p50 {:>9.2?}",
+        whole.p50
     );
 }
 
@@ -446,6 +538,7 @@ fn main() {
         return;
     }
     frames();
+    streaming_code();
     let keys = 250;
     let (streaming, frames_s, tokens) = latency(true, keys);
     let (idle, frames_i, _) = latency(false, keys);

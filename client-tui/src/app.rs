@@ -2,7 +2,8 @@
 //!
 //! Everything here is synchronous and terminal-free, so tests drive it with events and keys
 //! and read back actions, committed lines and rendered frames. Cells move one way: live (in
-//! the viewport) → finished (queued for scrollback) → committed, always in transcript order.
+//! the viewport) → finished (queued for scrollback) → written to scrollback and dropped, always
+//! in transcript order.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -14,10 +15,15 @@ use stepper_protocol::session::{SessionInfo, SessionStatus};
 use crate::command::{self, COMMANDS, Parsed};
 use crate::completion::{Kind, Popup, popup_for};
 use crate::composer::Composer;
-use crate::markdown;
+use crate::markdown::{self, OpenFence};
 use crate::theme;
 use crate::transcript::{Cell, ToolCell, ToolDone, decision_text, tool_summary};
+use crate::wrap::{push_sanitized, sanitize};
 use crate::{Action, CoreEvent, Exit, TuiOptions};
+
+/// How long after an approval shows up its answer keys still type into the input: someone
+/// typing `…any` when it appears must not answer it by accident.
+const ANSWER_GUARD_MS: i64 = 400;
 
 /// An approval waiting for this user's answer.
 #[derive(Debug, Clone)]
@@ -34,7 +40,11 @@ pub(crate) struct Approval {
 pub struct App {
     pub(crate) session: Option<SessionInfo>,
     pub(crate) model: String,
+    /// The mode as the daemon last said: shown only once it is committed.
     pub(crate) mode: String,
+    /// The mode last asked with Shift-Tab and not confirmed yet: the next press cycles on
+    /// from it.
+    mode_asked: Option<String>,
     pub(crate) context_window: Option<u64>,
     last_seq: u64,
     me: String,
@@ -43,13 +53,15 @@ pub struct App {
     /// here now, and replaying old attaches would count people twice.
     presence_after: u64,
     files: Vec<String>,
-    /// Finished cells in order; those from `committed` on still have to reach scrollback.
-    transcript: Vec<Cell>,
-    committed: usize,
+    /// Finished cells not yet written to scrollback, in order. Once written they are the
+    /// terminal's: the app keeps nothing of them.
+    finished: Vec<Cell>,
     /// Cells still changing, in transcript order.
     pub(crate) live: Vec<Cell>,
     pub(crate) queued: Vec<(String, String)>,
     pub(crate) approvals: VecDeque<Approval>,
+    /// When the approval in front appeared (app time): its answer keys count after the guard.
+    approval_since: i64,
     approval_tools: HashMap<String, String>,
     pub(crate) composer: Composer,
     pub(crate) popup: Option<Popup>,
@@ -74,17 +86,18 @@ impl App {
             session: None,
             model: String::new(),
             mode: "default".into(),
+            mode_asked: None,
             context_window: None,
             last_seq: 0,
             me: String::new(),
             others: Vec::new(),
             presence_after: 0,
             files: Vec::new(),
-            transcript: Vec::new(),
-            committed: 0,
+            finished: Vec::new(),
             live: Vec::new(),
             queued: Vec::new(),
             approvals: VecDeque::new(),
+            approval_since: 0,
             approval_tools: HashMap::new(),
             composer: Composer::with_history(opts.history),
             popup: None,
@@ -145,11 +158,12 @@ impl App {
     /// after an empty line.
     pub fn take_history(&mut self, width: u16) -> Vec<Line<'static>> {
         let mut out = Vec::new();
-        for cell in &self.transcript[self.committed..] {
-            out.push(Line::default());
+        for cell in self.finished.drain(..) {
+            if !cell.joins_previous() {
+                out.push(Line::default());
+            }
             out.extend(cell.lines(width, ""));
         }
-        self.committed = self.transcript.len();
         out
     }
 
@@ -161,19 +175,11 @@ impl App {
         for cell in &self.live {
             let lines = cell.lines(width, "");
             if lines.iter().any(|l| l.width() > 0) {
-                out.push(Line::default());
+                if !cell.joins_previous() {
+                    out.push(Line::default());
+                }
                 out.extend(lines);
             }
-        }
-        out
-    }
-
-    /// Every finished cell rendered at `width`, as the scrollback holds them.
-    pub fn transcript_lines(&self, width: u16) -> Vec<Line<'static>> {
-        let mut out = Vec::new();
-        for cell in &self.transcript {
-            out.push(Line::default());
-            out.extend(cell.lines(width, ""));
         }
         out
     }
@@ -201,6 +207,7 @@ impl App {
                 self.presence_after = info.last_seq;
                 self.running = info.status == SessionStatus::Running;
                 self.mode = mode;
+                self.mode_asked = None;
                 self.context_window = context_window;
                 self.session = Some(info);
             }
@@ -218,6 +225,7 @@ impl App {
                 self.refresh_popup();
             }
             CoreEvent::Error(message) => {
+                self.mode_asked = None;
                 self.push(Cell::note("✗", message, theme::error()));
             }
             CoreEvent::Disconnected(reason) => self.exit = Some(Exit::Disconnected(reason)),
@@ -231,7 +239,7 @@ impl App {
         self.last_seq = env.seq;
         match env.event {
             AppEvent::SessionCreated { cwd, model, .. } => {
-                self.model.clone_from(&model);
+                self.model = sanitize(&model);
                 self.push(Cell::note(
                     "•",
                     format!("session started in {cwd} · {model}"),
@@ -241,7 +249,7 @@ impl App {
             AppEvent::InputQueued { input_id, text, .. } => {
                 // Up brings back the session's inputs, replayed ones and other clients' too.
                 self.composer.remember(&text);
-                self.queued.push((input_id, text));
+                self.queued.push((input_id, sanitize(&text)));
             }
             AppEvent::TurnStarted {
                 input_id,
@@ -252,26 +260,24 @@ impl App {
                 self.queued.retain(|(id, _)| *id != input_id);
                 self.running = true;
                 self.turn_started_at = Some(env.at);
-                self.model = model;
+                self.model = sanitize(&model);
                 self.usage_turn = Usage::default();
                 self.cost_turn = None;
                 self.step_base = 0;
                 self.push(Cell::User {
-                    text,
+                    text: sanitize(&text),
                     turn: env.turn,
                 });
             }
             AppEvent::TextDelta { text } => {
                 self.end_reasoning();
                 self.message_streamed = true;
-                match self.live.last_mut() {
-                    Some(Cell::Assistant {
-                        text: t,
+                match self.streaming_message() {
+                    Some(t) => push_sanitized(t, &text),
+                    None => self.live.push(Cell::Assistant {
+                        text: sanitize(&text),
                         streaming: true,
-                    }) => t.push_str(&text),
-                    _ => self.live.push(Cell::Assistant {
-                        text,
-                        streaming: true,
+                        fence: None,
                     }),
                 }
                 self.settle();
@@ -280,16 +286,20 @@ impl App {
                 Some(Cell::Reasoning {
                     text: t,
                     done: false,
-                }) => t.push_str(&text),
-                _ => self.live.push(Cell::Reasoning { text, done: false }),
+                }) => push_sanitized(t, &text),
+                _ => self.live.push(Cell::Reasoning {
+                    text: sanitize(&text),
+                    done: false,
+                }),
             },
             AppEvent::MessageCompleted { text, stop_reason } => {
                 self.end_reasoning();
                 self.end_message();
                 if !self.message_streamed && !text.is_empty() {
                     self.push(Cell::Assistant {
-                        text,
+                        text: sanitize(&text),
                         streaming: false,
+                        fence: None,
                     });
                 }
                 self.message_streamed = false;
@@ -335,10 +345,10 @@ impl App {
             } => {
                 let done = ToolDone {
                     status,
-                    output,
+                    output: sanitize(&output),
                     exit_code,
                     duration_ms,
-                    diff,
+                    diff: diff.as_deref().map(sanitize),
                 };
                 match self.live_tool(&call_id) {
                     Some(t) => t.done = Some(done),
@@ -419,8 +429,15 @@ impl App {
                     theme::dim(),
                 ));
                 self.mode = mode;
+                self.mode_asked = None;
             }
-            AppEvent::TodosUpdated { todos } => self.push(Cell::Todos(todos)),
+            AppEvent::TodosUpdated { mut todos } => {
+                for todo in &mut todos {
+                    todo.content = sanitize(&todo.content);
+                    todo.active_form = todo.active_form.as_deref().map(sanitize);
+                }
+                self.push(Cell::Todos(todos));
+            }
             AppEvent::ApprovalRequested {
                 request_id,
                 tool,
@@ -428,13 +445,17 @@ impl App {
                 command,
                 diff,
             } => {
+                let tool = sanitize(&tool);
                 self.approval_tools.insert(request_id.clone(), tool.clone());
+                if self.approvals.is_empty() {
+                    self.approval_since = self.now_ms;
+                }
                 self.approvals.push_back(Approval {
                     request_id,
                     tool,
-                    summary,
-                    command,
-                    diff,
+                    summary: sanitize(&summary),
+                    command: command.as_deref().map(sanitize),
+                    diff: diff.as_deref().map(sanitize),
                 });
             }
             AppEvent::ApprovalResolved {
@@ -442,16 +463,23 @@ impl App {
                 decision,
                 by,
             } => {
+                let front = self.approvals.front().map(|a| a.request_id.clone());
                 self.approvals.retain(|a| a.request_id != request_id);
+                if front.as_deref() == Some(request_id.as_str()) {
+                    self.approval_since = self.now_ms;
+                }
                 let tool = self.approval_tools.remove(&request_id).unwrap_or_default();
                 let (glyph, verb, style) = decision_text(decision);
-                let by = by.map(|b| format!(" by {b}")).unwrap_or_default();
                 let tool = if tool.is_empty() {
                     String::new()
                 } else {
                     format!(" {tool}")
                 };
-                self.push(Cell::note(glyph, format!("{verb}{tool}{by}"), style));
+                self.push(Cell::note(
+                    glyph,
+                    format!("{verb}{tool}{}", by_suffix(by)),
+                    style,
+                ));
             }
             AppEvent::UsageUpdated { usage, cost_usd } => {
                 self.usage_turn = usage;
@@ -459,6 +487,9 @@ impl App {
                 self.context_tokens = Some(input_side(&usage).saturating_sub(self.step_base));
             }
             AppEvent::TurnFinished { status, error } => {
+                // What the turn still asked can no longer be answered: it is over.
+                self.approvals.clear();
+                self.approval_tools.clear();
                 self.finish_live(true);
                 self.running = false;
                 self.turn_started_at = None;
@@ -504,16 +535,36 @@ impl App {
 
     /// A note beside the turn's flow (presence, model, mode, steering, notices): it goes
     /// before a message still streaming, so the message stays one cell and its markdown
-    /// whole (a code block cut in two would lose its highlighting and fences).
+    /// whole (a code block cut in two would lose its highlighting and fences). While a code
+    /// block of the message streams its rows are already in scrollback, so the note waits
+    /// after the message instead of landing in the middle of the code.
     fn push_aside(&mut self, cell: Cell) {
         let at = match self.live.last() {
             Some(Cell::Assistant {
-                streaming: true, ..
+                streaming: true,
+                fence: None,
+                ..
             }) => self.live.len() - 1,
             _ => self.live.len(),
         };
         self.live.insert(at, cell);
         self.settle();
+    }
+
+    /// The text of the message still streaming: the last live cell, notes after it aside.
+    fn streaming_message(&mut self) -> Option<&mut String> {
+        let i = self
+            .live
+            .iter()
+            .rposition(|c| !matches!(c, Cell::Note { .. }))?;
+        match &mut self.live[i] {
+            Cell::Assistant {
+                text,
+                streaming: true,
+                ..
+            } => Some(text),
+            _ => None,
+        }
     }
 
     fn end_reasoning(&mut self) {
@@ -526,12 +577,23 @@ impl App {
 
     fn end_message(&mut self) {
         for cell in &mut self.live {
-            if let Cell::Assistant { streaming, .. } = cell {
+            if let Cell::Assistant {
+                text,
+                streaming,
+                fence,
+            } = cell
+            {
                 *streaming = false;
+                if let Some(fence) = fence.take() {
+                    *cell = end_fence(*fence, std::mem::take(text));
+                }
             }
         }
-        self.live
-            .retain(|c| !matches!(c, Cell::Assistant { text, .. } if text.is_empty()));
+        self.live.retain(|c| match c {
+            Cell::Assistant { text, .. } => !text.is_empty(),
+            Cell::Code { rows, .. } => !rows.is_empty(),
+            _ => true,
+        });
     }
 
     /// Ends everything still live (the turn is over): a tool without a result was cut off.
@@ -556,34 +618,31 @@ impl App {
         self.settle();
     }
 
-    /// Moves the finished cells at the front of the live list to the transcript, and the
-    /// finished blocks of a streaming message at the front with them.
+    /// Moves the finished cells at the front of the live list to `finished`, and what of a
+    /// streaming message at the front is final with them.
     fn settle(&mut self) {
         while let Some(first) = self.live.first_mut() {
             if let Cell::Assistant {
                 text,
                 streaming: true,
+                fence,
             } = first
             {
-                let stable = markdown::stable_len(text);
-                if stable > 0 {
-                    let rest = text.split_off(stable);
-                    let done = std::mem::replace(text, rest);
-                    if !done.trim().is_empty() {
-                        self.transcript.push(Cell::Assistant {
-                            text: done,
-                            streaming: false,
-                        });
-                    }
-                }
+                settle_message(text, fence, &mut self.finished);
                 break;
             }
             if first.is_live() {
                 break;
             }
             let cell = self.live.remove(0);
-            self.transcript.push(cell);
+            self.finished.push(cell);
         }
+    }
+
+    /// Whether y/a/n answer the approval in front: not in its first moments, so keys typed
+    /// for the input just as it appears do not answer it.
+    pub(crate) fn answer_keys_live(&self) -> bool {
+        self.now_ms - self.approval_since >= ANSWER_GUARD_MS
     }
 
     /// A key pressed: what it asks of the core.
@@ -595,23 +654,31 @@ impl App {
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
 
+        // An approval takes its answer keys only; the rest edit the input as ever. Typed
+        // too soon after it appeared, even its answer keys are taken for typing.
         if let Some(approval) = self.approvals.front() {
             let decision = match key.code {
-                KeyCode::Char('y') if !ctrl => Some(crate::ApprovalDecision::Allow),
-                KeyCode::Char('a') if !ctrl => Some(crate::ApprovalDecision::AllowAlways),
-                KeyCode::Char('n') | KeyCode::Esc if !ctrl => Some(crate::ApprovalDecision::Deny),
+                KeyCode::Char('y') if !ctrl && !alt => Some(crate::ApprovalDecision::Allow),
+                KeyCode::Char('a') if !ctrl && !alt => Some(crate::ApprovalDecision::AllowAlways),
+                KeyCode::Char('n') | KeyCode::Esc if !ctrl && !alt => {
+                    Some(crate::ApprovalDecision::Deny)
+                }
                 _ => None,
             };
             if let Some(decision) = decision {
-                let request_id = approval.request_id.clone();
-                self.approvals.pop_front();
-                return vec![Action::Approve {
-                    request_id,
-                    decision,
-                }];
-            }
-            if !(ctrl && matches!(key.code, KeyCode::Char('c' | 'd'))) {
-                return Vec::new();
+                if self.answer_keys_live() {
+                    let request_id = approval.request_id.clone();
+                    self.approvals.pop_front();
+                    self.approval_since = self.now_ms;
+                    return vec![Action::Approve {
+                        request_id,
+                        decision,
+                    }];
+                }
+                if key.code == KeyCode::Esc && self.popup.is_none() {
+                    // Neither an answer nor an interrupt: the user may not have seen it.
+                    return Vec::new();
+                }
             }
         }
 
@@ -660,12 +727,13 @@ impl App {
             KeyCode::Enter => return self.submit(false),
             KeyCode::Tab if self.running && !self.composer.is_empty() => return self.submit(true),
             KeyCode::BackTab => {
-                let next = match self.mode.as_str() {
+                let from = self.mode_asked.as_deref().unwrap_or(&self.mode);
+                let next = match from {
                     "default" => "accept-edits",
                     "accept-edits" => "plan",
                     _ => "default",
                 };
-                self.mode = next.to_string();
+                self.mode_asked = Some(next.to_string());
                 return vec![Action::SetMode {
                     mode: next.to_string(),
                 }];
@@ -697,7 +765,8 @@ impl App {
             KeyCode::Char('n') if ctrl => self.composer.down(),
             KeyCode::Char('b') if alt => self.composer.word_left(),
             KeyCode::Char('f') if alt => self.composer.word_right(),
-            KeyCode::Char(c) if !ctrl => {
+            // Ctrl+Alt is how Windows reports AltGr, which types characters (`@`, `€`).
+            KeyCode::Char(c) if !ctrl || alt => {
                 let mut buf = [0u8; 4];
                 self.composer.insert(c.encode_utf8(&mut buf));
             }
@@ -720,10 +789,8 @@ impl App {
 
     /// Text pasted (bracketed paste): inserted as is, newlines included.
     pub fn on_paste(&mut self, text: &str) {
-        if self.approvals.is_empty() {
-            self.composer.insert(text);
-            self.refresh_popup();
-        }
+        self.composer.insert(text);
+        self.refresh_popup();
     }
 
     /// Puts the selected item in place of the word; true when that completed a command that
@@ -775,11 +842,11 @@ impl App {
         let text = self.composer.take();
         self.popup = None;
         let text = text.trim_end_matches('\n').to_string();
-        if text.starts_with('/') {
+        if command::is_command(&text) {
             return match command::parse(&text) {
                 Parsed::Action(action) => {
                     if let Action::SetMode { mode } = &action {
-                        self.mode.clone_from(mode);
+                        self.mode_asked = Some(mode.clone());
                     }
                     vec![action]
                 }
@@ -801,11 +868,98 @@ impl App {
     }
 }
 
+/// Moves what of a streaming message is final to `finished`: the blocks before a blank line,
+/// the text before a code fence at the top level, then that code block's lines one by one
+/// as they complete, so no frame redraws (or re-highlights) a block that only grows.
+fn settle_message(text: &mut String, fence: &mut Option<Box<OpenFence>>, finished: &mut Vec<Cell>) {
+    loop {
+        match fence {
+            None => {
+                if let Some((start, end)) = markdown::open_fence(text) {
+                    let open = OpenFence::new(&text[start..end]);
+                    let before: String = text.drain(..end).take(start).collect();
+                    commit_markdown(before, finished);
+                    *fence = Some(Box::new(open));
+                    continue;
+                }
+                let stable = markdown::stable_len(text);
+                if stable > 0 {
+                    let rest = text.split_off(stable);
+                    commit_markdown(std::mem::replace(text, rest), finished);
+                }
+                return;
+            }
+            Some(open) => {
+                let mut used = 0;
+                let mut rows = Vec::new();
+                let mut closed = false;
+                for line in text.split_inclusive('\n') {
+                    if !line.ends_with('\n') {
+                        break;
+                    }
+                    used += line.len();
+                    if open.closes(line) {
+                        closed = true;
+                        break;
+                    }
+                    rows.push(open.row(line));
+                }
+                text.drain(..used);
+                if !rows.is_empty() {
+                    finished.push(Cell::Code {
+                        rows,
+                        joined: open.started,
+                    });
+                    open.started = true;
+                }
+                if !closed {
+                    return;
+                }
+                *fence = None;
+            }
+        }
+    }
+}
+
+fn commit_markdown(text: String, finished: &mut Vec<Cell>) {
+    if !text.trim().is_empty() {
+        finished.push(Cell::Assistant {
+            text,
+            streaming: false,
+            fence: None,
+        });
+    }
+}
+
+/// A message ended inside a code block: its last line, unless that closes the block. Text
+/// past several lines (the message was never settled) renders as the block it is.
+fn end_fence(fence: OpenFence, text: String) -> Cell {
+    if text.contains('\n') {
+        return Cell::Assistant {
+            text: format!("{}{text}", fence.opener),
+            streaming: false,
+            fence: None,
+        };
+    }
+    let mut fence = fence;
+    let rows = if text.is_empty() || fence.closes(&text) {
+        Vec::new()
+    } else {
+        vec![fence.row(&text)]
+    };
+    Cell::Code {
+        rows,
+        joined: fence.started,
+    }
+}
+
 /// The tokens sent as input of the last model call: the context size.
 fn input_side(u: &Usage) -> u64 {
     u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
 }
 
+/// Who did it, after what was done (free text, so in brackets): " (by alice)".
 fn by_suffix(by: Option<String>) -> String {
-    by.map(|b| format!(" (by {b})")).unwrap_or_default()
+    by.map(|b| format!(" (by {})", sanitize(&b)))
+        .unwrap_or_default()
 }

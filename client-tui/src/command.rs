@@ -68,7 +68,23 @@ pub(crate) enum Parsed {
 
 pub(crate) const CONTINUE_TEXT: &str = "Continue from where you left off.";
 
-/// `line` starts with `/`.
+/// Whether `line` is a slash command: its first word is a name after a `/` (`/compact`,
+/// `/review:pr` — commands the daemon may know that the TUI does not). A path —
+/// "/etc/hosts is wrong" — is text for the model.
+pub(crate) fn is_command(line: &str) -> bool {
+    let name = line.split_whitespace().next().unwrap_or("");
+    match name.strip_prefix('/') {
+        Some(rest) => {
+            !rest.is_empty()
+                && rest
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':'))
+        }
+        None => false,
+    }
+}
+
+/// `line` is a command (see [`is_command`]).
 pub(crate) fn parse(line: &str) -> Parsed {
     let line = line.trim();
     let (name, args) = match line.split_once(char::is_whitespace) {
@@ -172,11 +188,21 @@ mod tests {
         }
         assert_eq!(parse("/help"), Parsed::Help);
         assert_eq!(
-            parse("/compact  now please"),
+            parse("/clear  now please"),
             Parsed::Action(Action::Command {
-                name: "compact".into(),
+                name: "clear".into(),
                 args: "now please".into()
             })
         );
+    }
+
+    #[test]
+    fn names_are_commands_and_paths_are_text() {
+        assert!(is_command("/help") && is_command("/mode plan") && is_command("/exit"));
+        // Not known here, but a command's name: the core says whether it knows it.
+        assert!(is_command("/compact") && is_command("/review:pr 12"));
+        assert!(!is_command("/etc/hosts is wrong"));
+        assert!(!is_command("/"));
+        assert!(!is_command("/tmp/x.log"));
     }
 }

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 
 use crate::command::COMMANDS;
 use crate::theme;
-use crate::wrap::truncate;
+use crate::wrap::{str_width, truncate};
 
 const MAX_ITEMS: usize = 8;
 
@@ -46,15 +46,12 @@ pub(crate) fn popup_for(text: &str, cursor: usize, files: &[String]) -> Option<P
                 detail: c.help.to_string(),
             })
             .collect();
-        let end = text[cursor..]
-            .find(char::is_whitespace)
-            .map_or(text.len(), |i| cursor + i);
         return (!items.is_empty()).then_some(Popup {
             kind: Kind::Slash,
             items,
             selected: 0,
             start: 0,
-            end,
+            end: word_end(text, cursor),
         });
     }
     let start = before.rfind(char::is_whitespace).map_or(0, |i| {
@@ -62,9 +59,6 @@ pub(crate) fn popup_for(text: &str, cursor: usize, files: &[String]) -> Option<P
     });
     let word = &before[start..];
     let query = word.strip_prefix('@')?;
-    let end = text[cursor..]
-        .find(char::is_whitespace)
-        .map_or(text.len(), |i| cursor + i);
     let items: Vec<Item> = rank(files, query)
         .into_iter()
         .take(MAX_ITEMS)
@@ -78,8 +72,15 @@ pub(crate) fn popup_for(text: &str, cursor: usize, files: &[String]) -> Option<P
         items,
         selected: 0,
         start,
-        end,
+        end: word_end(text, cursor),
     })
+}
+
+/// Where the word under the cursor ends: the accepted item replaces it up to there.
+fn word_end(text: &str, cursor: usize) -> usize {
+    text[cursor..]
+        .find(char::is_whitespace)
+        .map_or(text.len(), |i| cursor + i)
 }
 
 /// Paths matching `query`: prefix matches of the path or its file name first, then
@@ -118,7 +119,7 @@ impl Popup {
         let label_w = self
             .items
             .iter()
-            .map(|i| i.label.chars().count())
+            .map(|i| str_width(&i.label))
             .max()
             .unwrap_or(0)
             .min(width / 2)
@@ -129,7 +130,7 @@ impl Popup {
             .enumerate()
             .map(|(n, item)| {
                 let label = truncate(&item.label, label_w);
-                let pad = " ".repeat(label_w.saturating_sub(label.chars().count()));
+                let pad = " ".repeat(label_w.saturating_sub(str_width(&label)));
                 let detail = truncate(&item.detail, width.saturating_sub(label_w + 4));
                 let mut spans = vec![
                     Span::raw("  "),
@@ -175,5 +176,31 @@ mod tests {
         let p = popup_for("@sapp", 5, &files).unwrap();
         assert_eq!(p.items[0].label, "@src/app.rs");
         assert!(popup_for("no mention", 10, &files).is_none());
+    }
+
+    #[test]
+    fn labels_line_up_by_display_width() {
+        let p = Popup {
+            kind: Kind::File,
+            items: ["@文档/说明.md", "@a.rs"]
+                .into_iter()
+                .map(|l| Item {
+                    label: l.into(),
+                    detail: "x".into(),
+                })
+                .collect(),
+            selected: 0,
+            start: 0,
+            end: 0,
+        };
+        let cols: Vec<usize> = p
+            .lines(60)
+            .iter()
+            .map(|l| {
+                let s = l.to_string();
+                str_width(&s[..s.rfind('x').unwrap()])
+            })
+            .collect();
+        assert_eq!(cols[0], cols[1], "details start in one column");
     }
 }

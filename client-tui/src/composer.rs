@@ -5,13 +5,17 @@
 
 use ratatui::text::{Line, Span};
 
+use unicode_segmentation::UnicodeSegmentation;
+
 use crate::theme;
-use crate::wrap::char_width;
+use crate::wrap::{grapheme_width, sanitize, truncate};
 
 #[derive(Debug, Default)]
 pub(crate) struct Composer {
+    /// Sanitized (no tabs, no control characters but newlines), so a grapheme's width is
+    /// what the terminal draws.
     text: String,
-    /// Byte offset into `text`, always on a char boundary.
+    /// Byte offset into `text`, always on a grapheme boundary.
     cursor: usize,
     history: Vec<String>,
     /// Which history entry is shown, while browsing it.
@@ -23,7 +27,7 @@ pub(crate) struct Composer {
 impl Composer {
     pub fn with_history(history: Vec<String>) -> Self {
         Composer {
-            history,
+            history: history.iter().map(|h| sanitize(h)).collect(),
             ..Composer::default()
         }
     }
@@ -41,11 +45,11 @@ impl Composer {
     }
 
     pub fn set(&mut self, text: String, cursor: usize) {
-        self.cursor = cursor.min(text.len());
-        while !text.is_char_boundary(self.cursor) {
+        self.text = sanitize(&text);
+        self.cursor = cursor.min(self.text.len());
+        while !self.text.is_char_boundary(self.cursor) {
             self.cursor -= 1;
         }
-        self.text = text;
     }
 
     pub fn clear(&mut self) {
@@ -66,29 +70,31 @@ impl Composer {
     /// Adds an input to the history (the session's inputs, from any client, as they are
     /// queued), unless it repeats the latest entry.
     pub fn remember(&mut self, text: &str) {
-        if !text.trim().is_empty() && self.history.last().map(String::as_str) != Some(text) {
-            self.history.push(text.to_string());
+        let text = sanitize(text);
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text);
         }
     }
 
+    /// Inserts typed or pasted text; a pasted `\r` (old Mac line ends) is a newline.
     pub fn insert(&mut self, s: &str) {
-        let s = s.replace("\r\n", "\n").replace('\r', "\n");
+        let s = sanitize(&s.replace("\r\n", "\n").replace('\r', "\n"));
         self.text.insert_str(self.cursor, &s);
         self.cursor += s.len();
     }
 
     fn prev_boundary(&self) -> usize {
         self.text[..self.cursor]
-            .char_indices()
+            .grapheme_indices(true)
             .next_back()
             .map_or(0, |(i, _)| i)
     }
 
     fn next_boundary(&self) -> usize {
         self.text[self.cursor..]
-            .chars()
+            .graphemes(true)
             .next()
-            .map_or(self.cursor, |c| self.cursor + c.len_utf8())
+            .map_or(self.cursor, |g| self.cursor + g.len())
     }
 
     pub fn backspace(&mut self) {
@@ -166,7 +172,9 @@ impl Composer {
     }
 
     fn column(&self) -> usize {
-        self.text[self.line_start()..self.cursor].chars().count()
+        self.text[self.line_start()..self.cursor]
+            .graphemes(true)
+            .count()
     }
 
     fn move_to_column(&mut self, line_start: usize, column: usize) {
@@ -174,7 +182,7 @@ impl Composer {
         let line = &line[..line.find('\n').unwrap_or(line.len())];
         self.cursor = line_start
             + line
-                .char_indices()
+                .grapheme_indices(true)
                 .nth(column)
                 .map_or(line.len(), |(i, _)| i);
     }
@@ -232,7 +240,7 @@ impl Composer {
         if self.text.is_empty() {
             rows.push(Line::from(vec![
                 Span::styled("› ", theme::user_prompt()),
-                Span::styled(crate::wrap::truncate(placeholder, avail), theme::dim()),
+                Span::styled(truncate(placeholder, avail), theme::dim()),
             ]));
             return (rows, cursor);
         }
@@ -240,7 +248,6 @@ impl Composer {
         for (n, line) in self.text.split('\n').enumerate() {
             let mut row = String::new();
             let mut used = 0;
-            let mut row_start = offset;
             let mut first_row = true;
             let flush = |row: &mut String, first: bool, rows: &mut Vec<Line<'static>>| {
                 let lead = if n == 0 && first {
@@ -250,25 +257,19 @@ impl Composer {
                 };
                 rows.push(Line::from(vec![lead, Span::raw(std::mem::take(row))]));
             };
-            for (i, c) in line.char_indices() {
-                let w = char_width(c).max(if c == '\t' { 4 } else { 0 });
+            for (i, g) in line.grapheme_indices(true) {
+                let w = grapheme_width(g);
                 if used + w > avail && used > 0 {
                     flush(&mut row, first_row, &mut rows);
                     first_row = false;
                     used = 0;
-                    row_start = offset + i;
                 }
                 if offset + i == self.cursor {
                     cursor = (2 + used as u16, rows.len() as u16);
                 }
-                if c == '\t' {
-                    row.push_str("    ");
-                } else if char_width(c) > 0 || !c.is_control() {
-                    row.push(c);
-                }
+                row.push_str(g);
                 used += w;
             }
-            let _ = row_start;
             if offset + line.len() == self.cursor {
                 if used >= avail {
                     flush(&mut row, first_row, &mut rows);
@@ -352,5 +353,32 @@ mod tests {
         assert_eq!(c.text(), "cargo ");
         c.kill_to_start();
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn the_cursor_moves_and_measures_by_grapheme() {
+        let mut c = Composer::default();
+        c.insert("a❤\u{fe0f}b");
+        c.left();
+        c.left();
+        assert_eq!(
+            &c.text()[c.cursor()..],
+            "❤\u{fe0f}b",
+            "one step over the heart"
+        );
+        let (_, cursor) = c.render(20, "");
+        assert_eq!(cursor, (3, 0));
+        c.right();
+        let (_, cursor) = c.render(20, "");
+        assert_eq!(cursor, (5, 0), "the heart is two columns wide");
+        c.backspace();
+        assert_eq!(c.text(), "ab");
+    }
+
+    #[test]
+    fn pasted_text_is_cleaned() {
+        let mut c = Composer::default();
+        c.insert("x\tif a {\r\n\u{1b}[1mb\u{1b}[0m\n");
+        assert_eq!(c.text(), "x   if a {\nb\n");
     }
 }

@@ -1,15 +1,17 @@
 //! Syntax highlighting of fenced code blocks, through syntect's bundled grammars.
 //!
 //! The grammars and theme load once, lazily, on the first code block (tens of milliseconds
-//! in a release build), so a session without code never pays for them.
+//! in a release build), so a session without code never pays for them. A block is
+//! highlighted line by line with the parser's state carried over, so a block still
+//! streaming costs each of its lines once.
 
 use std::sync::OnceLock;
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Span;
 use syntect::easy::HighlightLines;
-use syntect::highlighting::{FontStyle, Theme, ThemeSet};
-use syntect::parsing::SyntaxSet;
+use syntect::highlighting::{FontStyle, HighlightState, Theme, ThemeSet};
+use syntect::parsing::{ParseState, SyntaxSet};
 use syntect::util::LinesWithEndings;
 
 fn syntaxes() -> &'static SyntaxSet {
@@ -43,20 +45,39 @@ fn token(lang: &str) -> &str {
 /// The code as styled spans per line, or `None` when the language is unknown (the caller
 /// shows the code plain).
 pub(crate) fn highlight(code: &str, lang: &str) -> Option<Vec<Vec<Span<'static>>>> {
-    let lang = lang.split([' ', ',', '{']).next().unwrap_or("").trim();
-    if lang.is_empty() {
-        return None;
-    }
-    let set = syntaxes();
-    let syntax = set
-        .find_syntax_by_token(token(&lang.to_ascii_lowercase()))
-        .or_else(|| set.find_syntax_by_extension(lang))?;
-    let mut h = HighlightLines::new(syntax, theme());
-    let mut lines = Vec::new();
-    for line in LinesWithEndings::from(code) {
-        let Ok(ranges) = h.highlight_line(line, set) else {
+    let mut h = LineHighlighter::new(lang)?;
+    LinesWithEndings::from(code).map(|l| h.line(l)).collect()
+}
+
+/// Highlights a block line by line, keeping syntect's state between lines.
+#[derive(Debug, Clone)]
+pub(crate) struct LineHighlighter {
+    /// `None` once a line failed to parse: the rest of the block shows plain.
+    state: Option<(HighlightState, ParseState)>,
+}
+
+impl LineHighlighter {
+    /// A highlighter for the language after a fence, or `None` when it is unknown.
+    pub fn new(lang: &str) -> Option<Self> {
+        let lang = lang.split([' ', ',', '{']).next().unwrap_or("").trim();
+        if lang.is_empty() {
             return None;
-        };
+        }
+        let set = syntaxes();
+        let syntax = set
+            .find_syntax_by_token(token(&lang.to_ascii_lowercase()))
+            .or_else(|| set.find_syntax_by_extension(lang))?;
+        Some(LineHighlighter {
+            state: Some(HighlightLines::new(syntax, theme()).state()),
+        })
+    }
+
+    /// The next line of the block (with its newline, as the grammars expect) as styled spans,
+    /// its line end dropped; `None` when it could not be parsed.
+    pub fn line(&mut self, line: &str) -> Option<Vec<Span<'static>>> {
+        let (highlight, parse) = self.state.take()?;
+        let mut h = HighlightLines::from_state(theme(), highlight, parse);
+        let ranges = h.highlight_line(line, syntaxes()).ok()?;
         let spans = ranges
             .into_iter()
             .filter_map(|(style, text)| {
@@ -64,9 +85,14 @@ pub(crate) fn highlight(code: &str, lang: &str) -> Option<Vec<Vec<Span<'static>>
                 (!text.is_empty()).then(|| Span::styled(text.to_string(), convert(style)))
             })
             .collect();
-        lines.push(spans);
+        self.state = Some(h.state());
+        Some(spans)
     }
-    Some(lines)
+
+    /// A line still being written, highlighted as if it were the next one without moving on.
+    pub fn peek(&self, line: &str) -> Option<Vec<Span<'static>>> {
+        self.clone().line(line)
+    }
 }
 
 fn convert(s: syntect::highlighting::Style) -> Style {

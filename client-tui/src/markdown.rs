@@ -2,13 +2,15 @@
 //!
 //! The renderer is a pure function of the source and the width, so a streaming message is
 //! simply re-rendered as it grows; `stable_len` tells how much of a growing source is made of
-//! finished blocks, which can go to scrollback and never change again.
+//! finished blocks, which can go to scrollback and never change again. A fenced code block
+//! is the exception to "blocks": it can be thousands of lines long, so while it streams it is
+//! an [`OpenFence`] whose lines go to scrollback one by one as they complete.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::highlight::highlight;
+use crate::highlight::{LineHighlighter, highlight};
 use crate::theme;
 use crate::wrap::{Para, str_width};
 
@@ -30,35 +32,136 @@ pub(crate) fn render(src: &str, width: u16) -> Vec<Line<'static>> {
 /// The length of the longest prefix of `src` that ends after a blank line outside any code
 /// fence: the blocks before it are complete, so their rendering is final.
 pub(crate) fn stable_len(src: &str) -> usize {
-    let mut fence: Option<(char, usize)> = None;
+    scan(src).stable
+}
+
+/// Where a fenced code block opens at the top level of `src` (no indent: one in a list or a
+/// quote is indented or prefixed) and is not closed yet: the byte range of its opening line.
+pub(crate) fn open_fence(src: &str) -> Option<(usize, usize)> {
+    scan(src)
+        .open
+        .filter(|(start, _)| !src[*start..].starts_with(' '))
+}
+
+struct Scan {
+    stable: usize,
+    open: Option<(usize, usize)>,
+}
+
+/// A fence line: its marker, the marker's run and what follows it.
+fn fence_marker(line: &str) -> Option<(char, usize, &str)> {
+    let trimmed = line.trim_start_matches(' ');
+    if line.len() - trimmed.len() >= 4 {
+        return None;
+    }
+    let c = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let run = trimmed.chars().take_while(|x| *x == c).count();
+    let rest = &trimmed[run..];
+    // A backtick fence's info string has no backtick (else it is inline code).
+    (run >= 3 && !(c == '`' && rest.contains('`'))).then_some((c, run, rest))
+}
+
+/// Complete lines only: a line still growing may yet become a fence.
+fn scan(src: &str) -> Scan {
+    let mut fence: Option<(char, usize, usize, usize)> = None;
     let mut stable = 0;
     let mut offset = 0;
     for line in src.split_inclusive('\n') {
         if !line.ends_with('\n') {
             break;
         }
+        let start = offset;
         offset += line.len();
-        let trimmed = line.trim_start();
-        let indent = line.len() - trimmed.len();
-        let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~');
-        if let (Some(c), true) = (marker, indent < 4) {
-            let run = trimmed.chars().take_while(|x| *x == c).count();
-            if run >= 3 {
-                match fence {
-                    None => fence = Some((c, run)),
-                    Some((open, len)) if open == c && run >= len && trimmed.trim().len() == run => {
-                        fence = None;
-                    }
-                    Some(_) => {}
+        if let Some((c, run, rest)) = fence_marker(line) {
+            match fence {
+                None => fence = Some((c, run, start, offset)),
+                Some((open, len, ..)) if open == c && run >= len && rest.trim().is_empty() => {
+                    fence = None;
                 }
-                continue;
+                Some(_) => {}
             }
+            continue;
         }
         if fence.is_none() && line.trim().is_empty() {
             stable = offset;
         }
     }
-    stable
+    Scan {
+        stable,
+        open: fence.map(|(_, _, start, end)| (start, end)),
+    }
+}
+
+/// A fenced code block at the top level of a streaming message, still open. Its complete
+/// lines leave the message as rows for scrollback, each highlighted once with the state the
+/// line before left; only the line still growing is drawn in every frame.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenFence {
+    /// The opening line, to render the rest as markdown if the message ends oddly.
+    pub opener: String,
+    marker: char,
+    run: usize,
+    highlighter: Option<LineHighlighter>,
+    /// Rows already went to scrollback: the next ones continue them without a gap.
+    pub started: bool,
+}
+
+impl OpenFence {
+    /// `line` is an opening fence line (from [`open_fence`]).
+    pub fn new(line: &str) -> Self {
+        let (marker, run, info) = fence_marker(line).unwrap_or(('`', 3, ""));
+        OpenFence {
+            opener: line.to_string(),
+            marker,
+            run,
+            highlighter: LineHighlighter::new(info.trim()),
+            started: false,
+        }
+    }
+
+    /// Whether `line` ends the block.
+    pub fn closes(&self, line: &str) -> bool {
+        fence_marker(line).is_some_and(|(c, run, rest)| {
+            c == self.marker && run >= self.run && rest.trim().is_empty()
+        })
+    }
+
+    /// The next complete line of code (its newline included) as a row.
+    pub fn row(&mut self, line: &str) -> Vec<Span<'static>> {
+        let spans = self.highlighter.as_mut().and_then(|h| h.line(line));
+        spans.unwrap_or_else(|| plain_code(line))
+    }
+
+    /// The line still growing as a row, the state left as it is.
+    pub fn peek(&self, line: &str) -> Vec<Span<'static>> {
+        let spans = self.highlighter.as_ref().and_then(|h| h.peek(line));
+        spans.unwrap_or_else(|| plain_code(line))
+    }
+}
+
+fn plain_code(line: &str) -> Vec<Span<'static>> {
+    vec![Span::styled(
+        line.trim_end_matches(['\n', '\r']).to_string(),
+        theme::accent(),
+    )]
+}
+
+/// Rows of code as a block draws them: each broken anywhere to fit `width`.
+pub(crate) fn code_lines(
+    rows: &[Vec<Span<'static>>],
+    prefix: &[Span<'static>],
+    width: u16,
+    out: &mut Vec<Line<'static>>,
+) {
+    for content in rows {
+        Para {
+            first: prefix.to_vec(),
+            rest: prefix.to_vec(),
+            content: content.clone(),
+            hard: true,
+        }
+        .wrap(width, out);
+    }
 }
 
 #[derive(Default)]
@@ -361,20 +464,9 @@ impl Renderer {
 
     fn code_block(&mut self, lang: &str, code: &str) {
         let (first, _) = self.prefixes();
-        let rows: Vec<Vec<Span<'static>>> = highlight(code, lang).unwrap_or_else(|| {
-            code.lines()
-                .map(|l| vec![Span::styled(l.to_string(), theme::accent())])
-                .collect()
-        });
-        for content in rows {
-            Para {
-                first: first.clone(),
-                rest: first.clone(),
-                content,
-                hard: true,
-            }
-            .wrap(self.width, &mut self.out);
-        }
+        let rows: Vec<Vec<Span<'static>>> =
+            highlight(code, lang).unwrap_or_else(|| code.lines().map(plain_code).collect());
+        code_lines(&rows, &first, self.width, &mut self.out);
     }
 }
 
@@ -427,5 +519,26 @@ mod tests {
         assert_eq!(stable_len("```\ncode\n\nmore\n"), 0);
         assert_eq!(stable_len("```\ncode\n\n```\n\nafter"), 15);
         assert_eq!(stable_len("no blank yet\n"), 0);
+    }
+
+    #[test]
+    fn an_open_fence_is_found_only_at_the_top_level() {
+        assert_eq!(open_fence("text\n```rust\nfn a"), Some((5, 13)));
+        assert_eq!(open_fence("```\ndone\n```\nmore"), None);
+        assert_eq!(open_fence("- item\n  ```\n  code\n"), None);
+        assert_eq!(open_fence("> ```\n> code\n"), None);
+        assert_eq!(open_fence("```rust"), None, "a line still growing");
+        assert_eq!(open_fence("```a`b\n"), None, "inline code, not a fence");
+    }
+
+    #[test]
+    fn an_open_fence_highlights_line_by_line_as_a_whole_block_would() {
+        let code = "/* a comment\n   that goes on */\nfn main() {}\n";
+        let whole = highlight(code, "rust").unwrap();
+        let mut fence = OpenFence::new("```rust\n");
+        let rows: Vec<_> = code.split_inclusive('\n').map(|l| fence.row(l)).collect();
+        assert_eq!(rows, whole, "the state carries over from line to line");
+        assert!(fence.closes("```\n") && fence.closes("````  \n"));
+        assert!(!fence.closes("~~~\n") && !fence.closes("``` x\n"));
     }
 }

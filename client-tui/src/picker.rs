@@ -168,7 +168,7 @@ fn ago(ms: i64) -> String {
 
 /// The picker on the real terminal (inline, cleared when done).
 pub async fn pick(sessions: Vec<SessionInfo>) -> io::Result<Pick> {
-    let _raw = RawMode::enter()?;
+    let _raw = RawMode::enter().await?;
     let screen = real_screen().await?;
     pick_with(sessions, screen, real_keys()).await
 }

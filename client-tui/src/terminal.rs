@@ -4,6 +4,7 @@
 //! `run_with` is the loop itself over any backend and key source, so tests and benches
 //! drive it with a `TestBackend` and a channel of keys; `run` only adds the terminal.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io::{self, BufWriter, Stdout};
 use std::sync::Once;
@@ -30,6 +31,8 @@ use crate::{Action, CoreEvent, Exit, TuiOptions};
 const BATCH: usize = 512;
 /// The spinner's and elapsed time's pace.
 const TICK: Duration = Duration::from_millis(80);
+/// How long leaving waits for the core to take the actions still queued, `Detach` last.
+const LEAVE_WAIT: Duration = Duration::from_secs(2);
 
 /// Where terminal events come from. The futures are `Send` so that `run` can be spawned on
 /// a multi-thread runtime.
@@ -99,15 +102,19 @@ fn install_panic_hook() {
 pub(crate) struct RawMode;
 
 impl RawMode {
-    pub(crate) fn enter() -> io::Result<RawMode> {
+    pub(crate) async fn enter() -> io::Result<RawMode> {
         install_panic_hook();
         terminal::enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
         let guard = RawMode;
         let mut out = io::stdout();
         execute!(out, EnableBracketedPaste)?;
-        // Lets Shift-Enter and a lone Esc be told apart where the terminal can.
-        if matches!(terminal::supports_keyboard_enhancement(), Ok(true)) {
+        // Lets Shift-Enter and a lone Esc be told apart where the terminal can. Asking the
+        // terminal waits for its answer (up to 2 s on one that never answers): off the runtime.
+        let supported = tokio::task::spawn_blocking(terminal::supports_keyboard_enhancement)
+            .await
+            .map_err(io::Error::other)?;
+        if matches!(supported, Ok(true)) {
             execute!(
                 out,
                 PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
@@ -148,7 +155,7 @@ pub async fn run(
     events: mpsc::Receiver<CoreEvent>,
     cancel: CancellationToken,
 ) -> io::Result<Exit> {
-    let _raw = RawMode::enter()?;
+    let _raw = RawMode::enter().await?;
     let screen = real_screen().await?;
     run_with(opts, actions, events, cancel, screen, real_keys()).await
 }
@@ -178,14 +185,41 @@ where
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut resized: Option<Size> = None;
+    // Actions wait here until the core has room for them, and the loop never awaits a send:
+    // the core may be blocked handing us an event, and only draining events unblocks it.
+    let mut pending: VecDeque<Action> = VecDeque::new();
+    // Set once Detach is queued: keys stop, and the loop ends when the core has it.
+    let mut leaving: Option<tokio::time::Instant> = None;
     draw(&mut app, &mut screen)?;
-    let exit = 'run: loop {
-        let mut sends = Vec::new();
+    let exit = loop {
+        let deadline = leaving.unwrap_or_else(|| tokio::time::Instant::now() + LEAVE_WAIT);
         tokio::select! {
             biased;
             () = cancel.cancelled() => break Exit::Cancelled,
-            event = keys.next() => match event {
-                Some(Ok(Event::Key(key))) => sends = app.on_key(key),
+            () = tokio::time::sleep_until(deadline), if leaving.is_some() => break Exit::Detached,
+            permit = actions.reserve(), if !pending.is_empty() => match (permit, pending.pop_front()) {
+                (Ok(permit), Some(action)) => {
+                    let detach = action == Action::Detach;
+                    permit.send(action);
+                    if detach {
+                        break Exit::Detached;
+                    }
+                    continue;
+                }
+                (Ok(_), None) => continue,
+                (Err(_), _) => break Exit::Disconnected("the core stopped taking actions".into()),
+            },
+            event = keys.next(), if leaving.is_none() => match event {
+                Some(Ok(Event::Key(key))) => {
+                    for action in app.on_key(key) {
+                        if action == Action::Detach {
+                            leaving = Some(tokio::time::Instant::now() + LEAVE_WAIT);
+                            pending.push_back(action);
+                            break;
+                        }
+                        pending.push_back(action);
+                    }
+                }
                 Some(Ok(Event::Paste(text))) => app.on_paste(&text),
                 Some(Ok(Event::Resize(w, h))) => resized = Some(Size::new(w, h)),
                 Some(Ok(_)) => {}
@@ -214,19 +248,6 @@ where
                 }
             }
         }
-        for action in sends {
-            let detach = action == Action::Detach;
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => break 'run Exit::Cancelled,
-                sent = actions.send(action) => if sent.is_err() {
-                    break 'run Exit::Disconnected("the core stopped taking actions".into());
-                },
-            }
-            if detach {
-                break 'run Exit::Detached;
-            }
-        }
         if let Some(exit) = app.exit() {
             break exit.clone();
         }
@@ -253,6 +274,5 @@ where
     let size = screen.size();
     let lines = app.take_history(size.width);
     screen.insert_history(&lines)?;
-    let height = app.desired_height(size.width, size.height);
-    screen.draw(height, |area, buf| app.render(area, buf))
+    app.draw(screen)
 }

@@ -9,9 +9,9 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use stepper_protocol::{ApprovalDecision, TodoItem, TodoStatus, ToolCallStatus};
 
-use crate::markdown;
+use crate::markdown::{self, OpenFence};
 use crate::theme;
-use crate::wrap::{Para, truncate};
+use crate::wrap::{Para, push_sanitized, sanitize, truncate};
 
 /// Lines of a running tool's output kept on screen.
 const LIVE_OUTPUT_LINES: usize = 4;
@@ -30,10 +30,18 @@ pub(crate) enum Cell {
         turn: Option<u32>,
     },
     /// Assistant markdown: a whole message, the finished blocks of one still streaming, or
-    /// (`streaming`) the part still growing.
+    /// (`streaming`) the part still growing. While a code block of it streams (`fence`),
+    /// `text` holds the code after the lines already gone to scrollback.
     Assistant {
         text: String,
         streaming: bool,
+        fence: Option<Box<OpenFence>>,
+    },
+    /// Lines of a code block that went to scrollback while the block streamed; `joined`
+    /// when they continue rows already there (no gap before them).
+    Code {
+        rows: Vec<Vec<Span<'static>>>,
+        joined: bool,
     },
     Reasoning {
         text: String,
@@ -48,12 +56,6 @@ pub(crate) enum Cell {
         style: Style,
     },
     Help,
-    /// Where layers and subagents will render once the protocol has events for them: a
-    /// heading that groups the cells after it. Nothing builds one yet, by design.
-    #[allow(dead_code)]
-    Section {
-        title: String,
-    },
 }
 
 #[derive(Debug, Clone)]
@@ -76,7 +78,7 @@ pub(crate) struct ToolDone {
 
 impl ToolCell {
     pub fn push_output(&mut self, text: &str) {
-        self.output.push_str(text);
+        push_sanitized(&mut self.output, text);
         if self.output.len() > LIVE_OUTPUT_BYTES {
             let mut cut = self.output.len() - LIVE_OUTPUT_BYTES;
             while !self.output.is_char_boundary(cut) {
@@ -88,10 +90,11 @@ impl ToolCell {
 }
 
 impl Cell {
+    /// A note's text often comes from outside (an error, a notice): it is sanitized here.
     pub fn note(glyph: &'static str, text: impl Into<String>, style: Style) -> Cell {
         Cell::Note {
             glyph,
-            text: text.into(),
+            text: sanitize(&text.into()),
             style,
         }
     }
@@ -106,11 +109,30 @@ impl Cell {
         }
     }
 
+    /// Whether the cell continues the one before it on screen, with no empty line between.
+    pub fn joins_previous(&self) -> bool {
+        match self {
+            Cell::Code { joined, .. } => *joined,
+            Cell::Assistant { fence: Some(f), .. } => f.started,
+            _ => false,
+        }
+    }
+
     pub fn lines(&self, width: u16, spinner: &str) -> Vec<Line<'static>> {
         let mut out = Vec::new();
         match self {
             Cell::User { text, turn } => user(text, *turn, width, &mut out),
+            Cell::Assistant {
+                text,
+                fence: Some(fence),
+                ..
+            } => {
+                if !text.is_empty() {
+                    markdown::code_lines(&[fence.peek(text)], &[], width, &mut out);
+                }
+            }
             Cell::Assistant { text, .. } => out = markdown::render(text, width),
+            Cell::Code { rows, .. } => markdown::code_lines(rows, &[], width, &mut out),
             Cell::Reasoning { text, done } => reasoning(text, *done, width, &mut out),
             Cell::Tool(t) => tool(t, width, spinner, &mut out),
             Cell::Todos(items) => todos(items, width, &mut out),
@@ -123,14 +145,6 @@ impl Cell {
                 .wrap(width, &mut out);
             }
             Cell::Help => help(width, &mut out),
-            Cell::Section { title } => {
-                let rule = "─".repeat(usize::from(width).saturating_sub(title.len() + 4).min(60));
-                out.push(Line::from(vec![
-                    Span::styled("── ", theme::border()),
-                    Span::styled(title.clone(), theme::bold()),
-                    Span::styled(format!(" {rule}"), theme::border()),
-                ]));
-            }
         }
         out
     }

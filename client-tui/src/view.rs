@@ -1,10 +1,13 @@
 //! The viewport: how the live cells, queued inputs, an approval, the completion popup, the
 //! input box and the status line share the rows at the bottom of the terminal.
 //!
-//! Every part is computed as lines first, so the height the screen needs and the frame drawn
-//! come from the same numbers; when rows are short, the input and status keep theirs and the
-//! live cells show their tail.
+//! Every part is computed as lines first, once per frame, so the height the screen needs
+//! and the frame drawn come from the same numbers; when rows are short, the input, the status
+//! and an approval's frame and keys keep theirs, and the live cells show their tail.
 
+use std::io;
+
+use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Style};
@@ -12,6 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Widget};
 
 use crate::app::{App, Approval};
+use crate::screen::Screen;
 use crate::theme;
 use crate::transcript::diff_lines;
 use crate::wrap::{Para, str_width, truncate};
@@ -31,16 +35,44 @@ struct Parts {
 
 struct Overlay {
     title: String,
-    head: Vec<Line<'static>>,
-    body: Vec<Line<'static>>,
-    foot: Vec<Line<'static>>,
+    /// The summary, the command and the diff: clipped when rows are short.
+    content: Vec<Line<'static>>,
+    keys: Line<'static>,
+}
+
+/// Rows of an overlay besides its content: the borders and the keys line.
+const OVERLAY_FRAME: u16 = 3;
+
+impl Overlay {
+    /// The lines inside the border, `rows` of them at most: the keys always, then as much
+    /// of the content as fits, its cut counted.
+    fn lines(&self, rows: usize) -> Vec<Line<'static>> {
+        let n = self.content.len();
+        let mut out = Vec::new();
+        if rows >= n + 2 {
+            out.extend(self.content.iter().cloned());
+            out.push(Line::default());
+        } else if rows > n {
+            out.extend(self.content.iter().cloned());
+        } else if rows >= 2 {
+            let shown = rows - 2;
+            out.extend(self.content[..shown].iter().cloned());
+            out.push(Line::from(Span::styled(
+                format!("… +{} lines", n - shown),
+                theme::dim(),
+            )));
+        }
+        if rows > 0 {
+            out.push(self.keys.clone());
+        }
+        out
+    }
 }
 
 /// Row counts of each part, top to bottom.
 #[derive(Debug, Default, Clone, Copy)]
 struct Rows {
     live: u16,
-    overlay_body: u16,
     overlay: u16,
     popup: u16,
     rule_top: u16,
@@ -66,13 +98,25 @@ impl App {
         SPINNER[(self.now_ms.max(0) / 80) as usize % SPINNER.len()]
     }
 
-    fn parts(&self, width: u16) -> Parts {
+    /// The parts at `width`, for a viewport of at most `max` rows: live cells that could not
+    /// show are not rendered at all.
+    fn parts(&self, width: u16, max: u16) -> Parts {
         let spinner = self.spinner();
-        let mut live = Vec::new();
-        for cell in &self.live {
-            live.push(Line::default());
-            live.extend(cell.lines(width, spinner));
+        let mut cells = Vec::new();
+        let mut rows = 0;
+        for cell in self.live.iter().rev() {
+            if rows >= usize::from(max) {
+                break;
+            }
+            let mut lines = Vec::new();
+            if !cell.joins_previous() {
+                lines.push(Line::default());
+            }
+            lines.extend(cell.lines(width, spinner));
+            rows += lines.len();
+            cells.push(lines);
         }
+        let mut live: Vec<Line<'static>> = cells.into_iter().rev().flatten().collect();
         for (_, text) in &self.queued {
             let first = text.lines().next().unwrap_or("");
             let more = if text.lines().count() > 1 { " …" } else { "" };
@@ -82,10 +126,14 @@ impl App {
                 Span::styled(more, theme::dim()),
             ]));
         }
-        let overlay = self
-            .approvals
-            .front()
-            .map(|a| overlay(a, self.approvals.len() - 1, width.saturating_sub(4)));
+        let overlay = self.approvals.front().map(|a| {
+            overlay(
+                a,
+                self.approvals.len() - 1,
+                self.answer_keys_live(),
+                width.saturating_sub(4),
+            )
+        });
         let popup = self
             .popup
             .as_ref()
@@ -118,20 +166,22 @@ impl App {
             left.set(left.get() - got);
             got
         };
-        // Asked in order of need: the input and the status line first, live cells last.
+        // Asked in order of need: a row of input and the status line first, then an
+        // approval's frame and keys (what can be answered must be seen), the rest of the
+        // input, the approval's content, live cells last.
+        let input = parts.input.len().min(MAX_INPUT_ROWS);
         let mut r = Rows {
-            input: take(parts.input.len().min(MAX_INPUT_ROWS)),
+            input: take(input.min(1)),
             status: take(1),
             ..Rows::default()
         };
-        if let Some(o) = &parts.overlay {
-            // Borders, head and keys first; the diff gets what remains.
-            let fixed = 2 + o.head.len() + o.foot.len();
-            if usize::from(left.get()) >= fixed {
-                r.overlay = take(fixed);
-                r.overlay_body = take(o.body.len());
-                r.overlay += r.overlay_body;
-            }
+        if parts.overlay.is_some() && left.get() >= OVERLAY_FRAME {
+            r.overlay = take(usize::from(OVERLAY_FRAME));
+        }
+        r.input += take(input.saturating_sub(1));
+        if let (Some(o), true) = (&parts.overlay, r.overlay > 0) {
+            // The content and the empty line before the keys.
+            r.overlay += take(o.content.len() + 1);
         }
         r.rule_top = take(1);
         r.rule_bottom = take(1);
@@ -142,8 +192,12 @@ impl App {
 
     /// Rows the viewport wants at `width`, at most `max`.
     pub fn desired_height(&self, width: u16, max: u16) -> u16 {
-        let parts = self.parts(width.max(1));
-        self.rows(&parts, max).total().max(1).min(max)
+        let parts = self.parts(width.max(1), max);
+        self.height(&parts, max)
+    }
+
+    fn height(&self, parts: &Parts, max: u16) -> u16 {
+        self.rows(parts, max).total().max(1).min(max)
     }
 
     /// Draws the viewport into `area`; returns where the terminal's cursor goes.
@@ -151,8 +205,31 @@ impl App {
         if area.width == 0 || area.height == 0 {
             return None;
         }
-        let parts = self.parts(area.width);
-        let rows = self.rows(&parts, area.height);
+        self.render_parts(&self.parts(area.width, area.height), area, buf)
+    }
+
+    /// One frame on `screen`: its parts computed once for both the height and the drawing.
+    pub fn draw<B>(&self, screen: &mut Screen<B>) -> io::Result<()>
+    where
+        B: Backend,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let size = screen.size();
+        let parts = self.parts(size.width.max(1), size.height);
+        let height = self.height(&parts, size.height);
+        screen.draw(height, |area, buf| {
+            if area.width == 0 || area.height == 0 {
+                None
+            } else if area.width == size.width {
+                self.render_parts(&parts, area, buf)
+            } else {
+                self.render_parts(&self.parts(area.width, area.height), area, buf)
+            }
+        })
+    }
+
+    fn render_parts(&self, parts: &Parts, area: Rect, buf: &mut Buffer) -> Option<Position> {
+        let rows = self.rows(parts, area.height);
         let mut y = area.y + area.height.saturating_sub(rows.total());
         let width = area.width;
         let put = |buf: &mut Buffer, lines: &[Line<'_>], y: &mut u16| {
@@ -176,9 +253,8 @@ impl App {
                 ));
             let inner = block.inner(rect);
             block.render(rect, buf);
-            let body = &o.body[..usize::from(rows.overlay_body).min(o.body.len())];
-            let lines = o.head.iter().chain(body).chain(&o.foot);
-            for (iy, line) in (inner.y..inner.bottom()).zip(lines) {
+            let lines = o.lines(usize::from(inner.height));
+            for (iy, line) in (inner.y..inner.bottom()).zip(&lines) {
                 buf.set_line(inner.x + 1, iy, line, inner.width.saturating_sub(1));
             }
             y += rows.overlay;
@@ -207,7 +283,7 @@ impl App {
         if rows.status > 0 {
             put(buf, std::slice::from_ref(&parts.status), &mut y);
         }
-        if shown == 0 || !self.approvals.is_empty() {
+        if shown == 0 {
             return None;
         }
         let cx = area.x + parts.cursor.0.min(width.saturating_sub(1));
@@ -343,9 +419,11 @@ fn tokens(n: u64) -> String {
     }
 }
 
-fn overlay(a: &Approval, more: usize, width: u16) -> Overlay {
-    let mut head = Vec::new();
-    Para::new(vec![Span::raw(a.summary.clone())]).wrap(width, &mut head);
+/// The approval in front. Its keys line shows only once the keys answer (see
+/// `App::answer_keys_live`), so what is shown is what a key press does.
+fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
+    let mut content = Vec::new();
+    Para::new(vec![Span::raw(a.summary.clone())]).wrap(width, &mut content);
     if let Some(command) = &a.command {
         for line in command.lines() {
             Para::prefixed(
@@ -353,21 +431,27 @@ fn overlay(a: &Approval, more: usize, width: u16) -> Overlay {
                 Span::raw("  "),
                 vec![Span::styled(line.to_string(), theme::bold())],
             )
-            .wrap(width, &mut head);
+            .wrap(width, &mut content);
         }
     }
-    let mut body = Vec::new();
     if let Some(diff) = &a.diff {
-        diff_lines(diff, width, usize::MAX, &mut || Span::raw(""), &mut body);
+        diff_lines(diff, width, usize::MAX, &mut || Span::raw(""), &mut content);
     }
-    let mut keys = vec![
-        Span::styled("y", theme::bold().patch(theme::ok())),
-        Span::raw(" allow  "),
-        Span::styled("a", theme::bold().patch(theme::ok())),
-        Span::raw(" allow always  "),
-        Span::styled("n", theme::bold().patch(theme::error())),
-        Span::raw("/esc deny"),
-    ];
+    let mut keys = if live {
+        vec![
+            Span::styled("y", theme::bold().patch(theme::ok())),
+            Span::raw(" allow  "),
+            Span::styled("a", theme::bold().patch(theme::ok())),
+            Span::raw(" allow always  "),
+            Span::styled("n", theme::bold().patch(theme::error())),
+            Span::raw("/esc deny"),
+        ]
+    } else {
+        vec![Span::styled(
+            "read it first: keys in a moment",
+            theme::dim(),
+        )]
+    };
     if more > 0 {
         keys.push(Span::styled(
             format!("   +{more} more waiting"),
@@ -376,8 +460,7 @@ fn overlay(a: &Approval, more: usize, width: u16) -> Overlay {
     }
     Overlay {
         title: format!("Allow {}?", a.tool),
-        head,
-        body,
-        foot: vec![Line::default(), Line::from(keys)],
+        content,
+        keys: Line::from(keys),
     }
 }

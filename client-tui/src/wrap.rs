@@ -1,12 +1,18 @@
-//! Word wrapping of styled lines to a width, with hanging prefixes.
+//! Text as the terminal shows it: widths measured per grapheme the way ratatui draws them,
+//! text from outside cleaned of what would move the cursor behind the renderer's back, and
+//! word wrapping with hanging prefixes.
 //!
 //! Every cell renders to logical lines and wraps them here, so the height of anything on
 //! screen is simply its number of lines — the viewport, the scrollback commit and the tests
 //! all agree on it without asking a widget.
 
+use ratatui::buffer::CellWidth;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthChar;
+use unicode_segmentation::UnicodeSegmentation;
+
+/// Columns between tab stops when tabs are expanded.
+const TAB_STOP: usize = 4;
 
 /// A logical line: `content` wrapped to a width, the first row led by `first`, the next rows
 /// by `rest` (a hanging indent under a bullet, a quote bar on every row).
@@ -45,37 +51,153 @@ impl Para {
     }
 }
 
+/// Columns one grapheme takes when ratatui draws it ("❤️" with its variation selector is
+/// two, "é" as `e` + a combining accent is one). Control characters take none: ratatui drops
+/// them.
+pub(crate) fn grapheme_width(g: &str) -> usize {
+    if g.contains(char::is_control) {
+        0
+    } else {
+        usize::from(g.cell_width())
+    }
+}
+
+/// Columns `s` takes on screen, grapheme by grapheme.
 pub(crate) fn str_width(s: &str) -> usize {
-    s.chars().map(char_width).sum()
+    s.graphemes(true).map(grapheme_width).sum()
 }
 
 fn spans_width(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|s| str_width(&s.content)).sum()
 }
 
-/// Control characters (a stray `\r`, an escape from tool output) would move the terminal's
-/// cursor behind the renderer's back, so they take no cell and are dropped.
-pub(crate) fn char_width(c: char) -> usize {
-    if c == '\t' {
-        return 4;
+/// Text from outside (tool output, messages, pasted text) made fit to draw: escape sequences
+/// (colours, titles, cursor moves) removed, tabs expanded to the next stop, `\r` and other
+/// control characters dropped, newlines kept. Every text enters the app through here once,
+/// so nothing downstream has to care.
+pub(crate) fn sanitize(s: &str) -> String {
+    sanitize_from(0, s)
+}
+
+/// Appends `s` to `buf` sanitized, its tabs expanded to the stops of `buf`'s last line (a
+/// stream arrives in chunks that cut lines anywhere).
+pub(crate) fn push_sanitized(buf: &mut String, s: &str) {
+    let column = if s.contains('\t') {
+        str_width(&buf[buf.rfind('\n').map_or(0, |i| i + 1)..])
+    } else {
+        0
+    };
+    buf.push_str(&sanitize_from(column, s));
+}
+
+/// [`sanitize`] for text that starts at `column` of its line.
+fn sanitize_from(column: usize, s: &str) -> String {
+    let stripped = strip_controls(s);
+    if !stripped.contains('\t') {
+        return stripped;
     }
-    c.width().unwrap_or(0)
+    let mut out = String::with_capacity(stripped.len());
+    for (n, line) in stripped.split('\n').enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        let mut col = if n == 0 { column } else { 0 };
+        for (i, piece) in line.split('\t').enumerate() {
+            if i > 0 {
+                let pad = TAB_STOP - col % TAB_STOP;
+                out.extend(std::iter::repeat_n(' ', pad));
+                col += pad;
+            }
+            out.push_str(piece);
+            col += str_width(piece);
+        }
+    }
+    out
+}
+
+/// Removes escape sequences and control characters but `\n` and `\t`.
+fn strip_controls(s: &str) -> String {
+    if !s.contains(|c: char| c.is_control() && c != '\n' && c != '\t') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    // Consumes a string sequence (OSC, DCS…) up to its terminator: BEL or ESC `\`.
+    let skip_string = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| {
+        while let Some(c) = chars.next() {
+            match c {
+                '\u{7}' | '\u{9c}' => break,
+                '\u{1b}' => {
+                    chars.next_if_eq(&'\\');
+                    break;
+                }
+                _ => {}
+            }
+        }
+    };
+    // Consumes a CSI's parameters and intermediates, then its final byte.
+    let skip_csi = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| {
+        for c in chars.by_ref() {
+            if ('\u{40}'..='\u{7e}').contains(&c) {
+                break;
+            }
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\u{1b}' => match chars.peek().copied() {
+                Some('[') => {
+                    chars.next();
+                    skip_csi(&mut chars);
+                }
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    chars.next();
+                    skip_string(&mut chars);
+                }
+                Some(c) if ('\u{20}'..='\u{2f}').contains(&c) => {
+                    // nF: intermediates, then one final byte (`ESC ( B`).
+                    while chars
+                        .next_if(|c| ('\u{20}'..='\u{2f}').contains(c))
+                        .is_some()
+                    {}
+                    chars.next_if(|c| ('\u{30}'..='\u{7e}').contains(c));
+                }
+                Some(c) if ('\u{30}'..='\u{7e}').contains(&c) => {
+                    chars.next();
+                }
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Cuts `s` to at most `width` columns, ending with `…` when something was cut.
 pub(crate) fn truncate(s: &str, width: usize) -> String {
+    let clean;
+    let s = if s.contains(char::is_control) {
+        clean = sanitize(s).replace('\n', " ");
+        clean.as_str()
+    } else {
+        s
+    };
     if str_width(s) <= width {
         return s.to_string();
     }
     let mut out = String::new();
     let mut used = 0;
-    for c in s.chars() {
-        let w = char_width(c);
+    for g in s.graphemes(true) {
+        let w = grapheme_width(g);
         if used + w + 1 > width {
             break;
         }
         used += w;
-        out.push(c);
+        out.push_str(g);
     }
     if width > 0 {
         out.push('…');
@@ -83,8 +205,8 @@ pub(crate) fn truncate(s: &str, width: usize) -> String {
     out
 }
 
-struct Row {
-    cells: Vec<(char, Style)>,
+struct Row<'a> {
+    cells: Vec<(&'a str, Style)>,
     width: usize,
 }
 
@@ -96,38 +218,39 @@ fn wrap_into(p: &Para, width: usize, out: &mut Vec<Line<'static>>) {
         width.saturating_sub(prefix).max(1)
     };
 
-    let chars: Vec<(char, Style)> = p
+    // Graphemes with their widths; control characters (never in sanitized text) take no
+    // cell and are dropped, as ratatui would.
+    let cells: Vec<(&str, usize, Style)> = p
         .content
         .iter()
         .flat_map(|s| {
             let style = s.style;
-            s.content.chars().filter_map(move |c| match c {
-                '\t' => Some(vec![(' ', style); 4]),
-                c if char_width(c) == 0 && c.is_control() => None,
-                c => Some(vec![(c, style)]),
-            })
+            s.content
+                .graphemes(true)
+                .filter(|g| !g.contains(char::is_control))
+                .map(move |g| (g, grapheme_width(g), style))
         })
-        .flatten()
         .collect();
+    let space = |i: usize| cells[i].0 == " ";
 
-    let mut rows: Vec<Row> = vec![Row {
+    let mut rows: Vec<Row<'_>> = vec![Row {
         cells: Vec::new(),
         width: 0,
     }];
     let mut i = 0;
-    while i < chars.len() {
+    while i < cells.len() {
         // A token is a word and the spaces after it: the word must fit, its spaces may hang.
         let start = i;
         let mut word_w = 0;
-        while i < chars.len() && (p.hard || chars[i].0 != ' ') {
-            word_w += char_width(chars[i].0);
+        while i < cells.len() && (p.hard || !space(i)) {
+            word_w += cells[i].1;
             i += 1;
             if p.hard {
                 break;
             }
         }
         let word_end = i;
-        while !p.hard && i < chars.len() && chars[i].0 == ' ' {
+        while !p.hard && i < cells.len() && space(i) {
             i += 1;
         }
         let row_idx = rows.len() - 1;
@@ -138,8 +261,7 @@ fn wrap_into(p: &Para, width: usize, out: &mut Vec<Line<'static>>) {
                 width: 0,
             });
         }
-        for &(c, style) in &chars[start..word_end] {
-            let w = char_width(c);
+        for &(g, w, style) in &cells[start..word_end] {
             let row_idx = rows.len() - 1;
             if rows[row_idx].width + w > avail(row_idx) && rows[row_idx].width > 0 {
                 rows.push(Row {
@@ -147,18 +269,17 @@ fn wrap_into(p: &Para, width: usize, out: &mut Vec<Line<'static>>) {
                     width: 0,
                 });
             }
-            let row = rows.last_mut();
-            if let Some(row) = row {
-                row.cells.push((c, style));
+            if let Some(row) = rows.last_mut() {
+                row.cells.push((g, style));
                 row.width += w;
             }
         }
-        for &(c, style) in &chars[word_end..i] {
+        for &(g, _, style) in &cells[word_end..i] {
             let row_idx = rows.len() - 1;
             if rows[row_idx].width < avail(row_idx)
                 && let Some(row) = rows.last_mut()
             {
-                row.cells.push((c, style));
+                row.cells.push((g, style));
                 row.width += 1;
             }
         }
@@ -172,19 +293,19 @@ fn wrap_into(p: &Para, width: usize, out: &mut Vec<Line<'static>>) {
         };
         let mut cells = row.cells;
         if !p.hard {
-            while cells.last().is_some_and(|(c, _)| *c == ' ') {
+            while cells.last().is_some_and(|(g, _)| *g == " ") {
                 cells.pop();
             }
         }
         let mut current: Option<(String, Style)> = None;
-        for (c, style) in cells {
+        for (g, style) in cells {
             match &mut current {
-                Some((text, s)) if *s == style => text.push(c),
+                Some((text, s)) if *s == style => text.push_str(g),
                 _ => {
                     if let Some((text, s)) = current.take() {
                         spans.push(Span::styled(text, s));
                     }
-                    current = Some((c.to_string(), style));
+                    current = Some((g.to_string(), style));
                 }
             }
         }
@@ -242,5 +363,32 @@ mod tests {
         let mut out = Vec::new();
         Para::new(vec![Span::raw("a\rb\u{1b}c")]).wrap(10, &mut out);
         assert_eq!(plain(&out), ["abc"]);
+    }
+
+    #[test]
+    fn widths_are_per_grapheme_as_drawn() {
+        // A heart with its emoji variation selector draws two columns, not one.
+        assert_eq!(str_width("❤\u{fe0f}"), 2);
+        assert_eq!(str_width("e\u{301}"), 1);
+        assert_eq!(str_width("漢字/a.rs"), 9);
+        let mut out = Vec::new();
+        Para::new(vec![Span::raw("❤\u{fe0f}❤\u{fe0f}❤\u{fe0f}")]).wrap(4, &mut out);
+        assert_eq!(plain(&out), ["❤\u{fe0f}❤\u{fe0f}", "❤\u{fe0f}"]);
+        assert_eq!(truncate("❤\u{fe0f}❤\u{fe0f}ab", 4), "❤\u{fe0f}…");
+    }
+
+    #[test]
+    fn sanitizing_strips_escapes_and_expands_tabs() {
+        assert_eq!(sanitize("\u{1b}[31mred\u{1b}[0m ok"), "red ok");
+        assert_eq!(
+            sanitize("\u{1b}]0;title\u{7}x\u{1b}]8;;http://a\u{1b}\\y"),
+            "xy"
+        );
+        assert_eq!(sanitize("\u{1b}(Bz\u{9b}1mw"), "zw");
+        assert_eq!(sanitize("a\tb\n\tc\r\n"), "a   b\n    c\n");
+        let mut buf = String::from("x\nab");
+        push_sanitized(&mut buf, "\tc");
+        assert_eq!(buf, "x\nab  c");
+        assert_eq!(truncate("a\tb", 10), "a   b");
     }
 }

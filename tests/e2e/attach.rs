@@ -111,8 +111,9 @@ fn two_panes_share_inputs_answers_and_approvals() {
     // Typed in B this time: both are asked; B answers; A's overlay closes.
     submit(&b, "make-a-file");
     for pane in [&a, &b] {
-        pane.wait_for("the approval overlay", |s| {
-            s.contains("Allow bash?") && s.contains("touch approved-file")
+        // Its keys line shows once the keys answer (keys typed as it appears go to the input).
+        pane.wait_for("the approval overlay, answerable", |s| {
+            s.contains("Allow bash?") && s.contains("touch approved-file") && s.contains("y allow")
         });
     }
     let file = env.project.path().join("approved-file");
@@ -122,7 +123,7 @@ fn two_panes_share_inputs_answers_and_approvals() {
         pane.wait_for("the overlay to close", |s| !s.contains("Allow bash?"));
     }
     // A learns who answered, and the turn goes on to its end in both.
-    a.wait_for_history("the answer from B", |s| s.contains("allowed bash by"));
+    a.wait_for_history("the answer from B", |s| s.contains("allowed bash (by"));
     for pane in [&a, &b] {
         pane.wait_for_history("the turn's end", |s| s.contains("the-file-is-made"));
         pane.wait_for_text("● idle");

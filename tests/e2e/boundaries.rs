@@ -141,6 +141,7 @@ fn the_tui_knows_no_socket() {
         "pulldown-cmark",
         "syntect",
         "unicode-width",
+        "unicode-segmentation",
     ]
     .into_iter()
     .collect();

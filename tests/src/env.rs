@@ -204,8 +204,11 @@ impl TestEnv {
     pub fn signal_daemon(&self, signal: nix::sys::signal::Signal) {
         let pid = self.daemon_pid().expect("a running daemon");
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).expect("signal daemon");
+        // A killed process's main thread can be a zombie while its other threads still hold
+        // its files: only the data-dir lock coming free says the socket is closed too.
+        let lock = self.places().daemon_lock_path();
         wait_until("the daemon to exit", Duration::from_secs(20), || {
-            !alive(pid)
+            !alive(pid) && lock_is_free(&lock)
         });
     }
 
@@ -239,6 +242,15 @@ impl TestEnv {
     /// The daemon's log so far (for failure messages).
     pub fn daemon_log(&self) -> String {
         std::fs::read_to_string(self.places().log_path()).unwrap_or_default()
+    }
+}
+
+/// Whether nobody holds the daemon's lock on `path` (it is released with the last of the
+/// holder's files).
+fn lock_is_free(path: &Path) -> bool {
+    match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(file) => file.try_lock().is_ok(),
+        Err(_) => true,
     }
 }
 

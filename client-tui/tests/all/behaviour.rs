@@ -160,23 +160,27 @@ fn approvals_answer_with_y_a_n_and_close_when_answered_elsewhere() {
         request_id: id.into(),
         decision,
     };
-    // Other keys do not leak into the input while an approval waits.
-    assert!(app.on_key(key(KeyCode::Char('x'))).is_empty());
-    assert_eq!(app.input(), "");
+    // Each answer counts once the approval has been on screen a moment.
+    let mut now = T0;
+    let mut answer = |app: &mut stepper_tui::App, code| {
+        now += 500;
+        app.tick(now);
+        app.on_key(key(code))
+    };
     assert_eq!(
-        app.on_key(key(KeyCode::Char('y'))),
+        answer(&mut app, KeyCode::Char('y')),
         [approve("r1", ApprovalDecision::Allow)]
     );
     assert_eq!(
-        app.on_key(key(KeyCode::Char('a'))),
+        answer(&mut app, KeyCode::Char('a')),
         [approve("r2", ApprovalDecision::AllowAlways)]
     );
     assert_eq!(
-        app.on_key(key(KeyCode::Char('n'))),
+        answer(&mut app, KeyCode::Char('n')),
         [approve("r3", ApprovalDecision::Deny)]
     );
     assert_eq!(
-        app.on_key(key(KeyCode::Esc)),
+        answer(&mut app, KeyCode::Esc),
         [approve("r4", ApprovalDecision::Deny)]
     );
     // r5 is answered by another client: the overlay goes, the answer is shown.
@@ -190,10 +194,172 @@ fn approvals_answer_with_y_a_n_and_close_when_answered_elsewhere() {
         }],
     );
     assert!(!frame(&app, 60).contains("Allow bash?"));
-    assert!(text(&app.take_history(60)).contains("denied bash by bob"));
+    assert!(text(&app.take_history(60)).contains("denied bash (by bob)"));
     // Keys type again.
     type_text(&mut app, "x");
     assert_eq!(app.input(), "x");
+}
+
+fn ask(id: &str, command: &str) -> AppEvent {
+    AppEvent::ApprovalRequested {
+        request_id: id.into(),
+        tool: "bash".into(),
+        summary: "run".into(),
+        command: Some(command.into()),
+        diff: None,
+    }
+}
+
+#[test]
+fn typing_when_an_approval_appears_goes_to_the_input_not_the_answer() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    type_text(&mut app, "make it ");
+    app.tick(T0 + 1_000);
+    feed(&mut app, [ask("r1", "make")]);
+    // The user was typing "yes": its letters land in the input, nothing is answered.
+    app.tick(T0 + 1_100);
+    type_text(&mut app, "yes, any");
+    app.on_paste(" pasted");
+    assert_eq!(app.input(), "make it yes, any pasted");
+    // Keys other than the answers keep typing after the guard too.
+    app.tick(T0 + 2_000);
+    type_text(&mut app, "!");
+    assert_eq!(app.input(), "make it yes, any pasted!");
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('n'))),
+        [Action::Approve {
+            request_id: "r1".into(),
+            decision: ApprovalDecision::Deny
+        }]
+    );
+    assert_eq!(app.input(), "make it yes, any pasted!");
+}
+
+#[test]
+fn an_interrupted_turn_takes_its_approval_with_it() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    feed(&mut app, [ask("r1", "make")]);
+    assert!(frame(&app, 60).contains("Allow bash?"));
+    feed(
+        &mut app,
+        [AppEvent::TurnFinished {
+            status: TurnStatus::Interrupted,
+            error: None,
+        }],
+    );
+    assert!(
+        !frame(&app, 60).contains("Allow bash?"),
+        "{}",
+        frame(&app, 60)
+    );
+    app.tick(T0 + 5_000);
+    type_text(&mut app, "y");
+    assert_eq!(app.input(), "y");
+}
+
+#[test]
+fn a_tall_approval_is_shown_clipped_with_its_keys() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    let script: String = (1..=60).map(|i| format!("echo line {i}\n")).collect();
+    feed(&mut app, [ask("r1", &script)]);
+    app.tick(T0 + 1_000);
+    let shown = frame_sized(&app, 60, 16);
+    assert!(shown.contains("Allow bash?"), "{shown}");
+    assert!(shown.contains("$ echo line 1 "), "{shown}");
+    assert!(shown.contains("y allow"), "{shown}");
+    assert!(shown.contains("… +"), "{shown}");
+    assert!(!shown.contains("echo line 60"), "{shown}");
+}
+
+#[test]
+fn a_message_starting_with_a_path_is_text_not_a_command() {
+    let mut app = app();
+    type_text(&mut app, "/etc/hosts is wrong");
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [submit("/etc/hosts is wrong")]
+    );
+    type_text(&mut app, "/help");
+    app.on_key(key(KeyCode::Esc));
+    assert!(app.on_key(key(KeyCode::Enter)).is_empty());
+}
+
+#[test]
+fn altgr_characters_type() {
+    let mut app = app();
+    let altgr = KeyModifiers::CONTROL | KeyModifiers::ALT;
+    for c in ['@', '€', '{'] {
+        assert!(
+            app.on_key(KeyEvent::new(KeyCode::Char(c), altgr))
+                .is_empty()
+        );
+    }
+    assert_eq!(app.input(), "@€{");
+}
+
+#[test]
+fn escapes_and_tabs_from_tools_are_cleaned() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [
+            AppEvent::ToolCallStarted {
+                call_id: "c1".into(),
+                tool: "bash".into(),
+                input: serde_json::json!({"command": "make"}),
+            },
+            AppEvent::ToolOutputDelta {
+                call_id: "c1".into(),
+                text: "\u{1b}[31merror\u{1b}[0m:\tnot".into(),
+            },
+            AppEvent::ToolOutputDelta {
+                call_id: "c1".into(),
+                text: "\tfound\n".into(),
+            },
+        ],
+    );
+    let shown = frame(&app, 60);
+    assert!(shown.contains("error:  not found"), "{shown}");
+    assert!(!shown.contains("[31m"), "{shown}");
+    feed(
+        &mut app,
+        [AppEvent::ToolCallFinished {
+            call_id: "c1".into(),
+            status: ToolCallStatus::Error,
+            output: "\u{1b}[1mbold\u{1b}[0m\tx\n".into(),
+            exit_code: Some(2),
+            duration_ms: 5,
+            diff: None,
+        }],
+    );
+    let all = text(&app.take_history(60));
+    assert!(all.contains("bold    x"), "{all}");
+    assert!(!all.contains("[1m") && !all.contains("[0m"), "{all}");
+}
+
+#[test]
+fn committed_cells_leave_the_apps_memory() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [
+            AppEvent::TextDelta {
+                text: "a singular answer".into(),
+            },
+            AppEvent::TurnFinished {
+                status: TurnStatus::Completed,
+                error: None,
+            },
+        ],
+    );
+    assert!(text(&app.take_history(60)).contains("a singular answer"));
+    assert!(app.take_history(60).is_empty());
+    assert!(!format!("{app:?}").contains("singular"));
 }
 
 #[test]
@@ -209,7 +375,25 @@ fn shift_tab_cycles_the_mode() {
         }
     }
     assert_eq!(modes, ["accept-edits", "plan", "default", "accept-edits"]);
-    assert!(frame(&app, 80).contains("accept-edits"));
+    // Shown once the daemon commits it, not before: it may refuse.
+    assert!(!frame(&app, 80).contains("accept-edits"));
+    feed(
+        &mut app,
+        [AppEvent::ModeChanged {
+            mode: "accept-edits".into(),
+            by: None,
+        }],
+    );
+    assert!(frame(&app, 80).contains("· accept-edits"));
+    // Refused: the next press cycles from what the daemon says.
+    app.on_key(key(KeyCode::BackTab));
+    app.apply(CoreEvent::Error("mode refused".into()));
+    assert_eq!(
+        app.on_key(key(KeyCode::BackTab)),
+        [Action::SetMode {
+            mode: "plan".into()
+        }]
+    );
 }
 
 #[test]
@@ -276,12 +460,11 @@ fn slash_commands_complete_and_run() {
             conversation: true
         }]
     );
-    type_text(&mut app, "/compact");
-    app.on_key(key(KeyCode::Esc));
+    type_text(&mut app, "/clear");
     assert_eq!(
         app.on_key(key(KeyCode::Enter)),
         [Action::Command {
-            name: "compact".into(),
+            name: "clear".into(),
             args: String::new()
         }]
     );
@@ -488,11 +671,77 @@ fn a_client_arriving_mid_message_does_not_cut_it() {
     );
     let all = text(&app.take_history(60));
     // One message: the code block whole, the list rendered as a list, the note outside.
-    assert!(all.contains("fn main() {\n"), "{all}");
+    assert!(all.contains("fn main() {\n    run();\n}\n"), "{all}");
     assert!(!all.contains("```"), "{all}");
     assert!(!all.contains("- one"), "{all}");
+    assert!(all.contains("• one"), "{all}");
+    // The code block's lines were on their way to scrollback: the note waits for the end.
     assert!(
-        all.find("someone detached").unwrap() < all.find("fn main").unwrap(),
+        all.find("someone detached").unwrap() > all.find("• one").unwrap(),
         "{all}"
     );
+}
+
+#[test]
+fn a_long_code_block_reaches_scrollback_line_by_line_while_it_streams() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    app.take_history(80);
+    let delta = |t: String| AppEvent::TextDelta { text: t };
+    feed(&mut app, [delta("Here it is:\n```rust\n".into())]);
+    for i in 0..300 {
+        feed(&mut app, [delta(format!("let x{i} = {i};\nlet y"))]);
+        feed(&mut app, [delta(format!("{i} = 0;\n"))]);
+    }
+    feed(&mut app, [delta("fn tail(".into())]);
+    let committed = app.take_history(80);
+    let all = text(&committed);
+    assert!(
+        all.starts_with("\nHere it is:\n\nlet x0 = 0;\nlet y0 = 0;\n"),
+        "{all}"
+    );
+    assert!(all.ends_with("let x299 = 299;\nlet y299 = 0;"), "{all}");
+    // Highlighted as they go, with the colours a whole block would get.
+    let row = committed
+        .iter()
+        .find(|l| l.to_string() == "let x150 = 150;")
+        .unwrap();
+    assert!(row.spans.len() >= 3, "{row:?}");
+    // The viewport draws the line still growing only, right under its block.
+    let shown = frame(&app, 80);
+    assert!(shown.starts_with("fn tail("), "{shown}");
+    assert!(!shown.contains("let x"), "{shown}");
+
+    feed(
+        &mut app,
+        [
+            delta(") {}\n```\n\nAfter the code.\n\n".into()),
+            AppEvent::MessageCompleted {
+                text: String::new(),
+                stop_reason: None,
+            },
+        ],
+    );
+    let rest = text(&app.take_history(80));
+    assert_eq!(rest, "fn tail() {}\n\nAfter the code.");
+}
+
+#[test]
+fn a_message_ending_inside_a_code_block_keeps_its_last_line() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    app.take_history(80);
+    feed(
+        &mut app,
+        [
+            AppEvent::TextDelta {
+                text: "```\nfirst\nlast".into(),
+            },
+            AppEvent::MessageCompleted {
+                text: String::new(),
+                stop_reason: None,
+            },
+        ],
+    );
+    assert_eq!(text(&app.take_history(80)), "\nfirst\nlast");
 }

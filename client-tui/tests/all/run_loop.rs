@@ -87,9 +87,14 @@ struct Harness {
 }
 
 fn start(width: u16, height: u16) -> Harness {
+    start_with(width, height, 1024, 16)
+}
+
+/// The loop with channels of the given capacities.
+fn start_with(width: u16, height: u16, events: usize, actions: usize) -> Harness {
     let (keys_tx, keys_rx) = mpsc::unbounded_channel();
-    let (events_tx, events_rx) = mpsc::channel(1024);
-    let (actions_tx, actions_rx) = mpsc::channel(16);
+    let (events_tx, events_rx) = mpsc::channel(events);
+    let (actions_tx, actions_rx) = mpsc::channel(actions);
     let cancel = CancellationToken::new();
     let terminal = Shared(Arc::new(Mutex::new(TestBackend::new(width, height))));
     let screen = Screen::new(terminal.clone(), Position::new(0, 0)).unwrap();
@@ -360,4 +365,69 @@ async fn detaching_mid_message_keeps_what_streamed_on_screen() {
     assert_eq!(exit.unwrap(), Exit::Detached);
     let all = h.everything();
     assert_eq!(all.matches("half of the answer").count(), 1, "{all}");
+}
+
+/// The bridge may block handing over an event while the UI has actions for it: the UI must
+/// keep taking events, or neither side ever moves again.
+#[tokio::test]
+async fn events_keep_flowing_while_the_core_is_not_taking_actions() {
+    let mut h = start_with(60, 12, 4, 1);
+    session(&h).await;
+    // Three inputs: the first fills the actions channel, the others wait in the UI.
+    for text in ["one", "two", "three"] {
+        for c in text.chars() {
+            press(&h, KeyCode::Char(c));
+        }
+        press(&h, KeyCode::Enter);
+    }
+    // The core floods events without reading actions, as a bridge blocked on sending does.
+    let flood = async {
+        for i in 1..=400u64 {
+            h.events
+                .send(envelope(
+                    i,
+                    AppEvent::Notice {
+                        message: format!("notice {i}"),
+                    },
+                ))
+                .await
+                .unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), flood)
+        .await
+        .expect("the UI kept taking events");
+    h.wait_for("notice 400").await;
+    for text in ["one", "two", "three"] {
+        assert_eq!(
+            next_action(&mut h).await,
+            Action::Submit { text: text.into() }
+        );
+    }
+    h.keys.send(Event::Key(ctrl('d'))).unwrap();
+    assert_eq!(next_action(&mut h).await, Action::Detach);
+    assert_eq!((&mut h.done).await.unwrap().unwrap(), Exit::Detached);
+}
+
+/// Leaving delivers what was typed before, then Detach, even to a core slow to read.
+#[tokio::test]
+async fn detach_reaches_a_slow_core_after_the_actions_before_it() {
+    let mut h = start_with(60, 12, 16, 1);
+    session(&h).await;
+    for text in ["a", "b"] {
+        press(&h, KeyCode::Char(text.chars().next().unwrap()));
+        press(&h, KeyCode::Enter);
+    }
+    h.keys.send(Event::Key(ctrl('d'))).unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        next_action(&mut h).await,
+        Action::Submit { text: "a".into() }
+    );
+    assert_eq!(
+        next_action(&mut h).await,
+        Action::Submit { text: "b".into() }
+    );
+    assert_eq!(next_action(&mut h).await, Action::Detach);
+    assert_eq!((&mut h.done).await.unwrap().unwrap(), Exit::Detached);
 }

@@ -298,8 +298,13 @@ fn approval_overlay_with_a_command_and_with_a_diff() {
             },
         ],
     );
+    // Just shown: its keys do not answer yet, and it says so.
+    assert_snapshot!("approval_command_just_shown", frame(&app, WIDTH));
+    // Past the guard that keeps typing from answering, on the same spinner frame.
+    app.tick(T0 + 61_800);
     assert_snapshot!("approval_command", frame(&app, WIDTH));
     app.on_key(key(KeyCode::Char('y')));
+    app.tick(T0 + 62_600);
     assert_snapshot!("approval_diff", frame(&app, WIDTH));
 }
 
