@@ -11,10 +11,7 @@ use std::time::{Duration, Instant};
 
 use stepper_e2e::{Reply, TestEnv};
 use stepper_protocol::AppEvent;
-use stepper_protocol::methods::{
-    SessionCreate, SessionCreateParams, SessionGet, SessionParams, SessionSubmit,
-    SessionSubmitParams,
-};
+use stepper_protocol::methods::{SessionGet, SessionParams};
 
 const EVENTS: usize = 100_000;
 const RUNS: usize = 5;
@@ -38,28 +35,9 @@ fn main() {
             &deltas.iter().map(String::as_str).collect::<Vec<_>>(),
         ));
         let owner = env.client().await;
-        let session = owner
-            .call::<SessionCreate>(SessionCreateParams {
-                cwd: env.project.path().display().to_string(),
-                env: env.envs().into_iter().collect(),
-                model: None,
-                title: None,
-                record: None,
-                mode: None,
-            })
-            .await
-            .unwrap()
-            .session
-            .id;
+        let session = env.create_session(&owner, None).await;
         let mut stream = owner.subscribe_events(&session, 0).await.unwrap();
-        owner
-            .call::<SessionSubmit>(SessionSubmitParams {
-                session_id: session.clone(),
-                text: "stream".into(),
-                env: None,
-            })
-            .await
-            .unwrap();
+        stepper_e2e::submit(&owner, &session, "stream").await;
         loop {
             let e = stream.next().await.unwrap().unwrap();
             if matches!(e.event, AppEvent::TurnFinished { .. }) {

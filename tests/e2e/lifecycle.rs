@@ -26,6 +26,18 @@ async fn all_events(env: &TestEnv, session_id: &str) -> Vec<EventEnvelope> {
     events
 }
 
+/// A daemon whose clean stop waits only 200 ms for running turns: a held turn will not
+/// finish in it.
+fn start_with_a_short_grace(env: &TestEnv) {
+    let out = env
+        .stepper()
+        .env("STEPPER_SHUTDOWN_GRACE_MS", "200")
+        .args(["daemon", "start"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
+
 fn ask_json(env: &TestEnv, prompt: &str) -> AskResult {
     let out = env.run(&["ask", "--format", "json", prompt]);
     assert!(
@@ -156,14 +168,7 @@ fn a_second_daemon_on_the_same_data_dir_refuses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_interrupts_running_turns_and_removes_the_socket() {
     let env = TestEnv::new();
-    // A short grace period: the held turn will not finish in it.
-    let out = env
-        .stepper()
-        .env("STEPPER_SHUTDOWN_GRACE_MS", "200")
-        .args(["daemon", "start"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    start_with_a_short_grace(&env);
     let gate = Gate::new();
     env.fake.push(Reply::held(&["working"], &gate));
     let ask = env
@@ -198,13 +203,7 @@ async fn sigterm_interrupts_running_turns_and_removes_the_socket() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_input_queued_at_a_clean_stop_runs_at_the_next_start() {
     let env = TestEnv::new();
-    let out = env
-        .stepper()
-        .env("STEPPER_SHUTDOWN_GRACE_MS", "200")
-        .args(["daemon", "start"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    start_with_a_short_grace(&env);
     let gate = Gate::new();
     env.fake.push(Reply::held(&["working"], &gate));
     env.fake.push(Reply::text(&["second answer"]));

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use stepper_protocol::event::{AppEvent, EventEnvelope};
 use stepper_protocol::session::SessionInfo;
 
-use crate::session::{append_in, event_from_row};
+use crate::session::{append_in, event_from_row, session_created};
 use crate::{NewSession, Result, Store, StoreError};
 
 impl Store {
@@ -84,17 +84,7 @@ impl Store {
             })
             .collect();
 
-        let mut events = vec![EventEnvelope {
-            session_id: new.id.clone(),
-            seq: 1,
-            at: new.created_at,
-            turn: None,
-            event: AppEvent::SessionCreated {
-                cwd: new.cwd.clone(),
-                model: new.model.clone(),
-                title: new.title.clone(),
-            },
-        }];
+        let mut events = vec![session_created(new)];
         for e in copied {
             let keep = match &e.event {
                 AppEvent::InputQueued { input_id, .. } => started.contains(input_id),

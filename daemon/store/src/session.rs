@@ -81,17 +81,7 @@ impl Store {
     pub async fn create_session(&self, new: &NewSession) -> Result<(SessionInfo, EventEnvelope)> {
         let env_json =
             serde_json::to_string(&new.env).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let first = EventEnvelope {
-            session_id: new.id.clone(),
-            seq: 1,
-            at: new.created_at,
-            turn: None,
-            event: AppEvent::SessionCreated {
-                cwd: new.cwd.clone(),
-                model: new.model.clone(),
-                title: new.title.clone(),
-            },
-        };
+        let first = session_created(new);
         let mut tx = self.pool.begin().await?;
         insert_session(&mut tx, new, &env_json).await?;
         append_in(&mut tx, &new.id, std::slice::from_ref(&first)).await?;
@@ -226,6 +216,21 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(|r| event_from_row(session_id, r)).collect()
+    }
+}
+
+/// The first event of every session, seq 1.
+pub(crate) fn session_created(new: &NewSession) -> EventEnvelope {
+    EventEnvelope {
+        session_id: new.id.clone(),
+        seq: 1,
+        at: new.created_at,
+        turn: None,
+        event: AppEvent::SessionCreated {
+            cwd: new.cwd.clone(),
+            model: new.model.clone(),
+            title: new.title.clone(),
+        },
     }
 }
 
