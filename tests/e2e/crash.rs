@@ -9,6 +9,7 @@ use nix::sys::signal::Signal;
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
 use stepper_e2e::{Gate, Reply, TestEnv, submit, wait_until};
+use stepper_process::testing::processes_with;
 use stepper_protocol::client::{DaemonClient, EventStream};
 use stepper_protocol::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
 
@@ -64,28 +65,15 @@ fn finished(events: &[EventEnvelope], turn: u32) -> Option<(TurnStatus, Option<S
     })
 }
 
-/// Processes, zombies aside, whose command line holds `marker`.
-fn running_with(marker: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-                && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|s| !s.contains(") Z "))
-        })
-        .collect()
-}
-
 /// Kills what a failed test left behind.
 struct Sweep(String);
 
 impl Drop for Sweep {
     fn drop(&mut self) {
-        for pid in running_with(&self.0) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        for pid in processes_with(&self.0) {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+            }
         }
     }
 }
@@ -175,19 +163,19 @@ async fn killed_while_a_command_runs() {
     })
     .await;
     wait_until("the command to start", Duration::from_secs(20), || {
-        running_with(&marker).len() >= 2
+        processes_with(&marker).len() >= 2
     });
 
     env.signal_daemon(Signal::SIGKILL);
     assert!(
-        running_with(&marker).len() >= 2,
+        processes_with(&marker).len() >= 2,
         "the command outlived its daemon (else this test proves nothing)"
     );
     env.start_daemon();
     wait_until(
         "the new daemon to kill the old one's children",
         Duration::from_secs(20),
-        || running_with(&marker).is_empty(),
+        || processes_with(&marker).is_empty(),
     );
     let client = env.client().await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();

@@ -113,29 +113,6 @@ impl Drop for GroupChild {
 mod tests {
     use super::*;
 
-    /// Processes whose command line holds `marker`.
-    pub fn running_with(marker: &str) -> usize {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .chars()
-                    .all(|c| c.is_ascii_digit())
-            })
-            .filter(|e| {
-                std::fs::read(e.path().join("cmdline"))
-                    .map(|c| String::from_utf8_lossy(&c).contains(marker))
-                    .unwrap_or(false)
-            })
-            .filter(|e| {
-                // Zombies are already dead; only their parent has not looked yet.
-                std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| !s.contains(") Z "))
-            })
-            .count()
-    }
-
     #[tokio::test]
     async fn terminate_takes_the_grandchildren_too() {
         let marker = format!("{}.{}", std::process::id(), 4242);
@@ -144,7 +121,7 @@ mod tests {
         // `sleep 60<pid>.4242` is a valid (long) duration and a unique command line.
         let mut child = spawn(cmd).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while running_with(&marker) < 2 {
+        while crate::testing::processes_with(&marker).len() < 2 {
             assert!(
                 std::time::Instant::now() < deadline,
                 "children did not start"
@@ -153,7 +130,7 @@ mod tests {
         }
         child.terminate(Duration::from_secs(2)).await;
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while running_with(&marker) > 0 {
+        while !crate::testing::processes_with(&marker).is_empty() {
             assert!(
                 std::time::Instant::now() < deadline,
                 "a grandchild survived"

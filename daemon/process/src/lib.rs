@@ -7,3 +7,5 @@
 pub mod group;
 pub mod login_env;
 pub mod registry;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;

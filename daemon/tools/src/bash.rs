@@ -292,7 +292,7 @@ mod tests {
         let cancel = cx.cancel.clone();
         let waiter = async {
             let deadline = Instant::now() + Duration::from_secs(10);
-            while count(&marker) < 2 {
+            while stepper_process::testing::processes_with(&marker).len() < 2 {
                 assert!(Instant::now() < deadline, "the command did not start");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -327,29 +327,9 @@ mod tests {
     /// Wait (with a deadline) until the killed processes have finished exiting.
     async fn gone(marker: &str, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
-        while count(marker) > 0 {
+        while !stepper_process::testing::processes_with(marker).is_empty() {
             assert!(Instant::now() < deadline, "{what}");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-    }
-
-    /// Live (not zombie) processes whose command line holds `marker`.
-    fn count(marker: &str) -> usize {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .chars()
-                    .all(|c| c.is_ascii_digit())
-            })
-            .filter(|e| {
-                std::fs::read(e.path().join("cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-                    && std::fs::read_to_string(e.path().join("stat"))
-                        .is_ok_and(|s| !s.contains(") Z "))
-            })
-            .count()
     }
 }
