@@ -7,13 +7,13 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use stepper_protocol::methods::{
-    AskResult, SessionCreate, SessionCreateParams, SessionGet, SessionInterrupt, SessionList,
-    SessionListParams, SessionParams, SessionSubmit, SessionSubmitParams,
+    AskResult, SessionGet, SessionInterrupt, SessionList, SessionListParams, SessionParams,
+    SessionSubmit, SessionSubmitParams,
 };
-use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, TurnStatus, Usage};
 
 use crate::connect::{connect_or_start, places};
+use crate::session::{self, client_env};
 
 #[derive(Args)]
 pub struct AskArgs {
@@ -75,13 +75,6 @@ fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
         bail!("the prompt is empty: say what stepper should do");
     }
     Ok(prompt)
-}
-
-/// This process's environment, which the session's tools and provider keys will use.
-pub(crate) fn client_env() -> Env {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect()
 }
 
 fn shorten(s: &str, n: usize) -> String {
@@ -190,20 +183,16 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             (id, got.session.last_seq)
         }
         None => {
-            let created = client
-                .call::<SessionCreate>(SessionCreateParams {
-                    cwd: cwd.display().to_string(),
-                    env: client_env(),
-                    model: args.model.clone(),
-                    title: None,
-                    record: args.record.map(|r| cwd.join(r).display().to_string()),
-                    mode: if args.yes {
-                        Some("auto".into())
-                    } else {
-                        args.mode.clone()
-                    },
-                })
-                .await?;
+            let new = session::NewSession {
+                model: args.model.clone(),
+                mode: if args.yes {
+                    Some("auto".into())
+                } else {
+                    args.mode.clone()
+                },
+                record: args.record.map(|r| cwd.join(r).display().to_string()),
+            };
+            let created = session::create(&client, &cwd, new).await?;
             (created.session.id, 0)
         }
     };

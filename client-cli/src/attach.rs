@@ -16,8 +16,8 @@ use stepper_tui::{Action, CoreEvent, Exit, Pick, TuiOptions};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::client_env;
 use crate::connect::{ATTACH_CLIENT, connect_or_start, places};
+use crate::session::{self, NewSession, client_env};
 
 #[derive(Args, Default)]
 pub struct AttachArgs {
@@ -112,17 +112,12 @@ async fn create(
     args: &AttachArgs,
     cwd: &Path,
 ) -> anyhow::Result<SessionResponse> {
-    let created = client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: cwd.display().to_string(),
-            env: client_env(),
-            model: args.model.clone(),
-            title: None,
-            record: None,
-            mode: args.mode.clone(),
-        })
-        .await?;
-    Ok(created)
+    let new = NewSession {
+        model: args.model.clone(),
+        mode: args.mode.clone(),
+        record: None,
+    };
+    session::create(client, cwd, new).await
 }
 
 async fn attach(
@@ -297,17 +292,12 @@ impl Follow {
 
     async fn fresh(&mut self) -> anyhow::Result<()> {
         let current = get(&self.client, &self.id).await?;
-        let created = self
-            .client
-            .call::<SessionCreate>(SessionCreateParams {
-                cwd: self.cwd.display().to_string(),
-                env: client_env(),
-                model: Some(current.session.model),
-                title: None,
-                record: None,
-                mode: current.mode,
-            })
-            .await?;
+        let new = NewSession {
+            model: Some(current.session.model),
+            mode: current.mode,
+            record: None,
+        };
+        let created = session::create(&self.client, &self.cwd, new).await?;
         self.show(created).await
     }
 }

@@ -8,6 +8,7 @@ mod connect;
 mod daemon_cmd;
 mod models;
 mod service;
+mod session;
 mod sessions;
 
 use std::process::ExitCode;

@@ -1,0 +1,41 @@
+//! What this terminal gives a session: its environment, and new sessions in its folder.
+
+use std::path::Path;
+
+use stepper_protocol::client::DaemonClient;
+use stepper_protocol::methods::{SessionCreate, SessionCreateParams, SessionResponse};
+use stepper_protocol::session::Env;
+
+/// This process's environment, which the session's tools and provider keys will use.
+pub fn client_env() -> Env {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+/// What a new session may be given beyond its folder and this process's environment.
+#[derive(Default)]
+pub struct NewSession {
+    pub model: Option<String>,
+    pub mode: Option<String>,
+    /// An absolute path to record the model exchanges to.
+    pub record: Option<String>,
+}
+
+/// Create a session in `cwd` with this process's environment.
+pub async fn create(
+    client: &DaemonClient,
+    cwd: &Path,
+    new: NewSession,
+) -> anyhow::Result<SessionResponse> {
+    Ok(client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: cwd.display().to_string(),
+            env: client_env(),
+            model: new.model,
+            title: None,
+            record: new.record,
+            mode: new.mode,
+        })
+        .await?)
+}
