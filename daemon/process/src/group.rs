@@ -37,10 +37,6 @@ pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
 }
 
 impl GroupChild {
-    pub fn id(&self) -> Option<u32> {
-        self.pid
-    }
-
     /// The child's standard streams, to read while it runs.
     pub fn child_mut(&mut self) -> &mut tokio::process::Child {
         &mut self.child

@@ -174,7 +174,7 @@ fn boot_id() -> Option<String> {
 
 /// When a process started, as an opaque token that differs between two processes that held
 /// the same pid: clock ticks since boot on Linux, the start date elsewhere.
-pub fn start_time(pid: u32) -> Option<String> {
+pub(crate) fn start_time(pid: u32) -> Option<String> {
     #[cfg(target_os = "linux")]
     {
         proc_stat(pid).map(|s| s.start_ticks.to_string())

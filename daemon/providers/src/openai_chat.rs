@@ -219,9 +219,7 @@ impl WireFormat for ChatCompletionsWire {
             self.stop(out);
             return Ok(());
         }
-        Err(WireError::fatal(ProviderError::Transport(
-            "the stream ended before the message was complete".into(),
-        )))
+        Err(WireError::cut_short())
     }
 }
 

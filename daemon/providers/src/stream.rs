@@ -33,6 +33,13 @@ impl WireError {
             retryable: false,
         }
     }
+
+    /// The body ended before the message was complete.
+    pub fn cut_short() -> WireError {
+        WireError::fatal(ProviderError::Transport(
+            "the stream ended before the message was complete".into(),
+        ))
+    }
 }
 
 /// How one provider's SSE events become normalised events.
@@ -46,9 +53,7 @@ pub trait WireFormat: Send + 'static {
 
     /// The body ended before `on_event` said the message was complete.
     fn on_end(&mut self, _out: &mut VecDeque<ChatEvent>) -> Result<(), WireError> {
-        Err(WireError::fatal(ProviderError::Transport(
-            "the stream ended before the message was complete".into(),
-        )))
+        Err(WireError::cut_short())
     }
 }
 
@@ -64,6 +69,8 @@ enum DecodeState {
 pub struct SseDecoder<W> {
     sse: SseParser,
     pending: Vec<SseEvent>,
+    /// What the wire format made of one SSE event; kept so no chunk allocates it anew.
+    events: VecDeque<ChatEvent>,
     wire: W,
     state: DecodeState,
     /// The failure that ended the stream, when it may be retried.
@@ -75,6 +82,7 @@ impl<W: WireFormat> SseDecoder<W> {
         SseDecoder {
             sse: SseParser::new(),
             pending: Vec::new(),
+            events: VecDeque::new(),
             wire,
             state: DecodeState::Running,
             retryable: false,
@@ -114,9 +122,8 @@ impl<W: WireFormat> SseDecoder<W> {
         }
         self.drain(out);
         if self.state == DecodeState::Running {
-            let mut events = VecDeque::new();
-            let result = self.wire.on_end(&mut events);
-            out.extend(events.into_iter().map(Ok));
+            let result = self.wire.on_end(&mut self.events);
+            out.extend(self.events.drain(..).map(Ok));
             match result {
                 Ok(()) => self.state = DecodeState::Done,
                 Err(e) => self.fail(out, e),
@@ -131,19 +138,24 @@ impl<W: WireFormat> SseDecoder<W> {
     }
 
     fn drain(&mut self, out: &mut VecDeque<Result<ChatEvent, ProviderError>>) {
-        let mut events = VecDeque::new();
-        for sse in std::mem::take(&mut self.pending) {
-            let result = self.wire.on_event(&sse, &mut events);
-            out.extend(events.drain(..).map(Ok));
+        // Taken and put back, so its allocation serves every chunk.
+        let mut pending = std::mem::take(&mut self.pending);
+        for sse in pending.drain(..) {
+            let result = self.wire.on_event(&sse, &mut self.events);
+            out.extend(self.events.drain(..).map(Ok));
             match result {
                 Ok(false) => {}
                 Ok(true) => {
                     self.state = DecodeState::Done;
-                    return;
+                    break;
                 }
-                Err(e) => return self.fail(out, e),
+                Err(e) => {
+                    self.fail(out, e);
+                    break;
+                }
             }
         }
+        self.pending = pending;
     }
 }
 

@@ -85,6 +85,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         tasks: tasks.clone(),
         config_dir: places.config_dir.clone(),
         login_env: Default::default(),
+        tools: stepper_tools::all(),
         shutdown: shutdown.clone(),
     });
     // Children a crashed daemon left running go first: a recovered turn must not meet them.

@@ -20,7 +20,7 @@ use stepper_store::{NewSession, Store, now_ms};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::daemon::Daemon;
-use crate::hub::{HubError, LiveSession, SubmitError, persistable_env};
+use crate::hub::{HubError, LiveSession, SubmitError, persistable_env, settings_for};
 
 /// Events per `session/export` page, at most.
 const EXPORT_PAGE: u32 = 5000;
@@ -216,6 +216,7 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         let model =
             ModelRef::parse(requested).map_err(|e| RpcError::InvalidParams(e.to_string()))?;
         let mode = p.mode.as_deref().map(parse_mode).transpose()?;
+        let mode_name = mode.unwrap_or(settings.mode()).as_str();
         let record = match p.record.as_deref() {
             Some(r) if !Path::new(r).is_absolute() => {
                 return Err(RpcError::InvalidParams(format!(
@@ -234,13 +235,14 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         };
         let store = &daemon.hub.deps().store;
         let (info, _) = store.create_session(&new).await?;
-        store.set_session_mode(&info.id, p.mode.as_deref()).await?;
-        let live = daemon.hub.adopt(&info, p.env, record, mode);
+        store
+            .set_session_mode(&info.id, mode.map(PermissionMode::as_str))
+            .await?;
+        daemon.hub.adopt(&info, p.env, record, mode);
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
-        let mode = mode_of(daemon, &live, Path::new(&info.cwd)).await;
         Ok(SessionResponse {
             session: info,
-            mode,
+            mode: Some(mode_name.to_string()),
         })
     });
 
@@ -335,12 +337,7 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         let mode = parse_mode(&p.mode)?;
         let session = conn.daemon.hub.get(&p.session_id).await?;
         session
-            .set_mode(
-                mode,
-                &p.mode,
-                conn.client_label(),
-                &conn.daemon.hub.deps().store,
-            )
+            .set_mode(mode, conn.client_label(), &conn.daemon.hub.deps().store)
             .await?;
         Ok(Empty {})
     });
@@ -412,9 +409,9 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
             created_at: now_ms(),
         };
         let forked = store.fork_session(&p.session_id, &new, p.from_turn).await?;
-        if let Some(mode) = mode.and_then(|m| serde_json::to_value(m).ok()) {
-            store.set_session_mode(&forked.id, mode.as_str()).await?;
-        }
+        store
+            .set_session_mode(&forked.id, mode.map(PermissionMode::as_str))
+            .await?;
         let live = daemon.hub.adopt(&forked, env, None, mode);
         tracing::info!(session = %forked.id, from = %p.session_id, turn = p.from_turn, "session forked");
         let mode = mode_of(daemon, &live, Path::new(&forked.cwd)).await;
@@ -464,7 +461,9 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
         let daemon = &conn.daemon;
         let settings = match p.cwd.as_deref() {
             Some(cwd) => load_settings(daemon, Path::new(cwd)).await?,
-            None => load_settings(daemon, Path::new("/nonexistent-stepper-folder")).await?,
+            None => settings_for(&daemon.places.config_dir, None)
+                .await
+                .map_err(RpcError::InvalidParams)?,
         };
         Ok(models_list(daemon, &settings))
     });
@@ -581,11 +580,7 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
 
 /// A permission mode by its name in settings and on the wire.
 fn parse_mode(name: &str) -> Result<PermissionMode, RpcError> {
-    serde_json::from_value(serde_json::json!(name)).map_err(|_| {
-        RpcError::InvalidParams(format!(
-            "mode {name:?} is not one of default, accept-edits, plan, auto"
-        ))
-    })
+    name.parse().map_err(RpcError::InvalidParams)
 }
 
 /// Write the scaffold into `dir` (`.stepper`), leaving existing files unless `force`.
@@ -611,27 +606,20 @@ fn project_init(dir: &Path, force: bool) -> std::io::Result<ProjectInitResponse>
     Ok(out)
 }
 
-/// The merged settings for a folder (a missing folder has only the user's).
 /// The mode a session's next tool call runs under, by name.
 async fn mode_of(daemon: &Daemon, session: &LiveSession, cwd: &Path) -> Option<String> {
     let mode = match session.env_and_mode().1 {
         Some(mode) => mode,
-        None => load_settings(daemon, cwd)
-            .await
-            .ok()?
-            .permissions
-            .and_then(|p| p.mode)
-            .unwrap_or(PermissionMode::Default),
+        None => load_settings(daemon, cwd).await.ok()?.mode(),
     };
-    serde_json::to_value(mode).ok()?.as_str().map(String::from)
+    Some(mode.as_str().to_string())
 }
 
+/// The merged settings for a folder.
 async fn load_settings(daemon: &Daemon, cwd: &Path) -> Result<Settings, RpcError> {
-    let (config_dir, cwd) = (daemon.places.config_dir.clone(), cwd.to_path_buf());
-    tokio::task::spawn_blocking(move || Settings::load(&config_dir, &cwd))
+    settings_for(&daemon.places.config_dir, Some(cwd))
         .await
-        .map_err(|e| RpcError::InvalidState(e.to_string()))?
-        .map_err(|e| RpcError::InvalidParams(e.to_string()))
+        .map_err(RpcError::InvalidParams)
 }
 
 fn models_list(daemon: &Daemon, settings: &Settings) -> ModelsListResponse {
@@ -741,7 +729,6 @@ async fn follow(
     p: &SessionSubscribeParams,
     delivery: &crate::hub::Delivery,
 ) {
-    let (store, sink) = (store, sink);
     let mut last = p.after_seq;
     if catch_up(store, sink, &p.session_id, &mut last)
         .await

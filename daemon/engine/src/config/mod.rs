@@ -97,6 +97,36 @@ pub enum PermissionMode {
     Auto,
 }
 
+impl PermissionMode {
+    pub const ALL: [PermissionMode; 4] = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+        PermissionMode::Auto,
+    ];
+
+    /// The name in settings and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "accept-edits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::Auto => "auto",
+        }
+    }
+}
+
+impl std::str::FromStr for PermissionMode {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        PermissionMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == name)
+            .ok_or_else(|| format!("mode {name:?} is not one of default, accept-edits, plan, auto"))
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Permissions {
@@ -152,8 +182,25 @@ impl Settings {
 
     /// Load and merge the settings for a session in `cwd`. Missing files are fine.
     pub fn load(config_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
+        Settings::load_files(Settings::files(config_dir, cwd))
+    }
+
+    /// The user's settings alone, for what belongs to no folder.
+    pub fn load_user(config_dir: &Path) -> Result<Settings, ConfigError> {
+        Settings::load_files(vec![config_dir.join("setting.json")])
+    }
+
+    /// The permission mode these settings choose (`default` when none).
+    pub fn mode(&self) -> PermissionMode {
+        self.permissions
+            .as_ref()
+            .and_then(|p| p.mode)
+            .unwrap_or(PermissionMode::Default)
+    }
+
+    fn load_files(files: Vec<PathBuf>) -> Result<Settings, ConfigError> {
         let mut merged = Settings::default();
-        for path in Settings::files(config_dir, cwd) {
+        for path in files {
             let text = match std::fs::read_to_string(&path) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -209,6 +256,20 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mode_names_are_the_settings_names() {
+        for mode in PermissionMode::ALL {
+            assert_eq!(serde_json::to_value(mode).unwrap(), mode.as_str());
+            assert_eq!(mode.as_str().parse::<PermissionMode>(), Ok(mode));
+        }
+        assert!(
+            "yolo"
+                .parse::<PermissionMode>()
+                .unwrap_err()
+                .contains("accept-edits")
+        );
+    }
 
     #[test]
     fn layers_merge_in_order_and_errors_point_at_the_spot() {

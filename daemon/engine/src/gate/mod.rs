@@ -289,6 +289,26 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The session rules "allow always" adds for `request`: the same simple commands, file,
+    /// domain (the host this policy compares rules against) or MCP tool — never a prefix.
+    pub fn rules_for(&self, request: &GateRequest) -> Vec<Rule> {
+        let texts: Vec<String> = match request {
+            GateRequest::Bash { command } => bash::analyse(command)
+                .commands
+                .iter()
+                .map(|c| format!("Bash({})", c.join(" ")))
+                .collect(),
+            GateRequest::Edit { path, .. } => vec![format!("Edit(/{})", path.display())],
+            GateRequest::Read { path } => vec![format!("Read(/{})", path.display())],
+            GateRequest::WebFetch { url } => vec![format!("WebFetch(domain:{})", host_of(url))],
+            GateRequest::Mcp { server, tool, .. } => vec![format!("mcp__{server}__{tool}")],
+        };
+        texts
+            .iter()
+            .filter_map(|t| Rule::parse(t, &self.project_root, None).ok())
+            .collect()
+    }
+
     /// From the settings' permissions; bad rules are skipped and returned as messages.
     pub fn from_settings(
         p: Option<&Permissions>,

@@ -8,6 +8,7 @@
 //! tokens come straight from the issuer over TLS, and we only read our own account's details
 //! from them; the resource server is the one that verifies them.
 
+use crate::stream::root_cause;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -521,15 +522,6 @@ fn error_fields(body: &[u8], sent: &[&str]) -> (Option<String>, Option<String>) 
             (None, text.lines().next().and_then(clean))
         }
     }
-}
-
-/// The innermost error: for a failed connection, the OS's own words ("Connection refused").
-fn root_cause(e: &dyn std::error::Error) -> String {
-    let mut cause = e;
-    while let Some(inner) = cause.source() {
-        cause = inner;
-    }
-    cause.to_string()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use stepper_engine::gate::{Policy, Rule, Verdict};
+use stepper_engine::gate::{Policy, Verdict};
 use stepper_engine::tool::{Decision, Gate, GateRequest};
 use stepper_protocol::{AppEvent, ApprovalDecision};
 use tokio::sync::oneshot;
@@ -124,7 +124,7 @@ impl Gate for SessionGate {
                 ApprovalDecision::Allow => Decision::Allow,
                 ApprovalDecision::AllowAlways => {
                     let mut policy = self.policy.lock().unwrap_or_else(|p| p.into_inner());
-                    for rule in rules_for(request, &policy) {
+                    for rule in policy.rules_for(request) {
                         policy.allow.push(rule);
                     }
                     Decision::Allow
@@ -159,33 +159,4 @@ fn describe(request: &GateRequest) -> (String, Option<String>, Option<String>) {
             None,
         ),
     }
-}
-
-/// The session rules "allow always" adds: the same commands, file, domain or MCP tool.
-fn rules_for(request: &GateRequest, policy: &Policy) -> Vec<Rule> {
-    let root = policy.project_root.clone();
-    let texts: Vec<String> = match request {
-        GateRequest::Bash { command } => stepper_engine::gate::bash::analyse(command)
-            .commands
-            .iter()
-            .map(|c| format!("Bash({})", c.join(" ")))
-            .collect(),
-        GateRequest::Edit { path, .. } => vec![format!("Edit(/{})", path.display())],
-        GateRequest::Read { path } => vec![format!("Read(/{})", path.display())],
-        GateRequest::WebFetch { url } => {
-            let host = url
-                .split("://")
-                .nth(1)
-                .unwrap_or(url)
-                .split(['/', ':', '?'])
-                .next()
-                .unwrap_or("");
-            vec![format!("WebFetch(domain:{host})")]
-        }
-        GateRequest::Mcp { server, tool, .. } => vec![format!("mcp__{server}__{tool}")],
-    };
-    texts
-        .iter()
-        .filter_map(|t| Rule::parse(t, &root, None).ok())
-        .collect()
 }

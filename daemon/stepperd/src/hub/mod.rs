@@ -14,7 +14,7 @@ use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, TurnStatus};
 
 pub use log::{EventLog, LogError, Published};
-pub use session::{HubDeps, LiveSession, SubmitError, persistable_env};
+pub use session::{HubDeps, LiveSession, SubmitError, persistable_env, settings_for};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {
@@ -82,7 +82,7 @@ impl Hub {
             .store
             .session_mode(id)
             .await?
-            .and_then(|m| serde_json::from_value::<PermissionMode>(serde_json::json!(m)).ok());
+            .and_then(|m| m.parse::<PermissionMode>().ok());
         // Another caller may have loaded it meanwhile: the first one in wins, so a session
         // never has two writers.
         let mut live = self.live();
@@ -189,16 +189,7 @@ impl Hub {
         };
         let events: Vec<AppEvent> = events.into_iter().map(|e| e.event).collect();
         let messages = stepper_engine::recovery::interrupted_turn(&input, &events);
-        let json: Vec<String> = messages
-            .iter()
-            .filter_map(|m| serde_json::to_string(m).ok())
-            .collect();
-        if let Err(e) = store
-            .append_context(session_id, session::MAIN_LAYER, turn, &json)
-            .await
-        {
-            tracing::error!(session = %session_id, turn, error = %e, "cannot keep the interrupted turn's context");
-        }
+        session::store_context(store, session_id, turn, &messages).await;
     }
 
     /// Inputs a previous daemon queued and never started run now, in their order. Their

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use stepper_engine::config::{PermissionMode, Settings};
 use stepper_engine::gate::Policy;
-use stepper_engine::tool::{NoOutput, ToolCx};
+use stepper_engine::tool::{NoOutput, Tool, ToolCx};
 use stepper_engine::{AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, agent::SinkError};
 use stepper_protocol::methods::AttachedClient;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
@@ -53,6 +53,9 @@ pub struct HubDeps {
     /// The login shell's environment, resolved on first need: what a session's own
     /// environment lacks comes from here (a daemon started at login has little of its own).
     pub login_env: Arc<tokio::sync::OnceCell<Env>>,
+    /// The tools every turn offers, built once (web_fetch holds an HTTP client and its
+    /// connection pool).
+    pub tools: Vec<Arc<dyn Tool>>,
     /// The daemon is stopping: no new turn starts (queued inputs wait for the next start).
     pub shutdown: CancellationToken,
 }
@@ -346,11 +349,10 @@ impl LiveSession {
     pub async fn set_mode(
         &self,
         mode: PermissionMode,
-        name: &str,
         by: Option<String>,
         store: &Store,
     ) -> Result<(), SubmitError> {
-        if let Err(e) = store.set_session_mode(&self.id, Some(name)).await {
+        if let Err(e) = store.set_session_mode(&self.id, Some(mode.as_str())).await {
             tracing::warn!(session = %self.id, error = %e, "cannot store the session's mode");
         }
         let active = {
@@ -365,7 +367,7 @@ impl LiveSession {
             .append_committed(
                 None,
                 AppEvent::ModeChanged {
-                    mode: name.to_string(),
+                    mode: mode.as_str().to_string(),
                     by,
                 },
             )
@@ -507,7 +509,7 @@ impl LiveSession {
                 let agent = AgentLoop::new(resolved.provider)
                     .with_steering(take)
                     .with_model_info(resolved.info)
-                    .with_tools(stepper_tools::all(), cx);
+                    .with_tools(deps.tools.clone(), cx);
                 let ((), outcome) = tokio::join!(baseline, agent.run(request, cancel, &sink));
                 (outcome.status, outcome.error, outcome.transcript)
             }
@@ -526,17 +528,7 @@ impl LiveSession {
         // count on the next turn seeing this one whole.
         let mut added = vec![ChatMessage::user(input.text.clone())];
         added.extend(transcript);
-        let json: Vec<String> = added
-            .iter()
-            .filter_map(|m| serde_json::to_string(m).ok())
-            .collect();
-        if let Err(e) = deps
-            .store
-            .append_context(&self.id, MAIN_LAYER, turn, &json)
-            .await
-        {
-            tracing::error!(session = %self.id, turn, error = %e, "cannot store the turn's context");
-        }
+        store_context(&deps.store, &self.id, turn, &added).await;
         self.log
             .append(Some(turn), AppEvent::TurnFinished { status, error })
             .await?;
@@ -554,11 +546,7 @@ impl LiveSession {
             (state.cwd.clone(), state.record.clone())
         };
         let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
-        let (config_dir, dir) = (deps.config_dir.clone(), cwd.clone());
-        let settings = tokio::task::spawn_blocking(move || Settings::load(&config_dir, &dir))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+        let settings = settings_for(&deps.config_dir, Some(&cwd)).await?;
         let mut effective = login_env(deps).await.clone();
         effective.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let cx = ResolveContext {
@@ -588,6 +576,18 @@ impl LiveSession {
             cwd,
         })
     }
+}
+
+/// The merged settings for a folder, or the user's alone (`None`), read off the runtime.
+pub async fn settings_for(config_dir: &Path, cwd: Option<&Path>) -> Result<Settings, String> {
+    let (config_dir, cwd) = (config_dir.to_path_buf(), cwd.map(Path::to_path_buf));
+    tokio::task::spawn_blocking(move || match cwd {
+        Some(cwd) => Settings::load(&config_dir, &cwd),
+        None => Settings::load_user(&config_dir),
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())
 }
 
 /// The login shell's environment, resolved once per daemon (`STEPPER_LOGIN_ENV=off` skips it).
@@ -660,6 +660,26 @@ impl EventSink for TurnSink<'_> {
 
 /// The layer of a session's context (layers of `stepper.md` come later).
 pub(crate) const MAIN_LAYER: &str = "main";
+
+/// Add a turn's messages to the session's stored context (a failure is logged: the turn's
+/// events stay, and its context is what a restart can rebuild from them).
+pub(crate) async fn store_context(
+    store: &Store,
+    session_id: &str,
+    turn: u32,
+    messages: &[ChatMessage],
+) {
+    let json: Vec<String> = messages
+        .iter()
+        .filter_map(|m| serde_json::to_string(m).ok())
+        .collect();
+    if let Err(e) = store
+        .append_context(session_id, MAIN_LAYER, turn, &json)
+        .await
+    {
+        tracing::error!(session = %session_id, turn, error = %e, "cannot store the turn's context");
+    }
+}
 
 /// The conversation so far, as the model saw it: the stored context (tool calls, results and
 /// signatures included), so a session resumes after a restart exactly where it was.
