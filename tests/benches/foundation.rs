@@ -17,9 +17,7 @@ use interprocess::local_socket::tokio::{Listener, Stream, prelude::*};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use stepper_e2e::{Reply, TestEnv};
 use stepper_protocol::AppEvent;
-use stepper_protocol::methods::{
-    DaemonInfo, Empty, SessionCreate, SessionCreateParams, SessionSubmit, SessionSubmitParams,
-};
+use stepper_protocol::methods::{DaemonInfo, Empty};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const ROUND_TRIPS: usize = 5000;
@@ -107,19 +105,7 @@ async fn streamed(env: &TestEnv, subscribers: usize) -> f64 {
         &deltas.iter().map(String::as_str).collect::<Vec<_>>(),
     ));
     let owner = env.client().await;
-    let session = owner
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: env.envs().into_iter().collect(),
-            model: None,
-            title: None,
-            record: None,
-            mode: None,
-        })
-        .await
-        .unwrap()
-        .session
-        .id;
+    let session = env.create_session(&owner, None).await;
     let mut readers = Vec::new();
     for _ in 0..subscribers {
         let client = env.client().await;
@@ -136,14 +122,7 @@ async fn streamed(env: &TestEnv, subscribers: usize) -> f64 {
         }));
     }
     let start = Instant::now();
-    owner
-        .call::<SessionSubmit>(SessionSubmitParams {
-            session_id: session,
-            text: "go".into(),
-            env: None,
-        })
-        .await
-        .unwrap();
+    stepper_e2e::submit(&owner, &session, "go").await;
     let mut events = 0;
     for r in readers {
         events = r.await.unwrap();

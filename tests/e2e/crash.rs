@@ -8,30 +8,10 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
-use stepper_e2e::{Gate, Reply, TestEnv, submit, wait_until};
+use stepper_e2e::{Gate, Reply, TestEnv, read_until, submit, wait_until};
 use stepper_process::testing::processes_with;
-use stepper_protocol::client::{DaemonClient, EventStream};
+use stepper_protocol::client::DaemonClient;
 use stepper_protocol::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
-
-/// Read until `done` holds for an event; returns everything read.
-async fn read_until(
-    stream: &mut EventStream,
-    mut done: impl FnMut(&EventEnvelope) -> bool,
-) -> Vec<EventEnvelope> {
-    let mut events = Vec::new();
-    loop {
-        let e = tokio::time::timeout(Duration::from_secs(30), stream.next())
-            .await
-            .unwrap_or_else(|_| panic!("no event within 30s after {events:#?}"))
-            .expect("stream open")
-            .expect("event");
-        let stop = done(&e);
-        events.push(e);
-        if stop {
-            return events;
-        }
-    }
-}
 
 /// Kill the daemon, start a new one, and check that it still has every event `seen` — the
 /// same seq, the same event — then follow the session until `done`.

@@ -2,27 +2,9 @@
 
 use std::time::Duration;
 
-use stepper_e2e::{Reply, TestEnv, submit};
-use stepper_protocol::client::{ConnectOptions, EventStream};
-use stepper_protocol::methods::{SessionSubmit, SessionSubmitParams};
+use stepper_e2e::{Reply, TestEnv, submit, until_turn_finished};
+use stepper_protocol::client::ConnectOptions;
 use stepper_protocol::{AppEvent, EventEnvelope};
-
-/// Read until the turn ends.
-async fn until_turn_finished(stream: &mut EventStream) -> Vec<EventEnvelope> {
-    let mut events = Vec::new();
-    loop {
-        let e = tokio::time::timeout(Duration::from_secs(30), stream.next())
-            .await
-            .expect("an event within 30s")
-            .expect("stream open")
-            .expect("event");
-        let done = matches!(e.event, AppEvent::TurnFinished { .. });
-        events.push(e);
-        if done {
-            return events;
-        }
-    }
-}
 
 fn assert_gap_free(events: &[EventEnvelope], first: u64) {
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
@@ -188,14 +170,7 @@ async fn inputs_submitted_at_once_run_one_at_a_time_in_seq_order() {
     let mut stream = clients[0].subscribe_events(&session, 0).await.unwrap();
     let submits = clients.iter().enumerate().map(|(i, c)| {
         let session = session.clone();
-        async move {
-            let p = SessionSubmitParams {
-                session_id: session,
-                text: format!("input {i}"),
-                env: None,
-            };
-            c.call::<SessionSubmit>(p).await.unwrap()
-        }
+        async move { submit(c, &session, &format!("input {i}")).await }
     });
     futures::future::join_all(submits).await;
 

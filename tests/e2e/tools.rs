@@ -2,11 +2,10 @@
 //! command in a temp project; and approvals answered from another client.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
-use stepper_e2e::{Reply, TestEnv};
+use stepper_e2e::{Reply, TestEnv, read_until, until_turn_finished};
 use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
 use stepper_protocol::{AppEvent, ApprovalDecision, EventEnvelope, ToolCallStatus};
 
@@ -117,20 +116,17 @@ fn the_agent_reads_edits_and_runs_a_command() {
 async fn next_approval(
     stream: &mut stepper_protocol::client::EventStream,
 ) -> (String, Option<String>) {
-    loop {
-        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if let AppEvent::ApprovalRequested {
+    let asked = read_until(stream, |e| {
+        matches!(e.event, AppEvent::ApprovalRequested { .. })
+    })
+    .await;
+    match asked.into_iter().last().map(|e| e.event) {
+        Some(AppEvent::ApprovalRequested {
             request_id,
             command,
             ..
-        } = e.event
-        {
-            return (request_id, command);
-        }
+        }) => (request_id, command),
+        other => panic!("not an approval: {other:?}"),
     }
 }
 
@@ -245,9 +241,7 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steering_reaches_the_model_at_its_next_call() {
-    use stepper_protocol::methods::{
-        SessionCreate, SessionCreateParams, SessionSteer, SessionSubmit, SessionSubmitParams,
-    };
+    use stepper_protocol::methods::{SessionSteer, SessionSubmitParams};
     let env = TestEnv::new();
     env.start_daemon();
     // The first call runs a command that waits for a file the test creates after steering.
@@ -258,36 +252,13 @@ async fn steering_reaches_the_model_at_its_next_call() {
     )])));
     env.fake.push(Reply::text(&["ok, in French"]));
     let client = env.client().await;
-    let session = client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: env.envs().into_iter().collect(),
-            model: None,
-            title: None,
-            record: None,
-            mode: Some("auto".into()),
-        })
-        .await
-        .unwrap()
-        .session
-        .id;
+    let session = env.create_session(&client, Some("auto")).await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
-    let submit = SessionSubmitParams {
-        session_id: session.clone(),
-        text: "do it".into(),
-        env: None,
-    };
-    client.call::<SessionSubmit>(submit).await.unwrap();
-    loop {
-        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if matches!(e.event, AppEvent::ToolCallStarted { .. }) {
-            break;
-        }
-    }
+    stepper_e2e::submit(&client, &session, "do it").await;
+    read_until(&mut stream, |e| {
+        matches!(e.event, AppEvent::ToolCallStarted { .. })
+    })
+    .await;
     let steer = SessionSubmitParams {
         session_id: session.clone(),
         text: "answer in French".into(),
@@ -295,16 +266,7 @@ async fn steering_reaches_the_model_at_its_next_call() {
     };
     client.call::<SessionSteer>(steer).await.unwrap();
     std::fs::write(env.project.path().join("go"), "").unwrap();
-    loop {
-        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if matches!(e.event, AppEvent::TurnFinished { .. }) {
-            break;
-        }
-    }
+    until_turn_finished(&mut stream).await;
     let requests = env.fake.requests();
     assert_eq!(requests.len(), 2);
     let last = requests[1]["messages"]
@@ -425,23 +387,17 @@ async fn interrupting_a_turn_closes_its_approval_for_everyone() {
         )
         .await
         .unwrap();
-    let mut resolved = None;
-    loop {
-        let e = tokio::time::timeout(Duration::from_secs(20), stream.next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        match e.event {
+    let resolved = until_turn_finished(&mut stream)
+        .await
+        .into_iter()
+        .find_map(|e| match e.event {
             AppEvent::ApprovalResolved {
                 request_id: id,
                 decision,
                 ..
-            } => resolved = Some((id, decision)),
-            AppEvent::TurnFinished { .. } => break,
-            _ => {}
-        }
-    }
+            } => Some((id, decision)),
+            _ => None,
+        });
     assert_eq!(resolved, Some((request_id, ApprovalDecision::Deny)));
     assert!(!env.project.path().join("never.txt").exists());
 }

@@ -6,11 +6,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod env;
+pub mod events;
 pub mod fake_llm;
 pub mod tmux;
 pub mod wait;
 
 pub use env::{TestEnv, bin_dir, submit};
+pub use events::{read_until, until_turn_finished};
 pub use fake_llm::{FakeLlm, Gate, Reply, Route};
 pub use tmux::{Pane, Tmux};
 pub use wait::{wait_until, wait_until_async};

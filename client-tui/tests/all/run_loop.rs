@@ -419,7 +419,16 @@ async fn detach_reaches_a_slow_core_after_the_actions_before_it() {
         press(&h, KeyCode::Enter);
     }
     h.keys.send(Event::Key(ctrl('d'))).unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The core reads nothing until its one-slot channel is full: the rest waits in the TUI.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while h.actions.len() < h.actions.max_capacity() {
+        assert!(std::time::Instant::now() < deadline, "no action was sent");
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        !h.done.is_finished(),
+        "run returned before Detach was delivered"
+    );
     assert_eq!(
         next_action(&mut h).await,
         Action::Submit { text: "a".into() }

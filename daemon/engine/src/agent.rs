@@ -684,7 +684,11 @@ mod tests {
     }
 
     /// Waits until cancelled.
-    struct Hang;
+    /// Runs until cancelled, telling `started` when it began.
+    #[derive(Default)]
+    struct Hang {
+        started: tokio::sync::Notify,
+    }
     impl Tool for Hang {
         fn spec(&self) -> crate::tool::ToolSpec {
             crate::tool::ToolSpec {
@@ -699,6 +703,7 @@ mod tests {
             cx: &'a ToolCx,
         ) -> futures::future::BoxFuture<'a, crate::tool::ToolResult> {
             Box::pin(async move {
+                self.started.notify_one();
                 cx.cancel.cancelled().await;
                 Err(ToolError::Cancelled)
             })
@@ -799,9 +804,10 @@ mod tests {
         let sink = Recorder::default();
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
-        let agent = AgentLoop::new(provider).with_tools(vec![Arc::new(Hang)], tool_cx());
+        let hang = Arc::new(Hang::default());
+        let agent = AgentLoop::new(provider).with_tools(vec![hang.clone()], tool_cx());
         let (out, ()) = tokio::join!(agent.run(request(), cancel, &sink), async move {
-            tokio::task::yield_now().await;
+            hang.started.notified().await;
             stop.cancel();
         });
         assert_eq!(out.status, TurnStatus::Interrupted);

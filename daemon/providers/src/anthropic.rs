@@ -549,6 +549,7 @@ mod tests {
         let mut out = VecDeque::new();
         d.feed(fixture("overloaded.sse").as_bytes(), &mut out);
         assert!(d.is_failed());
+        assert!(d.is_retryable());
         assert!(
             matches!(out.back(), Some(Err(ProviderError::Stream { message, .. })) if message.contains("Overloaded"))
         );

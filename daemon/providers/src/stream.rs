@@ -89,6 +89,11 @@ impl<W: WireFormat> SseDecoder<W> {
         }
     }
 
+    /// The failure that ended the stream may be retried (it came before any content).
+    pub(crate) fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
     pub fn is_done(&self) -> bool {
         self.state == DecodeState::Done
     }
@@ -410,7 +415,7 @@ impl<W: WireFormat> Machine<W> {
                 }
             }
             if decoder.is_failed() {
-                if decoder.retryable
+                if decoder.is_retryable()
                     && !self.streamed_content
                     && self.attempt <= self.endpoint.retry.max_retries
                 {
