@@ -19,8 +19,13 @@ pub enum GateRequest {
     Read { path: PathBuf },
     /// Change a file: `diff` is what the user would approve.
     Edit { path: PathBuf, diff: String },
-    /// Run a shell command line.
-    Bash { command: String },
+    /// Run a shell command line in `cwd` with `env` (what bash will have: the gate judges
+    /// paths from there and finds programs on its `PATH`).
+    Bash {
+        command: String,
+        cwd: PathBuf,
+        env: CommandEnv,
+    },
     /// Fetch a URL.
     WebFetch { url: String },
     /// Call a tool of an MCP server.
@@ -29,6 +34,16 @@ pub enum GateRequest {
         tool: String,
         arguments: String,
     },
+}
+
+/// A command's environment, shared, and never printed: it holds the session's keys.
+#[derive(Clone, Default, PartialEq)]
+pub struct CommandEnv(pub Arc<Env>);
+
+impl std::fmt::Debug for CommandEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CommandEnv({} variables)", self.0.len())
+    }
 }
 
 /// The gate's answer.

@@ -9,7 +9,8 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 use stepper_engine::tool::{
-    GateRequest, Tool, ToolCx, ToolDetails, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args,
+    CommandEnv, GateRequest, Tool, ToolCx, ToolDetails, ToolError, ToolOutput, ToolResult,
+    ToolSpec, parse_args,
 };
 use tokio::io::AsyncReadExt;
 
@@ -75,6 +76,8 @@ async fn run(args: serde_json::Value, cx: &ToolCx) -> ToolResult {
         .min(MAX_TIMEOUT);
     cx.gate(GateRequest::Bash {
         command: args.command.clone(),
+        cwd: cx.cwd.clone(),
+        env: CommandEnv(std::sync::Arc::new(cx.env.clone())),
     })
     .await?;
 

@@ -1,202 +1,453 @@
-//! Shell lines, understood with a real grammar (tree-sitter-bash): the simple commands a line
-//! runs, and the constructs that make its effect impossible to judge from them — which then
-//! escalate to asking.
-//!
-//! Every simple command is found wherever it hides: after `&&`, `||`, `;`, `|`, `&`, inside
-//! subshells and braces. Redirections to files, `$(...)`, backticks, process substitution,
-//! here-documents, control flow, function definitions, variable assignments and anything the
-//! parser does not understand are reported as risky.
+//! The decision for a shell line: its commands as bash will run them ([`shell`]), each
+//! judged by the read-only tables ([`commands`]) or the session's rules, and what the
+//! read-only ones read checked against the session: every path like the read tool's, every
+//! name a pattern expands to, the program bash finds on `PATH`, and git's configuration.
+//! Doubt anywhere asks.
 
-use tree_sitter::{Node, Parser};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
-/// What a command line does, as far as can be told.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Analysis {
-    /// Each simple command: its words, quotes removed where they are plain.
-    pub commands: Vec<Vec<String>>,
-    /// Why the line cannot be judged by its commands alone (empty when it can).
-    pub risky: Vec<String>,
+use stepper_protocol::session::Env;
+
+use super::commands::{self, Judgement, Reads};
+use super::shell::{self, SimpleCommand, Value, Word, pattern};
+use super::{Policy, Verdict, repo, resolve};
+use crate::config::PermissionMode;
+
+/// Folders a line may run its commands in (one per `cd` combination) before the gate stops
+/// following them.
+const MAX_FOLDERS: usize = 16;
+
+/// Variables that make bash run or parse something beyond the line itself.
+const SHELL_VARIABLES: &[(&str, &str)] = &[
+    ("BASH_ENV", "bash runs that file before the line"),
+    ("ENV", "a shell may run that file before the line"),
+    ("BASHOPTS", "it changes how bash expands words"),
+    ("SHELLOPTS", "it changes how bash runs the line"),
+    (
+        "POSIXLY_CORRECT",
+        "it changes how programs read their options",
+    ),
+];
+
+/// What one check found.
+#[derive(Clone)]
+enum Finding {
+    Fine,
+    Ask(String),
+    Deny(String),
 }
 
-/// Parse `line` and collect its commands and risks.
-pub fn analyse(line: &str) -> Analysis {
-    let mut analysis = Analysis::default();
-    let mut parser = Parser::new();
-    if parser
-        .set_language(&tree_sitter_bash::LANGUAGE.into())
-        .is_err()
-    {
-        analysis
-            .risky
-            .push("the shell grammar could not be loaded".into());
-        return analysis;
-    }
-    let Some(tree) = parser.parse(line, None) else {
-        analysis.risky.push("the line could not be parsed".into());
-        return analysis;
-    };
-    let root = tree.root_node();
-    if root.has_error() {
-        analysis
-            .risky
-            .push("the line is not valid shell syntax".into());
-    }
-    walk(root, line.as_bytes(), &mut analysis);
-    if analysis.commands.is_empty() && analysis.risky.is_empty() {
-        analysis.risky.push("no command found".into());
-    }
-    analysis
-}
-
-fn text<'a>(node: Node<'_>, src: &'a [u8]) -> &'a str {
-    node.utf8_text(src).unwrap_or("")
-}
-
-fn walk(node: Node<'_>, src: &[u8], out: &mut Analysis) {
-    let risk = |out: &mut Analysis, what: &str| {
-        out.risky
-            .push(format!("{what}: {}", text(node, src).trim()))
-    };
-    match node.kind() {
-        "command" => {
-            command(node, src, out);
-            return;
+impl Policy {
+    pub(super) fn bash(&self, line: &str, cwd: &Path, env: &Env) -> Verdict {
+        let analysis = shell::analyse(line);
+        for cmd in &analysis.commands {
+            let words = literal_words(cmd);
+            if let Some(rule) = self.deny.iter().find(|r| r.matches_command(&words)) {
+                return Verdict::Deny(format!(
+                    "{} is denied by the rule {}",
+                    cmd.shown(),
+                    rule.text
+                ));
+            }
         }
-        "command_substitution" => risk(out, "command substitution"),
-        "process_substitution" => risk(out, "process substitution"),
-        "heredoc_redirect" | "herestring_redirect" => risk(out, "here-document"),
-        "file_redirect" if !harmless_redirect(node, src) => risk(out, "redirection"),
-        "function_definition" => risk(out, "function definition"),
-        "if_statement"
-        | "for_statement"
-        | "c_style_for_statement"
-        | "while_statement"
-        | "case_statement" => risk(out, "control flow"),
-        "variable_assignment" | "declaration_command" | "unset_command" => {
-            risk(out, "variable assignment")
+        if self.mode == PermissionMode::Auto {
+            return self.auto(&analysis);
         }
-        "arithmetic_expansion" => risk(out, "arithmetic expansion"),
-        "ERROR" => risk(out, "unparsable"),
-        _ => {}
-    }
-    if node.is_missing() {
-        out.risky.push("incomplete line".into());
-    }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        walk(child, src, out);
-    }
-}
-
-/// `2>&1`, `>&2`, `>/dev/null`, `2>/dev/null`: no file written.
-fn harmless_redirect(node: Node<'_>, src: &[u8]) -> bool {
-    let t = text(node, src).replace(' ', "");
-    let target = t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
-    matches!(target, ">&1" | ">&2" | ">/dev/null" | ">>/dev/null" | "<&0")
-        || t.ends_with(">/dev/null") && !t.contains(">>")
-        || t == ">&2"
-        || t == "2>&1"
-        || t == "1>&2"
-}
-
-fn command(node: Node<'_>, src: &[u8], out: &mut Analysis) {
-    let mut words = Vec::new();
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        match child.kind() {
-            "variable_assignment" => out
-                .risky
-                .push(format!("environment assignment: {}", text(child, src))),
-            "command_name" => {
-                let name = text(child, src);
-                if name.contains('$') || name.contains('`') {
-                    out.risky
-                        .push(format!("a command name that is computed: {name}"));
+        let plan = self.mode == PermissionMode::Plan;
+        let refuse = |why: String| {
+            if plan {
+                Verdict::Deny(format!("plan mode only reads: {why}"))
+            } else {
+                Verdict::Ask(why)
+            }
+        };
+        if let Some(risk) = analysis.risky.first() {
+            return refuse(format!("the command line has {risk}"));
+        }
+        if let Some(why) = shell_environment(env) {
+            return Verdict::Ask(why);
+        }
+        for cmd in &analysis.commands {
+            let words = literal_words(cmd);
+            if let Some(rule) = self.ask.iter().find(|r| r.matches_command(&words)) {
+                return Verdict::Ask(format!(
+                    "{} matches the ask rule {}",
+                    cmd.shown(),
+                    rule.text
+                ));
+            }
+        }
+        let judged: Vec<(&SimpleCommand, Judgement)> = analysis
+            .commands
+            .iter()
+            .map(|c| (c, commands::judge(&c.words)))
+            .collect();
+        let folders = match folders(cwd, &judged) {
+            Ok(f) => f,
+            Err(why) => return Verdict::Ask(why),
+        };
+        let mut memo = Memo::default();
+        let mut unapproved = Vec::new();
+        let mut asks = Vec::new();
+        for (cmd, judgement) in &judged {
+            let words = literal_words(cmd);
+            let by_prefix = self.allow.iter().any(|r| r.matches_command(&words));
+            let exactly = self.allow.iter().any(|r| r.matches_exactly(&words));
+            match judgement {
+                Judgement::Shell(why) => return refuse(format!("{}: {why}", cmd.shown())),
+                Judgement::Unlisted => {
+                    if !by_prefix || writes_by_flag(&words) {
+                        unapproved.push(cmd.shown());
+                    }
                 }
-                walk_inner(child, src, out);
-                words.push(unquote(name));
+                Judgement::Changes(why) => {
+                    if !by_prefix || writes_by_flag(&words) {
+                        unapproved.push(format!("{} ({why})", cmd.shown()));
+                    }
+                }
+                Judgement::Refused(why) => {
+                    if !exactly {
+                        unapproved.push(format!("{} ({why})", cmd.shown()));
+                    }
+                }
+                Judgement::Reads(reads) => {
+                    match self.check_reads(cmd, reads, &folders, env, &mut memo) {
+                        Finding::Fine => {}
+                        Finding::Deny(why) => return Verdict::Deny(why),
+                        Finding::Ask(why) if !by_prefix => asks.push(why),
+                        Finding::Ask(_) => {}
+                    }
+                }
             }
-            "file_redirect" | "heredoc_redirect" | "herestring_redirect" => walk(child, src, out),
-            _ => {
-                walk_inner(child, src, out);
-                words.push(unquote(text(child, src)));
+            for word in &cmd.words {
+                match self.check_pattern(word, &folders, &mut memo) {
+                    Finding::Fine => {}
+                    Finding::Deny(why) => return Verdict::Deny(why),
+                    Finding::Ask(why) => asks.push(why),
+                }
             }
         }
-    }
-    if !words.is_empty() {
-        out.commands.push(words);
-    }
-}
-
-/// Risks inside a word (`echo $(rm x)`), without counting the word as a command.
-fn walk_inner(node: Node<'_>, src: &[u8], out: &mut Analysis) {
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        walk(child, src, out);
-    }
-    if matches!(node.kind(), "command_substitution" | "process_substitution") {
-        walk(node, src, out);
-    }
-}
-
-/// Plain quoting removed: `'a b'` → `a b`, `"x"` → `x`, `\ ` → ` `.
-fn unquote(word: &str) -> String {
-    let w = word.trim();
-    if w.len() >= 2
-        && ((w.starts_with('\'') && w.ends_with('\'')) || (w.starts_with('"') && w.ends_with('"')))
-    {
-        return w[1..w.len() - 1].to_string();
-    }
-    w.replace("\\ ", " ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cmds(line: &str) -> Vec<String> {
-        analyse(line).commands.iter().map(|c| c.join(" ")).collect()
-    }
-
-    #[test]
-    fn every_simple_command_is_found() {
-        assert_eq!(cmds("ls -la"), ["ls -la"]);
-        assert_eq!(cmds("npm test && rm -rf dist"), ["npm test", "rm -rf dist"]);
-        assert_eq!(cmds("cat a | grep b | wc -l"), ["cat a", "grep b", "wc -l"]);
-        assert_eq!(
-            cmds("(cd x; make) || echo 'no make'"),
-            ["cd x", "make", "echo no make"]
-        );
-        assert_eq!(cmds("git status; git diff"), ["git status", "git diff"]);
-        assert!(analyse("ls -la").risky.is_empty());
-        assert!(
-            analyse("cargo test 2>&1").risky.is_empty(),
-            "{:?}",
-            analyse("cargo test 2>&1")
-        );
-        assert!(
-            analyse("ls > /dev/null").risky.is_empty(),
-            "{:?}",
-            analyse("ls > /dev/null")
-        );
-    }
-
-    #[test]
-    fn risky_constructs_are_reported() {
-        for line in [
-            "echo $(whoami)",
-            "echo `id`",
-            "diff <(ls a) <(ls b)",
-            "ls > out.txt",
-            "cat <<EOF\nx\nEOF",
-            "FOO=1 ls",
-            "if true; then ls; fi",
-            "f() { ls; }",
-            "ls &&",
-            "$CMD -x",
-            "echo \"$(rm -rf /)\"",
-        ] {
-            assert!(!analyse(line).risky.is_empty(), "{line:?} should be risky");
+        for word in &analysis.reads {
+            match self.check_path_word(word, &folders, &mut memo) {
+                Finding::Fine => {}
+                Finding::Deny(why) => return Verdict::Deny(why),
+                Finding::Ask(why) => asks.push(why),
+            }
+        }
+        if !unapproved.is_empty() {
+            return refuse(format!("run {}", unapproved.join(", ")));
+        }
+        match asks.into_iter().next() {
+            Some(why) => Verdict::Ask(why),
+            None => Verdict::Allow,
         }
     }
+
+    /// `auto` asks nothing, but deny rules still hold: a line whose commands cannot all be
+    /// named (too complex, or a command name computed at run time) cannot be checked against
+    /// them, so it is refused when there are any.
+    fn auto(&self, analysis: &shell::Analysis) -> Verdict {
+        if !self.deny.iter().any(|r| r.is_bash()) {
+            return Verdict::Allow;
+        }
+        if analysis.incomplete {
+            return Verdict::Deny(
+                "the command line is too complex to check against the deny rules".into(),
+            );
+        }
+        if let Some(cmd) = analysis
+            .commands
+            .iter()
+            .find(|c| c.words.first().and_then(Word::text).is_none())
+        {
+            return Verdict::Deny(format!(
+                "{} has a command name known only at run time, so the deny rules cannot be checked",
+                cmd.shown()
+            ));
+        }
+        Verdict::Allow
+    }
+
+    /// What a read-only command reads, against the session.
+    fn check_reads(
+        &self,
+        cmd: &SimpleCommand,
+        reads: &Reads,
+        folders: &[PathBuf],
+        env: &Env,
+        memo: &mut Memo,
+    ) -> Finding {
+        let name = cmd.words.first().map(Word::shown).unwrap_or_default();
+        if let Some(var) = reads.env.iter().find(|v| env.contains_key(**v)) {
+            return Finding::Ask(format!(
+                "{name} reads {var} from the environment, which changes what it does"
+            ));
+        }
+        if !reads.builtin {
+            let found = memo
+                .programs
+                .entry(name.to_string())
+                .or_insert_with(|| self.program(name, env));
+            if let Err(why) = found {
+                return Finding::Ask(why.clone());
+            }
+        }
+        for word in &reads.paths {
+            let Value::Literal(text) = &word.value else {
+                // Patterns are checked with every other pattern of the command.
+                continue;
+            };
+            if is_stream(text) {
+                continue;
+            }
+            for folder in folders {
+                let path = folder.join(text);
+                if reads.files_only && path.is_dir() {
+                    return Finding::Ask(format!(
+                        "{name} compares the files in the folder {}, following links",
+                        path.display()
+                    ));
+                }
+                match self.read(&path, memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+        }
+        if reads.cwd {
+            for folder in folders {
+                match self.read(folder, memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+        }
+        if let Some(dirs) = &reads.git {
+            let mut repos: Vec<PathBuf> = Vec::new();
+            for folder in folders {
+                if dirs.is_empty() {
+                    repos.push(folder.clone());
+                }
+                repos.extend(dirs.iter().filter_map(Word::text).map(|d| folder.join(d)));
+            }
+            for dir in repos {
+                let checked = memo
+                    .repos
+                    .entry(dir.clone())
+                    .or_insert_with(|| repo::check(&dir, env, &self.project_root));
+                if let Err(why) = checked {
+                    return Finding::Ask(format!("git: {why}"));
+                }
+            }
+        }
+        Finding::Fine
+    }
+
+    /// A path read: as the read tool's read would be decided.
+    fn read(&self, path: &Path, memo: &mut Memo) -> Finding {
+        if let Some(found) = memo.reads.get(path) {
+            return found.clone();
+        }
+        let found = match self.path(path, false) {
+            Verdict::Allow => Finding::Fine,
+            Verdict::Ask(why) => Finding::Ask(why),
+            Verdict::Deny(why) => Finding::Deny(why),
+        };
+        memo.reads.insert(path.to_path_buf(), found.clone());
+        found
+    }
+
+    /// A file named by a redirection (`< file`).
+    fn check_path_word(&self, word: &Word, folders: &[PathBuf], memo: &mut Memo) -> Finding {
+        match &word.value {
+            Value::Literal(text) if is_stream(text) => Finding::Fine,
+            Value::Literal(text) => {
+                for folder in folders {
+                    match self.read(&folder.join(text), memo) {
+                        Finding::Fine => {}
+                        other => return other,
+                    }
+                }
+                Finding::Fine
+            }
+            _ => self.check_pattern(word, folders, memo),
+        }
+    }
+
+    /// A pattern anywhere in a command: bash lists folders and hands the program every name
+    /// it matches. Each folder listed and each name is read; a name that starts with `-`
+    /// would reach the program as an option.
+    fn check_pattern(&self, word: &Word, folders: &[PathBuf], memo: &mut Memo) -> Finding {
+        let Value::Pattern(p) = &word.value else {
+            return Finding::Fine;
+        };
+        let key = (word.raw.clone(), folders.to_vec());
+        if let Some(found) = memo.patterns.get(&key) {
+            return found.clone();
+        }
+        let found = self.expand_and_read(word, p, folders, memo);
+        memo.patterns.insert(key, found.clone());
+        found
+    }
+
+    fn expand_and_read(
+        &self,
+        word: &Word,
+        p: &shell::Pattern,
+        folders: &[PathBuf],
+        memo: &mut Memo,
+    ) -> Finding {
+        for folder in folders {
+            let expansion = match pattern::expand(p, folder) {
+                Ok(e) => e,
+                Err(why) => return Finding::Ask(why),
+            };
+            for listed in &expansion.listed {
+                match self.read(listed, memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+            if expansion.words.is_empty() {
+                // No match: bash passes the pattern itself.
+                match self.read(&folder.join(p.text()), memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+            for name in &expansion.words {
+                if name.starts_with('-') {
+                    return Finding::Ask(format!(
+                        "{} matches the file {name}, which the program would take as an option",
+                        word.raw
+                    ));
+                }
+                match self.read(&folder.join(name), memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+        }
+        Finding::Fine
+    }
+
+    /// The program bash runs for `name`: found on the session's `PATH` the way bash finds
+    /// it, and not inside the project (a project's `ls` is the project's code).
+    fn program(&self, name: &str, env: &Env) -> Result<(), String> {
+        let Some(path) = env.get("PATH") else {
+            return Err(format!(
+                "PATH is not set, so bash would look for {name} in the current folder too"
+            ));
+        };
+        let root = resolve(&self.project_root);
+        for dir in path.split(':') {
+            if dir.is_empty() || !dir.starts_with('/') {
+                return Err(format!(
+                    "PATH holds the relative folder {dir:?}, so {name} could be a program in the project"
+                ));
+            }
+            let candidate = Path::new(dir).join(name);
+            if !is_executable(&candidate) {
+                continue;
+            }
+            let real = resolve(&candidate);
+            if real.starts_with(&root) {
+                return Err(format!(
+                    "{name} would run {}, a program inside the project",
+                    real.display()
+                ));
+            }
+            return Ok(());
+        }
+        Err(format!("{name} is not on PATH"))
+    }
+}
+
+/// What one decision has already looked up: a long line repeats its commands, paths and
+/// patterns.
+#[derive(Default)]
+struct Memo {
+    programs: HashMap<String, Result<(), String>>,
+    reads: HashMap<PathBuf, Finding>,
+    patterns: HashMap<(String, Vec<PathBuf>), Finding>,
+    repos: HashMap<PathBuf, Result<(), String>>,
+}
+
+/// Each word's literal text, or None when bash computes it.
+fn literal_words(cmd: &SimpleCommand) -> Vec<Option<&str>> {
+    cmd.words.iter().map(Word::text).collect()
+}
+
+/// `-` (standard input) and the null device: nothing is read from a file.
+fn is_stream(path: &str) -> bool {
+    matches!(path, "-" | "/dev/null" | "/dev/stdin")
+}
+
+/// The folders the line's commands may run in: the session's, and every folder a `cd` in it
+/// leads to from any of those (wherever it stands, a superset of where each command runs).
+fn folders(cwd: &Path, judged: &[(&SimpleCommand, Judgement)]) -> Result<Vec<PathBuf>, String> {
+    let mut folders = vec![cwd.to_path_buf()];
+    for (_, judgement) in judged {
+        let Judgement::Reads(Reads { cd: Some(dir), .. }) = judgement else {
+            continue;
+        };
+        let Some(dir) = dir.text() else {
+            return Err(format!("cd to {}, known only at run time", dir.raw));
+        };
+        let next: Vec<PathBuf> = folders.iter().map(|f| f.join(dir)).collect();
+        for f in next {
+            if !folders.contains(&f) {
+                folders.push(f);
+            }
+        }
+        if folders.len() > MAX_FOLDERS {
+            return Err("the line changes folders too often to follow".into());
+        }
+    }
+    Ok(folders)
+}
+
+/// Something in the session's environment that makes bash run or read beyond the line.
+fn shell_environment(env: &Env) -> Option<String> {
+    if let Some((var, why)) = SHELL_VARIABLES.iter().find(|(v, _)| env.contains_key(*v)) {
+        return Some(format!("the session's environment sets {var}: {why}"));
+    }
+    env.keys().find(|k| k.starts_with("BASH_FUNC_")).map(|k| {
+        format!(
+            "the session's environment defines the shell function {}",
+            k.trim_start_matches("BASH_FUNC_").trim_end_matches('%')
+        )
+    })
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// Whether a command's flags make it write a file or run another program, which a prefix
+/// rule such as `Bash(npm run build:*)` never meant to allow. Used for programs the tables do
+/// not know; for those they know, any such option is refused by name.
+fn writes_by_flag(words: &[Option<&str>]) -> bool {
+    words.iter().skip(1).any(|w| {
+        let Some(a) = w else {
+            return false;
+        };
+        *a == "-o"
+            || a.starts_with("--output")
+            || a.starts_with("--out=")
+            || a.starts_with("--exec")
+            || *a == "-exec"
+            || *a == "-execdir"
+            || a.starts_with("--upload-pack")
+            || a.starts_with("--receive-pack")
+            || *a == "--ext-diff"
+    })
 }

@@ -19,6 +19,27 @@ fn policy(
     policy
 }
 
+/// A bash request run in `cwd` with this machine's PATH and a temp HOME.
+fn sh_in(line: &str, cwd: &Path) -> GateRequest {
+    let env: stepper_protocol::session::Env = [
+        (
+            "PATH".to_string(),
+            std::env::var("PATH").unwrap_or_default(),
+        ),
+        ("HOME".to_string(), "/nonexistent-home".to_string()),
+    ]
+    .into();
+    GateRequest::Bash {
+        command: line.to_string(),
+        cwd: cwd.to_path_buf(),
+        env: crate::tool::CommandEnv(std::sync::Arc::new(env)),
+    }
+}
+
+fn sh(line: &str) -> GateRequest {
+    sh_in(line, Path::new("/project"))
+}
+
 fn kind(v: &Verdict) -> &'static str {
     match v {
         Verdict::Allow => "allow",
@@ -105,9 +126,7 @@ fn the_corpus_always_asks() {
     );
     assert!(MUST_ASK.len() >= 50);
     for line in MUST_ASK {
-        let v = p.decide(&GateRequest::Bash {
-            command: line.to_string(),
-        });
+        let v = p.decide(&sh(line));
         assert_eq!(kind(&v), "ask", "{line:?} must ask, got {v:?}");
     }
     // And the same rules do let through what they name.
@@ -121,15 +140,11 @@ fn the_corpus_always_asks() {
         "grep -rn foo src",
         "git status && git log -3",
     ] {
-        let v = p.decide(&GateRequest::Bash {
-            command: line.to_string(),
-        });
+        let v = p.decide(&sh(line));
         assert_eq!(v, Verdict::Allow, "{line:?}");
     }
     assert_eq!(
-        kind(&p.decide(&GateRequest::Bash {
-            command: "cargo build --release".into()
-        })),
+        kind(&p.decide(&sh("cargo build --release"))),
         "ask",
         "exact rules are exact"
     );
@@ -157,15 +172,9 @@ fn mode_rule_and_tool_table() {
     let secret = GateRequest::Read {
         path: root.join(".env"),
     };
-    let ro = GateRequest::Bash {
-        command: "ls".into(),
-    };
-    let rw = GateRequest::Bash {
-        command: "rm -rf build".into(),
-    };
-    let denied_cmd = GateRequest::Bash {
-        command: "ls && curl x".into(),
-    };
+    let ro = sh_in("ls", &root);
+    let rw = sh_in("rm -rf build", &root);
+    let denied_cmd = sh_in("ls && curl x", &root);
     let web = GateRequest::WebFetch {
         url: "https://docs.rs/x".into(),
     };
@@ -239,24 +248,12 @@ fn mode_rule_and_tool_table() {
         diff: String::new(),
     };
     assert_eq!(kind(&p.decide(&secret_edit)), "ask");
+    assert_eq!(kind(&p.decide(&sh_in("git commit -m x", &root))), "ask");
     assert_eq!(
-        kind(&p.decide(&GateRequest::Bash {
-            command: "git commit -m x".into()
-        })),
-        "ask"
-    );
-    assert_eq!(
-        kind(&p.decide(&GateRequest::Bash {
-            command: "git push origin main".into()
-        })),
+        kind(&p.decide(&sh_in("git push origin main", &root))),
         "deny"
     );
-    assert_eq!(
-        p.decide(&GateRequest::Bash {
-            command: "git fetch".into()
-        }),
-        Verdict::Allow
-    );
+    assert_eq!(p.decide(&sh_in("git fetch", &root)), Verdict::Allow);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1,0 +1,172 @@
+//! Permission rules in Claude Code's syntax: `Bash(npm test:*)` (a prefix of words),
+//! `Bash(git diff)` (exactly), `Read(./src/**)`, `Edit(...)`, `WebFetch(domain:docs.rs)`,
+//! `mcp__server__tool`.
+
+use std::path::Path;
+
+use globset::{Glob, GlobMatcher};
+
+/// One rule: a tool name and an optional specifier.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// As written, for messages.
+    pub text: String,
+    matcher: Matcher,
+}
+
+#[derive(Debug, Clone)]
+enum Matcher {
+    /// `Bash` alone: every command.
+    AnyBash,
+    /// `Bash(npm test:*)`: commands starting with these words.
+    BashPrefix(Vec<String>),
+    /// `Bash(git diff)`: exactly this command.
+    BashExact(Vec<String>),
+    /// `Read(...)` (also covers ls, glob, grep) and `Edit(...)`/`Write(...)`.
+    Path {
+        edit: bool,
+        glob: Option<GlobMatcher>,
+    },
+    /// `WebFetch` or `WebFetch(domain:x)`.
+    Domain(Option<String>),
+    /// `mcp__server` or `mcp__server__tool`.
+    Mcp {
+        server: String,
+        tool: Option<String>,
+    },
+}
+
+impl Rule {
+    /// Parse a rule; paths in it are relative to `root` (`./src/**`, `src/**`, `/src/**`),
+    /// absolute with `//`, or in the home folder with `~/`.
+    pub fn parse(text: &str, root: &Path, home: Option<&Path>) -> Result<Rule, String> {
+        let text = text.trim();
+        let (tool, spec) = match text.split_once('(') {
+            Some((tool, rest)) => {
+                let spec = rest
+                    .strip_suffix(')')
+                    .ok_or_else(|| format!("rule {text:?}: missing ')'"))?;
+                (tool.trim(), Some(spec.trim()))
+            }
+            None => (text, None),
+        };
+        let matcher = match (tool, spec) {
+            ("Bash", None | Some("") | Some("*")) => Matcher::AnyBash,
+            ("Bash", Some(spec)) => match spec.strip_suffix(":*") {
+                Some(prefix) => Matcher::BashPrefix(words(prefix)),
+                None => Matcher::BashExact(words(spec)),
+            },
+            ("Read" | "Edit" | "Write" | "MultiEdit", spec) => {
+                let edit = tool != "Read";
+                let glob = match spec.filter(|s| !s.is_empty()) {
+                    None => None,
+                    Some(s) => {
+                        let pattern = if let Some(abs) = s.strip_prefix("//") {
+                            format!("/{abs}")
+                        } else if let (Some(rest), Some(home)) = (s.strip_prefix("~/"), home) {
+                            home.join(rest).display().to_string()
+                        } else {
+                            root.join(s.trim_start_matches("./").trim_start_matches('/'))
+                                .display()
+                                .to_string()
+                        };
+                        let glob =
+                            Glob::new(&pattern).map_err(|e| format!("rule {text:?}: {e}"))?;
+                        Some(glob.compile_matcher())
+                    }
+                };
+                Matcher::Path { edit, glob }
+            }
+            ("WebFetch", None) => Matcher::Domain(None),
+            ("WebFetch", Some(spec)) => {
+                let domain = spec
+                    .strip_prefix("domain:")
+                    .ok_or_else(|| format!("rule {text:?}: use WebFetch(domain:example.com)"))?;
+                Matcher::Domain(Some(domain.to_lowercase()))
+            }
+            (mcp, None) if mcp.starts_with("mcp__") => {
+                let rest = &mcp["mcp__".len()..];
+                match rest.split_once("__") {
+                    Some((server, tool)) => Matcher::Mcp {
+                        server: server.into(),
+                        tool: Some(tool.into()),
+                    },
+                    None => Matcher::Mcp {
+                        server: rest.into(),
+                        tool: None,
+                    },
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "rule {text:?}: unknown tool (Bash, Read, Edit, Write, WebFetch, mcp__server__tool)"
+                ));
+            }
+        };
+        Ok(Rule {
+            text: text.into(),
+            matcher,
+        })
+    }
+
+    /// Whether a Bash rule names `command`. Each word is its literal text, or None when bash
+    /// computes it: a computed word matches no word of a rule.
+    pub(super) fn matches_command(&self, command: &[Option<&str>]) -> bool {
+        let same = |rule: &[String], words: &[Option<&str>]| {
+            rule.iter().zip(words).all(|(r, w)| *w == Some(r.as_str()))
+        };
+        match &self.matcher {
+            Matcher::AnyBash => true,
+            Matcher::BashPrefix(prefix) => {
+                command.len() >= prefix.len() && same(prefix, &command[..prefix.len()])
+            }
+            Matcher::BashExact(exact) => command.len() == exact.len() && same(exact, command),
+            _ => false,
+        }
+    }
+
+    /// Whether this is a rule for shell commands.
+    pub(super) fn is_bash(&self) -> bool {
+        matches!(
+            self.matcher,
+            Matcher::AnyBash | Matcher::BashPrefix(_) | Matcher::BashExact(_)
+        )
+    }
+
+    /// Whether this rule names `command` exactly (not by a prefix).
+    pub(super) fn matches_exactly(&self, command: &[Option<&str>]) -> bool {
+        matches!(self.matcher, Matcher::BashExact(_)) && self.matches_command(command)
+    }
+
+    pub(super) fn matches_path(&self, path: &Path, edit: bool) -> bool {
+        match &self.matcher {
+            // An Edit rule covers writes; a Read rule covers reads (and an Edit allow does not
+            // imply reading, nor the reverse).
+            Matcher::Path { edit: e, glob } if *e == edit => {
+                glob.as_ref().is_none_or(|g| g.is_match(path))
+            }
+            _ => false,
+        }
+    }
+
+    pub(super) fn matches_host(&self, host: &str) -> bool {
+        match &self.matcher {
+            Matcher::Domain(None) => true,
+            Matcher::Domain(Some(d)) => host == d || host.ends_with(&format!(".{d}")),
+            _ => false,
+        }
+    }
+
+    pub(super) fn matches_mcp(&self, server: &str, tool: &str) -> bool {
+        match &self.matcher {
+            Matcher::Mcp { server: s, tool: t } => {
+                s == server && t.as_deref().is_none_or(|t| t == tool)
+            }
+            _ => false,
+        }
+    }
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}

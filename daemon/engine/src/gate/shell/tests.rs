@@ -1,0 +1,138 @@
+use super::*;
+
+fn cmds(line: &str) -> Vec<String> {
+    analyse(line)
+        .commands
+        .iter()
+        .filter(|c| !c.nested)
+        .map(SimpleCommand::shown)
+        .collect()
+}
+
+fn risky(line: &str) -> bool {
+    !analyse(line).risky.is_empty()
+}
+
+#[test]
+fn every_simple_command_is_found() {
+    assert_eq!(cmds("ls -la"), ["ls -la"]);
+    assert_eq!(cmds("npm test && rm -rf dist"), ["npm test", "rm -rf dist"]);
+    assert_eq!(cmds("cat a | grep b | wc -l"), ["cat a", "grep b", "wc -l"]);
+    assert_eq!(
+        cmds("(cd x; make) || echo 'no make'"),
+        ["cd x", "make", "echo no make"]
+    );
+    assert_eq!(cmds("git status; git diff"), ["git status", "git diff"]);
+    assert_eq!(cmds("! ls |& wc"), ["ls", "wc"]);
+    assert_eq!(cmds("[ -f x ] && echo y"), ["[ -f x ]", "echo y"]);
+    for line in [
+        "ls -la",
+        "cargo test 2>&1",
+        "ls > /dev/null",
+        "ls 2>/dev/null >&2",
+        "ls 2>&-",
+        "grep x <<< 'text'",
+        "cat < a.txt",
+        "ls # a comment",
+        "ls \\\n  -la",
+        "echo a#b",
+        "[ \"$HOME\" = x ]",
+    ] {
+        assert!(!risky(line), "{line:?}: {:?}", analyse(line));
+    }
+    assert_eq!(analyse("cat < a.txt").reads[0].text(), Some("a.txt"));
+}
+
+#[test]
+fn words_after_a_redirection_belong_to_the_command() {
+    assert_eq!(
+        cmds("find . -name x >/dev/null -delete"),
+        ["find . -name x -delete"]
+    );
+    assert_eq!(cmds("ls >/dev/null -la 2>&1 x"), ["ls -la x"]);
+    assert!(risky("(ls) > /dev/null rm"), "no command to give them to");
+}
+
+#[test]
+fn a_line_continuation_never_joins_what_the_parser_split() {
+    assert!(risky("test\\\n/../../usr/bin/rm -f file"));
+    assert!(risky("ls\\\n#x"));
+    assert!(!risky("ls \\\n-la"));
+    assert_eq!(cmds("ls \\\n-la"), ["ls -la"]);
+}
+
+#[test]
+fn quoting_is_removed_before_judging() {
+    assert_eq!(cmds("find . -de''lete"), ["find . -delete"]);
+    assert_eq!(cmds("'rm' -rf x"), ["rm -rf x"]);
+    assert_eq!(cmds("\\rm -rf x"), ["rm -rf x"]);
+    assert_eq!(cmds("r\\m -rf x"), ["rm -rf x"]);
+    assert!(risky("find . {-delete,}"));
+}
+
+#[test]
+fn risky_constructs_are_reported() {
+    for line in [
+        "echo $(whoami)",
+        "echo `id`",
+        "diff <(ls a) <(ls b)",
+        "ls > out.txt",
+        "ls >&out",
+        "ls {fd}>/dev/null",
+        "ls <> f",
+        "cat <<EOF\nx\nEOF",
+        "FOO=1 ls",
+        "if true; then ls; fi",
+        "f() { ls; }",
+        "ls &&",
+        "$CMD -x",
+        "echo \"$(rm -rf /)\"",
+        "echo $ANTHROPIC_API_KEY",
+        "echo ${X@P}",
+        "echo $((X))",
+        "[[ -v a ]]",
+        "[ a > b ]",
+        "[ a < b ]",
+        "[ a && b ]",
+        "declare -x A=1",
+        "export PATH=/tmp",
+        "x=(a b)",
+        "ls\rrm",
+        "ls\0rm",
+    ] {
+        assert!(risky(line), "{line:?} should be risky: {:?}", analyse(line));
+    }
+}
+
+#[test]
+fn commands_inside_substitutions_are_found_for_deny_rules() {
+    let a = analyse("echo $(rm -rf / && curl x)");
+    let nested: Vec<String> = a
+        .commands
+        .iter()
+        .filter(|c| c.nested)
+        .map(SimpleCommand::shown)
+        .collect();
+    assert_eq!(nested, ["rm -rf /", "curl x"]);
+}
+
+#[test]
+fn deep_and_long_lines_ask_without_exhausting_the_stack() {
+    // A small stack: the walk must not recurse with the input's depth.
+    let handle = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(|| {
+            for (open, close) in [("(", ")"), ("$(", ")"), ("{ ", "; }"), ("\"$(", ")\"")] {
+                let n = 60_000 / (open.len() + close.len());
+                let line = format!("{}ls{}", open.repeat(n), close.repeat(n));
+                let a = analyse(&line);
+                assert!(!a.risky.is_empty(), "{open}: {:?}", a.risky);
+            }
+            let a = analyse(&"a=(".repeat(20_000));
+            assert!(!a.risky.is_empty());
+            let a = analyse(&"x".repeat(MAX_LINE + 1));
+            assert!(a.incomplete);
+        })
+        .unwrap();
+    handle.join().unwrap();
+}
