@@ -8,6 +8,8 @@ mod attach;
 mod boundaries;
 mod config;
 mod crash;
+mod gate;
+mod gate_corpus;
 mod lifecycle;
 mod protocol;
 mod providers;

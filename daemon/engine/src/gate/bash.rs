@@ -250,6 +250,12 @@ impl Policy {
             return found.clone();
         }
         let found = match self.path(path, false) {
+            // `/proc/self`, `/dev/fd/…` name the reading process's own view: the daemon would
+            // resolve them as itself, not as the command that reads them.
+            _ if is_process_view(path) => Finding::Ask(format!(
+                "read {}, which depends on the process reading it",
+                path.display()
+            )),
             Verdict::Allow => Finding::Fine,
             Verdict::Ask(why) => Finding::Ask(why),
             Verdict::Deny(why) => Finding::Deny(why),
@@ -377,6 +383,12 @@ struct Memo {
 /// Each word's literal text, or None when bash computes it.
 fn literal_words(cmd: &SimpleCommand) -> Vec<Option<&str>> {
     cmd.words.iter().map(Word::text).collect()
+}
+
+/// Paths under `/proc`, and `/dev` paths other than the null device.
+fn is_process_view(path: &Path) -> bool {
+    let path = super::normalize(path);
+    path.starts_with("/proc") || (path.starts_with("/dev") && path != Path::new("/dev/null"))
 }
 
 /// `-` (standard input) and the null device: nothing is read from a file.

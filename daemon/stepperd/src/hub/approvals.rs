@@ -67,11 +67,24 @@ impl Gate for SessionGate {
                 // An error means the turn dropped the sender: nothing left to wait for.
                 _ = baseline.wait_for(|ready| *ready) => {}
             }
-            let verdict = self
+            // Off the runtime's threads (a long line takes milliseconds to judge), and where
+            // a failure is a question, never the daemon's end.
+            let policy = self
                 .policy
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .decide(request);
+                .clone();
+            let asked = request.clone();
+            let verdict = tokio::task::spawn_blocking(move || policy.decide(&asked))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "the permission check failed; asking instead");
+                    Verdict::Ask(
+                        "the permission check failed on this request: approve it only if you \
+                         know what it does"
+                            .into(),
+                    )
+                });
             let summary = match verdict {
                 Verdict::Allow => return Decision::Allow,
                 Verdict::Deny(why) => return Decision::Deny(why),

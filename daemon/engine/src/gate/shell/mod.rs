@@ -104,8 +104,17 @@ pub fn analyse(line: &str) -> Analysis {
     let started = Instant::now();
     let mut too_slow = |_: &ParseState| started.elapsed() > MAX_PARSE;
     let bytes = line.as_bytes();
+    // tree-sitter-bash's scanner hands non-ASCII characters to C's `isdigit`, whose table
+    // they overrun: a 17-byte line crashed the daemon. The parser sees them as `x` instead —
+    // every character bash treats specially is ASCII, and a run of `x` is a word character
+    // like any other letter, so the structure and every byte offset stay the same. Words
+    // are read from the line itself.
+    let masked: Vec<u8> = bytes
+        .iter()
+        .map(|&b| if b.is_ascii() { b } else { b'x' })
+        .collect();
     let tree = parser.parse_with_options(
-        &mut |i, _| bytes.get(i..).unwrap_or_default(),
+        &mut |i, _| masked.get(i..).unwrap_or_default(),
         None,
         Some(ParseOptions::new().progress_callback(&mut too_slow)),
     );
@@ -197,7 +206,7 @@ impl Walk<'_> {
         self.unit(node, UnitKind::Word, context);
         let word = Word::parse(self.text(node));
         if let Value::Unsafe(why) = &word.value {
-            self.out.risk(format!("{why}: {}", word.raw.trim()));
+            self.out.risk(format!("{why}: {}", shorten(&word.raw)));
         }
         word
     }

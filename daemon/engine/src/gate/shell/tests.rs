@@ -136,3 +136,17 @@ fn deep_and_long_lines_ask_without_exhausting_the_stack() {
         .unwrap();
     handle.join().unwrap();
 }
+
+#[test]
+fn characters_beyond_ascii_never_reach_the_parser_scanner() {
+    // This line crashed tree-sitter-bash's scanner (isdigit on a code point past its table).
+    let crasher = "\u{7D01A}\u{1F4F5}\u{A020F}{\u{A70F2}";
+    let _ = analyse(crasher);
+    assert_eq!(cmds("echo héllo wörld"), ["echo héllo wörld"]);
+    assert_eq!(
+        cmds("grep -n 'naïve' src/ünï.rs"),
+        ["grep -n naïve src/ünï.rs"]
+    );
+    assert!(!risky("echo {中}"), "{:?}", analyse("echo {中}"));
+    assert!(risky("echo $(rm 中)"));
+}

@@ -1,0 +1,3 @@
+//! The engine's integration tests.
+
+mod gate_fuzz;
