@@ -332,3 +332,234 @@ fn rules_parse_or_say_why() {
         "ask"
     );
 }
+
+/// A project with files, a link out of it, and a home outside it.
+fn project() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("project");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/a.rs"), "").unwrap();
+    std::fs::write(root.join(".env"), "KEY=1").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
+    (dir, root)
+}
+
+fn sh_env(line: &str, cwd: &Path, extra: &[(&str, &str)]) -> GateRequest {
+    let mut env: stepper_protocol::session::Env = [
+        (
+            "PATH".to_string(),
+            std::env::var("PATH").unwrap_or_default(),
+        ),
+        ("HOME".to_string(), "/nonexistent-home".to_string()),
+    ]
+    .into();
+    for (k, v) in extra {
+        env.insert(k.to_string(), v.to_string());
+    }
+    GateRequest::Bash {
+        command: line.to_string(),
+        cwd: cwd.to_path_buf(),
+        env: crate::tool::CommandEnv(std::sync::Arc::new(env)),
+    }
+}
+
+#[test]
+fn what_read_only_commands_read_is_checked_like_the_read_tool() {
+    let (_dir, root) = project();
+    let p = policy(Default, &root, &[], &["Read(./.env)"], &[]);
+    let decide = |line: &str| kind(&p.decide(&sh_in(line, &root))).to_string();
+    for line in [
+        "cat src/a.rs",
+        "ls",
+        "grep -rn x src",
+        "wc -l src/*.rs",
+        "cd src && cat a.rs",
+        "cat < src/a.rs",
+        "head /dev/null",
+    ] {
+        assert_eq!(decide(line), "allow", "{line}");
+    }
+    for line in [
+        "cat /etc/passwd",
+        "cat ../outside",
+        "cat etc-link/passwd",
+        "ls etc-link",
+        "cat /proc/self/root/etc/passwd",
+        "cat /proc/self/environ",
+        "cd / && ls",
+        "cd .. && cat project/src/a.rs",
+        "cat < /etc/passwd",
+        "cat /e*/passwd",
+        "echo /etc/*",
+        "grep -r x /etc",
+    ] {
+        assert_eq!(decide(line), "ask", "{line}");
+    }
+    assert_eq!(
+        decide("cat .env"),
+        "deny",
+        "a Read deny rule holds for the shell too"
+    );
+    assert_eq!(decide("grep KEY .e*"), "deny");
+    // An allow rule the user wrote covers what its command reads.
+    let p = policy(Default, &root, &["Bash(cat /etc/hosts)"], &[], &[]);
+    assert_eq!(p.decide(&sh_in("cat /etc/hosts", &root)), Verdict::Allow);
+}
+
+#[test]
+fn a_pattern_that_matches_an_option_asks() {
+    let (_dir, root) = project();
+    std::fs::write(root.join("-delete"), "").unwrap();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let v = p.decide(&sh_in("find . -name x *", &root));
+    assert!(
+        matches!(&v, Verdict::Ask(why) if why.contains("-delete")),
+        "{v:?}"
+    );
+    assert_eq!(p.decide(&sh_in("ls src/*", &root)), Verdict::Allow);
+}
+
+#[test]
+fn the_program_must_be_found_outside_the_project() {
+    let (_dir, root) = project();
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    let ls = root.join("bin/ls");
+    std::fs::write(&ls, "#!/bin/sh\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ls, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let p = policy(Default, &root, &[], &[], &[]);
+    let path = format!(
+        "{}:{}",
+        root.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let v = p.decide(&sh_env("ls", &root, &[("PATH", &path)]));
+    assert!(
+        matches!(&v, Verdict::Ask(why) if why.contains("inside the project")),
+        "{v:?}"
+    );
+    let v = p.decide(&sh_env("ls", &root, &[("PATH", ".:/usr/bin:/bin")]));
+    assert!(
+        matches!(&v, Verdict::Ask(why) if why.contains("relative")),
+        "{v:?}"
+    );
+    assert_eq!(
+        kind(&p.decide(&sh_env("echo hi", &root, &[("PATH", ".")]))),
+        "allow",
+        "a builtin"
+    );
+    let mut no_path = sh_env("ls", &root, &[]);
+    if let GateRequest::Bash { env, .. } = &mut no_path {
+        let mut e = (*env.0).clone();
+        e.remove("PATH");
+        env.0 = std::sync::Arc::new(e);
+    }
+    assert_eq!(kind(&p.decide(&no_path)), "ask");
+}
+
+#[test]
+fn an_environment_that_changes_bash_asks() {
+    let (_dir, root) = project();
+    let p = policy(Default, &root, &[], &[], &[]);
+    for (k, v) in [
+        ("BASH_ENV", "/tmp/x"),
+        ("BASH_FUNC_ls%%", "() { rm -rf x; }"),
+        ("SHELLOPTS", "xtrace"),
+        ("POSIXLY_CORRECT", "1"),
+    ] {
+        assert_eq!(
+            kind(&p.decide(&sh_env("ls", &root, &[(k, v)]))),
+            "ask",
+            "{k}"
+        );
+    }
+    assert_eq!(
+        kind(&p.decide(&sh_env("rg x", &root, &[("RIPGREP_CONFIG_PATH", "x")]))),
+        "ask"
+    );
+    assert_eq!(
+        kind(&p.decide(&sh_env("cd src", &root, &[("CDPATH", "/etc")]))),
+        "ask"
+    );
+}
+
+#[test]
+fn deny_rules_hold_in_auto_mode_even_when_names_are_hidden() {
+    let (_dir, root) = project();
+    let p = policy(Auto, &root, &[], &["Bash(rm:*)"], &[]);
+    assert_eq!(kind(&p.decide(&sh_in("'rm' -rf x", &root))), "deny");
+    assert_eq!(kind(&p.decide(&sh_in("echo $(r\\m -rf x)", &root))), "deny");
+    assert_eq!(kind(&p.decide(&sh_in("$'\\x72m' -rf x", &root))), "deny");
+    assert_eq!(kind(&p.decide(&sh_in(&"( ".repeat(300), &root))), "deny");
+    assert_eq!(kind(&p.decide(&sh_in("touch x", &root))), "allow");
+    // Without deny rules auto mode asks nothing.
+    let p = policy(Auto, &root, &[], &[], &[]);
+    assert_eq!(kind(&p.decide(&sh_in("$'\\x72m' -rf x", &root))), "allow");
+}
+
+#[test]
+fn prefix_rules_do_not_cover_options_that_write_or_run() {
+    let (_dir, root) = project();
+    let p = policy(
+        Default,
+        &root,
+        &["Bash(git diff:*)", "Bash(sort:*)", "Bash(git:*)"],
+        &[],
+        &[],
+    );
+    for line in [
+        "git diff --output=x",
+        "git diff --outp''ut=x",
+        "sort -uo x y",
+        "sort --compress-program=sh y",
+    ] {
+        assert_eq!(kind(&p.decide(&sh_in(line, &root))), "ask", "{line}");
+    }
+    assert_eq!(
+        p.decide(&sh_in("git fetch origin", &root)),
+        Verdict::Allow,
+        "Bash(git:*)"
+    );
+    let p = policy(Default, &root, &["Bash(sort -o out.txt in.txt)"], &[], &[]);
+    assert_eq!(
+        p.decide(&sh_in("sort -o out.txt in.txt", &root)),
+        Verdict::Allow,
+        "an exact rule is exactly what the user approved"
+    );
+}
+
+#[test]
+fn assignments_and_shell_state_always_ask() {
+    let (_dir, root) = project();
+    let p = policy(Default, &root, &["Bash"], &[], &[]);
+    for line in [
+        "PATH=. ls",
+        "export PATH=.",
+        "printf -v PATH %s .",
+        "declare -x HOME=.",
+        "read x",
+        "source x",
+        "GIT_DIR=x git status",
+        "LD_PRELOAD=x ls",
+    ] {
+        assert_eq!(kind(&p.decide(&sh_in(line, &root))), "ask", "{line}");
+    }
+}
+
+#[test]
+fn plan_mode_runs_only_what_reads() {
+    let (_dir, root) = project();
+    let p = policy(Plan, &root, &[], &[], &[]);
+    assert_eq!(p.decide(&sh_in("grep -rn x src", &root)), Verdict::Allow);
+    assert_eq!(kind(&p.decide(&sh_in("sort -o x y", &root))), "deny");
+    assert_eq!(kind(&p.decide(&sh_in("ls > x", &root))), "deny");
+    assert_eq!(
+        kind(&p.decide(&sh_in("cat /etc/passwd", &root))),
+        "ask",
+        "a read outside asks"
+    );
+}
