@@ -88,6 +88,10 @@ impl Policy {
             Err(why) => return Verdict::Ask(why),
         };
         let mut memo = Memo::default();
+        // The line itself runs in the bash found on the session's PATH.
+        if let Err(why) = self.program("bash", env) {
+            return Verdict::Ask(format!("the shell: {why}"));
+        }
         let mut unapproved = Vec::new();
         let mut asks = Vec::new();
         for (cmd, judgement) in &judged {

@@ -442,15 +442,22 @@ fn the_program_must_be_found_outside_the_project() {
         matches!(&v, Verdict::Ask(why) if why.contains("inside the project")),
         "{v:?}"
     );
+    std::fs::copy("/bin/sh", root.join("bin/bash")).unwrap();
+    let v = p.decide(&sh_env("echo hi", &root, &[("PATH", &path)]));
+    assert!(
+        matches!(&v, Verdict::Ask(why) if why.contains("the shell")),
+        "the project's bash would run the line: {v:?}"
+    );
+    std::fs::remove_file(root.join("bin/bash")).unwrap();
     let v = p.decide(&sh_env("ls", &root, &[("PATH", ".:/usr/bin:/bin")]));
     assert!(
         matches!(&v, Verdict::Ask(why) if why.contains("relative")),
         "{v:?}"
     );
     assert_eq!(
-        kind(&p.decide(&sh_env("echo hi", &root, &[("PATH", ".")]))),
+        kind(&p.decide(&sh_env("echo hi", &root, &[("PATH", "/usr/bin:/bin:.")]))),
         "allow",
-        "a builtin"
+        "a builtin, in the bash PATH finds first"
     );
     let mut no_path = sh_env("ls", &root, &[]);
     if let GateRequest::Bash { env, .. } = &mut no_path {
