@@ -135,10 +135,42 @@ fn main() {
             Duration::from_millis(20),
         );
     }
+    let deep = format!("{}ls src{}", "( ".repeat(200), " )".repeat(200));
+    report(
+        "60 KB of 200-deep subshells",
+        &repeat_to(&deep, " && ", 60_000),
+        10,
+        Duration::from_millis(20),
+    );
+    report(
+        "60 KB of quoting tricks",
+        &repeat_to(
+            "find . -name 'x' -de''lete >/dev/null {-o,x} \"$HOME\"",
+            " ; ",
+            60_000,
+        ),
+        10,
+        Duration::from_millis(20),
+    );
+    report(
+        "60 KB in one quoted word",
+        &format!("echo \"{}\"", "a".repeat(60_000)),
+        10,
+        Duration::from_millis(20),
+    );
     report(
         "60 KB of `a=(`",
         &"a=(".repeat(20_000),
-        3,
-        Duration::from_millis(250),
+        10,
+        Duration::from_millis(20),
     );
+}
+
+fn repeat_to(piece: &str, sep: &str, bytes: usize) -> String {
+    let mut line = String::from(piece);
+    while line.len() < bytes {
+        line.push_str(sep);
+        line.push_str(piece);
+    }
+    line
 }
