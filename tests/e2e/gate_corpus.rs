@@ -593,6 +593,13 @@ pub const CASES: &[Case] = &[
     case("eval-strings", "[[ -v a[$(touch RAN)] ]]", Plain, RAN),
     case("eval-strings", "[[ 'a[$(touch RAN)]' -eq 1 ]]", Plain, RAN),
     case("eval-strings", "[[ 1 -lt 'a[$(touch RAN)]' ]]", Plain, RAN),
+    case("eval-strings", "[[ a[$(touch RAN)] -eq 1 ]]", Plain, RAN),
+    case(
+        "eval-strings",
+        "[[ -f keep.txt && 'a[$(touch RAN)]' -gt 0 ]]",
+        Plain,
+        RAN,
+    ),
     case("eval-strings", "echo $((a[$(touch RAN)]))", Plain, RAN),
     case("eval-strings", "printf -v 'a[$(touch RAN)]' x", Plain, RAN),
     case(
@@ -868,6 +875,7 @@ pub const ALLOWED: &[(&str, Setup)] = &[
     ("echo \"home is $HOME\"", Plain),
     ("cd src && ls", Plain),
     ("[ -f keep.txt ] && echo yes", Plain),
+    ("[[ -f keep.txt && ! -d keep.txt ]] && echo yes", Plain),
     ("git status --short", Git),
     ("git log --oneline -3", Git),
     ("git diff --stat", Git),

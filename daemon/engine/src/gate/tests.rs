@@ -377,6 +377,7 @@ fn what_read_only_commands_read_is_checked_like_the_read_tool() {
         "cd src && cat a.rs",
         "cat < src/a.rs",
         "head /dev/null",
+        "[[ -f src/a.rs && $HOME == /home* ]] && echo yes",
     ] {
         assert_eq!(decide(line), "allow", "{line}");
     }
@@ -393,6 +394,7 @@ fn what_read_only_commands_read_is_checked_like_the_read_tool() {
         "cat /e*/passwd",
         "echo /etc/*",
         "grep -r x /etc",
+        "[[ -e /etc/shadow ]]",
     ] {
         assert_eq!(decide(line), "ask", "{line}");
     }

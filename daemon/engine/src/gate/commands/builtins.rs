@@ -84,10 +84,14 @@ pub fn judge(name: &str, args: &[Word]) -> Option<Judgement> {
     Some(match name {
         "echo" | "true" | "false" | ":" | "wait" | "jobs" => builtin(Vec::new()),
         "printf" => printf(args),
-        "test" => test(args),
+        "test" => test(args, false),
         "[" => match args.last().and_then(Word::text) {
-            Some("]") => test(&args[..args.len() - 1]),
+            Some("]") => test(&args[..args.len() - 1], false),
             _ => Judgement::Refused("[ without its closing ]".into()),
+        },
+        "[[" => match args.last().and_then(Word::text) {
+            Some("]]") => test(&args[..args.len() - 1], true),
+            _ => Judgement::Refused("[[ without its closing ]]".into()),
         },
         "pwd" => options(&PWD, args, false),
         "type" => options(&TYPE, args, true),
@@ -142,11 +146,12 @@ const FILE_TESTS: &[&str] = &[
 ];
 const ARITHMETIC: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
 
-/// `test` / `[`: its file tests read paths, `-v NAME[SUBSCRIPT]` evaluates the subscript
-/// (code), and the operands of arithmetic comparisons must be plain numbers. Every word is
-/// taken in every role it could play, so an ambiguous one is checked as strictly as its
-/// strictest reading.
-fn test(args: &[Word]) -> Judgement {
+/// `test`, `[` and `[[`: file tests read paths, `-v NAME[SUBSCRIPT]` evaluates the subscript
+/// (code), and the operands of arithmetic comparisons must be plain numbers — in `[[`
+/// (`double`) even a variable's value is evaluated as arithmetic, so only a literal number
+/// will do. Every word is taken in every role it could play, so an ambiguous one is checked
+/// as strictly as its strictest reading.
+fn test(args: &[Word], double: bool) -> Judgement {
     let mut paths = Vec::new();
     for (i, w) in args.iter().enumerate() {
         let op = w.unexpanded().unwrap_or_default();
@@ -183,8 +188,8 @@ fn test(args: &[Word]) -> Judgement {
                         let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
                         !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
                     }
-                    // The builtin reads an integer without evaluating it.
-                    Value::Inert(_) => true,
+                    // `test` reads an integer without evaluating it; `[[` evaluates.
+                    Value::Inert(_) => !double,
                     _ => false,
                 })
             };

@@ -247,6 +247,13 @@ fn builtins() {
         "test 1 -eq 2",
         "[ \"$HOME\" -eq 1 ]",
         "test -v NAME",
+        "[[ -f x && -d y ]]",
+        "[[ ! ( -f x || -e y ) ]]",
+        "[[ -n \"$HOME\" ]]",
+        "[[ $HOME == /home* ]]",
+        "[[ x =~ ^a(b)$ ]]",
+        "[[ a < b ]]",
+        "[[ 1 -lt 2 ]]",
     ] {
         assert!(matches!(judged(line), Judgement::Reads(_)), "{line}");
     }
@@ -259,6 +266,13 @@ fn builtins() {
     refused("test -v 'a[$(id)]'");
     refused("test -v a[0]");
     refused("test x -eq 1");
+    refused("[[ x -eq 1 ]]");
+    refused("[[ \"$HOME\" -eq 1 ]]");
+    refused("[[ -v a[1] ]]");
+    assert_eq!(
+        reads("[[ -f /etc/shadow || -d src ]]"),
+        ["/etc/shadow", "src"]
+    );
     refused("[ 'a[1]' -lt 2 ]");
     assert!(matches!(
         judge(&["[", "-f", "x"].map(Word::literal)),

@@ -347,18 +347,13 @@ impl Walk<'_> {
         visit
     }
 
-    /// `[ … ]`: the command `[` with its words. tree-sitter reads it as an expression, but
-    /// bash runs it as a simple command, where `<`, `>`, `&&` are not comparisons.
+    /// `[ … ]` and `[[ … ]]`: a command named `[` or `[[` with its words. tree-sitter reads
+    /// both as expressions; bash runs `[` as a simple command, where `<`, `>` and `&&` are
+    /// not comparisons, and reads `[[` itself, where they are (its words are neither split
+    /// nor expanded as file names, and its arithmetic operators evaluate their operands:
+    /// the test judge requires plain numbers there).
     fn test<'t>(&mut self, node: Node<'t>, context: Context) -> Vec<(Node<'t>, Context)> {
-        let first = node.child(0).map(|c| c.kind());
-        if first != Some("[") {
-            let why = format!(
-                "a [[ … ]] test, whose arithmetic can run code: {}",
-                self.text(node).trim()
-            );
-            self.risk_in(context, why);
-            return children(node, context);
-        }
+        let double = node.child(0).map(|c| c.kind()) == Some("[[");
         let index = self.out.commands.len();
         self.out.commands.push(SimpleCommand {
             words: Vec::new(),
@@ -383,18 +378,65 @@ impl Walk<'_> {
             }
         }
         for leaf in leaves {
-            if !leaf.is_named()
-                && !matches!(leaf.kind(), "[" | "]" | "=" | "==" | "!=" | "!" | "=~")
-            {
-                self.unit(leaf, UnitKind::Operator, context);
-                let why = format!(
-                    "{:?} inside [ … ], which bash reads as shell syntax, not a test",
-                    leaf.kind()
-                );
-                self.risk_in(context, why);
+            let kind = leaf.kind();
+            if !leaf.is_named() {
+                let word = matches!(kind, "[" | "]" | "=" | "==" | "!=" | "!" | "=~");
+                let logic = double
+                    && matches!(
+                        kind,
+                        "[[" | "]]"
+                            | "&&"
+                            | "||"
+                            | "("
+                            | ")"
+                            | "<"
+                            | ">"
+                            | "="
+                            | "=="
+                            | "!="
+                            | "!"
+                            | "=~"
+                    );
+                if logic {
+                    // An operator of `[[`: a word of the test for the judge, a token for bash.
+                    self.unit(leaf, UnitKind::Operator, context);
+                    self.out.commands[index].words.push(Word::literal(kind));
+                    continue;
+                }
+                if !word {
+                    self.unit(leaf, UnitKind::Operator, context);
+                    let why = format!(
+                        "{kind:?} inside [ … ], which bash reads as shell syntax, not a test"
+                    );
+                    self.risk_in(context, why);
+                    continue;
+                }
+            }
+            if double && kind == "regex" {
+                // `=~`'s right side: a regular expression, not a file name pattern; only an
+                // expansion in it would matter.
+                self.unit(leaf, UnitKind::Word, context);
+                let text = self.text(leaf).to_string();
+                let b = text.as_bytes();
+                let expands = b.contains(&b'`')
+                    || b.iter().enumerate().any(|(i, &c)| {
+                        c == b'$'
+                            && b.get(i + 1).is_some_and(|&n| {
+                                n.is_ascii_alphanumeric() || b"_{([?#$!@*-'\"".contains(&n)
+                            })
+                    });
+                if expands {
+                    let why = format!("an expansion in a [[ … ]] regular expression: {text}");
+                    self.risk_in(context, why);
+                }
+                self.out.commands[index].words.push(Word::literal(&text));
                 continue;
             }
-            let word = self.word(leaf, context);
+            let mut word = self.word(leaf, context);
+            if double && let Value::Pattern(p) = &word.value {
+                // `[[` expands no file names: `*` is matched against a string, if at all.
+                word.value = Value::Literal(p.text());
+            }
             self.out.commands[index].words.push(word);
             visit.push((leaf, Context::Word));
         }
