@@ -5,6 +5,7 @@
 //! should allow run without a question.
 
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -112,7 +113,7 @@ impl Sandbox {
         std::fs::write(self.home.join(".ssh/id_rsa"), format!("{}\n", self.key())).unwrap();
         std::fs::write(self.home.join(".ssh").join(self.listing()), "x\n").unwrap();
         std::fs::write(p.join("keep.txt"), "keep\n").unwrap();
-        for dir in ["src", "test", "echo", "sshcopy", "bin"] {
+        for dir in ["src", "test", "echo", "sshcopy", "bin", "x -o -delete"] {
             std::fs::create_dir_all(p.join(dir)).unwrap();
         }
         std::fs::write(p.join("src/main.rs"), "fn main() {}\n").unwrap();
@@ -128,6 +129,12 @@ impl Sandbox {
         std::fs::write(p.join("magic"), "0\tstring\tKEEP\tkeep file\n").unwrap();
         std::os::unix::fs::symlink(self.home.join(".ssh"), p.join("sshlink")).unwrap();
         std::os::unix::fs::symlink(self.home.join(".ssh/id_rsa"), p.join("keylink")).unwrap();
+        // A name that is not UTF-8, leading out of the project.
+        std::os::unix::fs::symlink(
+            self.home.join(".ssh/id_rsa"),
+            p.join(std::ffi::OsStr::from_bytes(b"z\xff")),
+        )
+        .unwrap();
         if setup == Setup::Plain {
             return;
         }
@@ -180,6 +187,10 @@ impl Sandbox {
                     p.display()
                 ));
             }
+            Setup::GitIgnoreRevs => add(format!(
+                "[blame]\n\tignoreRevsFile = {}\n",
+                self.home.join(".ssh/id_rsa").display()
+            )),
             Setup::GitHook => {
                 write_script(
                     &p.join(".git/hooks/post-index-change"),
@@ -263,15 +274,16 @@ fn run_for_real(sandbox: &Sandbox, line: &str) -> String {
     let stderr = child.stderr.take().unwrap();
     let waiter = std::thread::spawn(move || {
         use std::io::Read;
-        let mut out = String::new();
-        let mut err = String::new();
+        let mut out = Vec::new();
+        let mut err = Vec::new();
         let mut stdout = stdout;
         let mut stderr = stderr;
-        let _ = stdout.read_to_string(&mut out);
-        let _ = stderr.read_to_string(&mut err);
+        let _ = stdout.read_to_end(&mut out);
+        let _ = stderr.read_to_end(&mut err);
         let _ = child.wait();
         let _ = tx.send(());
-        out + &err
+        out.extend_from_slice(&err);
+        String::from_utf8_lossy(&out).into_owned()
     });
     if rx.recv_timeout(Duration::from_secs(30)).is_err() {
         let _ = nix::sys::signal::killpg(

@@ -43,6 +43,8 @@ pub enum Setup {
     GitTextconv,
     /// And a `post-index-change` hook, with a tracked file's stat made stale.
     GitHook,
+    /// And `blame.ignoreRevsFile` naming the key in the home folder.
+    GitIgnoreRevs,
 }
 
 pub struct Case {
@@ -735,6 +737,49 @@ pub const CASES: &[Case] = &[
     ),
     case("outside", "cat \"$(printf %s ~/.ssh/id_rsa)\"", Plain, KEY),
     case("outside", "tee < ~/.ssh/id_rsa", Plain, KEY),
+    // Found by red-teaming the new gate.
+    case("red-team", "jobs -x rm -f keep.txt", Plain, KEEP_GONE),
+    case("red-team", "jobs -x ./run.sh", Plain, RAN),
+    case(
+        "red-team",
+        "true & wait -n -p 'a[$(touch RAN)]'",
+        Plain,
+        RAN,
+    ),
+    case(
+        "red-team",
+        "echo '1 -o out.txt' >/dev/null; sort -k $_ keep.txt",
+        Plain,
+        OUT,
+    ),
+    case(
+        "red-team",
+        ": 'keep.txt -delete'; find . -name $_",
+        Plain,
+        KEEP_GONE,
+    ),
+    case("red-team", ": '-v a[$(>RAN)]'; test $_", Plain, RAN),
+    case(
+        "red-team",
+        "cd 'x -o -delete' && find ../keep.txt -name $PWD",
+        Plain,
+        KEEP_GONE,
+    ),
+    case("red-team", "{ ls; }#; rm -f keep.txt; }", Plain, KEEP_GONE),
+    case("red-team", "{ cat keep.txt;}#x; touch RAN;}", Plain, RAN),
+    case("red-team", "ls && { ls; }#x; ./run.sh; }", Plain, RAN),
+    case("red-team", "{#x; rm -f keep.txt\nls; }", Plain, KEEP_GONE),
+    case("red-team", "!\\\n#;>RAN\nls", Plain, RAN),
+    case(
+        "red-team",
+        "find -D -H sshlink/ -name 'secret*'",
+        Plain,
+        Leaks(HomeListing),
+    ),
+    case("red-team", "git -C s[r]c status", GitFsmonitor, RAN),
+    case("red-team", "git blame keep.txt", GitIgnoreRevs, KEY),
+    case("red-team", "diff sshl?nk sshc?py", Plain, KEY),
+    case("red-team", "cat z*", Plain, KEY),
     // The families that held: separators, substitutions, redirections, quoting on names,
     // wrappers, interpreters, eval/source, functions, aliases.
     case("held", "ls; rm -f keep.txt", Plain, KEEP_GONE),

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use stepper_protocol::session::Env;
 
@@ -17,6 +18,10 @@ use crate::config::PermissionMode;
 /// Folders a line may run its commands in (one per `cd` combination) before the gate stops
 /// following them.
 const MAX_FOLDERS: usize = 16;
+/// Folder entries the patterns of one line may make the gate list.
+const MAX_LISTED: usize = 50_000;
+/// Time the checks of one line may take before the gate gives up on it.
+const MAX_CHECKING: Duration = Duration::from_secs(2);
 
 /// Variables that make bash run or parse something beyond the line itself.
 const SHELL_VARIABLES: &[(&str, &str)] = &[
@@ -95,6 +100,9 @@ impl Policy {
         let mut unapproved = Vec::new();
         let mut asks = Vec::new();
         for (cmd, judgement) in &judged {
+            if memo.started.elapsed() > MAX_CHECKING {
+                return self.too_long();
+            }
             let words = literal_words(cmd);
             let by_prefix = self.allow.iter().any(|r| r.matches_command(&words));
             let exactly = self.allow.iter().any(|r| r.matches_exactly(&words));
@@ -124,8 +132,9 @@ impl Policy {
                     }
                 }
             }
+            let files_only = matches!(judgement, Judgement::Reads(r) if r.files_only);
             for word in &cmd.words {
-                match self.check_pattern(word, &folders, &mut memo) {
+                match self.check_pattern(word, &folders, &mut memo, files_only) {
                     Finding::Fine => {}
                     Finding::Deny(why) => return Verdict::Deny(why),
                     Finding::Ask(why) => asks.push(why),
@@ -281,22 +290,35 @@ impl Policy {
                 }
                 Finding::Fine
             }
-            _ => self.check_pattern(word, folders, memo),
+            _ => self.check_pattern(word, folders, memo, false),
         }
     }
 
     /// A pattern anywhere in a command: bash lists folders and hands the program every name
     /// it matches. Each folder listed and each name is read; a name that starts with `-`
     /// would reach the program as an option.
-    fn check_pattern(&self, word: &Word, folders: &[PathBuf], memo: &mut Memo) -> Finding {
+    fn check_pattern(
+        &self,
+        word: &Word,
+        folders: &[PathBuf],
+        memo: &mut Memo,
+        files_only: bool,
+    ) -> Finding {
         let Value::Pattern(p) = &word.value else {
             return Finding::Fine;
         };
-        let key = (word.raw.clone(), folders.to_vec());
+        // An absolute pattern names the same files from every folder.
+        let root = [PathBuf::from("/")];
+        let folders = if p.text().starts_with('/') {
+            &root[..]
+        } else {
+            folders
+        };
+        let key = (word.raw.clone(), folders.to_vec(), files_only);
         if let Some(found) = memo.patterns.get(&key) {
             return found.clone();
         }
-        let found = self.expand_and_read(word, p, folders, memo);
+        let found = self.expand_and_read(word, p, folders, memo, files_only);
         memo.patterns.insert(key, found.clone());
         found
     }
@@ -307,9 +329,10 @@ impl Policy {
         p: &shell::Pattern,
         folders: &[PathBuf],
         memo: &mut Memo,
+        files_only: bool,
     ) -> Finding {
         for folder in folders {
-            let expansion = match pattern::expand(p, folder) {
+            let expansion = match pattern::expand(p, folder, &mut memo.budget) {
                 Ok(e) => e,
                 Err(why) => return Finding::Ask(why),
             };
@@ -333,13 +356,31 @@ impl Policy {
                         word.raw
                     ));
                 }
-                match self.read(&folder.join(name), memo) {
+                let path = folder.join(name);
+                if files_only && path.is_dir() {
+                    return Finding::Ask(format!(
+                        "{} matches the folder {name}, whose files would be compared following links",
+                        word.raw
+                    ));
+                }
+                match self.read(&path, memo) {
                     Finding::Fine => {}
                     other => return other,
                 }
             }
         }
         Finding::Fine
+    }
+
+    /// The checks took too long: a line this large is asked about — or refused when a read
+    /// deny rule might have been among what was not checked.
+    fn too_long(&self) -> Verdict {
+        let why = "the command line names more files than the gate checks in time";
+        if self.deny.iter().any(|r| !r.is_bash()) {
+            Verdict::Deny(format!("{why}, and deny rules could not be checked"))
+        } else {
+            Verdict::Ask(why.into())
+        }
     }
 
     /// The program bash runs for `name`: found on the session's `PATH` the way bash finds
@@ -376,12 +417,27 @@ impl Policy {
 
 /// What one decision has already looked up: a long line repeats its commands, paths and
 /// patterns.
-#[derive(Default)]
 struct Memo {
     programs: HashMap<String, Result<(), String>>,
     reads: HashMap<PathBuf, Finding>,
-    patterns: HashMap<(String, Vec<PathBuf>), Finding>,
+    patterns: HashMap<(String, Vec<PathBuf>, bool), Finding>,
     repos: HashMap<PathBuf, Result<(), String>>,
+    /// Folder entries patterns may still list.
+    budget: usize,
+    started: Instant,
+}
+
+impl Default for Memo {
+    fn default() -> Memo {
+        Memo {
+            programs: HashMap::new(),
+            reads: HashMap::new(),
+            patterns: HashMap::new(),
+            repos: HashMap::new(),
+            budget: MAX_LISTED,
+            started: Instant::now(),
+        }
+    }
 }
 
 /// Each word's literal text, or None when bash computes it.

@@ -572,3 +572,47 @@ fn plan_mode_runs_only_what_reads() {
         "a read outside asks"
     );
 }
+
+#[test]
+fn many_patterns_are_a_question_not_a_stall() {
+    let (_dir, root) = project();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let line: Vec<String> = (0..1500).map(|i| format!("/*/*/*/*{i:x}")).collect();
+    let v = p.decide(&sh_in(&format!("echo {}", line.join(" ")), &root));
+    assert_eq!(kind(&v), "ask", "{v:?}");
+    // With a read deny rule, what was not checked could have been denied: refused.
+    let p = policy(Default, &root, &[], &["Read(//etc/shadow)"], &[]);
+    for i in 0..30 {
+        std::fs::write(root.join(format!("src/f{i}.rs")), "").unwrap();
+    }
+    let line: Vec<String> = (0..5_000).map(|i| format!("src/a{i}*")).collect();
+    let v = p.decide(&sh_in(&format!("ls {}", line.join(" ")), &root));
+    assert!(matches!(v, Verdict::Ask(_) | Verdict::Deny(_)), "{v:?}");
+}
+
+#[test]
+fn git_reads_in_the_folder_its_options_lead_to() {
+    let (_dir, root) = project();
+    let sub = root.join("src/sub");
+    std::fs::create_dir_all(sub.join(".git")).unwrap();
+    std::fs::write(sub.join(".git/config"), "[core]\n\tfsmonitor = ./x\n").unwrap();
+    let p = policy(Default, &root, &[], &[], &[]);
+    for line in [
+        "git -C src -C sub status",
+        "cd src/sub && git status",
+        "git -C src/sub log",
+    ] {
+        let v = p.decide(&sh_in(line, &root));
+        assert!(
+            matches!(&v, Verdict::Ask(why) if why.contains("fsmonitor")),
+            "{line}: {v:?}"
+        );
+    }
+    assert_eq!(
+        kind(&p.decide(&sh_in(
+            "git for-each-ref --format $'\\x25(signature)'",
+            &root
+        ))),
+        "ask"
+    );
+}

@@ -16,6 +16,10 @@ use super::log::EventLog;
 
 type Answer = (ApprovalDecision, Option<String>);
 
+/// How long a permission decision may take before it becomes a question. Decisions bound
+/// their own work (a 60 KB line takes ~10 ms); this is the backstop.
+const DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Approvals waiting for an answer, by request id.
 #[derive(Default)]
 pub struct Approvals {
@@ -75,16 +79,31 @@ impl Gate for SessionGate {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
             let asked = request.clone();
-            let verdict = tokio::task::spawn_blocking(move || policy.decide(&asked))
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "the permission check failed; asking instead");
-                    Verdict::Ask(
-                        "the permission check failed on this request: approve it only if you \
-                         know what it does"
-                            .into(),
-                    )
-                });
+            let deciding = tokio::task::spawn_blocking(move || policy.decide(&asked));
+            let verdict = tokio::select! {
+                () = self.cancel.cancelled() => {
+                    return Decision::Deny("the turn was interrupted".into());
+                }
+                decided = tokio::time::timeout(DECISION_TIMEOUT, deciding) => match decided {
+                    Ok(Ok(verdict)) => verdict,
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %e, "the permission check failed; asking instead");
+                        Verdict::Ask(
+                            "the permission check failed on this request: approve it only if \
+                             you know what it does"
+                                .into(),
+                        )
+                    }
+                    Err(_) => {
+                        tracing::error!("the permission check took too long; asking instead");
+                        Verdict::Ask(
+                            "the permission check did not finish in time: approve this only \
+                             if you know what it does"
+                                .into(),
+                        )
+                    }
+                },
+            };
             let summary = match verdict {
                 Verdict::Allow => return Decision::Allow,
                 Verdict::Deny(why) => return Decision::Deny(why),

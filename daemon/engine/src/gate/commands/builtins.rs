@@ -63,6 +63,16 @@ const COMMAND: Spec = Spec {
     short: "pvV",
     ..Spec::EMPTY
 };
+const JOBS: Spec = Spec {
+    short: "lnprs",
+    refused: &[("x", "runs a command")],
+    ..Spec::EMPTY
+};
+const WAIT: Spec = Spec {
+    short: "nf",
+    refused: &[("p", "assigns a variable")],
+    ..Spec::EMPTY
+};
 const CD: Spec = Spec {
     short: "LPe@",
     ..Spec::EMPTY
@@ -82,7 +92,10 @@ pub fn judge(name: &str, args: &[Word]) -> Option<Judgement> {
         return Some(Judgement::Shell(format!("{name} {why}")));
     }
     Some(match name {
-        "echo" | "true" | "false" | ":" | "wait" | "jobs" => builtin(Vec::new()),
+        "echo" | "true" | "false" | ":" => builtin(Vec::new()),
+        // `jobs -x` runs a command; `wait -p NAME` assigns (a subscript runs code).
+        "jobs" => options(&JOBS, args, true),
+        "wait" => options(&WAIT, args, true),
         "printf" => printf(args),
         "test" => test(args, false),
         "[" => match args.last().and_then(Word::text) {
@@ -132,7 +145,7 @@ fn printf(args: &[Word]) -> Judgement {
         {
             Judgement::Shell("printf -v assigns a variable".into())
         }
-        Some(Value::Inert(why)) => Judgement::Refused(format!(
+        Some(Value::Inert(why) | Value::Splits(why)) => Judgement::Refused(format!(
             "printf's first word is known only at run time ({why}) and may be -v"
         )),
         _ => builtin(Vec::new()),
@@ -153,6 +166,29 @@ const ARITHMETIC: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
 /// as strictly as its strictest reading.
 fn test(args: &[Word], double: bool) -> Judgement {
     let mut paths = Vec::new();
+    // A word known only at run time could be any operator (`-v`, `-eq`) for `test` and `[`:
+    // then no other word may hold a subscript, and none may split. `[[` parses its operators
+    // itself and splits nothing.
+    let dynamic = args
+        .iter()
+        .any(|w| matches!(w.value, Value::Inert(_) | Value::Splits(_)));
+    if !double && dynamic {
+        if args.iter().any(|w| matches!(w.value, Value::Splits(_))) {
+            return Judgement::Refused(
+                "an unquoted expansion in a test may become several words, operators included"
+                    .into(),
+            );
+        }
+        if args
+            .iter()
+            .any(|w| w.unexpanded().is_some_and(|t| t.contains('[')))
+        {
+            return Judgement::Refused(
+                "a test with a word known only at run time, which may be -v, and a subscript"
+                    .into(),
+            );
+        }
+    }
     for (i, w) in args.iter().enumerate() {
         let op = w.unexpanded().unwrap_or_default();
         let op = op.as_str();
@@ -189,7 +225,7 @@ fn test(args: &[Word], double: bool) -> Judgement {
                         !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
                     }
                     // `test` reads an integer without evaluating it; `[[` evaluates.
-                    Value::Inert(_) => !double,
+                    Value::Inert(_) | Value::Splits(_) => !double,
                     _ => false,
                 })
             };

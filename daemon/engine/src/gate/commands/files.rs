@@ -2,7 +2,7 @@
 //! readlink, basename, dirname. Options that follow links while walking (out of the project
 //! through a link inside it), write files, or read lists of further names are refused.
 
-use super::options::{Spec, Style, parse};
+use super::options::{Spec, Style};
 use super::{Operands, Reads, path, with_spec};
 use crate::gate::shell::{Value, Word};
 
@@ -346,16 +346,6 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
     }
 }
 
-/// find's options before its paths.
-pub(super) const FIND_OPTIONS: Spec = Spec {
-    short: "HPD:O::",
-    long: &["help", "version"],
-    refused: &[("L", FOLLOWS)],
-    numeric: false,
-    abbrev: false,
-    ..Spec::EMPTY
-};
-
 /// find's primaries that take no argument.
 const FIND_FLAGS: &[&str] = &[
     "-daystart",
@@ -452,25 +442,18 @@ const FIND_REFUSED: &[(&str, &str)] = &[
 /// `find [-H] [-P] [-D x] [-Ox] [path…] [expression]`: every primary known, each argument
 /// taken as the primary takes it.
 fn find(args: &[Word]) -> Result<Reads, String> {
-    // Leading options: words starting with `-` before the first path, as find reads them.
-    let lead = args
-        .iter()
-        .take_while(|w| {
-            w.unexpanded().is_some_and(|t| {
-                matches!(
-                    t.as_str(),
-                    "-H" | "-L" | "-P" | "-D" | "--help" | "--version"
-                ) || t.starts_with("-O")
-            })
-        })
-        .count();
-    let mut lead = lead;
-    // `-D` takes the next word.
-    if args[..lead].iter().any(|w| w.text() == Some("-D")) && lead < args.len() {
-        lead += 1;
+    // Leading options, as findutils reads them: `-D` takes the next word whatever it is.
+    let mut lead = 0;
+    while let Some(text) = args.get(lead).and_then(Word::unexpanded) {
+        match text.as_str() {
+            "-H" | "-P" | "--help" | "--version" => lead += 1,
+            "-L" => return Err(format!("find -L {FOLLOWS}")),
+            "-D" => lead += 2,
+            t if t.starts_with("-O") => lead += 1,
+            _ => break,
+        }
     }
-    parse(&FIND_OPTIONS, &args[..lead])?;
-    let rest = &args[lead..];
+    let rest = args.get(lead..).unwrap_or_default();
     let starts_expression = |w: &Word| {
         w.unexpanded()
             .is_some_and(|t| t.starts_with('-') || matches!(t.as_str(), "(" | ")" | "!" | ","))
@@ -498,7 +481,7 @@ fn find(args: &[Word]) -> Result<Reads, String> {
                 }
                 owned.as_str()
             }
-            Value::Inert(why) => {
+            Value::Inert(why) | Value::Splits(why) => {
                 return Err(format!(
                     "find's {} is known only at run time ({why})",
                     w.raw
@@ -512,14 +495,12 @@ fn find(args: &[Word]) -> Result<Reads, String> {
         if FIND_FLAGS.contains(&primary) {
             continue;
         }
-        let takes_file = FIND_FILES.contains(&primary)
-            || primary.strip_prefix("-newer").is_some_and(|xy| {
-                xy.len() == 2 && !xy.ends_with('t') && xy.bytes().all(|b| b"aBcm".contains(&b))
-            });
-        let takes_text = FIND_TEXT.contains(&primary)
-            || primary.strip_prefix("-newer").is_some_and(|xy| {
-                xy.len() == 2 && xy.ends_with('t') && b"aBcm".contains(&xy.as_bytes()[0])
-            });
+        let newer = primary.strip_prefix("-newer").filter(|xy| {
+            xy.len() == 2 && xy.bytes().all(|b| b"aBcmt".contains(&b)) && !xy.starts_with('t')
+        });
+        let takes_file =
+            FIND_FILES.contains(&primary) || newer.is_some_and(|xy| !xy.ends_with('t'));
+        let takes_text = FIND_TEXT.contains(&primary) || newer.is_some_and(|xy| xy.ends_with('t'));
         if !takes_file && !takes_text {
             return Err(format!(
                 "find {primary} is a primary the gate does not know"
@@ -530,8 +511,8 @@ fn find(args: &[Word]) -> Result<Reads, String> {
             .ok_or_else(|| format!("find {primary} is missing its argument"))?;
         if takes_file {
             reads.paths.push(path(arg)?);
-        } else if let Value::Unsafe(why) = &arg.value {
-            return Err(why.clone());
+        } else if let Value::Unsafe(why) | Value::Splits(why) = &arg.value {
+            return Err(format!("find {primary}'s argument: {why}"));
         }
     }
     Ok(reads)

@@ -749,13 +749,13 @@ fn refused(why: impl Into<String>) -> NotRead {
 }
 
 fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
-    let mut dirs = Vec::new();
+    let mut chained = std::path::PathBuf::new();
     let mut i = 0;
     while let Some(word) = args.get(i) {
         let owned = match &word.value {
             Value::Literal(_) | Value::Pattern(_) => word.unexpanded().unwrap_or_default(),
             Value::Unsafe(why) => return Err(refused(why.clone())),
-            Value::Inert(_) => {
+            Value::Inert(_) | Value::Splits(_) => {
                 return Err(refused(format!("{} is known only at run time", word.raw)));
             }
         };
@@ -765,10 +765,12 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
         }
         i += 1;
         if text == "-C" {
+            // Each -C is taken from the folder the ones before it lead to.
             let dir = args
                 .get(i)
-                .ok_or_else(|| refused("-C is missing its folder"))?;
-            dirs.push(path(dir).map_err(refused)?);
+                .and_then(Word::text)
+                .ok_or_else(|| refused("-C needs a folder written out"))?;
+            chained.push(dir);
             i += 1;
             continue;
         }
@@ -830,6 +832,10 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
             None => return Err(changes(format!("{other} is not a read-only subcommand"))),
         },
     };
+    let dirs: Vec<Word> = (!chained.as_os_str().is_empty())
+        .then(|| Word::literal(&chained.to_string_lossy()))
+        .into_iter()
+        .collect();
     let mut paths = dirs.clone();
     paths.extend(files);
     Ok(Reads {
@@ -858,6 +864,10 @@ fn files_of(s: &Sub, args: &[Word]) -> Result<Vec<Word>, NotRead> {
 
 /// The files a parsed git command reads; a format that verifies signatures runs gpg.
 fn read_by(parsed: &super::Parsed<'_>) -> Result<Vec<Word>, NotRead> {
+    if parsed.dynamic {
+        // A format or pattern whose text the gate cannot see (`--format $'\x25G?'`).
+        return Err(refused("an option's value is known only at run time"));
+    }
     for (option, value) in &parsed.options {
         if let Some(v) = value
             && (v.contains("%G") || v.contains("%(signature"))

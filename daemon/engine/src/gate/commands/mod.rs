@@ -108,7 +108,7 @@ fn with_spec<'w>(
 fn path(word: &Word) -> Result<Word, String> {
     match &word.value {
         Value::Literal(_) | Value::Pattern(_) => Ok(word.clone()),
-        Value::Inert(why) => Err(format!(
+        Value::Inert(why) | Value::Splits(why) => Err(format!(
             "reads {}, a path known only at run time ({why})",
             word.raw
         )),

@@ -70,6 +70,8 @@ pub struct Parsed<'w> {
     pub operands: Vec<&'w Word>,
     /// Files named by options that read them (`grep -f FILE`).
     pub files: Vec<Word>,
+    /// An option's value is text known only at run time (`--format "$X"`).
+    pub dynamic: bool,
 }
 
 impl Parsed<'_> {
@@ -184,6 +186,12 @@ pub fn parse<'w>(spec: &Spec<'_>, args: &'w [Word]) -> Result<Parsed<'w>, String
                     word.raw
                 ));
             }
+            Value::Splits(why) => {
+                return Err(format!(
+                    "{} ({why}) is expanded unquoted and may become several words",
+                    word.raw
+                ));
+            }
             Value::Unsafe(why) => return Err(why.clone()),
         };
         if done || text == "-" || !text.starts_with('-') {
@@ -208,7 +216,9 @@ pub fn parse<'w>(spec: &Spec<'_>, args: &'w [Word]) -> Result<Parsed<'w>, String
                 (Arg::Attached, Some(v)) => Some(v),
                 (Arg::Attached, None) => return Err(format!("--{name} needs =VALUE")),
                 (Arg::Text | Arg::File, Some(v)) => Some(v),
-                (Arg::Text | Arg::File, None) => Some(next_value(args, &mut i, &name, arg)?),
+                (Arg::Text | Arg::File, None) => {
+                    Some(next_value(args, &mut i, &name, arg, &mut out.dynamic)?)
+                }
             };
             if arg == Arg::File
                 && let Some(v) = &value
@@ -242,13 +252,23 @@ pub fn parse<'w>(spec: &Spec<'_>, args: &'w [Word]) -> Result<Parsed<'w>, String
                     out.options.push((format!("-{c}"), None));
                     continue;
                 }
-                Arg::Text | Arg::File if spec.style == Style::NextWords => {
-                    Some(next_value(args, &mut i, &c.to_string(), arg)?)
-                }
+                Arg::Text | Arg::File if spec.style == Style::NextWords => Some(next_value(
+                    args,
+                    &mut i,
+                    &c.to_string(),
+                    arg,
+                    &mut out.dynamic,
+                )?),
                 Arg::OptionalText if spec.style == Style::NextWords => None,
                 Arg::OptionalText => (!rest.is_empty()).then(|| rest.to_string()),
                 Arg::Text | Arg::File if !rest.is_empty() => Some(rest.to_string()),
-                Arg::Text | Arg::File => Some(next_value(args, &mut i, &c.to_string(), arg)?),
+                Arg::Text | Arg::File => Some(next_value(
+                    args,
+                    &mut i,
+                    &c.to_string(),
+                    arg,
+                    &mut out.dynamic,
+                )?),
             };
             if arg == Arg::File
                 && let Some(v) = &value
@@ -267,14 +287,26 @@ pub fn parse<'w>(spec: &Spec<'_>, args: &'w [Word]) -> Result<Parsed<'w>, String
 
 /// The word after an option as its value: a literal, or inert text where the value is text; a
 /// pattern would turn into several words (shifting every word after it), so it is refused.
-fn next_value(args: &[Word], i: &mut usize, option: &str, arg: Arg) -> Result<String, String> {
+fn next_value(
+    args: &[Word],
+    i: &mut usize,
+    option: &str,
+    arg: Arg,
+    dynamic: &mut bool,
+) -> Result<String, String> {
     let word = args
         .get(*i)
         .ok_or_else(|| format!("{option} is missing its value"))?;
     *i += 1;
     match &word.value {
         Value::Literal(t) => Ok(t.clone()),
-        Value::Inert(_) if arg != Arg::File => Ok(word.raw.clone()),
+        Value::Inert(_) if arg != Arg::File => {
+            *dynamic = true;
+            Ok(word.raw.clone())
+        }
+        Value::Splits(why) => Err(format!(
+            "the value of {option} ({why}) is expanded unquoted and may become several words"
+        )),
         Value::Inert(why) => Err(format!(
             "the file {option} reads is known only at run time ({why})"
         )),
@@ -350,14 +382,16 @@ mod tests {
         let w = words("--random-source=r.bin -u");
         let p = parse(&SORT, &w).unwrap();
         assert_eq!(p.files[0].text(), Some("r.bin"));
+        let w = words("-k \"$HOME\" x");
+        assert!(parse(&SORT, &w).unwrap().dynamic, "an inert value");
         let w = words("-k $HOME x");
-        assert!(parse(&SORT, &w).is_ok(), "an inert value");
+        assert!(parse(&SORT, &w).is_err(), "an unquoted value may split");
         let w = words("$HOME x");
         assert!(
             parse(&SORT, &w).is_err(),
             "an inert word where an option may be"
         );
-        let w = words("-- $HOME");
+        let w = words("-- \"$HOME\"");
         assert!(parse(&SORT, &w).is_ok(), "after -- it is an operand");
         let w = words("-k *.rs x");
         assert!(parse(&SORT, &w).is_err(), "a pattern as a value");

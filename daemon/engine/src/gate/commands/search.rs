@@ -243,9 +243,13 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
     for w in files {
         reads.paths.push(path(w)?);
     }
+    // grep takes `-d rec` for `recurse` (and `r`, `re` are ambiguous with `read`: taken as
+    // recursive too, which only checks more).
     let recursive = rg
         || parsed.has(&["-r", "--recursive"])
-        || parsed.value(&["-d", "--directories"]) == Some("recurse");
+        || parsed
+            .value(&["-d", "--directories"])
+            .is_some_and(|v| !v.is_empty() && "recurse".starts_with(v));
     reads.cwd = recursive && files.is_empty();
     if rg {
         // Its configuration file can add any flag, --pre included.

@@ -79,6 +79,8 @@ fn find_primaries() {
         "-delete here is the name pattern"
     );
     assert_eq!(reads("find -H a b -newer c -print0"), ["a", "b", "c"]);
+    assert_eq!(reads("find -D -P /etc"), ["/etc"], "-D takes the next word");
+    assert_eq!(reads("find -D exec -H sshlink/ -type f"), ["sshlink/"]);
     assert_eq!(reads("find . \\( -name a -o -name b \\) -prune"), ["."]);
     assert_eq!(reads("find . -newermt 2024-01-01"), ["."]);
     assert_eq!(reads("find . -neweram ref"), [".", "ref"]);
@@ -98,6 +100,7 @@ fn find_primaries() {
         "find . -name",
         "find . -delet?",
         "find . -exe[c] rm ;",
+        "find . -name $HOME",
     ] {
         refused(line);
     }
@@ -159,6 +162,7 @@ fn searching() {
     assert_eq!(reads("grep -f pats a"), ["pats", "a"]);
     assert_eq!(reads("grep -3 foo a"), ["a"]);
     assert_eq!(reads("grep -drecurse foo"), ["."]);
+    assert_eq!(reads("grep -d rec foo"), ["."], "an abbreviated recurse");
     assert_eq!(reads("egrep 'a|b' x"), ["x"]);
     refused("grep -R foo .");
     refused("grep --dereference-recursive foo");
@@ -279,6 +283,12 @@ fn builtins() {
         Judgement::Refused(_)
     ));
     refused("command rm x");
+    refused("jobs -x rm -f x");
+    refused("wait -n -p VAR");
+    refused("test $HOME -eq 1");
+    refused("[ \"$HOME\" = 'a[1]' ]");
+    assert!(matches!(judged("[ \"$HOME\" = x ]"), Judgement::Reads(_)));
+    assert!(matches!(judged("jobs -l"), Judgement::Reads(_)));
     for name in [
         "eval x",
         "source x",
@@ -350,6 +360,13 @@ fn git_by_its_real_subcommand() {
         );
     }
     assert_eq!(reads("git -C sub status"), ["sub"]);
+    assert_eq!(
+        reads("git -C src -C sub status"),
+        ["src/sub"],
+        "-C folders chain"
+    );
+    assert_eq!(reads("git -C src -C /tmp status"), ["/tmp"]);
+    refused("git -C s[r]c status");
     assert_eq!(
         reads("git diff a.rs b.rs"),
         ["a.rs", "b.rs"],

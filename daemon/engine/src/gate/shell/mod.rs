@@ -398,8 +398,15 @@ impl Walk<'_> {
                             | "=~"
                     );
                 if logic {
-                    // An operator of `[[`: a word of the test for the judge, a token for bash.
-                    self.unit(leaf, UnitKind::Operator, context);
+                    // An operator of `[[`: a word of the test for the judge. For bash `&&`,
+                    // `||`, parentheses, `<` and `>` are tokens, the rest words.
+                    let token = matches!(kind, "&&" | "||" | "(" | ")" | "<" | ">");
+                    let unit = if token || matches!(kind, "[[" | "]]" | "!") {
+                        UnitKind::Operator
+                    } else {
+                        UnitKind::Word
+                    };
+                    self.unit(leaf, unit, context);
                     self.out.commands[index].words.push(Word::literal(kind));
                     continue;
                 }
@@ -615,6 +622,24 @@ fn check_gaps(src: &[u8], units: &mut [Unit], out: &mut Analysis) {
                 out.risk("a redirection that assigns a variable ({name}>…)");
                 return;
             }
+            // A reserved word (`{`, `}`, `!`, `[[`, `]]`) is only one when blanks or
+            // metacharacters surround it, and a comment only starts after them: `}#x` is a
+            // word for bash, not a brace and a comment.
+            Gap::Joins | Gap::Empty
+                if prev.is_some_and(|p| {
+                    let reserved = is_reserved(src, &p);
+                    let before_ok = is_metachar(src, &p) && !reserved;
+                    (reserved && !is_metachar(src, &unit))
+                        || (is_reserved(src, &unit) && !is_metachar(src, &p))
+                        || (unit.kind == UnitKind::Comment && !before_ok)
+                }) =>
+            {
+                out.risk(format!(
+                    "a reserved word or comment bash reads as part of a word: {:?}",
+                    String::from_utf8_lossy(&src[prev.map_or(0, |p| p.start)..unit.end])
+                ));
+                return;
+            }
             _ => {}
         }
         pos = unit.end;
@@ -623,6 +648,25 @@ fn check_gaps(src: &[u8], units: &mut [Unit], out: &mut Analysis) {
     if gap_kind(&src[pos.min(src.len())..]) == Gap::Text {
         out.risk("text after the last command the parser skipped");
     }
+}
+
+/// Bash's reserved words among the parser's operator tokens.
+fn is_reserved(src: &[u8], unit: &Unit) -> bool {
+    unit.kind == UnitKind::Operator
+        && matches!(
+            &src[unit.start..unit.end],
+            b"{" | b"}" | b"!" | b"[[" | b"]]"
+        )
+}
+
+/// Tokens that end a word for bash: control operators, parentheses, redirections.
+fn is_metachar(src: &[u8], unit: &Unit) -> bool {
+    unit.kind == UnitKind::Operator
+        && !is_reserved(src, unit)
+        && matches!(
+            src.get(unit.start),
+            Some(b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>' | b'\n')
+        )
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -17,12 +17,12 @@ pub struct Expansion {
     pub listed: Vec<PathBuf>,
 }
 
-/// Entries read and names produced before the gate stops expanding and asks instead.
-const MAX_ENTRIES: usize = 20_000;
+/// Names produced by one pattern before the gate stops expanding and asks instead.
 const MAX_WORDS: usize = 2_000;
 
-/// Expand `pattern` from `cwd`. An error says why the expansion was given up.
-pub fn expand(pattern: &Pattern, cwd: &Path) -> Result<Expansion, String> {
+/// Expand `pattern` from `cwd`, reading at most `budget` folder entries (what it read is
+/// taken off). An error says why the expansion was given up.
+pub fn expand(pattern: &Pattern, cwd: &Path, budget: &mut usize) -> Result<Expansion, String> {
     let components = split(&pattern.chars);
     let absolute = pattern.chars.first().is_some_and(|(c, _)| *c == '/');
     // (the word so far, the folder it names)
@@ -32,7 +32,6 @@ pub fn expand(pattern: &Pattern, cwd: &Path) -> Result<Expansion, String> {
         (String::new(), cwd.to_path_buf())
     }];
     let mut out = Expansion::default();
-    let mut read = 0usize;
     let last = components.len().saturating_sub(1);
     for (n, component) in components.iter().enumerate() {
         let separator = if n < last { "/" } else { "" };
@@ -58,14 +57,21 @@ pub fn expand(pattern: &Pattern, cwd: &Path) -> Result<Expansion, String> {
                 names.push("..".into());
             }
             for entry in entries.flatten() {
-                read += 1;
-                if read > MAX_ENTRIES {
-                    return Err(format!(
-                        "the pattern {} lists more than {MAX_ENTRIES} entries",
+                *budget = budget.checked_sub(1).ok_or_else(|| {
+                    format!(
+                        "the patterns of the line list more files than the gate reads ({})",
                         pattern.text()
-                    ));
-                }
-                names.push(entry.file_name().to_string_lossy().into_owned());
+                    )
+                })?;
+                // A name that is not UTF-8 cannot be checked by the name the gate would
+                // see: give up instead.
+                let name = entry.file_name().into_string().map_err(|n| {
+                    format!(
+                        "the pattern {} matches a name that is not UTF-8 ({n:?})",
+                        pattern.text()
+                    )
+                })?;
+                names.push(name);
             }
             for name in names {
                 if matches(&tokens, &name) {
@@ -302,21 +308,41 @@ mod tests {
         ] {
             std::fs::write(root.join(f), "").unwrap();
         }
-        let mut e = expand(&pattern("src/*.rs"), root).unwrap();
+        let budget = &mut 10_000;
+        let mut e = expand(&pattern("src/*.rs"), root, budget).unwrap();
         e.words.sort();
         assert_eq!(e.words, ["src/a.rs", "src/b.rs"]);
         assert_eq!(e.listed, [root.join("src")]);
-        let mut e = expand(&pattern("*.rs"), root).unwrap();
+        let mut e = expand(&pattern("*.rs"), root, budget).unwrap();
         e.words.sort();
         assert_eq!(e.words, ["-rf.rs"], "a name that bash passes as an option");
-        let mut e = expand(&pattern("src/*/*.rs"), root).unwrap();
+        let mut e = expand(&pattern("src/*/*.rs"), root, budget).unwrap();
         e.words.sort();
         assert_eq!(e.words, ["src/sub/c.rs"]);
-        let e = expand(&pattern(".*"), root).unwrap();
+        let e = expand(&pattern(".*"), root, budget).unwrap();
         assert!(e.words.contains(&"..".to_string()), "{:?}", e.words);
-        let e = expand(&pattern("/e*c"), root).unwrap();
+        let e = expand(&pattern("/e*c"), root, budget).unwrap();
         assert!(e.words.contains(&"/etc".to_string()));
         assert_eq!(e.listed, [PathBuf::from("/")]);
-        assert!(expand(&pattern("nothing*"), root).unwrap().words.is_empty());
+        assert!(
+            expand(&pattern("nothing*"), root, budget)
+                .unwrap()
+                .words
+                .is_empty()
+        );
+        assert!(
+            expand(&pattern("/*/*"), root, &mut 10).is_err(),
+            "the budget holds"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let odd = std::ffi::OsStr::from_bytes(b"z\xff");
+            std::fs::write(root.join(odd), "").unwrap();
+            assert!(
+                expand(&pattern("z*"), root, budget).is_err(),
+                "a name that is not UTF-8"
+            );
+        }
     }
 }

@@ -37,6 +37,13 @@ fn every_simple_command_is_found() {
         "ls \\\n  -la",
         "echo a#b",
         "[ \"$HOME\" = x ]",
+        "{ ls; }",
+        "{ ls;};ls",
+        "( ls )#x",
+        "ls;#x",
+        "! ls",
+        "[[ -f x ]]&&ls",
+        "{ ls; } > /dev/null",
     ] {
         assert!(!risky(line), "{line:?}: {:?}", analyse(line));
     }
@@ -100,6 +107,12 @@ fn risky_constructs_are_reported() {
         "export PATH=/tmp",
         "x=(a b)",
         "ls\rrm",
+        "{ ls; }#; rm -f keep.txt; }",
+        "{ cat keep.txt;}#x; touch RAN;}",
+        "ls && { ls; }#x; ./run.sh; }",
+        "{#x; rm -f keep.txt\nls; }",
+        "{ ls; }\\\n#x; touch RAN; }",
+        "!\\\n#;>RAN\nls",
         "ls\0rm",
     ] {
         assert!(risky(line), "{line:?} should be risky: {:?}", analyse(line));

@@ -23,10 +23,15 @@ pub enum Value {
     /// A pathname pattern (an unquoted `*`, `?` or `[`): bash replaces it with the names it
     /// matches, which the gate finds itself.
     Pattern(Pattern),
-    /// Text known only when the line runs, whose expansion runs nothing: a variable from a
-    /// short list of harmless ones, `~`, `$'…'`. Acceptable where the program takes the word
-    /// as text, never as a command name, an option or a path.
+    /// Text known only when the line runs, whose expansion runs nothing: a quoted variable
+    /// from a short list of harmless ones, `~`, `$'…'`. Acceptable where the program takes
+    /// the word as text, never as a command name, an option or a path.
     Inert(String),
+    /// Like `Inert`, but expanded unquoted: bash splits the value into words and expands
+    /// those as file names, so one word may become several — options included (a folder
+    /// named `x -o out.txt` makes `$PWD` three words). Acceptable only where every word is
+    /// text (`echo`).
+    Splits(String),
     /// Runs code, or cannot be judged: why.
     Unsafe(String),
 }
@@ -135,6 +140,8 @@ struct Lexer {
     glob: bool,
     /// Why the word is only inert text (the first reason).
     inert: Option<String>,
+    /// An expansion outside quotes: its value is split and globbed.
+    splits: bool,
 }
 
 impl Lexer {
@@ -171,6 +178,9 @@ fn lex(raw: &str) -> Value {
                         "a pattern whose text is known only at run time ({why})"
                     ));
                 }
+                if lexer.splits {
+                    return Value::Splits(why);
+                }
                 return Value::Inert(why);
             }
             let pattern = Pattern { chars: lexer.out };
@@ -196,6 +206,7 @@ fn lex_inner(raw: &str) -> Result<Lexer, String> {
         out: Vec::new(),
         glob: false,
         inert: None,
+        splits: false,
     };
     match b {
         [] => return Err("an empty word".into()),
@@ -314,6 +325,7 @@ fn dollar(raw: &str, i: usize, lx: &mut Lexer, quoted: bool) -> Result<usize, St
         Some(b'{') => {
             let end = find(b, i + 2, b'}').ok_or_else(|| "an unterminated ${".to_string())?;
             variable(&raw[i + 2..end], lx)?;
+            lx.splits |= !quoted;
             Ok(end + 1)
         }
         Some(b'\'') if !quoted => {
@@ -343,11 +355,13 @@ fn dollar(raw: &str, i: usize, lx: &mut Lexer, quoted: bool) -> Result<usize, St
                 j += 1;
             }
             variable(&raw[i + 1..j], lx)?;
+            lx.splits |= !quoted;
             Ok(j)
         }
         Some(c) if c.is_ascii_digit() || b"?#$!-@*".contains(&c) => {
             lx.inert(format!("${}", char::from(c)));
             lx.push('?', true)?;
+            lx.splits |= !quoted;
             Ok(i + 2)
         }
         // A lone `$` is itself.
@@ -362,7 +376,11 @@ fn dollar(raw: &str, i: usize, lx: &mut Lexer, quoted: bool) -> Result<usize, St
 /// Every other `${…}` form (defaults, substrings with arithmetic offsets, `@P` prompt
 /// expansion, indirection, array subscripts) can run code or reveal anything.
 fn variable(inner: &str, lx: &mut Lexer) -> Result<(), String> {
-    if inner.len() == 1 && "?#$!-@*_0123456789".contains(inner) {
+    if inner == "_" {
+        // The last argument of the previous command: whatever the line wrote there.
+        return Err("$_, the previous command's last argument".into());
+    }
+    if inner.len() == 1 && "?#$!-@*0123456789".contains(inner) {
         lx.inert(format!("${inner}"));
         return lx.push('?', true);
     }
@@ -424,6 +442,7 @@ mod tests {
             Value::Literal(_) => "literal",
             Value::Pattern(_) => "pattern",
             Value::Inert(_) => "inert",
+            Value::Splits(_) => "splits",
             Value::Unsafe(_) => "unsafe",
         }
     }
@@ -472,9 +491,13 @@ mod tests {
             ("*.rs", "pattern"),
             ("src/[ab].rs", "pattern"),
             ("a?", "pattern"),
-            ("$HOME", "inert"),
+            ("$HOME", "splits"),
+            ("$_", "unsafe"),
+            ("\"$_\"", "unsafe"),
+            ("${_}", "unsafe"),
             ("\"$HOME/x\"", "inert"),
-            ("${HOME}", "inert"),
+            ("${HOME}", "splits"),
+            ("\"${HOME}\"", "inert"),
             ("\"$?\"", "inert"),
             ("~", "inert"),
             ("~/x", "inert"),

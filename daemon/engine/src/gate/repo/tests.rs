@@ -1,0 +1,217 @@
+use std::process::Command;
+
+use super::*;
+
+fn no_worktree(text: &str) -> Option<String> {
+    refusal(text, false)
+}
+
+#[test]
+fn a_plain_repository_configuration_passes() {
+    let text = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\
+                \tlogallrefupdates = true\n[remote \"origin\"]\n\turl = git@github.com:a/b.git\n\
+                \tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\
+                \tmerge = refs/heads/main\n[user]\n\tname = A ; comment\n[lfs]\n\trepositoryformatversion = 0\n\
+                [lfs \"https://x/info/lfs\"]\n\taccess = basic\n[submodule \"lib\"]\n\turl = ../lib.git\n\tactive = true\n";
+    assert_eq!(no_worktree(text), None);
+}
+
+#[test]
+fn programs_includes_and_files_elsewhere_are_refused() {
+    for text in [
+        "[core]\n\tfsmonitor = ./evil.sh\n",
+        "[core]\nFSMonitor=x\n",
+        "[core]\n\tpager = sh -c evil\n",
+        "[core]\n\thooksPath = .githooks\n",
+        "[core]\n\tattributesFile = ../outside/attrs\n",
+        "[core]\n\texcludesFile = ~/x\n",
+        "[core]\n\tworktree = /\n",
+        "[diff]\n\texternal = ./x\n",
+        "[diff \"pdf\"]\n\ttextconv = ./x\n",
+        "[diff.pdf]\n\ttextconv = ./x\n",
+        "[diff]\n\torderFile = /etc/passwd\n",
+        "[filter \"lfs\"]\n\tclean = ./x %f\n",
+        "[lfs \"extension.evil\"]\n\tclean = ./run.sh\n",
+        "[pager]\n\tlog = ./x\n",
+        "[include]\n\tpath = ../evil\n",
+        "[includeIf \"gitdir:/\"]\n\tpath = x\n",
+        "[gpg]\n\tprogram = ./x\n",
+        "[log]\n\tshowSignature = true\n",
+        "[blame]\n\tignoreRevsFile = ../home/.ssh/id_rsa\n",
+        "[mailmap]\n\tfile = /etc/passwd\n",
+        "[extensions]\n\tpartialClone = origin\n",
+        "[remote \"origin\"]\n\tpromisor = true\n",
+        "[remote \"o\"]\n\tuploadpack = ./x\n",
+        "[core] fsmonitor = ./x\n",
+        "[core]\n\tpager = a \\\n",
+        "[frobnicate]\n\tx = 1\n",
+        "fsmonitor = x\n",
+        "[core\n",
+    ] {
+        assert!(no_worktree(text).is_some(), "{text:?}");
+    }
+    assert_eq!(
+        refusal("[core]\n\tworktree = ../../../lib\n", true),
+        None,
+        "a submodule's own"
+    );
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn env() -> Env {
+    [("HOME".to_string(), "/nonexistent-home".to_string())].into()
+}
+
+#[test]
+fn a_repository_with_a_hostile_config_or_hook_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    assert_eq!(check(&root.join("src"), &env(), &root), Ok(()));
+    std::fs::write(root.join(".git/hooks/post-index-change"), "#!/bin/sh\n").unwrap();
+    assert!(
+        check(&root, &env(), &root)
+            .unwrap_err()
+            .contains("post-index-change")
+    );
+    std::fs::remove_file(root.join(".git/hooks/post-index-change")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n\tfsmonitor = ./x\n").unwrap();
+    assert!(
+        check(&root.join("src"), &env(), &root)
+            .unwrap_err()
+            .contains("fsmonitor")
+    );
+    std::fs::write(root.join(".git/config"), "").unwrap();
+    // A submodule's own configuration counts too.
+    std::fs::create_dir_all(root.join(".git/modules/lib/hooks")).unwrap();
+    std::fs::write(root.join(".git/modules/lib/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        root.join(".git/modules/lib/config"),
+        "[core]\n\tpager = ./x\n",
+    )
+    .unwrap();
+    assert!(
+        check(&root, &env(), &root)
+            .unwrap_err()
+            .contains("modules/lib/config")
+    );
+    std::fs::remove_dir_all(root.join(".git/modules")).unwrap();
+    let mut home_inside = env();
+    home_inside.insert("HOME".into(), root.join("src").display().to_string());
+    assert!(
+        check(&root, &home_inside, &root)
+            .unwrap_err()
+            .contains("HOME")
+    );
+    let mut git_env = env();
+    git_env.insert("GIT_CONFIG_PARAMETERS".into(), "'core.pager=x'".into());
+    assert!(check(&root, &git_env, &root).is_err());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_config_that_is_not_a_regular_file_is_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join(".git/config")).unwrap();
+    assert!(
+        check(&root, &env(), &root)
+            .unwrap_err()
+            .contains("not a regular file")
+    );
+    std::fs::remove_file(root.join(".git/config")).unwrap();
+    let fifo = root.join(".git/config");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        check(&root, &env(), &root)
+            .unwrap_err()
+            .contains("not a regular file")
+    );
+}
+
+#[test]
+fn a_git_file_that_leads_out_of_the_project_must_lead_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("project");
+    let other = base.join("other");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    git(&other, &["init", "-q"]);
+    std::fs::write(
+        root.join("sub/.git"),
+        format!("gitdir: {}\n", other.join(".git").display()),
+    )
+    .unwrap();
+    assert!(
+        check(&root.join("sub"), &env(), &root)
+            .unwrap_err()
+            .contains("does not lead back")
+    );
+    // A linked work tree of the user's is answered from its git directory.
+    git(&other, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    git(
+        &other,
+        &["worktree", "add", "-q", root.join("wt").to_str().unwrap()],
+    );
+    assert_eq!(check(&root.join("wt"), &env(), &root.join("wt")), Ok(()));
+}
+
+#[test]
+fn gitlinks_in_the_index_are_checked_as_repositories() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    git(&root, &["init", "-q"]);
+    std::fs::create_dir_all(root.join("src/sub")).unwrap();
+    git(&root.join("src/sub"), &["init", "-q"]);
+    git(
+        &root.join("src/sub"),
+        &["commit", "-q", "--allow-empty", "-m", "x"],
+    );
+    git(&root, &["add", "src/sub"]);
+    assert_eq!(check(&root, &env(), &root), Ok(()));
+    let index = std::fs::read(root.join(".git/index")).unwrap();
+    assert_eq!(gitlinks(&index, 20).unwrap(), ["src/sub"]);
+    std::fs::write(
+        root.join("src/sub/.git/config"),
+        "[core]\n\tfsmonitor = ./x\n",
+    )
+    .unwrap();
+    assert!(
+        check(&root, &env(), &root)
+            .unwrap_err()
+            .contains("fsmonitor")
+    );
+    // Index version 4 compresses paths.
+    std::fs::write(root.join("src/sub/.git/config"), "").unwrap();
+    std::fs::write(root.join("a.txt"), "").unwrap();
+    git(&root, &["add", "a.txt"]);
+    git(&root, &["update-index", "--index-version", "4"]);
+    let index = std::fs::read(root.join(".git/index")).unwrap();
+    assert_eq!(gitlinks(&index, 20).unwrap(), ["src/sub"]);
+    assert!(gitlinks(b"DIRC\0\0\0\x09\0\0\0\x01", 20).is_err());
+}
