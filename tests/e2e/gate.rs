@@ -129,6 +129,13 @@ impl Sandbox {
         std::fs::write(p.join("magic"), "0\tstring\tKEEP\tkeep file\n").unwrap();
         std::os::unix::fs::symlink(self.home.join(".ssh"), p.join("sshlink")).unwrap();
         std::os::unix::fs::symlink(self.home.join(".ssh/id_rsa"), p.join("keylink")).unwrap();
+        // A starting point find takes for an operator, a link bash's logical `cd ..` leaves
+        // through, and a folder with a link out for `git -C`.
+        std::os::unix::fs::symlink(self.home.join(".ssh"), p.join(",")).unwrap();
+        std::fs::create_dir_all(p.join("a/b/c")).unwrap();
+        std::os::unix::fs::symlink(p.join("a/b/c"), p.join("x")).unwrap();
+        std::fs::create_dir_all(p.join("d")).unwrap();
+        std::os::unix::fs::symlink(self.home.join(".ssh"), p.join("d/s")).unwrap();
         // A name that is not UTF-8, leading out of the project.
         std::os::unix::fs::symlink(
             self.home.join(".ssh/id_rsa"),

@@ -20,8 +20,10 @@ use crate::config::PermissionMode;
 const MAX_FOLDERS: usize = 16;
 /// Folder entries the patterns of one line may make the gate list.
 const MAX_LISTED: usize = 50_000;
+/// Matching steps the patterns of one line may take.
+const MAX_MATCHING: u64 = 50_000_000;
 /// Time the checks of one line may take before the gate gives up on it.
-const MAX_CHECKING: Duration = Duration::from_secs(2);
+const MAX_CHECKING: Duration = Duration::from_secs(1);
 
 /// Variables that make bash run or parse something beyond the line itself.
 const SHELL_VARIABLES: &[(&str, &str)] = &[
@@ -70,7 +72,7 @@ impl Policy {
         if let Some(risk) = analysis.risky.first() {
             return refuse(format!("the command line has {risk}"));
         }
-        if let Some(why) = shell_environment(env) {
+        if let Some(why) = shell_environment(env, &self.project_root) {
             return Verdict::Ask(why);
         }
         for cmd in &analysis.commands {
@@ -88,7 +90,7 @@ impl Policy {
             .iter()
             .map(|c| (c, commands::judge(&c.words)))
             .collect();
-        let folders = match folders(cwd, &judged) {
+        let folders = match folders(cwd, env, &judged) {
             Ok(f) => f,
             Err(why) => return Verdict::Ask(why),
         };
@@ -100,7 +102,7 @@ impl Policy {
         let mut unapproved = Vec::new();
         let mut asks = Vec::new();
         for (cmd, judgement) in &judged {
-            if memo.started.elapsed() > MAX_CHECKING {
+            if Instant::now() > memo.budget.deadline {
                 return self.too_long();
             }
             let words = literal_words(cmd);
@@ -206,6 +208,34 @@ impl Policy {
                 return Finding::Ask(why.clone());
             }
         }
+        // Where the command reads its paths from: its folder, or for git the folder its `-C`
+        // options lead to — and for some of git's option files, the top of the work tree.
+        let mut bases: Vec<PathBuf> = Vec::new();
+        let mut tops: Vec<PathBuf> = Vec::new();
+        for folder in folders {
+            match &reads.git {
+                Some(chain) => {
+                    let base = match chain.first().and_then(Word::text) {
+                        Some(c) => {
+                            let base = folder.join(c);
+                            match self.read(&base, memo) {
+                                Finding::Fine => {}
+                                other => return other,
+                            }
+                            base
+                        }
+                        None => folder.clone(),
+                    };
+                    if !reads.top_files.is_empty()
+                        && let Some(top) = repo::top_level(&base)
+                    {
+                        tops.push(top);
+                    }
+                    bases.push(base);
+                }
+                None => bases.push(folder.clone()),
+            }
+        }
         for word in &reads.paths {
             let Value::Literal(text) = &word.value else {
                 // Patterns are checked with every other pattern of the command.
@@ -214,7 +244,8 @@ impl Policy {
             if is_stream(text) {
                 continue;
             }
-            for folder in folders {
+            let from_top = reads.top_files.contains(word);
+            for folder in bases.iter().chain(tops.iter().filter(|_| from_top)) {
                 let path = folder.join(text);
                 if reads.files_only && path.is_dir() {
                     return Finding::Ask(format!(
@@ -236,19 +267,18 @@ impl Policy {
                 }
             }
         }
-        if let Some(dirs) = &reads.git {
-            let mut repos: Vec<PathBuf> = Vec::new();
-            for folder in folders {
-                if dirs.is_empty() {
-                    repos.push(folder.clone());
-                }
-                repos.extend(dirs.iter().filter_map(Word::text).map(|d| folder.join(d)));
-            }
+        if let Some(chain) = &reads.git {
+            let repos: Vec<PathBuf> = folders
+                .iter()
+                .map(|f| match chain.first().and_then(Word::text) {
+                    Some(c) => f.join(c),
+                    None => f.clone(),
+                })
+                .collect();
             for dir in repos {
-                let checked = memo
-                    .repos
-                    .entry(dir.clone())
-                    .or_insert_with(|| repo::check(&dir, env, &self.project_root));
+                let checked = memo.repos.entry(dir.clone()).or_insert_with(|| {
+                    repo::check(&dir, env, &self.project_root, memo.budget.deadline)
+                });
                 if let Err(why) = checked {
                     return Finding::Ask(format!("git: {why}"));
                 }
@@ -422,9 +452,8 @@ struct Memo {
     reads: HashMap<PathBuf, Finding>,
     patterns: HashMap<(String, Vec<PathBuf>, bool), Finding>,
     repos: HashMap<PathBuf, Result<(), String>>,
-    /// Folder entries patterns may still list.
-    budget: usize,
-    started: Instant,
+    /// What patterns and repository checks may still spend.
+    budget: pattern::Budget,
 }
 
 impl Default for Memo {
@@ -434,8 +463,11 @@ impl Default for Memo {
             reads: HashMap::new(),
             patterns: HashMap::new(),
             repos: HashMap::new(),
-            budget: MAX_LISTED,
-            started: Instant::now(),
+            budget: pattern::Budget {
+                entries: MAX_LISTED,
+                steps: MAX_MATCHING,
+                deadline: Instant::now() + MAX_CHECKING,
+            },
         }
     }
 }
@@ -458,8 +490,22 @@ fn is_stream(path: &str) -> bool {
 
 /// The folders the line's commands may run in: the session's, and every folder a `cd` in it
 /// leads to from any of those (wherever it stands, a superset of where each command runs).
-fn folders(cwd: &Path, judged: &[(&SimpleCommand, Judgement)]) -> Result<Vec<PathBuf>, String> {
+/// `cd` is logical in bash — `..` undoes the last step as written, links and all — and
+/// physical with `-P`: both are followed. The session's `PWD`, when it names the same folder,
+/// is where bash's logical steps start from.
+fn folders(
+    cwd: &Path,
+    env: &Env,
+    judged: &[(&SimpleCommand, Judgement)],
+) -> Result<Vec<PathBuf>, String> {
     let mut folders = vec![cwd.to_path_buf()];
+    if let Some(pwd) = env.get("PWD").map(PathBuf::from)
+        && pwd != cwd
+        && pwd.is_absolute()
+        && resolve(&pwd) == resolve(cwd)
+    {
+        folders.push(pwd);
+    }
     for (_, judgement) in judged {
         let Judgement::Reads(Reads { cd: Some(dir), .. }) = judgement else {
             continue;
@@ -467,7 +513,10 @@ fn folders(cwd: &Path, judged: &[(&SimpleCommand, Judgement)]) -> Result<Vec<Pat
         let Some(dir) = dir.text() else {
             return Err(format!("cd to {}, known only at run time", dir.raw));
         };
-        let next: Vec<PathBuf> = folders.iter().map(|f| f.join(dir)).collect();
+        let next: Vec<PathBuf> = folders
+            .iter()
+            .flat_map(|f| [f.join(dir), super::normalize(&f.join(dir))])
+            .collect();
         for f in next {
             if !folders.contains(&f) {
                 folders.push(f);
@@ -480,10 +529,32 @@ fn folders(cwd: &Path, judged: &[(&SimpleCommand, Judgement)]) -> Result<Vec<Pat
     Ok(folders)
 }
 
+/// Lists of folders or files every program loads code from.
+const LOADER_VARIABLES: &[&str] = &["LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT", "GCONV_PATH"];
+
 /// Something in the session's environment that makes bash run or read beyond the line.
-fn shell_environment(env: &Env) -> Option<String> {
+fn shell_environment(env: &Env, root: &Path) -> Option<String> {
     if let Some((var, why)) = SHELL_VARIABLES.iter().find(|(v, _)| env.contains_key(*v)) {
         return Some(format!("the session's environment sets {var}: {why}"));
+    }
+    // An empty or relative entry is the current folder: the project's code would be loaded
+    // into every program.
+    let root = resolve(root);
+    for var in LOADER_VARIABLES {
+        let Some(value) = env.get(*var) else {
+            continue;
+        };
+        let doubtful = value.split([':', ' ']).any(|entry| {
+            entry.is_empty()
+                || !entry.starts_with('/')
+                || resolve(Path::new(entry)).starts_with(&root)
+        });
+        if doubtful {
+            return Some(format!(
+                "the session's {var} names the current folder or the project, whose code every \
+                 program would load"
+            ));
+        }
     }
     env.keys().find(|k| k.starts_with("BASH_FUNC_")).map(|k| {
         format!(

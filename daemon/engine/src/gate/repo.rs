@@ -9,13 +9,17 @@
 //! - no hook that fires during read-only commands exists;
 //! - a repository whose work tree lies inside the project keeps its git directory inside it
 //!   (a `.git` file pointing elsewhere would read another repository);
+//! - a git directory inside the project keeps everything it names inside it too (its common
+//!   directory, alternates, links among its files): git prints what it reads there;
 //! - every file is read only when it is a regular file of bounded size (a FIFO or
 //!   `/dev/zero` behind a link must not hold the gate).
 //!
 //! The user's own configuration (global, system) is trusted, unless the environment moves it
 //! into the project.
 
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use stepper_protocol::session::Env;
 
@@ -46,10 +50,14 @@ const MAX_INDEX: u64 = 256 << 20;
 const MAX_REPOSITORIES: usize = 200;
 /// Entries of `modules/` looked at before the gate gives up and asks.
 const MAX_MODULE_ENTRIES: usize = 2_000;
+/// Entries of a git directory looked at for links before the gate gives up and asks.
+const MAX_GIT_DIR_ENTRIES: usize = 20_000;
+/// Folders of tracked files looked at for links before the gate gives up and asks.
+const MAX_TRACKED_FOLDERS: usize = 50_000;
 
 /// Check the repository `dir` belongs to (if any). An error says why git might run a
 /// program, or read what the gate cannot vouch for.
-pub fn check(dir: &Path, env: &Env, project_root: &Path) -> Result<(), String> {
+pub fn check(dir: &Path, env: &Env, project_root: &Path, deadline: Instant) -> Result<(), String> {
     for name in env.keys() {
         if name.starts_with("GIT_") && !HARMLESS_GIT_VARIABLES.contains(&name.as_str()) {
             return Err(format!(
@@ -61,10 +69,11 @@ pub fn check(dir: &Path, env: &Env, project_root: &Path) -> Result<(), String> {
     for var in ["HOME", "XDG_CONFIG_HOME"] {
         if let Some(value) = env.get(var)
             && !value.is_empty()
-            && resolve(Path::new(value)).starts_with(&root)
+            && (!value.starts_with('/') || resolve(Path::new(value)).starts_with(&root))
         {
             return Err(format!(
-                "{var} is inside the project, so git would read its user configuration from there"
+                "{var} is relative or inside the project, so git could read its user \
+                 configuration from there"
             ));
         }
     }
@@ -72,17 +81,28 @@ pub fn check(dir: &Path, env: &Env, project_root: &Path) -> Result<(), String> {
         return Ok(());
     };
     let mut pending = vec![repo];
-    let mut seen = 0usize;
+    let mut seen: HashSet<PathBuf> = HashSet::new();
     while let Some(repo) = pending.pop() {
-        seen += 1;
-        if seen > MAX_REPOSITORIES {
+        if !seen.insert(repo.git_dir.clone()) {
+            continue;
+        }
+        if seen.len() > MAX_REPOSITORIES {
             return Err("the repository has too many submodules to check".into());
         }
+        if Instant::now() > deadline {
+            return Err("the repository takes longer to check than the gate waits".into());
+        }
         located(&repo, &root)?;
-        check_git_dir(&repo.git_dir, &root)?;
-        pending.extend(submodules(&repo, &root)?);
+        check_git_dir(&repo.git_dir, &root, deadline)?;
+        pending.extend(submodules(&repo, &root, deadline)?);
     }
     Ok(())
+}
+
+/// The top of the work tree `dir` belongs to, as git finds it (git resolves some options'
+/// files from there).
+pub fn top_level(dir: &Path) -> Option<PathBuf> {
+    discover(&resolve(dir)).ok().flatten()?.work_tree
 }
 
 /// A repository as git finds it.
@@ -91,13 +111,14 @@ struct Repo {
     git_dir: PathBuf,
     /// The folder holding its `.git`; none for a bare repository or a git directory.
     work_tree: Option<PathBuf>,
-    /// Found through a `.git` file (a linked work tree, a submodule, or a planted pointer).
+    /// Found through a `.git` that is not a folder (a linked work tree, a submodule, or a
+    /// planted pointer).
     via_file: bool,
 }
 
 /// A repository inside the project keeps its git directory there too; one that holds the
-/// project is the user's own (the project is a folder of it). A `.git` file that leads out
-/// of the project must be answered from the other side — a linked work tree's `gitdir`, a
+/// project is the user's own (the project is a folder of it). A `.git` that leads out of the
+/// project must be answered from the other side — a linked work tree's `gitdir`, a
 /// submodule's `core.worktree` — or anyone able to write a file could point git at another
 /// repository.
 fn located(repo: &Repo, root: &Path) -> Result<(), String> {
@@ -125,40 +146,26 @@ fn located(repo: &Repo, root: &Path) -> Result<(), String> {
     }
 }
 
-/// Whether the git directory a `.git` file names names `tree` in turn.
+/// Whether the git directory a `.git` names names `tree` in turn.
 fn points_back(repo: &Repo, tree: &Path) -> Result<bool, String> {
     if let Some(text) = read_text(&repo.git_dir.join("gitdir"))?
         && resolve(&repo.git_dir.join(text.trim())) == resolve(&tree.join(".git"))
     {
         return Ok(true);
     }
-    Ok(worktree_of(&repo.git_dir)?.is_some_and(|w| w == resolve(tree)))
+    let config = read_text(&repo.git_dir.join("config"))?.unwrap_or_default();
+    let worktrees = worktrees(&config, &repo.git_dir)?;
+    // git takes the last value.
+    Ok(worktrees.last().is_some_and(|w| *w == resolve(tree)))
 }
 
-/// `core.worktree` of a git directory's own configuration, resolved from it.
-fn worktree_of(git_dir: &Path) -> Result<Option<PathBuf>, String> {
-    let Some(text) = read_text(&git_dir.join("config"))? else {
-        return Ok(None);
-    };
-    let mut in_core = false;
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(header) = line.strip_prefix('[') {
-            in_core = header
-                .split(']')
-                .next()
-                .is_some_and(|h| h.trim().eq_ignore_ascii_case("core"));
-            continue;
-        }
-        if let Some((key, value)) = line.split_once('=')
-            && in_core
-            && key.trim().eq_ignore_ascii_case("worktree")
-        {
-            let value = value.trim().trim_matches('"');
-            return Ok(Some(resolve(&git_dir.join(value))));
-        }
-    }
-    Ok(None)
+/// Every `core.worktree` of a configuration, resolved from its git directory.
+fn worktrees(config: &str, git_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    Ok(entries(config)?
+        .into_iter()
+        .filter(|e| e.section == "core" && e.name == "worktree")
+        .map(|e| resolve(&git_dir.join(e.value.trim_matches('"'))))
+        .collect())
 }
 
 /// The file at `path` when it is a regular file no larger than `max`; None when nothing is
@@ -197,20 +204,31 @@ fn common_dir(git_dir: &Path) -> Result<PathBuf, String> {
     })
 }
 
-/// One git directory: its configuration files and the hooks that fire on read-only commands.
-fn check_git_dir(git_dir: &Path, root: &Path) -> Result<(), String> {
+/// One git directory: its configuration files, the hooks that fire on read-only commands,
+/// and — when it lies in the project — that nothing it holds leads out of it.
+fn check_git_dir(git_dir: &Path, root: &Path, deadline: Instant) -> Result<(), String> {
     let common = common_dir(git_dir)?;
-    // A submodule's git directory names its work tree: inside the project, it is fine.
-    let worktree_inside = worktree_of(git_dir)?.is_some_and(|w| w.starts_with(root));
+    let inside = git_dir.starts_with(root);
+    if inside && !common.starts_with(root) {
+        return Err(format!(
+            "{} shares its objects and refs with {}, outside the project",
+            git_dir.display(),
+            common.display()
+        ));
+    }
     let mut configs = vec![git_dir.join("config"), git_dir.join("config.worktree")];
     if common != git_dir {
         configs.push(common.join("config"));
         configs.push(common.join("config.worktree"));
     }
     for file in configs {
-        if let Some(text) = read_text(&file)?
-            && let Some(why) = refusal(&text, worktree_inside)
-        {
+        let Some(text) = read_text(&file)? else {
+            continue;
+        };
+        // A submodule's git directory names its work tree: inside the project, it is fine.
+        let own = worktrees(&text, git_dir)?;
+        let worktree_inside = !own.is_empty() && own.iter().all(|w| w.starts_with(root));
+        if let Some(why) = refusal(&text, worktree_inside) {
             return Err(format!("{} {why}", file.display()));
         }
     }
@@ -223,19 +241,103 @@ fn check_git_dir(git_dir: &Path, root: &Path) -> Result<(), String> {
             ));
         }
     }
+    if inside {
+        for dir in [git_dir, common.as_path()] {
+            stays_inside(dir, root, deadline)?;
+        }
+    }
     Ok(())
 }
 
+/// Nothing in a git directory inside the project leads out of it: no alternates (objects of
+/// another repository), `objects` a real folder, and no link among its files to a place
+/// outside (git prints lines of what it reads: `packed-refs`, `shallow`, `info/grafts`).
+fn stays_inside(git_dir: &Path, root: &Path, deadline: Instant) -> Result<(), String> {
+    for alternates in ["objects/info/alternates", "objects/info/http-alternates"] {
+        if std::fs::symlink_metadata(git_dir.join(alternates)).is_ok() {
+            return Err(format!(
+                "{} borrows objects from another repository ({alternates})",
+                git_dir.display()
+            ));
+        }
+    }
+    if std::fs::symlink_metadata(git_dir.join("objects")).is_ok_and(|m| !m.is_dir()) {
+        return Err(format!("{}/objects is not a folder", git_dir.display()));
+    }
+    let mut seen = 0usize;
+    let mut stack = vec![git_dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        if Instant::now() > deadline {
+            return Err("the repository takes longer to check than the gate waits".into());
+        }
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_GIT_DIR_ENTRIES {
+                return Err(format!(
+                    "{} holds too many files to check",
+                    git_dir.display()
+                ));
+            }
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_symlink() {
+                if !resolve(&path).starts_with(root) {
+                    return Err(format!("{} leads out of the project", path.display()));
+                }
+            } else if kind.is_dir() && !is_object_store(git_dir, &path) {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The folders of loose objects and packs (and large-file stores, and submodules, checked on
+/// their own): many files, none of them a link git follows.
+fn is_object_store(git_dir: &Path, dir: &Path) -> bool {
+    dir.strip_prefix(git_dir.join("objects"))
+        .is_ok_and(|rest| rest.as_os_str().len() == 2 || rest == Path::new("pack"))
+        || ["modules", "lfs", "annex"]
+            .iter()
+            .any(|d| dir.starts_with(git_dir.join(d)))
+}
+
 /// The repositories git runs itself in from `repo`: gitlinks in its index (populated
-/// submodules, embedded repositories) and the git directories under `modules/`.
-fn submodules(repo: &Repo, root: &Path) -> Result<Vec<Repo>, String> {
+/// submodules, embedded repositories) and the git directories under `modules/`. The folders
+/// of tracked files must not be links (git would read through them).
+fn submodules(repo: &Repo, root: &Path, deadline: Instant) -> Result<Vec<Repo>, String> {
     let mut found = Vec::new();
     if let Some(tree) = &repo.work_tree
         && let Some(index) = read_bounded(&repo.git_dir.join("index"), MAX_INDEX)?
     {
         let hash = hash_size(&repo.git_dir)?;
-        for path in gitlinks(&index, hash)? {
-            if let Some(sub) = discover_here(&tree.join(path))? {
+        let tracked = tracked(&index, hash)?;
+        if tracked.folders.len() > MAX_TRACKED_FOLDERS {
+            return Err("the repository tracks too many folders to check".into());
+        }
+        for folder in &tracked.folders {
+            if std::fs::symlink_metadata(tree.join(folder)).is_ok_and(|m| m.is_symlink()) {
+                return Err(format!(
+                    "the repository tracks files under {folder}, which is a link"
+                ));
+            }
+        }
+        if Instant::now() > deadline {
+            return Err("the repository takes longer to check than the gate waits".into());
+        }
+        for path in tracked.gitlinks {
+            if let Some(sub) = discover_here(&tree.join(&path))? {
+                if sub.git_dir == repo.git_dir {
+                    // git would run itself in itself, without end.
+                    return Err(format!(
+                        "the repository's index makes {path} a submodule of itself"
+                    ));
+                }
                 found.push(sub);
             }
         }
@@ -246,6 +348,11 @@ fn submodules(repo: &Repo, root: &Path) -> Result<Vec<Repo>, String> {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
+        if Instant::now() > deadline {
+            return Err(
+                "the repository's submodules take longer to check than the gate waits".into(),
+            );
+        }
         for entry in entries.flatten() {
             seen += 1;
             if seen > MAX_MODULE_ENTRIES {
@@ -257,7 +364,7 @@ fn submodules(repo: &Repo, root: &Path) -> Result<Vec<Repo>, String> {
             }
             if path.join("HEAD").is_file() {
                 // Checked for its configuration and hooks; where it lies is the parent's.
-                check_git_dir(&path, root)?;
+                check_git_dir(&path, root, deadline)?;
             }
             stack.push(path);
         }
@@ -265,18 +372,31 @@ fn submodules(repo: &Repo, root: &Path) -> Result<Vec<Repo>, String> {
     Ok(found)
 }
 
-/// The object name's length in the index: 32 bytes in a SHA-256 repository, else 20.
+/// The object name's length in the index: 32 bytes when `extensions.objectFormat` is
+/// sha256, else 20.
 fn hash_size(git_dir: &Path) -> Result<usize, String> {
     let config = read_text(&common_dir(git_dir)?.join("config"))?.unwrap_or_default();
-    let sha256 = config.lines().any(|l| {
-        let l = l.to_ascii_lowercase();
-        l.contains("objectformat") && l.contains("sha256")
+    let sha256 = entries(&config)?.iter().any(|e| {
+        e.section == "extensions"
+            && e.name == "objectformat"
+            && e.value.trim_matches('"').eq_ignore_ascii_case("sha256")
     });
     Ok(if sha256 { 32 } else { 20 })
 }
 
-/// The paths of the gitlinks (mode 160000) in an index file, versions 2 to 4.
-fn gitlinks(index: &[u8], hash: usize) -> Result<Vec<String>, String> {
+/// What an index tracks that matters here.
+#[derive(Debug, Default)]
+struct Tracked {
+    /// Paths of gitlinks (mode 160000).
+    gitlinks: Vec<String>,
+    /// Every folder holding a tracked path.
+    folders: BTreeSet<String>,
+}
+
+/// Read an index file, versions 2 to 4. It must parse exactly — entries, extensions, and the
+/// trailing checksum of the right size — or it is refused (a wrong guess of the object name's
+/// size would shift every path).
+fn tracked(index: &[u8], hash: usize) -> Result<Tracked, String> {
     let bad = || "the repository's index is not one the gate reads".to_string();
     let u32_at = |at: usize| -> Result<u32, String> {
         index
@@ -294,7 +414,7 @@ fn gitlinks(index: &[u8], hash: usize) -> Result<Vec<String>, String> {
     let count = usize::try_from(u32_at(8)?).map_err(|_| bad())?;
     let mut pos = 12usize;
     let mut previous: Vec<u8> = Vec::new();
-    let mut links = Vec::new();
+    let mut out = Tracked::default();
     for _ in 0..count {
         let start = pos;
         let mode = u32_at(start + 24)?;
@@ -311,9 +431,9 @@ fn gitlinks(index: &[u8], hash: usize) -> Result<Vec<String>, String> {
             let (strip, used) = varint(index.get(name_at..).ok_or_else(bad)?).ok_or_else(bad)?;
             let keep = previous.len().checked_sub(strip).ok_or_else(bad)?;
             let suffix_at = name_at + used;
-            let end = index[suffix_at..]
-                .iter()
-                .position(|&b| b == 0)
+            let end = index
+                .get(suffix_at..)
+                .and_then(|rest| rest.iter().position(|&b| b == 0))
                 .ok_or_else(bad)?
                 + suffix_at;
             let mut path = previous[..keep].to_vec();
@@ -330,21 +450,43 @@ fn gitlinks(index: &[u8], hash: usize) -> Result<Vec<String>, String> {
             pos = start + ((name_at - start) + (end - name_at) + 8) / 8 * 8;
             index[name_at..end].to_vec()
         };
+        let text = String::from_utf8(path.clone()).map_err(|_| bad())?;
+        if let Some((folder, _)) = text.rsplit_once('/') {
+            // Every folder on the way, not just the last.
+            let mut at = 0;
+            while let Some(slash) = folder[at..].find('/') {
+                out.folders.insert(folder[..at + slash].to_string());
+                at += slash + 1;
+            }
+            out.folders.insert(folder.to_string());
+        }
         if mode & 0o170000 == 0o160000 {
-            links.push(String::from_utf8(path.clone()).map_err(|_| bad())?);
+            out.gitlinks.push(text);
         }
         previous = path;
     }
-    // A split index keeps entries in another file, which the gate does not read.
+    // Extensions, each a four-letter signature and a size, then the checksum.
     let mut ext = pos;
-    while ext + 8 <= index.len().saturating_sub(hash) {
-        let size = usize::try_from(u32_at(ext + 4)?).map_err(|_| bad())?;
-        if &index[ext..ext + 4] == b"link" {
+    let end = index.len().checked_sub(hash).ok_or_else(bad)?;
+    while ext < end {
+        let sig = index.get(ext..ext + 4).ok_or_else(bad)?;
+        if !sig.iter().all(u8::is_ascii_alphabetic) {
+            return Err(bad());
+        }
+        if sig == b"link" {
+            // A split index keeps entries in another file, which the gate does not read.
             return Err("the repository's index is split, which the gate does not read".into());
         }
-        ext = ext.saturating_add(8).saturating_add(size);
+        let size = usize::try_from(u32_at(ext + 4)?).map_err(|_| bad())?;
+        ext = ext
+            .checked_add(8)
+            .and_then(|e| e.checked_add(size))
+            .ok_or_else(bad)?;
     }
-    Ok(links)
+    if ext != end {
+        return Err(bad());
+    }
+    Ok(out)
 }
 
 /// git's offset varint (index version 4): the value and the bytes it took.
@@ -387,8 +529,7 @@ fn discover_here(d: &Path) -> Result<Option<Repo>, String> {
     let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
         return Ok(None);
     };
-    let via_file = meta.is_file();
-    let git_dir = if via_file {
+    let git_dir = if meta.is_file() {
         let text = read_text(&dot_git)?.unwrap_or_default();
         let target = text
             .trim()
@@ -402,14 +543,11 @@ fn discover_here(d: &Path) -> Result<Option<Repo>, String> {
     Ok(Some(Repo {
         git_dir,
         work_tree: Some(d.to_path_buf()),
-        via_file,
+        // A link is a pointer as much as a file is.
+        via_file: !meta.is_dir(),
     }))
 }
 
-/// `core` keys that only shape what git does. Not among them: `fsmonitor`, `pager`,
-/// `hooksPath`, `sshCommand`, `editor`, `askPass`, `gitProxy`, `alternateRefsCommand`
-/// (programs), `worktree` (another work tree), `attributesFile`, `excludesFile` (files
-/// elsewhere).
 const SAFE_CORE_KEYS: &[&str] = &[
     "repositoryformatversion",
     "filemode",
@@ -482,7 +620,6 @@ const SAFE_SECTIONS: &[&str] = &[
     "index",
     "rerere",
     "rebase",
-    "tag",
     "am",
     "apply",
     "grep",
@@ -497,7 +634,6 @@ const SAFE_SECTIONS: &[&str] = &[
     "maintenance",
     "http",
     "url",
-    "status",
     "transfer",
     "commit",
 ];
@@ -534,8 +670,12 @@ fn safe_key(section: &str, sub: Option<&str>, name: &str) -> bool {
         "user" | "author" | "committer" => {
             matches!(name, "name" | "email" | "signingkey" | "useconfigonly")
         }
-        // `log.showSignature` runs gpg on every signed commit.
+        // `log.showSignature` runs gpg on every signed commit; so does a `signature` sort.
         "log" => name != "showsignature",
+        "tag" => name != "sort",
+        // What git does inside submodules is their configuration's to say.
+        "diff" if name == "submodule" => false,
+        "status" => name != "submodulesummary",
         // `blame.ignoreRevsFile` reads (and echoes) any file.
         "blame" => name != "ignorerevsfile",
         "mailmap" => name == "blob",
@@ -558,12 +698,23 @@ fn safe_key(section: &str, sub: Option<&str>, name: &str) -> bool {
     }
 }
 
-/// Why the configuration `text` may make git run a program or read elsewhere, or None when
-/// every key is on the allow-list. `worktree_inside`: its `core.worktree` (a submodule's)
-/// lies inside the project.
-pub fn refusal(text: &str, worktree_inside: bool) -> Option<String> {
+/// A key of a configuration file, section and name in lower case.
+#[derive(Debug)]
+struct Entry {
+    section: String,
+    sub: Option<String>,
+    name: String,
+    /// The value as written after `=` (trimmed), empty for a bare key.
+    value: String,
+    line: usize,
+}
+
+/// The keys of a configuration file, in order, as git reads them — or why the file cannot
+/// be read with certainty (a continued value, an unclosed header, a line that is no key).
+fn entries(text: &str) -> Result<Vec<Entry>, String> {
+    let mut out = Vec::new();
     let mut section = String::new();
-    let mut subsection: Option<String> = None;
+    let mut sub: Option<String> = None;
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim_end_matches('\r').trim();
         let at = n + 1;
@@ -572,35 +723,32 @@ pub fn refusal(text: &str, worktree_inside: bool) -> Option<String> {
         }
         let trailing = line.bytes().rev().take_while(|&b| b == b'\\').count();
         if trailing % 2 == 1 {
-            return Some(format!(
+            return Err(format!(
                 "continues a value on line {at}, which the gate does not read"
             ));
         }
         let mut rest = line;
         if let Some(header) = line.strip_prefix('[') {
             let Some(end) = header.find(']') else {
-                return Some(format!("has an unclosed section header on line {at}"));
+                return Err(format!("has an unclosed section header on line {at}"));
             };
             let inner = &header[..end];
             rest = header[end + 1..].trim();
             match inner.split_once(|c: char| c.is_whitespace()) {
-                Some((name, sub)) => {
+                Some((name, s)) => {
                     section = name.to_ascii_lowercase();
-                    subsection = Some(sub.trim().trim_matches('"').to_string());
+                    sub = Some(s.trim().trim_matches('"').to_string());
                 }
                 None => match inner.split_once('.') {
-                    Some((name, sub)) => {
+                    Some((name, s)) => {
                         section = name.to_ascii_lowercase();
-                        subsection = Some(sub.to_string());
+                        sub = Some(s.to_string());
                     }
                     None => {
                         section = inner.to_ascii_lowercase();
-                        subsection = None;
+                        sub = None;
                     }
                 },
-            }
-            if matches!(section.as_str(), "include" | "includeif") {
-                return Some(format!("includes other configuration (line {at})"));
             }
             if rest.is_empty() || rest.starts_with('#') || rest.starts_with(';') {
                 continue;
@@ -615,19 +763,44 @@ pub fn refusal(text: &str, worktree_inside: bool) -> Option<String> {
         if name.is_empty()
             || !(after.is_empty() || after.starts_with('=') || after.starts_with(['#', ';']))
         {
-            return Some(format!("has a line the gate cannot read (line {at})"));
+            return Err(format!("has a line the gate cannot read (line {at})"));
         }
         if section.is_empty() {
-            return Some(format!("has a key outside any section (line {at})"));
+            return Err(format!("has a key outside any section (line {at})"));
         }
-        let own_worktree = worktree_inside && section == "core" && name == "worktree";
-        if !own_worktree && !safe_key(&section, subsection.as_deref(), &name) {
-            let shown = match &subsection {
-                Some(sub) => format!("{section}.{sub}.{name}"),
-                None => format!("{section}.{name}"),
+        let value = after.strip_prefix('=').unwrap_or("").trim().to_string();
+        out.push(Entry {
+            section: section.clone(),
+            sub: sub.clone(),
+            name,
+            value,
+            line: at,
+        });
+    }
+    Ok(out)
+}
+
+/// Why the configuration `text` may make git run a program or read elsewhere, or None when
+/// every key is on the allow-list. `worktree_inside`: every `core.worktree` it sets (a
+/// submodule's) lies inside the project.
+pub fn refusal(text: &str, worktree_inside: bool) -> Option<String> {
+    let entries = match entries(text) {
+        Ok(e) => e,
+        Err(why) => return Some(why),
+    };
+    for e in entries {
+        if matches!(e.section.as_str(), "include" | "includeif") {
+            return Some(format!("includes other configuration (line {})", e.line));
+        }
+        let own_worktree = worktree_inside && e.section == "core" && e.name == "worktree";
+        if !own_worktree && !safe_key(&e.section, e.sub.as_deref(), &e.name) {
+            let shown = match &e.sub {
+                Some(sub) => format!("{}.{sub}.{}", e.section, e.name),
+                None => format!("{}.{}", e.section, e.name),
             };
             return Some(format!(
-                "sets {shown} (line {at}), which can make git run a program or read elsewhere"
+                "sets {shown} (line {}), which can make git run a program or read elsewhere",
+                e.line
             ));
         }
     }

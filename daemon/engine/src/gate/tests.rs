@@ -616,3 +616,72 @@ fn git_reads_in_the_folder_its_options_lead_to() {
         "ask"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn cd_is_followed_as_bash_follows_it_logically() {
+    let (_dir, root) = project();
+    // x is a link two folders deep: `cd x/../..` leaves the project for bash.
+    std::fs::create_dir_all(root.join("a/b/c")).unwrap();
+    std::fs::create_dir_all(root.join("a/home")).unwrap();
+    std::os::unix::fs::symlink(root.join("a/b/c"), root.join("x")).unwrap();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let v = p.decide(&sh_in("cd x/../.. && cat home/secret", &root));
+    assert_eq!(kind(&v), "ask", "{v:?}");
+    assert_eq!(p.decide(&sh_in("cd a/b && ls", &root)), Verdict::Allow);
+}
+
+#[cfg(unix)]
+#[test]
+fn git_paths_are_read_where_git_reads_them() {
+    let (dir, root) = project();
+    let outside = dir.path().canonicalize().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("d/s")).unwrap();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let v = p.decide(&sh_in("git -C d diff -- s/secret.txt /dev/null", &root));
+    assert_eq!(kind(&v), "ask", "{v:?}");
+    // Files of blame's options are read from the top of the work tree too.
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&root)
+        .status()
+        .unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("outlink")).unwrap();
+    let v = p.decide(&sh_in(
+        "git blame --contents outlink/x main.rs",
+        &root.join("src"),
+    ));
+    assert_eq!(kind(&v), "ask", "{v:?}");
+}
+
+#[test]
+fn a_loader_path_naming_the_current_folder_asks() {
+    let (_dir, root) = project();
+    let p = policy(Default, &root, &[], &[], &[]);
+    for (k, v) in [
+        ("LD_LIBRARY_PATH", "/usr/local/lib:"),
+        ("LD_LIBRARY_PATH", "lib"),
+        ("LD_PRELOAD", "./x.so"),
+        ("GCONV_PATH", "."),
+    ] {
+        assert_eq!(
+            kind(&p.decide(&sh_env("ls", &root, &[(k, v)]))),
+            "ask",
+            "{k}={v}"
+        );
+    }
+    assert_eq!(
+        p.decide(&sh_env(
+            "ls",
+            &root,
+            &[("LD_LIBRARY_PATH", "/usr/local/lib")]
+        )),
+        Verdict::Allow
+    );
+    assert_eq!(
+        kind(&p.decide(&sh_env("file src/a.rs", &root, &[("MAGIC", "/x")]))),
+        "ask"
+    );
+}

@@ -337,7 +337,12 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
         "du" => Ok(with_spec(&DU, args, Operands::FilesOrCwd)?.1),
         "df" => Ok(with_spec(&DF, args, Operands::Files)?.1),
         "stat" => Ok(with_spec(&STAT, args, Operands::Files)?.1),
-        "file" => Ok(with_spec(&FILE, args, Operands::Files)?.1),
+        "file" => {
+            let (_, mut reads) = with_spec(&FILE, args, Operands::Files)?;
+            // MAGIC names the magic files it reads (and quotes).
+            reads.env = &["MAGIC"];
+            Ok(reads)
+        }
         "realpath" => Ok(with_spec(&REALPATH, args, Operands::Files)?.1),
         "readlink" => Ok(with_spec(&READLINK, args, Operands::Files)?.1),
         "basename" => Ok(with_spec(&BASENAME, args, Operands::Text)?.1),
@@ -454,9 +459,11 @@ fn find(args: &[Word]) -> Result<Reads, String> {
         }
     }
     let rest = args.get(lead..).unwrap_or_default();
+    // As findutils reads the first words: `-x`, `(` and `!` start the expression; `,`, `)`
+    // and `-` are starting points.
     let starts_expression = |w: &Word| {
         w.unexpanded()
-            .is_some_and(|t| t.starts_with('-') || matches!(t.as_str(), "(" | ")" | "!" | ","))
+            .is_some_and(|t| (t.starts_with('-') && t.len() > 1) || matches!(t.as_str(), "(" | "!"))
     };
     let paths_end = rest
         .iter()

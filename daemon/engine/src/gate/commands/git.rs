@@ -253,18 +253,7 @@ const REV_LONG: &[&str] = &[
     "count",
     "follow",
     "no-follow",
-    "decorate=?",
-    "no-decorate",
-    "decorate-refs=",
-    "decorate-refs-exclude=",
-    "clear-decorations",
-    "source",
-    "mailmap",
-    "no-mailmap",
-    "use-mailmap",
-    "no-use-mailmap",
     "full-diff",
-    "log-size",
     "objects",
     "objects-edge",
     "no-object-names",
@@ -287,12 +276,25 @@ const REV_LONG: &[&str] = &[
     "default=",
 ];
 
-fn diff_and_rev(long_extra: &'static [&'static str]) -> Vec<&'static str> {
-    let mut v = Vec::with_capacity(DIFF_LONG.len() + REV_LONG.len() + long_extra.len());
-    v.extend_from_slice(DIFF_LONG);
-    v.extend_from_slice(REV_LONG);
-    v.extend_from_slice(long_extra);
-    v
+/// Options only `log` and its kin (show, whatchanged, reflog, stash list) take, in their
+/// pre-pass; rev-list, diff-tree and shortlog do not know them (and would take the next word
+/// for something else).
+const LOG_ONLY: &[&str] = &[
+    "decorate=?",
+    "no-decorate",
+    "decorate-refs=",
+    "decorate-refs-exclude=",
+    "clear-decorations",
+    "source",
+    "mailmap",
+    "no-mailmap",
+    "use-mailmap",
+    "no-use-mailmap",
+    "log-size",
+];
+
+fn tables(tables: &[&[&'static str]]) -> Vec<&'static str> {
+    tables.iter().flat_map(|t| t.iter().copied()).collect()
 }
 
 /// A subcommand's table.
@@ -304,13 +306,8 @@ struct Sub {
 }
 
 fn sub(name: &str) -> Option<Sub> {
-    // The diff letters, then the history walk's (n, i, g, E, F, P, L).
-    let both = |extra: &'static [&'static str]| Sub {
-        short: "pusz0123mcRabwWtrvqDB::M::C::U::X::l:S:G:O@I:n:igEFPL:",
-        long: diff_and_rev(extra),
-        refused: DIFF_REFUSED,
-        numeric: true,
-    };
+    // The diff letters, then the history walk's (n, i, g, E, F, P).
+    const WALK_SHORT: &str = "pusz0123mcRabwWtrvqDB::M::C::U::X::l:S:G:O@I:n:igEFP";
     Some(match name {
         "diff" => Sub {
             short: DIFF_SHORT,
@@ -318,15 +315,36 @@ fn sub(name: &str) -> Option<Sub> {
             refused: DIFF_REFUSED,
             numeric: false,
         },
-        "log" | "show" | "whatchanged" | "rev-list" => both(&[]),
-        "diff-tree" => both(&["root", "no-commit-id", "always", "pretty=?"]),
+        // log's pre-pass adds -L and its own long options.
+        "log" | "show" | "whatchanged" => Sub {
+            short: "pusz0123mcRabwWtrvqDB::M::C::U::X::l:S:G:O@I:n:igEFPL:",
+            long: tables(&[DIFF_LONG, REV_LONG, LOG_ONLY]),
+            refused: DIFF_REFUSED,
+            numeric: true,
+        },
+        "rev-list" => Sub {
+            short: WALK_SHORT,
+            long: tables(&[DIFF_LONG, REV_LONG]),
+            refused: DIFF_REFUSED,
+            numeric: true,
+        },
+        "diff-tree" => Sub {
+            short: WALK_SHORT,
+            long: tables(&[DIFF_LONG, REV_LONG, &["root", "no-commit-id", "always"]]),
+            refused: DIFF_REFUSED,
+            numeric: true,
+        },
+        // shortlog's own options come first: its --committer takes no value.
         "shortlog" => Sub {
             short: "nsecw::",
-            long: {
-                let mut v = REV_LONG.to_vec();
-                v.extend_from_slice(&["numbered", "summary", "email", "group=", "committer"]);
-                v
-            },
+            long: tables(&[
+                &["numbered", "summary", "email", "group=", "committer"],
+                &REV_LONG
+                    .iter()
+                    .copied()
+                    .filter(|o| *o != "committer=")
+                    .collect::<Vec<_>>(),
+            ]),
             refused: DIFF_REFUSED,
             numeric: true,
         },
@@ -809,7 +827,7 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
             _ => return Err(changes("stash without list or show changes the stash")),
         },
         "reflog" => match rest.first().and_then(Word::text) {
-            None | Some("exists" | "list") => Vec::new(),
+            None | Some("exists" | "list") => Found::default(),
             Some("show") => files_of(&log()?, &rest[1..])?,
             Some(t) if t.starts_with('-') => files_of(&log()?, rest)?,
             Some(other) => return Err(changes(format!("reflog {other} changes the reflog"))),
@@ -823,7 +841,7 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
                     ..Spec::EMPTY
                 };
                 parse(&spec, &rest[1..]).map_err(refused)?;
-                Vec::new()
+                Found::default()
             }
             _ => return Err(changes("worktree without list changes the work trees")),
         },
@@ -836,10 +854,11 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
         .then(|| Word::literal(&chained.to_string_lossy()))
         .into_iter()
         .collect();
-    let mut paths = dirs.clone();
-    paths.extend(files);
+    let mut paths = files.operands;
+    paths.extend(files.files.iter().cloned());
     Ok(Reads {
         paths,
+        top_files: files.files,
         git: Some(dirs),
         ..Reads::default()
     })
@@ -849,7 +868,7 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
 /// options name, and its operands — revisions and pathspecs inside the repository for git,
 /// but `git diff` reads any two files given as paths outside it, so every operand is
 /// checked as a path.
-fn files_of(s: &Sub, args: &[Word]) -> Result<Vec<Word>, NotRead> {
+fn files_of(s: &Sub, args: &[Word]) -> Result<Found, NotRead> {
     let spec = Spec {
         short: s.short,
         long: &s.long,
@@ -863,25 +882,37 @@ fn files_of(s: &Sub, args: &[Word]) -> Result<Vec<Word>, NotRead> {
 }
 
 /// The files a parsed git command reads; a format that verifies signatures runs gpg.
-fn read_by(parsed: &super::Parsed<'_>) -> Result<Vec<Word>, NotRead> {
+fn read_by(parsed: &super::Parsed<'_>) -> Result<Found, NotRead> {
     if parsed.dynamic {
         // A format or pattern whose text the gate cannot see (`--format $'\x25G?'`).
         return Err(refused("an option's value is known only at run time"));
     }
     for (option, value) in &parsed.options {
+        // `%G…` and `%(signature…)` formats and `signature` sort keys verify signatures.
         if let Some(v) = value
-            && (v.contains("%G") || v.contains("%(signature"))
+            && (v.contains("%G") || v.to_ascii_lowercase().contains("signature"))
         {
             return Err(refused(format!(
                 "{option}={v} verifies signatures, which runs gpg"
             )));
         }
     }
-    let mut files = parsed.files.clone();
+    let mut operands = Vec::new();
     for w in &parsed.operands {
-        files.push(path(w).map_err(refused)?);
+        operands.push(path(w).map_err(refused)?);
     }
-    Ok(files)
+    Ok(Found {
+        files: parsed.files.clone(),
+        operands,
+    })
+}
+
+/// What a git command reads: files named by its options (git resolves some of them from the
+/// top of the work tree) and its operands (from its folder).
+#[derive(Default)]
+struct Found {
+    files: Vec<Word>,
+    operands: Vec<Word>,
 }
 
 /// `branch` and `tag` list only with no operand, or with `-l`/`--list` (operands are then
@@ -892,7 +923,7 @@ fn listing(
     args: &[Word],
     short: &'static str,
     long: &'static [&'static str],
-) -> Result<Vec<Word>, NotRead> {
+) -> Result<Found, NotRead> {
     let spec = Spec {
         short,
         long,
@@ -909,9 +940,9 @@ fn listing(
 }
 
 /// `git remote`, `git remote -v`, `git remote get-url [--push] [--all] NAME`.
-fn remote(args: &[Word]) -> Result<Vec<Word>, NotRead> {
+fn remote(args: &[Word]) -> Result<Found, NotRead> {
     match args.first().and_then(Word::text) {
-        None | Some("-v") | Some("--verbose") if args.len() <= 1 => Ok(Vec::new()),
+        None | Some("-v") | Some("--verbose") if args.len() <= 1 => Ok(Found::default()),
         Some("get-url") => {
             let spec = Spec {
                 long: &["push", "all"],
@@ -919,7 +950,7 @@ fn remote(args: &[Word]) -> Result<Vec<Word>, NotRead> {
                 ..Spec::EMPTY
             };
             parse(&spec, &args[1..]).map_err(refused)?;
-            Ok(Vec::new())
+            Ok(Found::default())
         }
         _ => Err(changes(
             "remote without -v or get-url changes remotes or reaches the network",

@@ -50,9 +50,12 @@ pub struct Reads {
     pub files_only: bool,
     /// A shell builtin: no program is looked up on `PATH`.
     pub builtin: bool,
-    /// git: the repositories of these folders (the command's folder when empty) must not
-    /// configure programs to run.
+    /// git: the folder its `-C` options lead to (the command's folder when empty), whose
+    /// repository must not configure programs to run; `paths` are read from there.
     pub git: Option<Vec<Word>>,
+    /// Files of `paths` the program may also read from the top of the work tree (git's
+    /// `blame --contents`, `-S`, `--ignore-revs-file`).
+    pub top_files: Vec<Word>,
     /// `cd`: the folder later commands run in.
     pub cd: Option<Word>,
     /// Environment variables that change what the program does beyond its words; when the

@@ -36,7 +36,8 @@ pub enum Style {
     /// tree: each value-taking letter of a cluster takes the next word, in order, and the
     /// letters after it are still options (`-La 2` is `-L 2 -a`).
     NextWords,
-    /// ripgrep: as getopt, and one `=` before an attached value is dropped (`-f=x` reads `x`).
+    /// ripgrep: as getopt, and one `=` before an attached value is dropped (`-f=x` reads `x`);
+    /// a value in the next word may not start with `-` (ripgrep 13 takes it as an option).
     DropEquals,
 }
 
@@ -216,9 +217,14 @@ pub fn parse<'w>(spec: &Spec<'_>, args: &'w [Word]) -> Result<Parsed<'w>, String
                 (Arg::Attached, Some(v)) => Some(v),
                 (Arg::Attached, None) => return Err(format!("--{name} needs =VALUE")),
                 (Arg::Text | Arg::File, Some(v)) => Some(v),
-                (Arg::Text | Arg::File, None) => {
-                    Some(next_value(args, &mut i, &name, arg, &mut out.dynamic)?)
-                }
+                (Arg::Text | Arg::File, None) => Some(next_value(
+                    args,
+                    &mut i,
+                    &name,
+                    arg,
+                    &mut out.dynamic,
+                    spec.style == Style::DropEquals,
+                )?),
             };
             if arg == Arg::File
                 && let Some(v) = &value
@@ -258,6 +264,7 @@ pub fn parse<'w>(spec: &Spec<'_>, args: &'w [Word]) -> Result<Parsed<'w>, String
                     &c.to_string(),
                     arg,
                     &mut out.dynamic,
+                    spec.style == Style::DropEquals,
                 )?),
                 Arg::OptionalText if spec.style == Style::NextWords => None,
                 Arg::OptionalText => (!rest.is_empty()).then(|| rest.to_string()),
@@ -268,6 +275,7 @@ pub fn parse<'w>(spec: &Spec<'_>, args: &'w [Word]) -> Result<Parsed<'w>, String
                     &c.to_string(),
                     arg,
                     &mut out.dynamic,
+                    spec.style == Style::DropEquals,
                 )?),
             };
             if arg == Arg::File
@@ -293,12 +301,16 @@ fn next_value(
     option: &str,
     arg: Arg,
     dynamic: &mut bool,
+    strict: bool,
 ) -> Result<String, String> {
     let word = args
         .get(*i)
         .ok_or_else(|| format!("{option} is missing its value"))?;
     *i += 1;
     match &word.value {
+        Value::Literal(t) if strict && t.starts_with('-') => Err(format!(
+            "the value of {option} looks like an option ({t}), which some versions take as one"
+        )),
         Value::Literal(t) => Ok(t.clone()),
         Value::Inert(_) if arg != Arg::File => {
             *dynamic = true;

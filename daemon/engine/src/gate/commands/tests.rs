@@ -80,6 +80,12 @@ fn find_primaries() {
     );
     assert_eq!(reads("find -H a b -newer c -print0"), ["a", "b", "c"]);
     assert_eq!(reads("find -D -P /etc"), ["/etc"], "-D takes the next word");
+    assert_eq!(
+        reads("find -H , -type f"),
+        [","],
+        "a leading , is a starting point"
+    );
+    assert_eq!(reads("find \\) -name x"), [")"]);
     assert_eq!(reads("find -D exec -H sshlink/ -type f"), ["sshlink/"]);
     assert_eq!(reads("find . \\( -name a -o -name b \\) -prune"), ["."]);
     assert_eq!(reads("find . -newermt 2024-01-01"), ["."]);
@@ -175,10 +181,8 @@ fn searching() {
         ["pats", "x"],
         "rg drops the = of -f=pats"
     );
-    assert!(
-        refused("rg -e -- --pre=./x f").contains("--pre"),
-        "a value -- ends nothing"
-    );
+    refused("rg -e -- --pre=./x f");
+    refused("rg --engine --pre=./run.sh x keep.txt");
     for line in [
         "rg --pre ./x foo",
         "rg --pre=cat foo",
@@ -284,6 +288,15 @@ fn builtins() {
     ));
     refused("command rm x");
     refused("jobs -x rm -f x");
+    refused("git shortlog --committer --output=keep.txt HEAD");
+    refused("git rev-list -L --output=keep.txt HEAD");
+    refused("git diff-tree --decorate-refs --output=x HEAD");
+    refused("git for-each-ref --sort=signature");
+    refused("git branch --sort=-signature:grade");
+    assert!(matches!(
+        judged("git shortlog -sn --committer HEAD"),
+        Judgement::Reads(_)
+    ));
     refused("wait -n -p VAR");
     refused("test $HOME -eq 1");
     refused("[ \"$HOME\" = 'a[1]' ]");
@@ -359,13 +372,17 @@ fn git_by_its_real_subcommand() {
             judged(line)
         );
     }
-    assert_eq!(reads("git -C sub status"), ["sub"]);
+    let chain = |line: &str| match judged(line) {
+        Judgement::Reads(r) => r.git.unwrap()[0].shown().to_string(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(chain("git -C sub status"), "sub");
     assert_eq!(
-        reads("git -C src -C sub status"),
-        ["src/sub"],
+        chain("git -C src -C sub status"),
+        "src/sub",
         "-C folders chain"
     );
-    assert_eq!(reads("git -C src -C /tmp status"), ["/tmp"]);
+    assert_eq!(chain("git -C src -C /tmp status"), "/tmp");
     refused("git -C s[r]c status");
     assert_eq!(
         reads("git diff a.rs b.rs"),
@@ -378,7 +395,7 @@ fn git_by_its_real_subcommand() {
         Vec::<String>::new(),
         "abc is the commit"
     );
-    assert_eq!(reads("git blame --contents=x a.rs"), ["x", "a.rs"]);
+    assert_eq!(reads("git blame --contents=x a.rs"), ["a.rs", "x"]);
     for line in [
         "git clean -f",
         "git push",

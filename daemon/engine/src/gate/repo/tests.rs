@@ -39,6 +39,9 @@ fn programs_includes_and_files_elsewhere_are_refused() {
         "[log]\n\tshowSignature = true\n",
         "[blame]\n\tignoreRevsFile = ../home/.ssh/id_rsa\n",
         "[mailmap]\n\tfile = /etc/passwd\n",
+        "[diff]\n\tsubmodule = diff\n",
+        "[status]\n\tsubmoduleSummary = true\n",
+        "[tag]\n\tsort = signature\n",
         "[extensions]\n\tpartialClone = origin\n",
         "[remote \"origin\"]\n\tpromisor = true\n",
         "[remote \"o\"]\n\tuploadpack = ./x\n",
@@ -73,6 +76,15 @@ fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+fn check_now(dir: &Path, env: &Env, root: &Path) -> Result<(), String> {
+    check(
+        dir,
+        env,
+        root,
+        Instant::now() + std::time::Duration::from_secs(30),
+    )
+}
+
 fn env() -> Env {
     [("HOME".to_string(), "/nonexistent-home".to_string())].into()
 }
@@ -84,17 +96,17 @@ fn a_repository_with_a_hostile_config_or_hook_is_refused() {
     std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
-    assert_eq!(check(&root.join("src"), &env(), &root), Ok(()));
+    assert_eq!(check_now(&root.join("src"), &env(), &root), Ok(()));
     std::fs::write(root.join(".git/hooks/post-index-change"), "#!/bin/sh\n").unwrap();
     assert!(
-        check(&root, &env(), &root)
+        check_now(&root, &env(), &root)
             .unwrap_err()
             .contains("post-index-change")
     );
     std::fs::remove_file(root.join(".git/hooks/post-index-change")).unwrap();
     std::fs::write(root.join(".git/config"), "[core]\n\tfsmonitor = ./x\n").unwrap();
     assert!(
-        check(&root.join("src"), &env(), &root)
+        check_now(&root.join("src"), &env(), &root)
             .unwrap_err()
             .contains("fsmonitor")
     );
@@ -108,7 +120,7 @@ fn a_repository_with_a_hostile_config_or_hook_is_refused() {
     )
     .unwrap();
     assert!(
-        check(&root, &env(), &root)
+        check_now(&root, &env(), &root)
             .unwrap_err()
             .contains("modules/lib/config")
     );
@@ -116,13 +128,13 @@ fn a_repository_with_a_hostile_config_or_hook_is_refused() {
     let mut home_inside = env();
     home_inside.insert("HOME".into(), root.join("src").display().to_string());
     assert!(
-        check(&root, &home_inside, &root)
+        check_now(&root, &home_inside, &root)
             .unwrap_err()
             .contains("HOME")
     );
     let mut git_env = env();
     git_env.insert("GIT_CONFIG_PARAMETERS".into(), "'core.pager=x'".into());
-    assert!(check(&root, &git_env, &root).is_err());
+    assert!(check_now(&root, &git_env, &root).is_err());
 }
 
 #[cfg(unix)]
@@ -133,7 +145,7 @@ fn a_config_that_is_not_a_regular_file_is_never_read() {
     std::fs::create_dir_all(root.join(".git")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", root.join(".git/config")).unwrap();
     assert!(
-        check(&root, &env(), &root)
+        check_now(&root, &env(), &root)
             .unwrap_err()
             .contains("not a regular file")
     );
@@ -147,7 +159,7 @@ fn a_config_that_is_not_a_regular_file_is_never_read() {
             .success()
     );
     assert!(
-        check(&root, &env(), &root)
+        check_now(&root, &env(), &root)
             .unwrap_err()
             .contains("not a regular file")
     );
@@ -168,7 +180,7 @@ fn a_git_file_that_leads_out_of_the_project_must_lead_back() {
     )
     .unwrap();
     assert!(
-        check(&root.join("sub"), &env(), &root)
+        check_now(&root.join("sub"), &env(), &root)
             .unwrap_err()
             .contains("does not lead back")
     );
@@ -178,7 +190,10 @@ fn a_git_file_that_leads_out_of_the_project_must_lead_back() {
         &other,
         &["worktree", "add", "-q", root.join("wt").to_str().unwrap()],
     );
-    assert_eq!(check(&root.join("wt"), &env(), &root.join("wt")), Ok(()));
+    assert_eq!(
+        check_now(&root.join("wt"), &env(), &root.join("wt")),
+        Ok(())
+    );
 }
 
 #[test]
@@ -193,16 +208,20 @@ fn gitlinks_in_the_index_are_checked_as_repositories() {
         &["commit", "-q", "--allow-empty", "-m", "x"],
     );
     git(&root, &["add", "src/sub"]);
-    assert_eq!(check(&root, &env(), &root), Ok(()));
+    assert_eq!(check_now(&root, &env(), &root), Ok(()));
     let index = std::fs::read(root.join(".git/index")).unwrap();
-    assert_eq!(gitlinks(&index, 20).unwrap(), ["src/sub"]);
+    assert_eq!(tracked(&index, 20).unwrap().gitlinks, ["src/sub"]);
+    assert!(
+        tracked(&index, 32).is_err(),
+        "a wrong object name size does not parse"
+    );
     std::fs::write(
         root.join("src/sub/.git/config"),
         "[core]\n\tfsmonitor = ./x\n",
     )
     .unwrap();
     assert!(
-        check(&root, &env(), &root)
+        check_now(&root, &env(), &root)
             .unwrap_err()
             .contains("fsmonitor")
     );
@@ -212,6 +231,87 @@ fn gitlinks_in_the_index_are_checked_as_repositories() {
     git(&root, &["add", "a.txt"]);
     git(&root, &["update-index", "--index-version", "4"]);
     let index = std::fs::read(root.join(".git/index")).unwrap();
-    assert_eq!(gitlinks(&index, 20).unwrap(), ["src/sub"]);
-    assert!(gitlinks(b"DIRC\0\0\0\x09\0\0\0\x01", 20).is_err());
+    assert_eq!(tracked(&index, 20).unwrap().gitlinks, ["src/sub"]);
+    assert!(tracked(b"DIRC\0\0\0\x09\0\0\0\x01", 20).is_err());
+}
+
+#[test]
+fn a_git_directory_in_the_project_leads_nowhere_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::fs::write(base.join("outside/secret"), "x").unwrap();
+    git(&root, &["init", "-q"]);
+    assert_eq!(check_now(&root, &env(), &root), Ok(()));
+    // Objects borrowed from elsewhere.
+    std::fs::write(
+        root.join(".git/objects/info/alternates"),
+        "/elsewhere/objects\n",
+    )
+    .unwrap();
+    assert!(
+        check_now(&root, &env(), &root)
+            .unwrap_err()
+            .contains("borrows objects")
+    );
+    std::fs::remove_file(root.join(".git/objects/info/alternates")).unwrap();
+    // A link among its files.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(base.join("outside/secret"), root.join(".git/packed-refs"))
+            .unwrap();
+        assert!(
+            check_now(&root, &env(), &root)
+                .unwrap_err()
+                .contains("leads out")
+        );
+        std::fs::remove_file(root.join(".git/packed-refs")).unwrap();
+    }
+    // A common directory elsewhere.
+    std::fs::write(root.join(".git/commondir"), "../../outside\n").unwrap();
+    assert!(
+        check_now(&root, &env(), &root)
+            .unwrap_err()
+            .contains("shares its objects")
+    );
+    std::fs::remove_file(root.join(".git/commondir")).unwrap();
+    // Two core.worktree lines: git takes the last, the gate checks every one.
+    let config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+    std::fs::write(
+        root.join(".git/config"),
+        format!(
+            "{config}[core]\n\tworktree = ..\n\tworktree = {}\n",
+            base.display()
+        ),
+    )
+    .unwrap();
+    assert!(check_now(&root, &env(), &root).is_err());
+    // A comment is not a key: it cannot change how the index is read.
+    std::fs::write(
+        root.join(".git/config"),
+        format!("{config}# objectformat sha256\n"),
+    )
+    .unwrap();
+    assert_eq!(hash_size(&root.join(".git")).unwrap(), 20);
+}
+
+#[cfg(unix)]
+#[test]
+fn tracked_files_under_a_link_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    git(&root, &["init", "-q"]);
+    std::fs::create_dir_all(root.join("k")).unwrap();
+    std::fs::write(root.join("k/id_rsa"), "x").unwrap();
+    git(&root, &["add", "k/id_rsa"]);
+    assert_eq!(check_now(&root, &env(), &root), Ok(()));
+    std::fs::remove_dir_all(root.join("k")).unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("k")).unwrap();
+    assert!(
+        check_now(&root, &env(), &root)
+            .unwrap_err()
+            .contains("is a link")
+    );
 }

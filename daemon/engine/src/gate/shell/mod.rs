@@ -424,8 +424,10 @@ impl Walk<'_> {
                 // expansion in it would matter.
                 self.unit(leaf, UnitKind::Word, context);
                 let text = self.text(leaf).to_string();
+                // Bash still expands in it: `$…`, backticks, and `<(…)`/`>(…)`, which run
+                // commands.
                 let b = text.as_bytes();
-                let expands = b.contains(&b'`')
+                let expands = b.iter().any(|&c| matches!(c, b'`' | b'<' | b'>'))
                     || b.iter().enumerate().any(|(i, &c)| {
                         c == b'$'
                             && b.get(i + 1).is_some_and(|&n| {

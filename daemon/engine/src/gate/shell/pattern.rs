@@ -5,8 +5,18 @@
 //! most a question, missing one could let a read through.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use super::word::Pattern;
+
+/// What the expansions of one line may cost before the gate gives up and asks: folder
+/// entries listed, matching steps (names × pattern length × class size), and a deadline.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub entries: usize,
+    pub steps: u64,
+    pub deadline: Instant,
+}
 
 /// What expanding a pattern touches.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -20,9 +30,9 @@ pub struct Expansion {
 /// Names produced by one pattern before the gate stops expanding and asks instead.
 const MAX_WORDS: usize = 2_000;
 
-/// Expand `pattern` from `cwd`, reading at most `budget` folder entries (what it read is
-/// taken off). An error says why the expansion was given up.
-pub fn expand(pattern: &Pattern, cwd: &Path, budget: &mut usize) -> Result<Expansion, String> {
+/// Expand `pattern` from `cwd` within `budget` (what it spends is taken off). An error says
+/// why the expansion was given up.
+pub fn expand(pattern: &Pattern, cwd: &Path, budget: &mut Budget) -> Result<Expansion, String> {
     let components = split(&pattern.chars);
     let absolute = pattern.chars.first().is_some_and(|(c, _)| *c == '/');
     // (the word so far, the folder it names)
@@ -56,8 +66,14 @@ pub fn expand(pattern: &Pattern, cwd: &Path, budget: &mut usize) -> Result<Expan
                 names.push(".".into());
                 names.push("..".into());
             }
+            if Instant::now() > budget.deadline {
+                return Err(format!(
+                    "the patterns of the line take longer to expand than the gate waits ({})",
+                    pattern.text()
+                ));
+            }
             for entry in entries.flatten() {
-                *budget = budget.checked_sub(1).ok_or_else(|| {
+                budget.entries = budget.entries.checked_sub(1).ok_or_else(|| {
                     format!(
                         "the patterns of the line list more files than the gate reads ({})",
                         pattern.text()
@@ -73,7 +89,15 @@ pub fn expand(pattern: &Pattern, cwd: &Path, budget: &mut usize) -> Result<Expan
                 })?;
                 names.push(name);
             }
+            let cost_per_char = tokens.iter().map(Token::cost).sum::<u64>().max(1);
             for name in names {
+                let cost = cost_per_char.saturating_mul(name.len() as u64 + 1);
+                budget.steps = budget.steps.checked_sub(cost).ok_or_else(|| {
+                    format!(
+                        "the patterns of the line take more matching than the gate does ({})",
+                        pattern.text()
+                    )
+                })?;
                 if matches(&tokens, &name) {
                     next.push((format!("{word}{name}{separator}"), dir.join(&name)));
                     if next.len() > MAX_WORDS {
@@ -121,6 +145,14 @@ enum Token {
 impl Token {
     fn is_wild(&self) -> bool {
         !matches!(self, Token::Char(_))
+    }
+
+    /// What comparing one character against it costs, at most.
+    fn cost(&self) -> u64 {
+        match self {
+            Token::Class { items, .. } => items.len() as u64 + 1,
+            _ => 1,
+        }
     }
 }
 
@@ -308,7 +340,11 @@ mod tests {
         ] {
             std::fs::write(root.join(f), "").unwrap();
         }
-        let budget = &mut 10_000;
+        let budget = &mut Budget {
+            entries: 10_000,
+            steps: 10_000_000,
+            deadline: Instant::now() + std::time::Duration::from_secs(60),
+        };
         let mut e = expand(&pattern("src/*.rs"), root, budget).unwrap();
         e.words.sort();
         assert_eq!(e.words, ["src/a.rs", "src/b.rs"]);
@@ -330,8 +366,12 @@ mod tests {
                 .words
                 .is_empty()
         );
+        let small = &mut Budget {
+            entries: 10,
+            ..budget.clone()
+        };
         assert!(
-            expand(&pattern("/*/*"), root, &mut 10).is_err(),
+            expand(&pattern("/*/*"), root, small).is_err(),
             "the budget holds"
         );
         #[cfg(unix)]
