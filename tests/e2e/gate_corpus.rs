@@ -808,6 +808,18 @@ pub const CASES: &[Case] = &[
         OUT,
     ),
     case("red-team", "git -C d diff -- s/id_rsa /dev/null", Git, KEY),
+    // Third round: a line continuation inside a word, or right after a newline.
+    case("red-team", "echo \"$\\\n(./run.sh)\"", Plain, RAN),
+    case(
+        "red-team",
+        "echo $\\\nANTHROPIC_API_KEY",
+        Plain,
+        Leaks(ApiKey),
+    ),
+    case("red-team", "cat $\\\nHOME/.ssh/id_rsa", Plain, KEY),
+    case("red-team", "[[ x =~ a$\\\n(./run.sh) ]]", Plain, RAN),
+    case("red-team", "echo a\n\\\nrm -f keep.txt", Plain, KEEP_GONE),
+    case("red-team", "echo a\n\\\n./run.sh", Plain, RAN),
     // The families that held: separators, substitutions, redirections, quoting on names,
     // wrappers, interpreters, eval/source, functions, aliases.
     case("held", "ls; rm -f keep.txt", Plain, KEEP_GONE),

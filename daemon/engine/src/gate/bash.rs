@@ -45,6 +45,16 @@ enum Finding {
     Deny(String),
 }
 
+impl From<Finding> for Verdict {
+    fn from(found: Finding) -> Self {
+        match found {
+            Finding::Fine => Verdict::Allow,
+            Finding::Ask(why) => Verdict::Ask(why),
+            Finding::Deny(why) => Verdict::Deny(why),
+        }
+    }
+}
+
 impl Policy {
     pub(super) fn bash(&self, line: &str, cwd: &Path, env: &Env) -> Verdict {
         let analysis = shell::analyse(line);
@@ -72,7 +82,7 @@ impl Policy {
         if let Some(risk) = analysis.risky.first() {
             return refuse(format!("the command line has {risk}"));
         }
-        if let Some(why) = shell_environment(env, &self.project_root) {
+        if let Some(why) = shell_environment(env, &self.project_root, line) {
             return Verdict::Ask(why);
         }
         for cmd in &analysis.commands {
@@ -103,7 +113,7 @@ impl Policy {
         let mut asks = Vec::new();
         for (cmd, judgement) in &judged {
             if Instant::now() > memo.budget.deadline {
-                return self.too_long();
+                return self.too_long().into();
             }
             let words = literal_words(cmd);
             let by_prefix = self.allow.iter().any(|r| r.matches_command(&words));
@@ -226,10 +236,8 @@ impl Policy {
                         }
                         None => folder.clone(),
                     };
-                    if !reads.top_files.is_empty()
-                        && let Some(top) = repo::top_level(&base)
-                    {
-                        tops.push(top);
+                    if !reads.top_files.is_empty() {
+                        tops.extend(repo::top_levels(&base));
                     }
                     bases.push(base);
                 }
@@ -291,6 +299,10 @@ impl Policy {
     fn read(&self, path: &Path, memo: &mut Memo) -> Finding {
         if let Some(found) = memo.reads.get(path) {
             return found.clone();
+        }
+        // Each read resolves links on disk: a line naming many paths stops at the deadline.
+        if Instant::now() > memo.budget.deadline {
+            return self.too_long();
         }
         let found = match self.path(path, false) {
             // `/proc/self`, `/dev/fd/…` name the reading process's own view: the daemon would
@@ -404,12 +416,12 @@ impl Policy {
 
     /// The checks took too long: a line this large is asked about — or refused when a read
     /// deny rule might have been among what was not checked.
-    fn too_long(&self) -> Verdict {
+    fn too_long(&self) -> Finding {
         let why = "the command line names more files than the gate checks in time";
         if self.deny.iter().any(|r| !r.is_bash()) {
-            Verdict::Deny(format!("{why}, and deny rules could not be checked"))
+            Finding::Deny(format!("{why}, and deny rules could not be checked"))
         } else {
-            Verdict::Ask(why.into())
+            Finding::Ask(why.into())
         }
     }
 
@@ -529,13 +541,50 @@ fn folders(
     Ok(folders)
 }
 
+/// Whether bash reads characters as UTF-8 (or bytes, in C/POSIX) in this environment: the
+/// first of LC_ALL, LC_CTYPE, LANG that is set decides, and custom locale definitions
+/// (LOCPATH) are not trusted.
+fn utf8_locale(env: &Env) -> bool {
+    if env.contains_key("LOCPATH") {
+        return false;
+    }
+    let locale = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .filter_map(|v| env.get(*v))
+        .find(|v| !v.is_empty())
+        .map(String::as_str)
+        .unwrap_or("C");
+    if matches!(locale, "C" | "POSIX") {
+        return true;
+    }
+    let codeset = locale
+        .split_once('.')
+        .map(|(_, c)| c.split('@').next().unwrap_or(c))
+        .unwrap_or("");
+    let codeset: String = codeset
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    codeset == "utf8"
+}
+
 /// Lists of folders or files every program loads code from.
 const LOADER_VARIABLES: &[&str] = &["LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT", "GCONV_PATH"];
 
 /// Something in the session's environment that makes bash run or read beyond the line.
-fn shell_environment(env: &Env, root: &Path) -> Option<String> {
+fn shell_environment(env: &Env, root: &Path, line: &str) -> Option<String> {
     if let Some((var, why)) = SHELL_VARIABLES.iter().find(|(v, _)| env.contains_key(*v)) {
         return Some(format!("the session's environment sets {var}: {why}"));
+    }
+    // In a multibyte character set other than UTF-8 (GBK, Shift_JIS) a byte past ASCII can
+    // swallow the `\` or `'` after it: bash then reads another line than the gate did.
+    if !line.is_ascii() && !utf8_locale(env) {
+        return Some(
+            "the session's locale is not UTF-8, in which bash may read this line's characters \
+             otherwise"
+                .into(),
+        );
     }
     // An empty or relative entry is the current folder: the project's code would be loaded
     // into every program.

@@ -50,10 +50,13 @@ const MAX_INDEX: u64 = 256 << 20;
 const MAX_REPOSITORIES: usize = 200;
 /// Entries of `modules/` looked at before the gate gives up and asks.
 const MAX_MODULE_ENTRIES: usize = 2_000;
-/// Entries of a git directory looked at for links before the gate gives up and asks.
-const MAX_GIT_DIR_ENTRIES: usize = 20_000;
+/// Entries of a git directory (loose objects included) looked at for links before the gate
+/// gives up and asks.
+const MAX_GIT_DIR_ENTRIES: usize = 100_000;
 /// Folders of tracked files looked at for links before the gate gives up and asks.
 const MAX_TRACKED_FOLDERS: usize = 50_000;
+/// Folders deep a tracked path may lie.
+const MAX_PATH_DEPTH: usize = 256;
 
 /// Check the repository `dir` belongs to (if any). An error says why git might run a
 /// program, or read what the gate cannot vouch for.
@@ -77,10 +80,7 @@ pub fn check(dir: &Path, env: &Env, project_root: &Path, deadline: Instant) -> R
             ));
         }
     }
-    let Some(repo) = discover(&resolve(dir))? else {
-        return Ok(());
-    };
-    let mut pending = vec![repo];
+    let mut pending = discover(&resolve(dir))?;
     let mut seen: HashSet<PathBuf> = HashSet::new();
     while let Some(repo) = pending.pop() {
         if !seen.insert(repo.git_dir.clone()) {
@@ -99,10 +99,15 @@ pub fn check(dir: &Path, env: &Env, project_root: &Path, deadline: Instant) -> R
     Ok(())
 }
 
-/// The top of the work tree `dir` belongs to, as git finds it (git resolves some options'
-/// files from there).
-pub fn top_level(dir: &Path) -> Option<PathBuf> {
-    discover(&resolve(dir)).ok().flatten()?.work_tree
+/// The tops of the work trees `dir` may belong to, as git finds them (git resolves some
+/// options' files from there): more than one where the gate cannot be sure which git takes.
+/// A failure to look leaves none; [`check`] fails then too.
+pub fn top_levels(dir: &Path) -> Vec<PathBuf> {
+    discover(&resolve(dir))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|repo| repo.work_tree)
+        .collect()
 }
 
 /// A repository as git finds it.
@@ -161,11 +166,23 @@ fn points_back(repo: &Repo, tree: &Path) -> Result<bool, String> {
 
 /// Every `core.worktree` of a configuration, resolved from its git directory.
 fn worktrees(config: &str, git_dir: &Path) -> Result<Vec<PathBuf>, String> {
-    Ok(entries(config)?
+    entries(config)?
         .into_iter()
         .filter(|e| e.section == "core" && e.name == "worktree")
-        .map(|e| resolve(&git_dir.join(e.value.trim_matches('"'))))
-        .collect())
+        .map(|e| Ok(resolve(&git_dir.join(plain_value(&e)?))))
+        .collect()
+}
+
+/// A value the gate interprets, written plainly: git's quoting, escapes and comments are
+/// not read here, so a value using any of them is refused.
+fn plain_value(e: &Entry) -> Result<&str, String> {
+    if e.value.contains(['"', '\\', ';', '#']) {
+        return Err(format!(
+            "sets {}.{} (line {}) in a way the gate does not read",
+            e.section, e.name, e.line
+        ));
+    }
+    Ok(e.value.as_str())
 }
 
 /// The file at `path` when it is a regular file no larger than `max`; None when nothing is
@@ -198,10 +215,29 @@ fn read_text(path: &Path) -> Result<Option<String>, String> {
 
 /// The folder holding a git directory's shared parts (a linked work tree's `commondir`).
 fn common_dir(git_dir: &Path) -> Result<PathBuf, String> {
-    Ok(match read_text(&git_dir.join("commondir"))? {
-        Some(c) => resolve(&git_dir.join(c.trim())),
+    let file = git_dir.join("commondir");
+    Ok(match read_text(&file)? {
+        Some(c) => resolve(&git_dir.join(pointer(&c, &file)?)),
         None => git_dir.to_path_buf(),
     })
+}
+
+/// A path file's path (`commondir`, the part of a `.git` file after `gitdir: `): git strips
+/// only the line end, so any other blank at either end is refused rather than guessed at.
+fn pointer<'a>(text: &'a str, file: &Path) -> Result<&'a str, String> {
+    let value = text.strip_suffix('\n').unwrap_or(text);
+    let value = value.strip_suffix('\r').unwrap_or(value);
+    if value.is_empty()
+        || value.starts_with(char::is_whitespace)
+        || value.ends_with(char::is_whitespace)
+        || value.contains(['\n', '\r'])
+    {
+        return Err(format!(
+            "{} names a path the gate does not read",
+            file.display()
+        ));
+    }
+    Ok(value)
 }
 
 /// One git directory: its configuration files, the hooks that fire on read-only commands,
@@ -289,7 +325,7 @@ fn stays_inside(git_dir: &Path, root: &Path, deadline: Instant) -> Result<(), St
                 if !resolve(&path).starts_with(root) {
                     return Err(format!("{} leads out of the project", path.display()));
                 }
-            } else if kind.is_dir() && !is_object_store(git_dir, &path) {
+            } else if kind.is_dir() && !is_elsewhere(git_dir, &path) {
                 stack.push(path);
             }
         }
@@ -297,14 +333,11 @@ fn stays_inside(git_dir: &Path, root: &Path, deadline: Instant) -> Result<(), St
     Ok(())
 }
 
-/// The folders of loose objects and packs (and large-file stores, and submodules, checked on
-/// their own): many files, none of them a link git follows.
-fn is_object_store(git_dir: &Path, dir: &Path) -> bool {
-    dir.strip_prefix(git_dir.join("objects"))
-        .is_ok_and(|rest| rest.as_os_str().len() == 2 || rest == Path::new("pack"))
-        || ["modules", "lfs", "annex"]
-            .iter()
-            .any(|d| dir.starts_with(git_dir.join(d)))
+/// Folders checked on their own (submodules) or that git does not read (large-file stores).
+fn is_elsewhere(git_dir: &Path, dir: &Path) -> bool {
+    ["modules", "lfs", "annex"]
+        .iter()
+        .any(|d| dir.starts_with(git_dir.join(d)))
 }
 
 /// The repositories git runs itself in from `repo`: gitlinks in its index (populated
@@ -312,15 +345,23 @@ fn is_object_store(git_dir: &Path, dir: &Path) -> bool {
 /// of tracked files must not be links (git would read through them).
 fn submodules(repo: &Repo, root: &Path, deadline: Instant) -> Result<Vec<Repo>, String> {
     let mut found = Vec::new();
-    if let Some(tree) = &repo.work_tree
+    // The work tree git uses: the last core.worktree when the configuration names one.
+    let config = read_text(&repo.git_dir.join("config"))?.unwrap_or_default();
+    let tree = worktrees(&config, &repo.git_dir)?
+        .pop()
+        .or_else(|| repo.work_tree.clone());
+    if let Some(tree) = &tree
         && let Some(index) = read_bounded(&repo.git_dir.join("index"), MAX_INDEX)?
     {
         let hash = hash_size(&repo.git_dir)?;
-        let tracked = tracked(&index, hash)?;
+        let tracked = tracked(&index, hash, deadline)?;
         if tracked.folders.len() > MAX_TRACKED_FOLDERS {
             return Err("the repository tracks too many folders to check".into());
         }
-        for folder in &tracked.folders {
+        for (n, folder) in tracked.folders.iter().enumerate() {
+            if n % 1024 == 0 && Instant::now() > deadline {
+                return Err("the repository takes longer to check than the gate waits".into());
+            }
             if std::fs::symlink_metadata(tree.join(folder)).is_ok_and(|m| m.is_symlink()) {
                 return Err(format!(
                     "the repository tracks files under {folder}, which is a link"
@@ -331,7 +372,7 @@ fn submodules(repo: &Repo, root: &Path, deadline: Instant) -> Result<Vec<Repo>, 
             return Err("the repository takes longer to check than the gate waits".into());
         }
         for path in tracked.gitlinks {
-            if let Some(sub) = discover_here(&tree.join(&path))? {
+            if let Some((sub, _)) = discover_here(&tree.join(&path))? {
                 if sub.git_dir == repo.git_dir {
                     // git would run itself in itself, without end.
                     return Err(format!(
@@ -376,11 +417,12 @@ fn submodules(repo: &Repo, root: &Path, deadline: Instant) -> Result<Vec<Repo>, 
 /// sha256, else 20.
 fn hash_size(git_dir: &Path) -> Result<usize, String> {
     let config = read_text(&common_dir(git_dir)?.join("config"))?.unwrap_or_default();
-    let sha256 = entries(&config)?.iter().any(|e| {
-        e.section == "extensions"
-            && e.name == "objectformat"
-            && e.value.trim_matches('"').eq_ignore_ascii_case("sha256")
-    });
+    let mut sha256 = false;
+    for e in entries(&config)? {
+        if e.section == "extensions" && e.name == "objectformat" {
+            sha256 = plain_value(&e)?.eq_ignore_ascii_case("sha256");
+        }
+    }
     Ok(if sha256 { 32 } else { 20 })
 }
 
@@ -396,7 +438,7 @@ struct Tracked {
 /// Read an index file, versions 2 to 4. It must parse exactly — entries, extensions, and the
 /// trailing checksum of the right size — or it is refused (a wrong guess of the object name's
 /// size would shift every path).
-fn tracked(index: &[u8], hash: usize) -> Result<Tracked, String> {
+fn tracked(index: &[u8], hash: usize, deadline: Instant) -> Result<Tracked, String> {
     let bad = || "the repository's index is not one the gate reads".to_string();
     let u32_at = |at: usize| -> Result<u32, String> {
         index
@@ -415,7 +457,12 @@ fn tracked(index: &[u8], hash: usize) -> Result<Tracked, String> {
     let mut pos = 12usize;
     let mut previous: Vec<u8> = Vec::new();
     let mut out = Tracked::default();
-    for _ in 0..count {
+    let mut last_folder: Vec<u8> = Vec::new();
+    let mut folders: BTreeSet<Vec<u8>> = BTreeSet::new();
+    for n in 0..count {
+        if n % 4096 == 0 && Instant::now() > deadline {
+            return Err("the repository's index takes longer to read than the gate waits".into());
+        }
         let start = pos;
         let mode = u32_at(start + 24)?;
         let flags_at = start + 40 + hash;
@@ -450,20 +497,37 @@ fn tracked(index: &[u8], hash: usize) -> Result<Tracked, String> {
             pos = start + ((name_at - start) + (end - name_at) + 8) / 8 * 8;
             index[name_at..end].to_vec()
         };
-        let text = String::from_utf8(path.clone()).map_err(|_| bad())?;
-        if let Some((folder, _)) = text.rsplit_once('/') {
-            // Every folder on the way, not just the last.
-            let mut at = 0;
-            while let Some(slash) = folder[at..].find('/') {
-                out.folders.insert(folder[..at + slash].to_string());
-                at += slash + 1;
+        // Entries are sorted: the files of a folder come one after another.
+        if let Some(slash) = path.iter().rposition(|&b| b == b'/')
+            && path[..slash] != last_folder[..]
+        {
+            last_folder = path[..slash].to_vec();
+            folders.insert(last_folder.clone());
+            if folders.len() > MAX_TRACKED_FOLDERS {
+                return Err("the repository tracks too many folders to check".into());
             }
-            out.folders.insert(folder.to_string());
         }
         if mode & 0o170000 == 0o160000 {
-            out.gitlinks.push(text);
+            out.gitlinks
+                .push(String::from_utf8(path.clone()).map_err(|_| bad())?);
         }
         previous = path;
+    }
+    // Every folder on the way to a tracked file, not just the last: each may be a link.
+    for folder in &folders {
+        let folder = std::str::from_utf8(folder).map_err(|_| bad())?;
+        if folder.matches('/').count() > MAX_PATH_DEPTH {
+            return Err("the repository tracks files nested deeper than the gate checks".into());
+        }
+        let mut at = 0;
+        while let Some(slash) = folder[at..].find('/') {
+            out.folders.insert(folder[..at + slash].to_string());
+            at += slash + 1;
+        }
+        out.folders.insert(folder.to_string());
+        if out.folders.len() > MAX_TRACKED_FOLDERS {
+            return Err("the repository tracks too many folders to check".into());
+        }
     }
     // Extensions, each a four-letter signature and a size, then the checksum.
     let mut ext = pos;
@@ -503,49 +567,103 @@ fn varint(bytes: &[u8]) -> Option<(usize, usize)> {
 
 /// The repository git would find from `dir`, walking up as git does: `.git` (a folder, or a
 /// file pointing to one), or the folder itself when it is a git directory.
-fn discover(dir: &Path) -> Result<Option<Repo>, String> {
+fn discover(dir: &Path) -> Result<Vec<Repo>, String> {
+    // git passes over a `.git` folder that is no repository and looks further up. Where the
+    // gate cannot be sure git agrees, it checks every repository git might take: each
+    // candidate on the way up, until one git is sure to take.
+    let mut found = Vec::new();
     let mut cur = Some(dir);
     while let Some(d) = cur {
-        if let Some(found) = discover_here(d)? {
-            return Ok(Some(found));
+        if let Some((here, gitdir_file)) = discover_here(d)? {
+            // git dies on a gitdir file that leads nowhere, so it takes every one.
+            let certain = gitdir_file || is_git_directory(&here.git_dir)?;
+            found.push(here);
+            if certain {
+                return Ok(found);
+            }
         }
-        if d.file_name().is_some_and(|n| n == ".git")
-            || (d.join("HEAD").is_file() && d.join("objects").is_dir() && d.join("refs").is_dir())
-        {
-            return Ok(Some(Repo {
+        if std::fs::symlink_metadata(d.join("HEAD")).is_ok() {
+            found.push(Repo {
                 git_dir: d.to_path_buf(),
                 work_tree: None,
                 via_file: false,
-            }));
+            });
+            if is_git_directory(d)? {
+                return Ok(found);
+            }
         }
         cur = d.parent();
     }
-    Ok(None)
+    Ok(found)
 }
 
-/// `.git` in exactly this folder.
-fn discover_here(d: &Path) -> Result<Option<Repo>, String> {
+/// Whether git surely takes `dir` for a git directory (git's `is_git_directory`): a `HEAD`
+/// naming a ref or an object, and `objects` and `refs` it may enter (in the common
+/// directory when there is one). Stricter than git where they differ: a `false` only makes
+/// the gate check further.
+fn is_git_directory(dir: &Path) -> Result<bool, String> {
+    let head_path = dir.join("HEAD");
+    let head = match std::fs::symlink_metadata(&head_path) {
+        Ok(m) if m.is_symlink() => {
+            return Ok(
+                std::fs::read_link(&head_path).is_ok_and(|t| t.starts_with("refs/"))
+                    && enterable_stores(dir)?,
+            );
+        }
+        Ok(m) if m.is_file() => read_bounded(&head_path, MAX_SMALL_FILE)?.unwrap_or_default(),
+        _ => return Ok(false),
+    };
+    let head = String::from_utf8_lossy(&head);
+    let head = head.trim_end();
+    let valid_head = head.starts_with("ref: refs/")
+        || (matches!(head.len(), 40 | 64) && head.bytes().all(|b| b.is_ascii_hexdigit()));
+    Ok(valid_head && enterable_stores(dir)?)
+}
+
+fn enterable_stores(dir: &Path) -> Result<bool, String> {
+    let common = if std::fs::symlink_metadata(dir.join("commondir")).is_ok() {
+        common_dir(dir)?
+    } else {
+        dir.to_path_buf()
+    };
+    Ok(enterable(&common.join("objects")) && enterable(&common.join("refs")))
+}
+
+/// A folder this process may enter, as git tests it (`access(X_OK)`).
+fn enterable(dir: &Path) -> bool {
+    if !dir.is_dir() {
+        return false;
+    }
+    #[cfg(unix)]
+    return nix::unistd::access(dir, nix::unistd::AccessFlags::X_OK).is_ok();
+    #[cfg(not(unix))]
+    true
+}
+
+/// `.git` in exactly this folder, and whether it is a gitdir file (or a link to one).
+fn discover_here(d: &Path) -> Result<Option<(Repo, bool)>, String> {
     let dot_git = d.join(".git");
     let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
         return Ok(None);
     };
-    let git_dir = if meta.is_file() {
+    // git reads a `.git` that is (or links to) a file as a pointer.
+    let gitdir_file = std::fs::metadata(&dot_git).is_ok_and(|m| m.is_file());
+    let git_dir = if gitdir_file {
         let text = read_text(&dot_git)?.unwrap_or_default();
         let target = text
-            .trim()
-            .strip_prefix("gitdir:")
-            .ok_or_else(|| format!("{} is not a gitdir file", dot_git.display()))?
-            .trim();
-        resolve(&d.join(target))
+            .strip_prefix("gitdir: ")
+            .ok_or_else(|| format!("{} is not a gitdir file", dot_git.display()))?;
+        resolve(&d.join(pointer(target, &dot_git)?))
     } else {
         resolve(&dot_git)
     };
-    Ok(Some(Repo {
+    let repo = Repo {
         git_dir,
         work_tree: Some(d.to_path_buf()),
         // A link is a pointer as much as a file is.
         via_file: !meta.is_dir(),
-    }))
+    };
+    Ok(Some((repo, gitdir_file)))
 }
 
 const SAFE_CORE_KEYS: &[&str] = &[
@@ -712,6 +830,13 @@ struct Entry {
 /// The keys of a configuration file, in order, as git reads them — or why the file cannot
 /// be read with certainty (a continued value, an unclosed header, a line that is no key).
 fn entries(text: &str) -> Result<Vec<Entry>, String> {
+    // git reads keys as C strings: a NUL in a subsection would end it early for git alone.
+    if text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+    {
+        return Err("holds control characters, which git and the gate may read differently".into());
+    }
     let mut out = Vec::new();
     let mut section = String::new();
     let mut sub: Option<String> = None;

@@ -685,3 +685,34 @@ fn a_loader_path_naming_the_current_folder_asks() {
         "ask"
     );
 }
+
+#[test]
+fn a_line_beyond_ascii_in_a_locale_other_than_utf8_asks() {
+    let (_dir, root) = project();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let line = "echo 丁\\; ls";
+    for (k, v) in [
+        ("LC_ALL", "zh_CN.GBK"),
+        ("LANG", "ja_JP.SJIS"),
+        ("LANG", "zh_CN"),
+        ("LOCPATH", "/x"),
+    ] {
+        assert_eq!(
+            kind(&p.decide(&sh_env(line, &root, &[(k, v)]))),
+            "ask",
+            "{k}={v}"
+        );
+    }
+    for (k, v) in [("LANG", "en_US.UTF-8"), ("LC_ALL", "C.utf8"), ("LANG", "C")] {
+        assert_eq!(
+            p.decide(&sh_env(line, &root, &[(k, v)])),
+            Verdict::Allow,
+            "{k}={v}"
+        );
+    }
+    assert_eq!(
+        p.decide(&sh_env("echo a; ls", &root, &[("LC_ALL", "zh_CN.GBK")])),
+        Verdict::Allow,
+        "plain ASCII reads the same everywhere"
+    );
+}

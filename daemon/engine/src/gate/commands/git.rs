@@ -450,7 +450,7 @@ fn sub(name: &str) -> Option<Sub> {
                 "disambiguate=",
                 "path-format=",
                 "git-path=",
-                "resolve-git-dir=",
+                "resolve-git-dir=@",
             ],
             refused: &[],
             numeric: false,

@@ -76,6 +76,10 @@ fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+fn far() -> Instant {
+    Instant::now() + std::time::Duration::from_secs(30)
+}
+
 fn check_now(dir: &Path, env: &Env, root: &Path) -> Result<(), String> {
     check(
         dir,
@@ -210,9 +214,9 @@ fn gitlinks_in_the_index_are_checked_as_repositories() {
     git(&root, &["add", "src/sub"]);
     assert_eq!(check_now(&root, &env(), &root), Ok(()));
     let index = std::fs::read(root.join(".git/index")).unwrap();
-    assert_eq!(tracked(&index, 20).unwrap().gitlinks, ["src/sub"]);
+    assert_eq!(tracked(&index, 20, far()).unwrap().gitlinks, ["src/sub"]);
     assert!(
-        tracked(&index, 32).is_err(),
+        tracked(&index, 32, far()).is_err(),
         "a wrong object name size does not parse"
     );
     std::fs::write(
@@ -231,8 +235,8 @@ fn gitlinks_in_the_index_are_checked_as_repositories() {
     git(&root, &["add", "a.txt"]);
     git(&root, &["update-index", "--index-version", "4"]);
     let index = std::fs::read(root.join(".git/index")).unwrap();
-    assert_eq!(tracked(&index, 20).unwrap().gitlinks, ["src/sub"]);
-    assert!(tracked(b"DIRC\0\0\0\x09\0\0\0\x01", 20).is_err());
+    assert_eq!(tracked(&index, 20, far()).unwrap().gitlinks, ["src/sub"]);
+    assert!(tracked(b"DIRC\0\0\0\x09\0\0\0\x01", 20, far()).is_err());
 }
 
 #[test]
@@ -314,4 +318,162 @@ fn tracked_files_under_a_link_are_refused() {
             .unwrap_err()
             .contains("is a link")
     );
+}
+
+#[test]
+fn git_reads_its_configuration_as_the_gate_does_or_the_gate_asks() {
+    // A NUL ends a subsection early for git alone.
+    assert!(no_worktree("[core \"fsmonitor\0\"]\n\tabbrev = ./x\n").is_some());
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    git(&root, &["init", "-q"]);
+    let config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+    for worktree in ["../../home/.ssh #/../../x", "\"..\"/../outside", "a\\b"] {
+        std::fs::write(
+            root.join(".git/config"),
+            format!("{config}[core]\n\tworktree = {worktree}\n"),
+        )
+        .unwrap();
+        assert!(check_now(&root, &env(), &root).is_err(), "{worktree}");
+    }
+}
+
+#[test]
+fn discovery_passes_over_what_is_no_repository_as_git_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    git(&root, &["init", "-q"]);
+    let config = std::fs::read_to_string(root.join(".git/config")).unwrap();
+    std::fs::write(
+        root.join(".git/config"),
+        format!("{config}[core]\n\tfsmonitor = ./x\n"),
+    )
+    .unwrap();
+    // An empty .git folder below is not a repository: git uses the one above.
+    std::fs::create_dir_all(root.join("sub/.git")).unwrap();
+    assert!(
+        check_now(&root.join("sub"), &env(), &root)
+            .unwrap_err()
+            .contains("fsmonitor")
+    );
+    // A gitdir file with a blank git would keep is refused, not guessed at.
+    std::fs::remove_dir_all(root.join("sub/.git")).unwrap();
+    std::fs::write(root.join("sub/.git"), "gitdir: real \n").unwrap();
+    assert!(check_now(&root.join("sub"), &env(), &root).is_err());
+}
+
+/// The git directory real git takes from `dir`, if any.
+fn git_dir_of(dir: &Path) -> Option<PathBuf> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--absolute-git-dir"])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", "/nonexistent-home")
+        .env("GIT_CEILING_DIRECTORIES", dir.parent()?.parent()?)
+        .output()
+        .ok()?;
+    out.status.success().then(|| {
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end())
+            .canonicalize()
+            .unwrap()
+    })
+}
+
+#[test]
+fn the_gate_checks_every_repository_git_might_take() {
+    type Plant = fn(&Path);
+    let plants: &[(&str, Plant)] = &[
+        ("an empty .git folder", |sub| {
+            std::fs::create_dir_all(sub.join(".git")).unwrap()
+        }),
+        ("a .git folder with a bad HEAD", |sub| {
+            for d in [".git/objects", ".git/refs"] {
+                std::fs::create_dir_all(sub.join(d)).unwrap();
+            }
+            std::fs::write(sub.join(".git/HEAD"), "refs/heads/main\n").unwrap();
+        }),
+        ("a .git folder with HEAD without a space", |sub| {
+            for d in [".git/objects", ".git/refs"] {
+                std::fs::create_dir_all(sub.join(d)).unwrap();
+            }
+            std::fs::write(sub.join(".git/HEAD"), "ref:refs/heads/main\n").unwrap();
+        }),
+        ("the folder itself a git directory", |sub| {
+            std::fs::create_dir_all(sub.join(".git")).unwrap();
+            for d in ["objects", "refs"] {
+                std::fs::create_dir_all(sub.join(d)).unwrap();
+            }
+            std::fs::write(sub.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        }),
+        ("objects an executable file", |sub| {
+            std::fs::create_dir_all(sub.join(".git/refs")).unwrap();
+            std::fs::write(sub.join(".git/objects"), "").unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(
+                    sub.join(".git/objects"),
+                    std::fs::Permissions::from_mode(0o755),
+                )
+                .unwrap();
+            }
+            std::fs::write(sub.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        }),
+        ("a .git link that leads nowhere", |sub| {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink("nowhere", sub.join(".git")).unwrap();
+        }),
+        ("a .git link to an empty folder", |sub| {
+            std::fs::create_dir_all(sub.join("empty")).unwrap();
+            #[cfg(unix)]
+            std::os::unix::fs::symlink("empty", sub.join(".git")).unwrap();
+        }),
+        ("HEAD a link into refs", |sub| {
+            for d in [".git/objects", ".git/refs"] {
+                std::fs::create_dir_all(sub.join(d)).unwrap();
+            }
+            #[cfg(unix)]
+            std::os::unix::fs::symlink("refs/heads/main", sub.join(".git/HEAD")).unwrap();
+        }),
+    ];
+    for (what, plant) in plants {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("project");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        git(&root, &["init", "-q"]);
+        plant(&root.join("sub"));
+        let candidates: Vec<PathBuf> = discover(&root.join("sub"))
+            .unwrap()
+            .into_iter()
+            .map(|r| r.git_dir)
+            .collect();
+        let taken = git_dir_of(&root.join("sub")).expect(what);
+        assert!(
+            candidates.contains(&taken),
+            "{what}: git takes {taken:?}, the gate checks {candidates:?}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_dot_git_link_to_a_gitdir_file_is_followed_as_a_pointer() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("project");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    git(&base.join("outside"), &["init", "-q"]);
+    git(&root, &["init", "-q"]);
+    std::fs::write(
+        root.join("pointer"),
+        format!("gitdir: {}\n", base.join("outside/.git").display()),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(root.join("pointer"), root.join("sub/.git")).unwrap();
+    assert_eq!(
+        git_dir_of(&root.join("sub")),
+        Some(base.join("outside/.git"))
+    );
+    assert!(check_now(&root.join("sub"), &env(), &root).is_err());
 }

@@ -130,6 +130,7 @@ pub fn analyse(line: &str) -> Analysis {
         out: analysis,
         units: Vec::new(),
         pending: HashMap::new(),
+        owner: None,
     };
     walk.run(root);
     let mut analysis = walk.out;
@@ -157,6 +158,8 @@ struct Unit {
     start: usize,
     end: usize,
     kind: UnitKind,
+    /// The command (or test) the parser put it in: a newline inside one ends it for bash.
+    owner: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,6 +175,8 @@ struct Walk<'a> {
     units: Vec<Unit>,
     /// Words a redirection swallowed, by the command node they belong to.
     pending: HashMap<usize, Vec<Word>>,
+    /// The command whose words are being read.
+    owner: Option<usize>,
 }
 
 /// Tokens between statements the gate understands.
@@ -190,6 +195,7 @@ impl Walk<'_> {
                 start: node.start_byte(),
                 end: node.end_byte(),
                 kind,
+                owner: self.owner,
             });
         }
     }
@@ -313,6 +319,7 @@ impl Walk<'_> {
     fn command<'t>(&mut self, node: Node<'t>, context: Context) -> Vec<(Node<'t>, Context)> {
         let mut words = Vec::new();
         let mut visit = Vec::new();
+        self.owner = Some(node.id());
         for (child, _) in children(node, context) {
             match child.kind() {
                 "variable_assignment" => {
@@ -339,6 +346,7 @@ impl Walk<'_> {
                 }
             }
         }
+        self.owner = None;
         words.extend(self.pending.remove(&node.id()).unwrap_or_default());
         self.out.commands.push(SimpleCommand {
             words,
@@ -354,6 +362,7 @@ impl Walk<'_> {
     /// the test judge requires plain numbers there).
     fn test<'t>(&mut self, node: Node<'t>, context: Context) -> Vec<(Node<'t>, Context)> {
         let double = node.child(0).map(|c| c.kind()) == Some("[[");
+        self.owner = Some(node.id());
         let index = self.out.commands.len();
         self.out.commands.push(SimpleCommand {
             words: Vec::new(),
@@ -427,7 +436,7 @@ impl Walk<'_> {
                 // Bash still expands in it: `$…`, backticks, and `<(…)`/`>(…)`, which run
                 // commands.
                 let b = text.as_bytes();
-                let expands = b.iter().any(|&c| matches!(c, b'`' | b'<' | b'>'))
+                let expands = b.iter().any(|&c| matches!(c, b'`' | b'<' | b'>' | b'\\'))
                     || b.iter().enumerate().any(|(i, &c)| {
                         c == b'$'
                             && b.get(i + 1).is_some_and(|&n| {
@@ -449,6 +458,7 @@ impl Walk<'_> {
             self.out.commands[index].words.push(word);
             visit.push((leaf, Context::Word));
         }
+        self.owner = None;
         visit
     }
 
@@ -624,6 +634,23 @@ fn check_gaps(src: &[u8], units: &mut [Unit], out: &mut Analysis) {
                 out.risk("a redirection that assigns a variable ({name}>…)");
                 return;
             }
+            // A newline ends a command for bash: two words the parser kept in one command
+            // across it (after a line continuation, say) are two commands.
+            Gap::Blank
+                if has_bare_newline(gap)
+                    && prev.is_some_and(|p| {
+                        p.kind == UnitKind::Word
+                            && unit.kind == UnitKind::Word
+                            && p.owner.is_some()
+                            && p.owner == unit.owner
+                    }) =>
+            {
+                out.risk(format!(
+                    "a newline inside what the parser reads as one command: {:?}",
+                    String::from_utf8_lossy(&src[prev.map_or(0, |p| p.start)..unit.end])
+                ));
+                return;
+            }
             // A reserved word (`{`, `}`, `!`, `[[`, `]]`) is only one when blanks or
             // metacharacters surround it, and a comment only starts after them: `}#x` is a
             // word for bash, not a brace and a comment.
@@ -650,6 +677,19 @@ fn check_gaps(src: &[u8], units: &mut [Unit], out: &mut Analysis) {
     if gap_kind(&src[pos.min(src.len())..]) == Gap::Text {
         out.risk("text after the last command the parser skipped");
     }
+}
+
+/// A newline that is not part of a line continuation.
+fn has_bare_newline(gap: &[u8]) -> bool {
+    let mut i = 0;
+    while i < gap.len() {
+        match gap[i] {
+            b'\\' if gap.get(i + 1) == Some(&b'\n') => i += 2,
+            b'\n' => return true,
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 /// Bash's reserved words among the parser's operator tokens.

@@ -44,6 +44,8 @@ fn every_simple_command_is_found() {
         "! ls",
         "[[ -f x ]]&&ls",
         "{ ls; } > /dev/null",
+        "ls\ncat x",
+        "ls -la \\\n  src",
     ] {
         assert!(!risky(line), "{line:?}: {:?}", analyse(line));
     }
@@ -117,6 +119,10 @@ fn risky_constructs_are_reported() {
         "{#x; rm -f keep.txt\nls; }",
         "{ ls; }\\\n#x; touch RAN; }",
         "!\\\n#;>RAN\nls",
+        "echo a\n\\\nrm keep.txt",
+        "echo a \n\\\n cat ../outside/secret.txt",
+        "git status\n\\\nx=1 ./run.sh",
+        "( echo a\n\\\n./run.sh )",
         "ls\0rm",
     ] {
         assert!(risky(line), "{line:?} should be risky: {:?}", analyse(line));
