@@ -156,6 +156,7 @@ pub(crate) fn commit(
     Ok(())
 }
 
+#[cfg(unix)]
 fn write_in_place(path: &Path, new: &[u8]) -> io::Result<()> {
     let mut file = OpenOptions::new().write(true).truncate(true).open(path)?;
     file.write_all(new)?;
