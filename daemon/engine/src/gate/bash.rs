@@ -497,7 +497,7 @@ fn is_process_view(path: &Path) -> bool {
 
 /// `-` (standard input) and the null device: nothing is read from a file.
 fn is_stream(path: &str) -> bool {
-    matches!(path, "-" | "/dev/null" | "/dev/stdin")
+    matches!(path, "/dev/null" | "/dev/stdin")
 }
 
 /// The folders the line's commands may run in: the session's, and every folder a `cd` in it
@@ -577,6 +577,19 @@ fn shell_environment(env: &Env, root: &Path, line: &str) -> Option<String> {
     if let Some((var, why)) = SHELL_VARIABLES.iter().find(|(v, _)| env.contains_key(*v)) {
         return Some(format!("the session's environment sets {var}: {why}"));
     }
+    // bash started by sshd (Debian's, among others, takes `SSH_CLIENT` for proof) runs
+    // `~/.bashrc` first when it is a top-level shell: what the line's commands mean is then
+    // the rc file's to say.
+    if let Some(var) = ["SSH_CLIENT", "SSH2_CLIENT"]
+        .into_iter()
+        .find(|v| env.contains_key(*v))
+        && !nested_shell_level(env)
+    {
+        return Some(format!(
+            "the session's environment sets {var} without SHLVL, so bash would run ~/.bashrc \
+             before the line"
+        ));
+    }
     // In a multibyte character set other than UTF-8 (GBK, Shift_JIS) a byte past ASCII can
     // swallow the `\` or `'` after it: bash then reads another line than the gate did.
     if !line.is_ascii() && !utf8_locale(env) {
@@ -611,6 +624,15 @@ fn shell_environment(env: &Env, root: &Path, line: &str) -> Option<String> {
             k.trim_start_matches("BASH_FUNC_").trim_end_matches('%')
         )
     })
+}
+
+/// Whether bash will count itself nested (its level at least 2, from `SHLVL` + 1), so it
+/// runs no start-up file for sshd.
+fn nested_shell_level(env: &Env) -> bool {
+    env.get("SHLVL")
+        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|l| l.parse::<u32>().ok())
+        .is_some_and(|l| (1..999).contains(&l))
 }
 
 #[cfg(unix)]

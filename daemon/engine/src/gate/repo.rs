@@ -383,9 +383,12 @@ fn submodules(repo: &Repo, root: &Path, deadline: Instant) -> Result<Vec<Repo>, 
             }
         }
     }
+    // git falls back on `.git/modules/<name>` for a submodule without its own `.git`, and
+    // follows a link or a gitdir file there: each must be a folder, and each repository
+    // among them is checked. (dir, whether it lies inside a submodule's git directory)
     let mut seen = 0usize;
-    let mut stack = vec![common_dir(&repo.git_dir)?.join("modules")];
-    while let Some(dir) = stack.pop() {
+    let mut stack = vec![(common_dir(&repo.git_dir)?.join("modules"), false)];
+    while let Some((dir, in_git_dir)) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -400,14 +403,30 @@ fn submodules(repo: &Repo, root: &Path, deadline: Instant) -> Result<Vec<Repo>, 
                 return Err("the repository has too many submodules to check".into());
             }
             let path = entry.path();
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
+            let Ok(kind) = entry.file_type() else {
+                return Err(format!("{} cannot be examined", path.display()));
+            };
+            if kind.is_symlink() {
+                return Err(format!(
+                    "{} is a link, which git would follow to a submodule's repository elsewhere",
+                    path.display()
+                ));
             }
-            if path.join("HEAD").is_file() {
+            if !kind.is_dir() {
+                if in_git_dir {
+                    continue;
+                }
+                return Err(format!(
+                    "{} is not a folder: git would take it for a submodule's gitdir file",
+                    path.display()
+                ));
+            }
+            let is_repo = std::fs::symlink_metadata(path.join("HEAD")).is_ok();
+            if is_repo {
                 // Checked for its configuration and hooks; where it lies is the parent's.
                 check_git_dir(&path, root, deadline)?;
             }
-            stack.push(path);
+            stack.push((path, in_git_dir || is_repo));
         }
     }
     Ok(found)

@@ -716,3 +716,67 @@ fn a_line_beyond_ascii_in_a_locale_other_than_utf8_asks() {
         "plain ASCII reads the same everywhere"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_file_named_dash_is_a_file() {
+    let (dir, root) = project();
+    std::fs::write(dir.path().join("secret"), "s").unwrap();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let decide = |line: &str| kind(&p.decide(&sh_in(line, &root))).to_string();
+    // Standard input where no such file exists.
+    assert_eq!(decide("cat -"), "allow");
+    std::os::unix::fs::symlink(dir.path().join("secret"), root.join("-")).unwrap();
+    for line in [
+        "cat < -",
+        "cat -",
+        "column -",
+        "ls -",
+        "hexdump -f - src/a.rs",
+    ] {
+        assert_eq!(decide(line), "ask", "{line}");
+    }
+}
+
+#[test]
+fn bash_started_as_if_by_sshd_asks() {
+    let (_dir, root) = project();
+    let p = policy(Default, &root, &[], &[], &[]);
+    for extra in [
+        &[("SSH_CLIENT", "10.0.0.1 1 22")][..],
+        &[("SSH2_CLIENT", "x"), ("SHLVL", "0")],
+        &[("SSH_CLIENT", "x"), ("SHLVL", "998 ")],
+        &[("SSH_CLIENT", "x"), ("SHLVL", "999")],
+    ] {
+        assert_eq!(
+            kind(&p.decide(&sh_env("ls", &root, extra))),
+            "ask",
+            "{extra:?}"
+        );
+    }
+    assert_eq!(
+        p.decide(&sh_env("ls", &root, &[("SSH_CLIENT", "x"), ("SHLVL", "1")])),
+        Verdict::Allow,
+        "a nested bash runs no rc file"
+    );
+}
+
+#[test]
+fn dates_naming_a_time_zone_file_ask() {
+    let (_dir, root) = project();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let decide = |line: &str| kind(&p.decide(&sh_in(line, &root))).to_string();
+    for line in [
+        "date -d 'TZ=\"../x\" now'",
+        "date --date='tz=\"/etc/passwd\" now'",
+        "date -f src/a.rs",
+        "date -d \"$HOME\"",
+        "find . -newermt 'TZ=\"../x\" 2020-01-01'",
+        "find . -newermt \"$HOME\"",
+    ] {
+        assert_eq!(decide(line), "ask", "{line}");
+    }
+    for line in ["date -d yesterday +%F", "find . -newermt 2020-01-01"] {
+        assert_eq!(decide(line), "allow", "{line}");
+    }
+}

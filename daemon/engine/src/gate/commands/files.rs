@@ -520,6 +520,13 @@ fn find(args: &[Word]) -> Result<Reads, String> {
             reads.paths.push(path(arg)?);
         } else if let Value::Unsafe(why) | Value::Splits(why) = &arg.value {
             return Err(format!("find {primary}'s argument: {why}"));
+        } else if newer.is_some() {
+            let Some(date) = arg.text() else {
+                return Err(format!("find {primary}'s date is known only at run time"));
+            };
+            if let Some(why) = super::system::names_time_zone_file(date) {
+                return Err(format!("find {primary} {why}"));
+            }
         }
     }
     Ok(reads)

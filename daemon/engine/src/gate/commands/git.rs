@@ -410,7 +410,6 @@ fn sub(name: &str) -> Option<Sub> {
                 "show-toplevel",
                 "show-cdup",
                 "show-prefix",
-                "show-superproject-working-tree",
                 "show-object-format=?",
                 "show-ref-format",
                 "is-inside-work-tree",
@@ -452,7 +451,10 @@ fn sub(name: &str) -> Option<Sub> {
                 "git-path=",
                 "resolve-git-dir=@",
             ],
-            refused: &[],
+            refused: &[(
+                "show-superproject-working-tree",
+                "runs git in the repository above, whose configuration the gate has not checked",
+            )],
             numeric: false,
         },
         "ls-files" => Sub {

@@ -179,6 +179,22 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
         "which" => text(&WHICH),
         "date" => {
             let (p, reads) = with_spec(&DATE, args, Operands::Text)?;
+            // A date may name its own time zone file (`TZ="../x" now`), which the C library
+            // opens from anywhere; a file of dates may hold such names too.
+            if p.has(&["-f", "--file"]) {
+                return Err("date -f reads dates that may name time zone files".into());
+            }
+            if p.dynamic {
+                return Err("date has an option value known only at run time".into());
+            }
+            if let Some(why) = p
+                .options
+                .iter()
+                .filter(|(o, _)| o == "-d" || o == "--date")
+                .find_map(|(_, v)| v.as_deref().and_then(names_time_zone_file))
+            {
+                return Err(format!("date -d {why}"));
+            }
             // date [+FORMAT]; any other operand sets the clock.
             if let Some(w) = p
                 .operands
@@ -191,4 +207,12 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
         }
         _ => Err(format!("{name} is not a program the gate knows")),
     }
+}
+
+/// Why a date string (GNU's `parse_datetime`, as `date -d` and `find -newermt` read it) may
+/// open a file: `TZ="…"` names a time zone, which the C library reads from any path.
+pub(super) fn names_time_zone_file(date: &str) -> Option<String> {
+    date.to_ascii_uppercase()
+        .contains("TZ=")
+        .then(|| format!("{date:?} names a time zone, which may be read from any file"))
 }

@@ -396,6 +396,8 @@ fn git_by_its_real_subcommand() {
         "abc is the commit"
     );
     assert_eq!(reads("git blame --contents=x a.rs"), ["a.rs", "x"]);
+    assert_eq!(reads("git rev-parse --resolve-git-dir ../x"), ["../x"]);
+    refused("git rev-parse --show-superproject-working-tree");
     for line in [
         "git clean -f",
         "git push",

@@ -477,3 +477,55 @@ fn a_dot_git_link_to_a_gitdir_file_is_followed_as_a_pointer() {
     );
     assert!(check_now(&root.join("sub"), &env(), &root).is_err());
 }
+
+#[cfg(unix)]
+#[test]
+fn a_submodule_git_directory_must_be_a_plain_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    git(&base.join("outside"), &["init", "-q"]);
+    git(&root, &["init", "-q"]);
+    let modules = root.join(".git/modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    assert_eq!(check_now(&root, &env(), &root), Ok(()));
+    std::os::unix::fs::symlink(base.join("outside/.git"), modules.join("sub")).unwrap();
+    assert!(
+        check_now(&root, &env(), &root)
+            .unwrap_err()
+            .contains("is a link")
+    );
+    std::fs::remove_file(modules.join("sub")).unwrap();
+    std::fs::write(modules.join("sub"), "gitdir: ../hide\n").unwrap();
+    assert!(
+        check_now(&root, &env(), &root)
+            .unwrap_err()
+            .contains("not a folder")
+    );
+    std::fs::remove_file(modules.join("sub")).unwrap();
+    // A nested name: a/b.
+    std::fs::create_dir_all(modules.join("a")).unwrap();
+    std::fs::write(modules.join("a/b"), "gitdir: ../../hide\n").unwrap();
+    assert!(
+        check_now(&root, &env(), &root)
+            .unwrap_err()
+            .contains("not a folder")
+    );
+    std::fs::remove_dir_all(modules.join("a")).unwrap();
+    // A repository whose HEAD is a link to nothing is still one git may use.
+    std::fs::create_dir_all(modules.join("sub/objects")).unwrap();
+    std::fs::create_dir_all(modules.join("sub/refs")).unwrap();
+    std::os::unix::fs::symlink("refs/heads/main", modules.join("sub/HEAD")).unwrap();
+    std::fs::write(
+        modules.join("sub/config"),
+        "[extensions]\n\tpartialClone = origin\n",
+    )
+    .unwrap();
+    assert!(
+        check_now(&root, &env(), &root)
+            .unwrap_err()
+            .contains("partialclone")
+    );
+}
