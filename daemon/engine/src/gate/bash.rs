@@ -6,11 +6,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stepper_protocol::session::Env;
 
-use super::commands::{self, Judgement, Reads};
+use super::commands::{self, IgnoreWalk, Judgement, Reads};
 use super::shell::{self, SimpleCommand, Value, Word, pattern};
 use super::{Policy, Verdict, repo, resolve};
 use crate::config::PermissionMode;
@@ -275,6 +276,31 @@ impl Policy {
                 }
             }
         }
+        if let Some(walk) = reads.ignore_files {
+            // The folders it searches: the named ones, or where it runs; a pattern's matches
+            // lie in the folder it is expanded from, walked whole.
+            let mut roots: Vec<(PathBuf, IgnoreWalk)> = Vec::new();
+            for folder in folders {
+                for word in &reads.paths {
+                    match &word.value {
+                        Value::Literal(text) => roots.push((folder.join(text), walk)),
+                        _ => roots.push((folder.clone(), IgnoreWalk::Every)),
+                    }
+                }
+                if reads.paths.is_empty() {
+                    roots.push((folder.clone(), walk));
+                }
+            }
+            if let Err(why) = repo::user_configuration_elsewhere(env, &self.project_root) {
+                return Finding::Ask(format!("{name}: {why}"));
+            }
+            for (root, walk) in roots {
+                match self.check_ignore_files(&root, walk, memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+        }
         if let Some(chain) = &reads.git {
             let repos: Vec<PathBuf> = folders
                 .iter()
@@ -317,6 +343,113 @@ impl Policy {
         };
         memo.reads.insert(path.to_path_buf(), found.clone());
         found
+    }
+
+    /// ripgrep reads the ignore files of each folder it walks and of the folders above (and
+    /// prints a line it cannot parse): each is read like any other file, and must be a
+    /// regular one. Folders above the project are the user's own.
+    fn check_ignore_files(&self, root: &Path, walk: IgnoreWalk, memo: &mut Memo) -> Finding {
+        let project = resolve(&self.project_root);
+        let resolved = resolve(root);
+        for dir in resolved.ancestors().chain(root.ancestors()) {
+            if !resolve(dir).starts_with(&project) {
+                continue;
+            }
+            match self.check_folder_ignores(dir, memo) {
+                Finding::Fine => {}
+                other => return other,
+            }
+        }
+        if !resolved.is_dir() {
+            return Finding::Fine;
+        }
+        // Every folder below, as ripgrep walks it (links not followed). The walker reads each
+        // folder's ignore files to know what to skip: the filter vets them first (a FIFO
+        // would hold it), and every folder it yields is checked in full.
+        let trouble: Arc<Mutex<Option<String>>> = Arc::default();
+        let mut builder = ignore::WalkBuilder::new(root);
+        builder
+            .hidden(false)
+            .parents(false)
+            .git_global(false)
+            .git_exclude(false)
+            .follow_links(false)
+            .add_custom_ignore_filename(".rgignore");
+        if walk == IgnoreWalk::Every {
+            builder.standard_filters(false);
+        }
+        builder.filter_entry({
+            let trouble = Arc::clone(&trouble);
+            let project = project.clone();
+            move |entry| {
+                if !entry.file_type().is_some_and(|t| t.is_dir()) {
+                    return true;
+                }
+                let found = IGNORE_FILES
+                    .iter()
+                    .find_map(|n| ignore_file_trouble(&entry.path().join(n), &project));
+                match found {
+                    Some(why) => {
+                        if let Ok(mut t) = trouble.lock() {
+                            t.get_or_insert(why);
+                        }
+                        false
+                    }
+                    None => true,
+                }
+            }
+        });
+        let mut folders = 0usize;
+        for entry in builder.build() {
+            if let Ok(Some(why)) = trouble.lock().map(|t| t.clone()) {
+                return Finding::Ask(why);
+            }
+            if folders >= memo.budget.entries || Instant::now() > memo.budget.deadline {
+                return Finding::Ask(
+                    "rg would walk more folders than the gate checks in time".into(),
+                );
+            }
+            let Ok(entry) = entry else {
+                continue;
+            };
+            if entry.file_type().is_some_and(|t| t.is_dir()) {
+                folders += 1;
+                match self.check_folder_ignores(entry.path(), memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+        }
+        match trouble.lock().map(|t| t.clone()) {
+            Ok(Some(why)) => Finding::Ask(why),
+            Ok(None) => Finding::Fine,
+            Err(_) => Finding::Ask("the check of rg's ignore files failed".into()),
+        }
+    }
+
+    /// The ignore files ripgrep reads in `dir`.
+    fn check_folder_ignores(&self, dir: &Path, memo: &mut Memo) -> Finding {
+        let mut files: Vec<PathBuf> = IGNORE_FILES.iter().map(|n| dir.join(n)).collect();
+        let dot_git = dir.join(".git");
+        if std::fs::symlink_metadata(&dot_git).is_ok() {
+            match repo::exclude_dirs(&dot_git) {
+                Ok(dirs) => files.extend(dirs.iter().map(|d| d.join("info/exclude"))),
+                Err(why) => return Finding::Ask(format!("rg reads git's exclude file: {why}")),
+            }
+        }
+        for file in files {
+            if std::fs::symlink_metadata(&file).is_err() {
+                continue;
+            }
+            match self.read(&file, memo) {
+                Finding::Fine => {}
+                other => return other,
+            }
+            if let Some(why) = ignore_file_trouble(&file, &resolve(&self.project_root)) {
+                return Finding::Ask(why);
+            }
+        }
+        Finding::Fine
     }
 
     /// A file named by a redirection (`< file`).
@@ -495,7 +628,33 @@ fn is_process_view(path: &Path) -> bool {
     path.starts_with("/proc") || (path.starts_with("/dev") && path != Path::new("/dev/null"))
 }
 
-/// `-` (standard input) and the null device: nothing is read from a file.
+/// The ignore files ripgrep reads in every folder it walks.
+const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".rgignore"];
+
+/// The longest ignore file the gate lets ripgrep read.
+const MAX_IGNORE_FILE: u64 = 4 << 20;
+
+/// Why ripgrep must not read `file` as an ignore file (when it exists): it leads out of
+/// the project, or is not a regular file of bounded size.
+fn ignore_file_trouble(file: &Path, project: &Path) -> Option<String> {
+    std::fs::symlink_metadata(file).ok()?;
+    let shown = file.display();
+    match std::fs::metadata(file) {
+        Ok(m) if !m.is_file() => Some(format!(
+            "rg would read the ignore file {shown}, which is not a regular file"
+        )),
+        Ok(m) if m.len() > MAX_IGNORE_FILE => Some(format!(
+            "rg would read the ignore file {shown}, which is very large"
+        )),
+        Ok(_) if !resolve(file).starts_with(project) => Some(format!(
+            "rg would read the ignore file {shown}, which leads out of the project"
+        )),
+        Ok(_) => None,
+        Err(e) => Some(format!("rg would read the ignore file {shown}: {e}")),
+    }
+}
+
+/// The null device and standard input: nothing is read from a file (`-` may name one).
 fn is_stream(path: &str) -> bool {
     matches!(path, "/dev/null" | "/dev/stdin")
 }

@@ -69,17 +69,7 @@ pub fn check(dir: &Path, env: &Env, project_root: &Path, deadline: Instant) -> R
         }
     }
     let root = resolve(project_root);
-    for var in ["HOME", "XDG_CONFIG_HOME"] {
-        if let Some(value) = env.get(var)
-            && !value.is_empty()
-            && (!value.starts_with('/') || resolve(Path::new(value)).starts_with(&root))
-        {
-            return Err(format!(
-                "{var} is relative or inside the project, so git could read its user \
-                 configuration from there"
-            ));
-        }
-    }
+    user_configuration_elsewhere(env, &root)?;
     let mut pending = discover(&resolve(dir))?;
     let mut seen: HashSet<PathBuf> = HashSet::new();
     while let Some(repo) = pending.pop() {
@@ -97,6 +87,44 @@ pub fn check(dir: &Path, env: &Env, project_root: &Path, deadline: Instant) -> R
         pending.extend(submodules(&repo, &root, deadline)?);
     }
     Ok(())
+}
+
+/// The user's git configuration (and global ignore file) is theirs, unless `HOME` or
+/// `XDG_CONFIG_HOME` is relative or inside the project.
+pub fn user_configuration_elsewhere(env: &Env, root: &Path) -> Result<(), String> {
+    for var in ["HOME", "XDG_CONFIG_HOME"] {
+        if let Some(value) = env.get(var)
+            && !value.is_empty()
+            && (!value.starts_with('/') || resolve(Path::new(value)).starts_with(root))
+        {
+            return Err(format!(
+                "{var} is relative or inside the project, so git could read its user \
+                 configuration from there"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The git directories whose `info/exclude` a `.git` in a folder leads to: the folder it is
+/// (or that its gitdir file names) and its common directory.
+pub fn exclude_dirs(dot_git: &Path) -> Result<Vec<PathBuf>, String> {
+    let git_dir = if std::fs::metadata(dot_git).is_ok_and(|m| m.is_file()) {
+        let text = read_text(dot_git)?.unwrap_or_default();
+        let target = text
+            .strip_prefix("gitdir: ")
+            .ok_or_else(|| format!("{} is not a gitdir file", dot_git.display()))?;
+        let folder = dot_git.parent().unwrap_or(Path::new("/"));
+        resolve(&folder.join(pointer(target, dot_git)?))
+    } else {
+        resolve(dot_git)
+    };
+    let common = common_dir(&git_dir)?;
+    Ok(if common == git_dir {
+        vec![git_dir]
+    } else {
+        vec![git_dir, common]
+    })
 }
 
 /// The tops of the work trees `dir` may belong to, as git finds them (git resolves some

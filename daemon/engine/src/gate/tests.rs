@@ -780,3 +780,84 @@ fn dates_naming_a_time_zone_file_ask() {
         assert_eq!(decide(line), "allow", "{line}");
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn the_ignore_files_rg_reads_are_checked_like_reads() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let (dir, root) = project();
+    let outside = dir.path().canonicalize().unwrap();
+    std::fs::write(outside.join("secret.json"), "{\"token\": \"s\"").unwrap();
+    // An rg outside the project for the gate to find (the real one need not be installed).
+    let bin = outside.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("rg"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(bin.join("rg"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let p = policy(Default, &root, &[], &["Read(./.env)"], &[]);
+    let decide = |line: &str| kind(&p.decide(&sh_env(line, &root, &[("PATH", &path)]))).to_string();
+    std::fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
+    std::fs::create_dir_all(root.join(".git/info")).unwrap();
+    std::fs::write(root.join(".git/info/exclude"), "").unwrap();
+    assert_eq!(decide("rg x"), "allow");
+    assert_eq!(decide("rg -n x src"), "allow");
+    // A folder rg skips is not walked — unless an option widens the walk.
+    std::fs::create_dir_all(root.join("ignored")).unwrap();
+    symlink(outside.join("secret.json"), root.join("ignored/.ignore")).unwrap();
+    assert_eq!(decide("rg x"), "allow");
+    assert_eq!(decide("rg --no-ignore-vcs x"), "ask");
+    assert_eq!(decide("rg -g '*.rs' x"), "ask");
+    assert_eq!(decide("rg x ignored"), "ask", "a folder named is walked");
+    std::fs::remove_dir_all(root.join("ignored")).unwrap();
+    for (file, decision) in [
+        (".ignore", "ask"),
+        ("src/.rgignore", "ask"),
+        (".git/info/exclude", "ask"),
+    ] {
+        let original = root.join(file);
+        let saved = std::fs::read(&original).ok();
+        let _ = std::fs::remove_file(&original);
+        symlink(outside.join("secret.json"), &original).unwrap();
+        assert_eq!(decide("rg x"), decision, "{file}");
+        assert_eq!(decide("rg x src/a.rs"), decision, "{file}: a parent's");
+        std::fs::remove_file(&original).unwrap();
+        if let Some(saved) = saved {
+            std::fs::write(&original, saved).unwrap();
+        }
+    }
+    // A deny rule holds for what an ignore file is made to read.
+    symlink(root.join(".env"), root.join("src/.ignore")).unwrap();
+    assert_eq!(decide("rg x"), "deny");
+    std::fs::remove_file(root.join("src/.ignore")).unwrap();
+    // A FIFO would hold rg and the gate: asked, never opened.
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(root.join("src/.gitignore"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(decide("rg x"), "ask");
+    std::fs::remove_file(root.join("src/.gitignore")).unwrap();
+    // A gitdir file leading out names an exclude file out there.
+    std::fs::create_dir_all(outside.join("info")).unwrap();
+    std::fs::write(outside.join("info/exclude"), "{").unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(
+        root.join("sub/.git"),
+        format!("gitdir: {}\n", outside.display()),
+    )
+    .unwrap();
+    assert_eq!(decide("rg x"), "ask");
+    std::fs::remove_file(root.join("sub/.git")).unwrap();
+    assert_eq!(
+        kind(&p.decide(&sh_env(
+            "rg x",
+            &root,
+            &[("PATH", &path), ("HOME", &root.display().to_string())]
+        ))),
+        "ask",
+        "a HOME inside the project holds rg's global ignore file"
+    );
+    assert_eq!(decide("rg x"), "allow");
+}

@@ -148,8 +148,85 @@ fn printf(args: &[Word]) -> Judgement {
         Some(Value::Inert(why) | Value::Splits(why)) => Judgement::Refused(format!(
             "printf's first word is known only at run time ({why}) and may be -v"
         )),
-        _ => builtin(Vec::new()),
+        _ => {
+            let format = match args.first().and_then(Word::text) {
+                Some("--") => args.get(1),
+                _ => args.first(),
+            };
+            match format.map(|w| (w, w.text())) {
+                None => builtin(Vec::new()),
+                Some((_, Some(text))) => match assigning_directive(text) {
+                    Some(why) => Judgement::Shell(why),
+                    None => builtin(Vec::new()),
+                },
+                Some((w, None)) => Judgement::Refused(format!(
+                    "printf's format {} is known only at run time, and %n in it assigns a \
+                     variable",
+                    w.raw
+                )),
+            }
+        }
     }
+}
+
+/// Conversions of bash's `printf` that only print (`%n` stores a count in the variable its
+/// argument names).
+const PRINTF_CONVERSIONS: &str = "diouxXfFeEgGaAcsbqQT";
+
+/// Why a `printf` format would do more than print: a conversion outside the allow-list.
+fn assigning_directive(format: &str) -> Option<String> {
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            continue;
+        }
+        // Flags, width, precision, length modifiers, a strftime format in parentheses.
+        while let Some(&c) = chars.peek() {
+            match c {
+                '-'
+                | '+'
+                | ' '
+                | '#'
+                | '0'..='9'
+                | '\''
+                | '.'
+                | '*'
+                | 'h'
+                | 'l'
+                | 'L'
+                | 'j'
+                | 'z'
+                | 't' => {
+                    chars.next();
+                }
+                '(' => {
+                    for c in chars.by_ref() {
+                        if c == ')' {
+                            break;
+                        }
+                    }
+                }
+                _ => break,
+            }
+        }
+        match chars.next() {
+            Some(c) if PRINTF_CONVERSIONS.contains(c) => {}
+            Some('n') => {
+                return Some("printf %n assigns a variable".into());
+            }
+            other => {
+                return Some(format!(
+                    "printf's format has the conversion %{}, which the gate does not know",
+                    other.map(String::from).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Unary operators of `test` that look at a file.

@@ -61,6 +61,17 @@ pub struct Reads {
     /// Environment variables that change what the program does beyond its words; when the
     /// session sets one, the command is not judged read-only.
     pub env: &'static [&'static str],
+    /// ripgrep: it reads the ignore files of every folder it walks and of their parents.
+    pub ignore_files: Option<IgnoreWalk>,
+}
+
+/// Which folders ripgrep walks, for the ignore files it reads there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IgnoreWalk {
+    /// Those its ignore rules leave in.
+    Unignored,
+    /// Every one: an option widens the walk (`--no-ignore-vcs`, `-u`, `-g`).
+    Every,
 }
 
 /// What the operands of a command are.

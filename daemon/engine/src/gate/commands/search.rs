@@ -4,7 +4,7 @@
 //! programs on the files (`rg --pre`, `rg -z`, `rg --hostname-bin`) are refused.
 
 use super::options::{Spec, Style};
-use super::{Operands, Reads, path, with_spec};
+use super::{IgnoreWalk, Operands, Reads, path, with_spec};
 use crate::gate::shell::Word;
 
 const FOLLOWS: &str = "follows every link while searching, out of the project through a link in it";
@@ -254,6 +254,25 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
     if rg {
         // Its configuration file can add any flag, --pre included.
         reads.env = &["RIPGREP_CONFIG_PATH"];
+        let widens = parsed.options.iter().any(|(o, _)| {
+            (o.starts_with("--no-ignore")
+                && o != "--no-ignore-case"
+                && o != "--no-ignore-file-case-insensitive")
+                || [
+                    "-u",
+                    "--unrestricted",
+                    "-g",
+                    "--glob",
+                    "--iglob",
+                    "--no-require-git",
+                ]
+                .contains(&o.as_str())
+        });
+        reads.ignore_files = Some(if widens {
+            IgnoreWalk::Every
+        } else {
+            IgnoreWalk::Unignored
+        });
     }
     Ok(reads)
 }

@@ -247,6 +247,8 @@ fn builtins() {
         "echo -n a $HOME",
         "printf '%s\\n' a b",
         "printf -- -v",
+        "printf '%-5.2s|%05d|%(%F)T|%%n|%q\\n' a 1 -1 x",
+        "printf -- '%s' -v",
         "pwd -P",
         "true anything",
         "type -a ls",
@@ -271,6 +273,22 @@ fn builtins() {
     refused("printf -vx %s y");
     refused("printf $HOME x");
     refused("printf -v? x y");
+    for line in [
+        "printf %n PATH",
+        "printf -- 'ab%n' PATH",
+        "printf '%5n' HOME",
+        "printf '%s%ln' a CDPATH",
+        "printf '%k' x",
+        "printf 'a%'",
+        "printf \"$HOME\" x",
+        "printf *",
+    ] {
+        assert!(
+            !matches!(judged(line), Judgement::Reads(_)),
+            "{line}: {:?}",
+            judged(line)
+        );
+    }
     refused("test -v 'a[$(id)]'");
     refused("test -v a[0]");
     refused("test x -eq 1");
