@@ -20,6 +20,7 @@ const TYPICAL: &[&str] = &[
     "git status --short",
     "cargo test -p stepper-engine -- --nocapture 2>&1",
     "grep -rn 'fn main' src | head -20",
+    "rg -n 'fn main' --type rust",
     "ls -la src && wc -l src/*.rs",
     "find . -name '*.rs' -not -path './target/*' | sort | head -50",
     "git log --oneline -10 -- src && git diff --stat",
@@ -163,6 +164,35 @@ fn main() {
         &"a=(".repeat(20_000),
         10,
         Duration::from_millis(20),
+    );
+    // rg's ignore files: the gate walks the folders rg walks. A larger project, next to rg
+    // itself searching it (when installed).
+    for d in 0..1_000 {
+        let dir = root.join(format!("big/d{}/e{d}", d % 30));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..10 {
+            std::fs::write(dir.join(format!("f{f}.rs")), "fn x() {}\n").unwrap();
+        }
+    }
+    let line = "rg -n 'fn main'";
+    report(
+        "rg, 1,030 more folders",
+        line,
+        30,
+        Duration::from_millis(20),
+    );
+    let decide = best(30, || {
+        std::hint::black_box(policy.decide(&request(line)));
+    });
+    let rg = best(10, || {
+        let _ = std::process::Command::new("rg")
+            .args(["-n", "fn main"])
+            .current_dir(&root)
+            .output();
+    });
+    println!(
+        "  rg itself on that project (spawn included) {rg:>10.2?}  gate/rg {:>5.2}",
+        decide.as_secs_f64() / rg.as_secs_f64()
     );
 }
 

@@ -294,8 +294,16 @@ impl Policy {
             if let Err(why) = repo::user_configuration_elsewhere(env, &self.project_root) {
                 return Finding::Ask(format!("{name}: {why}"));
             }
-            for (root, walk) in roots {
-                match self.check_ignore_files(&root, walk, memo) {
+            for key in roots {
+                let found = match memo.ignore_walks.get(&key) {
+                    Some(found) => found.clone(),
+                    None => {
+                        let found = self.check_ignore_files(&key.0, key.1, memo);
+                        memo.ignore_walks.insert(key, found.clone());
+                        found
+                    }
+                };
+                match found {
                     Finding::Fine => {}
                     other => return other,
                 }
@@ -365,8 +373,8 @@ impl Policy {
         }
         // Every folder below, as ripgrep walks it (links not followed). The walker reads each
         // folder's ignore files to know what to skip: the filter vets them first (a FIFO
-        // would hold it), and every folder it yields is checked in full.
-        let trouble: Arc<Mutex<Option<String>>> = Arc::default();
+        // would hold it) and hands on what each folder holds, which is then read in full.
+        let shared: Arc<Mutex<Walked>> = Arc::default();
         let mut builder = ignore::WalkBuilder::new(root);
         builder
             .hidden(false)
@@ -379,65 +387,71 @@ impl Policy {
             builder.standard_filters(false);
         }
         builder.filter_entry({
-            let trouble = Arc::clone(&trouble);
-            let project = project.clone();
+            let shared = Arc::clone(&shared);
             move |entry| {
+                // Only folders hold ignore files; files are not worth yielding.
                 if !entry.file_type().is_some_and(|t| t.is_dir()) {
-                    return true;
+                    return false;
                 }
-                let found = IGNORE_FILES
-                    .iter()
-                    .find_map(|n| ignore_file_trouble(&entry.path().join(n), &project));
-                match found {
-                    Some(why) => {
-                        if let Ok(mut t) = trouble.lock() {
-                            t.get_or_insert(why);
-                        }
-                        false
+                let Ok(mut walked) = shared.lock() else {
+                    return false;
+                };
+                walked.folders += 1;
+                for name in IGNORE_FILES.iter().chain([&".git"]) {
+                    let file = entry.path().join(name);
+                    if std::fs::symlink_metadata(&file).is_err() {
+                        continue;
                     }
-                    None => true,
+                    if *name != ".git"
+                        && let Some(why) = ignore_file_trouble(&file, &project)
+                    {
+                        walked.trouble.get_or_insert(why);
+                        return false;
+                    }
+                    walked.found.push(file);
                 }
+                true
             }
         });
-        let mut folders = 0usize;
-        for entry in builder.build() {
-            if let Ok(Some(why)) = trouble.lock().map(|t| t.clone()) {
+        let mut walker = builder.build();
+        loop {
+            let more = walker.next().is_some();
+            let (found, trouble, folders) = match shared.lock() {
+                Ok(mut w) => (std::mem::take(&mut w.found), w.trouble.clone(), w.folders),
+                Err(_) => return Finding::Ask("the check of rg's ignore files failed".into()),
+            };
+            if let Some(why) = trouble {
                 return Finding::Ask(why);
+            }
+            for file in found {
+                let checked = if file.ends_with(".git") {
+                    self.check_exclude_files(&file, memo)
+                } else {
+                    self.read(&file, memo)
+                };
+                match checked {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+            if !more {
+                return Finding::Fine;
             }
             if folders >= memo.budget.entries || Instant::now() > memo.budget.deadline {
                 return Finding::Ask(
                     "rg would walk more folders than the gate checks in time".into(),
                 );
             }
-            let Ok(entry) = entry else {
-                continue;
-            };
-            if entry.file_type().is_some_and(|t| t.is_dir()) {
-                folders += 1;
-                match self.check_folder_ignores(entry.path(), memo) {
-                    Finding::Fine => {}
-                    other => return other,
-                }
-            }
-        }
-        match trouble.lock().map(|t| t.clone()) {
-            Ok(Some(why)) => Finding::Ask(why),
-            Ok(None) => Finding::Fine,
-            Err(_) => Finding::Ask("the check of rg's ignore files failed".into()),
         }
     }
 
-    /// The ignore files ripgrep reads in `dir`.
-    fn check_folder_ignores(&self, dir: &Path, memo: &mut Memo) -> Finding {
-        let mut files: Vec<PathBuf> = IGNORE_FILES.iter().map(|n| dir.join(n)).collect();
-        let dot_git = dir.join(".git");
-        if std::fs::symlink_metadata(&dot_git).is_ok() {
-            match repo::exclude_dirs(&dot_git) {
-                Ok(dirs) => files.extend(dirs.iter().map(|d| d.join("info/exclude"))),
-                Err(why) => return Finding::Ask(format!("rg reads git's exclude file: {why}")),
-            }
-        }
-        for file in files {
+    /// The `info/exclude` files ripgrep reads for a `.git`.
+    fn check_exclude_files(&self, dot_git: &Path, memo: &mut Memo) -> Finding {
+        let dirs = match repo::exclude_dirs(dot_git) {
+            Ok(dirs) => dirs,
+            Err(why) => return Finding::Ask(format!("rg reads git's exclude file: {why}")),
+        };
+        for file in dirs.iter().map(|d| d.join("info/exclude")) {
             if std::fs::symlink_metadata(&file).is_err() {
                 continue;
             }
@@ -448,6 +462,28 @@ impl Policy {
             if let Some(why) = ignore_file_trouble(&file, &resolve(&self.project_root)) {
                 return Finding::Ask(why);
             }
+        }
+        Finding::Fine
+    }
+
+    /// The ignore files ripgrep reads in `dir`.
+    fn check_folder_ignores(&self, dir: &Path, memo: &mut Memo) -> Finding {
+        let project = resolve(&self.project_root);
+        for file in IGNORE_FILES.iter().map(|n| dir.join(n)) {
+            if std::fs::symlink_metadata(&file).is_err() {
+                continue;
+            }
+            match self.read(&file, memo) {
+                Finding::Fine => {}
+                other => return other,
+            }
+            if let Some(why) = ignore_file_trouble(&file, &project) {
+                return Finding::Ask(why);
+            }
+        }
+        let dot_git = dir.join(".git");
+        if std::fs::symlink_metadata(&dot_git).is_ok() {
+            return self.check_exclude_files(&dot_git, memo);
         }
         Finding::Fine
     }
@@ -597,6 +633,7 @@ struct Memo {
     reads: HashMap<PathBuf, Finding>,
     patterns: HashMap<(String, Vec<PathBuf>, bool), Finding>,
     repos: HashMap<PathBuf, Result<(), String>>,
+    ignore_walks: HashMap<(PathBuf, IgnoreWalk), Finding>,
     /// What patterns and repository checks may still spend.
     budget: pattern::Budget,
 }
@@ -608,6 +645,7 @@ impl Default for Memo {
             reads: HashMap::new(),
             patterns: HashMap::new(),
             repos: HashMap::new(),
+            ignore_walks: HashMap::new(),
             budget: pattern::Budget {
                 entries: MAX_LISTED,
                 steps: MAX_MATCHING,
@@ -626,6 +664,15 @@ fn literal_words(cmd: &SimpleCommand) -> Vec<Option<&str>> {
 fn is_process_view(path: &Path) -> bool {
     let path = super::normalize(path);
     path.starts_with("/proc") || (path.starts_with("/dev") && path != Path::new("/dev/null"))
+}
+
+/// What the filter of ripgrep's walk found so far.
+#[derive(Default)]
+struct Walked {
+    folders: usize,
+    /// Ignore files and `.git`s found, not yet checked as reads.
+    found: Vec<PathBuf>,
+    trouble: Option<String>,
 }
 
 /// The ignore files ripgrep reads in every folder it walks.

@@ -66,7 +66,7 @@ pub struct Reads {
 }
 
 /// Which folders ripgrep walks, for the ignore files it reads there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IgnoreWalk {
     /// Those its ignore rules leave in.
     Unignored,
