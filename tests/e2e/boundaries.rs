@@ -21,15 +21,40 @@ struct Graph {
     reachable: HashMap<String, BTreeSet<String>>,
 }
 
+/// The platform whose graph is checked: the host's, which a build has already fetched, so the
+/// test needs no download (`--offline`). CI checks the Windows graph too, after fetching it:
+/// `STEPPER_BOUNDARY_PLATFORM=x86_64-pc-windows-gnu`.
+fn platform() -> String {
+    if let Some(p) = std::env::var("STEPPER_BOUNDARY_PLATFORM")
+        .ok()
+        .filter(|p| !p.is_empty())
+    {
+        return p;
+    }
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
+}
+
 fn graph() -> Graph {
+    let platform = platform();
     let out = std::process::Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &platform])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata");
     assert!(
         out.status.success(),
-        "{}",
+        "cargo metadata --offline failed (a build fetches what it needs; \
+         `cargo fetch` brings the rest): {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -70,7 +95,7 @@ fn graph() -> Graph {
     // member's features (the daemon enabling protocol's `server`) do not leak into another's.
     let reachable = members
         .iter()
-        .map(|name| (name.clone(), tree(name)))
+        .map(|name| (name.clone(), tree(name, &platform)))
         .collect();
     Graph {
         declared,
@@ -78,7 +103,7 @@ fn graph() -> Graph {
     }
 }
 
-fn tree(package: &str) -> BTreeSet<String> {
+fn tree(package: &str, platform: &str) -> BTreeSet<String> {
     let out = std::process::Command::new(env!("CARGO"))
         .args([
             "tree",
@@ -90,6 +115,8 @@ fn tree(package: &str) -> BTreeSet<String> {
             "none",
             "--format",
             "{p}",
+            "--target",
+            platform,
             "--offline",
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))

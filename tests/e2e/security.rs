@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use stepper_e2e::TestEnv;
+use stepper_e2e::{TestEnv, needs};
 
 /// Open the socket and ask for the WebSocket upgrade; print the status line, or `closed`.
 const PROBE: &str = r#"
@@ -50,8 +50,10 @@ fn probe(env: &TestEnv, as_nobody: bool) -> String {
 
 #[test]
 fn another_user_is_refused_before_any_method_runs() {
-    if !nix::unistd::geteuid().is_root() || !std::path::Path::new(PYTHON).exists() {
-        eprintln!("skipped: needs root (to act as another user) and {PYTHON}");
+    if !needs::that(
+        nix::unistd::geteuid().is_root() && std::path::Path::new(PYTHON).exists(),
+        &format!("acting as another user needs root and {PYTHON}"),
+    ) {
         return;
     }
     let env = TestEnv::new();

@@ -4,16 +4,9 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use stepper_e2e::{TestEnv, bin_dir, wait_until};
+use stepper_e2e::{TestEnv, bin_dir, needs, wait_until};
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+const SYSTEMD: &str = "apt-get install systemd";
 
 #[test]
 fn install_writes_units_systemd_accepts_and_uninstall_removes_them() {
@@ -51,7 +44,7 @@ fn install_writes_units_systemd_accepts_and_uninstall_removes_them() {
         "{status}"
     );
 
-    if have("systemd-analyze") {
+    if needs::program("systemd-analyze", "verifying the units", SYSTEMD) {
         let verify = Command::new("systemd-analyze")
             .arg("verify")
             .arg(units.join("stepperd.socket"))
@@ -63,8 +56,6 @@ fn install_writes_units_systemd_accepts_and_uninstall_removes_them() {
             "systemd-analyze verify: {}",
             String::from_utf8_lossy(&verify.stderr)
         );
-    } else {
-        eprintln!("systemd-analyze not installed: units not verified");
     }
 
     let out = run(&["daemon", "uninstall"]);
@@ -76,8 +67,7 @@ fn install_writes_units_systemd_accepts_and_uninstall_removes_them() {
 
 #[test]
 fn a_socket_activated_daemon_serves_clients() {
-    if !have("systemd-socket-activate") {
-        eprintln!("skipped: systemd-socket-activate is not installed");
+    if !needs::program("systemd-socket-activate", "socket activation", SYSTEMD) {
         return;
     }
     let env = TestEnv::new();

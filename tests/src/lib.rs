@@ -8,6 +8,7 @@
 pub mod env;
 pub mod events;
 pub mod fake_llm;
+pub mod needs;
 pub mod tmux;
 pub mod wait;
 

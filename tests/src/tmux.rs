@@ -31,6 +31,11 @@ pub struct Pane<'a> {
 }
 
 impl Tmux {
+    /// Whether tmux is installed; a test that needs it returns early when not (see `needs`).
+    pub fn available() -> bool {
+        crate::needs::program("tmux", "this TUI test", "apt-get install tmux")
+    }
+
     /// A server whose shells run in `env`'s project folder with `env`'s environment and the
     /// binaries under test first on `PATH`, so a test types `stepper ...` as a user would.
     /// The server itself starts with the first shell.

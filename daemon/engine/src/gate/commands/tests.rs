@@ -529,7 +529,12 @@ fn tables_know_every_long_option_of_the_installed_programs() {
     let mut checked = 0;
     for (program, spec) in tables {
         let Ok(out) = std::process::Command::new(program).arg("--help").output() else {
-            eprintln!("{program} is not installed: its table is not cross-checked");
+            // CI (`STEPPER_TEST_STRICT`) never passes by skipping.
+            assert!(
+                std::env::var_os("STEPPER_TEST_STRICT").is_none(),
+                "{program} is not installed: its table cannot be cross-checked"
+            );
+            eprintln!("skipped: {program} is not installed: its table is not cross-checked");
             continue;
         };
         let help = String::from_utf8_lossy(&out.stdout);
