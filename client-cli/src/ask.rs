@@ -10,7 +10,7 @@ use stepper_protocol::methods::{
     AskResult, SessionGet, SessionInterrupt, SessionList, SessionListParams, SessionParams,
     SessionSubmit, SessionSubmitParams,
 };
-use stepper_protocol::{AppEvent, TurnStatus, Usage};
+use stepper_protocol::{AppEvent, PermissionMode, TurnStatus, Usage};
 
 use crate::connect::{connect_or_start, places};
 use crate::session::{self, client_env};
@@ -32,7 +32,7 @@ pub struct AskArgs {
     yes: bool,
     /// The permission mode: default, accept-edits, plan or auto.
     #[arg(long)]
-    mode: Option<String>,
+    mode: Option<PermissionMode>,
     /// Continue this session instead of starting one.
     #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
     session: Option<String>,
@@ -186,9 +186,9 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             let new = session::NewSession {
                 model: args.model.clone(),
                 mode: if args.yes {
-                    Some("auto".into())
+                    Some(PermissionMode::Auto)
                 } else {
-                    args.mode.clone()
+                    args.mode
                 },
                 record: args.record.map(|r| cwd.join(r).display().to_string()),
             };

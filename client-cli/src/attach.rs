@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use stepper_protocol::SessionStatus;
 use stepper_protocol::client::ClientError;
 use stepper_protocol::client::DaemonClient;
 use stepper_protocol::methods::*;
+use stepper_protocol::{PermissionMode, SessionStatus};
 use stepper_tui::{Action, CoreEvent, Exit, Pick, TuiOptions};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +32,7 @@ pub struct AttachArgs {
     model: Option<String>,
     /// The permission mode of a new session: default, accept-edits, plan or auto.
     #[arg(long)]
-    mode: Option<String>,
+    mode: Option<PermissionMode>,
 }
 
 /// Files offered for `@file` completion, at most.
@@ -114,7 +114,7 @@ async fn create(
 ) -> anyhow::Result<SessionResponse> {
     let new = NewSession {
         model: args.model.clone(),
-        mode: args.mode.clone(),
+        mode: args.mode,
         record: None,
     };
     session::create(client, cwd, new).await
@@ -243,7 +243,7 @@ impl Follow {
             .core
             .send(CoreEvent::Session {
                 info: session,
-                mode: mode.unwrap_or_else(|| "default".into()),
+                mode: mode.unwrap_or(PermissionMode::Default),
                 context_window: window,
             })
             .await;
@@ -393,7 +393,7 @@ async fn perform(
                     let _ = core
                         .send(CoreEvent::Session {
                             info: got.session,
-                            mode: got.mode.unwrap_or_else(|| "default".into()),
+                            mode: got.mode.unwrap_or(PermissionMode::Default),
                             context_window: window,
                         })
                         .await;

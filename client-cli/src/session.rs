@@ -4,7 +4,7 @@ use std::path::Path;
 
 use stepper_protocol::client::DaemonClient;
 use stepper_protocol::methods::{SessionCreate, SessionCreateParams, SessionResponse};
-use stepper_protocol::session::Env;
+use stepper_protocol::session::{Env, PermissionMode};
 
 /// This process's environment, which the session's tools and provider keys will use.
 pub fn client_env() -> Env {
@@ -17,7 +17,7 @@ pub fn client_env() -> Env {
 #[derive(Default)]
 pub struct NewSession {
     pub model: Option<String>,
-    pub mode: Option<String>,
+    pub mode: Option<PermissionMode>,
     /// An absolute path to record the model exchanges to.
     pub record: Option<String>,
 }

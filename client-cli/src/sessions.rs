@@ -7,6 +7,7 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use stepper_protocol::SessionStatus;
 use stepper_protocol::client::DaemonClient;
+use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::methods::{
     SessionDelete, SessionExport, SessionExportParams, SessionFork, SessionForkParams, SessionGet,
     SessionParams,
@@ -103,17 +104,27 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
             print_show(&session, &events);
             return Ok(ExitCode::SUCCESS);
         }
-        Some(SessionsCommand::Export { id, format }) => {
-            let (session, events) = export_all(&client, &id).await?;
+        Some(SessionsCommand::Export {
+            id,
+            format: ExportFormat::Jsonl,
+        }) => {
+            // Each event as the daemon sent it, page by page: nothing held, nothing re-encoded.
             let mut out = std::io::stdout().lock();
-            match format {
-                ExportFormat::Jsonl => {
-                    for e in &events {
-                        writeln!(out, "{}", serde_json::to_string(e)?)?;
-                    }
+            each_page(&client, &id, |_, page| {
+                for e in page {
+                    writeln!(out, "{}", e.get())?;
                 }
-                ExportFormat::Markdown => write!(out, "{}", markdown(&session, &events))?,
-            }
+                Ok(())
+            })
+            .await?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(SessionsCommand::Export {
+            id,
+            format: ExportFormat::Markdown,
+        }) => {
+            let (session, events) = export_all(&client, &id).await?;
+            write!(std::io::stdout().lock(), "{}", markdown(&session, &events))?;
             return Ok(ExitCode::SUCCESS);
         }
     }
@@ -181,12 +192,12 @@ fn truncate(s: &str, width: usize) -> String {
     t
 }
 
-/// Every event of a session, page by page.
-async fn export_all(
+/// Hand every page of a session's events to `f`, in order; returns the session.
+async fn each_page(
     client: &DaemonClient,
     id: &str,
-) -> anyhow::Result<(SessionInfo, Vec<EventEnvelope>)> {
-    let mut events = Vec::new();
+    mut f: impl FnMut(&SessionInfo, Vec<RawEnvelope>) -> anyhow::Result<()>,
+) -> anyhow::Result<SessionInfo> {
     let mut after = 0;
     loop {
         let page = client
@@ -196,12 +207,28 @@ async fn export_all(
                 limit: None,
             })
             .await?;
-        events.extend(page.events);
+        f(&page.session, page.events)?;
         match page.next_after_seq {
             Some(next) => after = next,
-            None => return Ok((page.session, events)),
+            None => return Ok(page.session),
         }
     }
+}
+
+/// Every event of a session, decoded.
+async fn export_all(
+    client: &DaemonClient,
+    id: &str,
+) -> anyhow::Result<(SessionInfo, Vec<EventEnvelope>)> {
+    let mut events = Vec::new();
+    let session = each_page(client, id, |_, page| {
+        for e in page {
+            events.push(e.parse()?);
+        }
+        Ok(())
+    })
+    .await?;
+    Ok((session, events))
 }
 
 /// Turns as (number, input, status, answer text).

@@ -27,6 +27,7 @@ use ratatui::backend::{Backend, ClearType, TestBackend, WindowSize};
 use ratatui::buffer::{Buffer, Cell};
 use ratatui::layout::{Position, Rect, Size};
 use ratatui::widgets::{Paragraph, Widget};
+use stepper_protocol::PermissionMode;
 use stepper_protocol::event::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
 use stepper_protocol::session::{SessionInfo, SessionStatus};
 use stepper_tui::{App, CoreEvent, KeySource, Screen, TuiOptions, run_with};
@@ -51,7 +52,7 @@ fn session() -> CoreEvent {
             last_seq: 0,
             turns: 0,
         },
-        mode: "default".into(),
+        mode: PermissionMode::Default,
         context_window: Some(200_000),
     }
 }

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use stepper_protocol::PermissionMode;
 use stepper_protocol::event::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus, Usage};
 use stepper_protocol::methods::{AttachedClient, ClientKind};
 use stepper_protocol::session::{SessionInfo, SessionStatus};
@@ -174,7 +175,7 @@ async fn main() -> std::io::Result<()> {
     events_tx
         .send(CoreEvent::Session {
             info,
-            mode: "default".into(),
+            mode: PermissionMode::Default,
             context_window: Some(200_000),
         })
         .await

@@ -4,7 +4,7 @@
 //! an action (`/model`, `/mode`, `/rewind`, `/continue`); every other command goes to the
 //! daemon as `Action::Command`, where commands live.
 
-use crate::Action;
+use crate::{Action, PermissionMode};
 
 pub(crate) struct CommandSpec {
     pub name: &'static str,
@@ -12,8 +12,6 @@ pub(crate) struct CommandSpec {
     /// Takes an argument: completing it leaves the cursor after a space instead of running it.
     pub takes_args: bool,
 }
-
-pub(crate) const MODES: [&str; 4] = ["default", "accept-edits", "plan", "auto"];
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -101,10 +99,13 @@ pub(crate) fn parse(line: &str) -> Parsed {
         "/model" => Parsed::Action(Action::SetModel {
             model: args.to_string(),
         }),
-        "/mode" if MODES.contains(&args) => Parsed::Action(Action::SetMode {
-            mode: args.to_string(),
-        }),
-        "/mode" => Parsed::Usage(format!("usage: /mode {}", MODES.join("|"))),
+        "/mode" => match args.parse() {
+            Ok(mode) => Parsed::Action(Action::SetMode { mode }),
+            Err(_) => Parsed::Usage(format!(
+                "usage: /mode {}",
+                PermissionMode::ALL.map(PermissionMode::as_str).join("|")
+            )),
+        },
         "/rewind" => rewind(args),
         _ => Parsed::Action(Action::Command {
             name: name.trim_start_matches('/').to_string(),
@@ -152,7 +153,7 @@ mod tests {
         assert_eq!(
             parse("/mode plan"),
             Parsed::Action(Action::SetMode {
-                mode: "plan".into()
+                mode: PermissionMode::Plan
             })
         );
         assert!(matches!(parse("/mode nope"), Parsed::Usage(_)));

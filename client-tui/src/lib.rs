@@ -25,7 +25,7 @@ pub use picker::{Pick, Picker, pick, pick_with};
 pub use screen::Screen;
 pub use stepper_protocol::event::{ApprovalDecision, EventEnvelope};
 pub use stepper_protocol::methods::AttachedClient;
-pub use stepper_protocol::session::SessionInfo;
+pub use stepper_protocol::session::{PermissionMode, SessionInfo};
 pub use terminal::{KeySource, run, run_with};
 
 /// What the TUI asks of the core (the bridge turns each into a daemon call).
@@ -45,9 +45,8 @@ pub enum Action {
         request_id: String,
         decision: ApprovalDecision,
     },
-    /// `default` | `accept-edits` | `plan` | `auto`.
     SetMode {
-        mode: String,
+        mode: PermissionMode,
     },
     SetModel {
         model: String,
@@ -75,7 +74,7 @@ pub enum CoreEvent {
     /// The session shown (sent first, and again when it changes).
     Session {
         info: SessionInfo,
-        mode: String,
+        mode: PermissionMode,
         context_window: Option<u64>,
     },
     /// The clients attached now; `me` is this client's name, not counted as another.

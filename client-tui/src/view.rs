@@ -13,6 +13,7 @@ use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Widget};
+use stepper_protocol::session::PermissionMode;
 
 use crate::app::{App, Approval};
 use crate::screen::Screen;
@@ -326,13 +327,13 @@ impl App {
             spans.push(Span::raw(self.model.clone()));
         }
         spans.push(sep());
-        let mode_style = match self.mode.as_str() {
-            "plan" => Style::new().fg(Color::Blue),
-            "accept-edits" => theme::warning(),
-            "auto" => theme::error(),
-            _ => theme::dim(),
+        let mode_style = match self.mode {
+            PermissionMode::Plan => Style::new().fg(Color::Blue),
+            PermissionMode::AcceptEdits => theme::warning(),
+            PermissionMode::Auto => theme::error(),
+            PermissionMode::Default => theme::dim(),
         };
-        spans.push(Span::styled(self.mode.clone(), mode_style));
+        spans.push(Span::styled(self.mode.as_str(), mode_style));
         if let (Some(used), Some(window)) = (self.context_tokens, self.context_window)
             && window > 0
         {

@@ -23,6 +23,74 @@ pub struct EventEnvelope {
     pub event: AppEvent,
 }
 
+/// An [`EventEnvelope`] as the JSON text that was committed, sent on without being decoded
+/// and encoded again: a replayed or exported event is byte for byte what was sent live.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RawEnvelope(Box<serde_json::value::RawValue>);
+
+impl RawEnvelope {
+    /// The envelope of an event whose payload (the `AppEvent` as JSON) is `payload`. Live
+    /// and replayed events are both made here, so their bytes agree.
+    pub fn from_parts(
+        session_id: &str,
+        seq: u64,
+        at: i64,
+        turn: Option<u32>,
+        payload: &str,
+    ) -> serde_json::Result<RawEnvelope> {
+        use std::fmt::Write;
+        let id = serde_json::to_string(session_id)?;
+        let mut json = String::with_capacity(payload.len() + id.len() + 64);
+        // The field order of `EventEnvelope`'s own encoding.
+        let _ = write!(json, r#"{{"sessionId":{id},"seq":{seq},"at":{at},"#);
+        if let Some(turn) = turn {
+            let _ = write!(json, r#""turn":{turn},"#);
+        }
+        json.push_str(r#""event":"#);
+        json.push_str(payload);
+        json.push('}');
+        serde_json::value::RawValue::from_string(json).map(RawEnvelope)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// Decode it (a client that wants the typed event).
+    pub fn parse(&self) -> serde_json::Result<EventEnvelope> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// The JSON, ready to be sent.
+    pub fn to_raw_value(&self) -> Box<serde_json::value::RawValue> {
+        self.0.clone()
+    }
+}
+
+impl PartialEq for RawEnvelope {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for RawEnvelope {}
+
+impl JsonSchema for RawEnvelope {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        EventEnvelope::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        EventEnvelope::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        EventEnvelope::json_schema(generator)
+    }
+}
+
 /// What happened. Tagged by `type`; new variants are added, never changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all_fields = "camelCase")]
@@ -105,7 +173,7 @@ pub enum AppEvent {
     },
     /// The permission mode of the session changed.
     ModeChanged {
-        mode: String,
+        mode: crate::session::PermissionMode,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },

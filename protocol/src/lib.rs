@@ -26,5 +26,5 @@ pub use event::{
     Usage,
 };
 pub use methods::{Method, Subscription};
-pub use session::{SessionId, SessionInfo, SessionStatus};
+pub use session::{PermissionMode, SessionId, SessionInfo, SessionStatus};
 pub use version::{PROTOCOL_VERSION, ProtocolVersion};

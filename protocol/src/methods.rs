@@ -8,8 +8,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::event::{EventEnvelope, Usage};
-use crate::session::{Env, SessionId, SessionInfo};
+use crate::session::{Env, PermissionMode, SessionId, SessionInfo};
 use crate::version::ProtocolVersion;
+
+/// The largest input text (`session/submit`, `session/steer`) the daemon takes, in bytes of
+/// UTF-8. Larger inputs are refused with `TOO_LARGE`; a request over the transport's message
+/// limit never reaches a method, so clients check this before sending.
+pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
 
 /// A request/response method.
 pub trait Method {
@@ -227,10 +232,9 @@ pub struct SessionCreateParams {
     /// `--model replay/<file>`.
     #[serde(default)]
     pub record: Option<String>,
-    /// The permission mode: `default`, `accept-edits`, `plan` or `auto` (the settings'
-    /// when absent).
+    /// The permission mode (the settings' when absent).
     #[serde(default)]
-    pub mode: Option<String>,
+    pub mode: Option<PermissionMode>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -246,7 +250,7 @@ pub struct SessionResponse {
     /// The permission mode its next tool call runs under: the session's own, else the
     /// settings' for its folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
+    pub mode: Option<PermissionMode>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -491,8 +495,7 @@ pub struct SessionSetModelParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionSetModeParams {
     pub session_id: SessionId,
-    /// `default`, `accept-edits`, `plan` or `auto`.
-    pub mode: String,
+    pub mode: PermissionMode,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -519,7 +522,8 @@ pub struct SessionExportParams {
     /// Events after this seq (0 from the start).
     #[serde(default)]
     pub after_seq: u64,
-    /// At most this many (default and limit 5000).
+    /// At most this many (default and limit 5000). A page also stops at 8 MiB of events
+    /// (always holding at least one).
     #[serde(default)]
     pub limit: Option<u32>,
 }
@@ -528,7 +532,8 @@ pub struct SessionExportParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionExportResponse {
     pub session: SessionInfo,
-    pub events: Vec<EventEnvelope>,
+    /// Each event byte for byte as it was sent live.
+    pub events: Vec<crate::event::RawEnvelope>,
     /// Present when there are more: pass it back as `afterSeq`.
     #[serde(default)]
     pub next_after_seq: Option<u64>,

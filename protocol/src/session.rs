@@ -11,6 +11,67 @@ pub type SessionId = String;
 /// Environment variables, by name.
 pub type Env = BTreeMap<String, String>;
 
+/// How much tools may do without asking. The names are those of `setting.json`'s
+/// `permissions.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Ask before edits and commands that are not read-only.
+    Default,
+    /// Edits run without asking; commands still ask.
+    AcceptEdits,
+    /// Read-only: nothing is changed.
+    Plan,
+    /// Nothing asks; deny rules still hold.
+    Auto,
+}
+
+impl PermissionMode {
+    /// Every mode, in the order Shift-Tab cycles through them.
+    pub const ALL: [PermissionMode; 4] = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+        PermissionMode::Auto,
+    ];
+
+    /// The name in settings and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "accept-edits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::Auto => "auto",
+        }
+    }
+
+    /// The mode after this one in [`PermissionMode::ALL`], wrapping around.
+    pub fn next(self) -> PermissionMode {
+        let i = PermissionMode::ALL
+            .iter()
+            .position(|m| *m == self)
+            .unwrap_or(0);
+        PermissionMode::ALL[(i + 1) % PermissionMode::ALL.len()]
+    }
+}
+
+impl std::fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for PermissionMode {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        PermissionMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == name)
+            .ok_or_else(|| format!("mode {name:?} is not one of default, accept-edits, plan, auto"))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionStatus {

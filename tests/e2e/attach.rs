@@ -5,6 +5,7 @@
 use serde_json::json;
 use stepper_e2e::fake_llm::{stream_end, stream_start, text_deltas, tool_use_stream};
 use stepper_e2e::{Gate, Pane, Reply, TestEnv, Tmux};
+use stepper_protocol::PermissionMode;
 
 /// A session in the project folder, made over the protocol so that both panes attach to a
 /// session neither of them created; `default` asks before a shell command that changes files.
@@ -14,7 +15,7 @@ fn create_session(env: &TestEnv) -> String {
         .build()
         .unwrap();
     runtime.block_on(async {
-        env.create_session(&env.client().await, Some("default"))
+        env.create_session(&env.client().await, Some(PermissionMode::Default))
             .await
     })
 }

@@ -10,6 +10,7 @@ use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
 use stepper_e2e::{Gate, Reply, TestEnv, read_until, submit, wait_until};
 use stepper_process::testing::processes_with;
+use stepper_protocol::PermissionMode;
 use stepper_protocol::client::DaemonClient;
 use stepper_protocol::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
 
@@ -79,7 +80,9 @@ async fn killed_mid_stream_with_an_input_queued() {
     env.fake.push(Reply::held(&["one ", "two "], &gate));
     env.fake.push(Reply::text(&["second answer"]));
     let client = env.client().await;
-    let session = env.create_session(&client, Some("default")).await;
+    let session = env
+        .create_session(&client, Some(PermissionMode::Default))
+        .await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     submit(&client, &session, "first").await;
     submit(&client, &session, "second").await;
@@ -135,7 +138,9 @@ async fn killed_while_a_command_runs() {
         json!({ "command": command }),
     )])));
     let client = env.client().await;
-    let session = env.create_session(&client, Some("auto")).await;
+    let session = env
+        .create_session(&client, Some(PermissionMode::Auto))
+        .await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     submit(&client, &session, "run the long thing").await;
     let seen = read_until(&mut stream, |e| {
@@ -213,7 +218,9 @@ async fn killed_while_waiting_for_an_approval() {
         json!({"command": "touch made-by-the-tool"}),
     )])));
     let client = env.client().await;
-    let session = env.create_session(&client, Some("default")).await;
+    let session = env
+        .create_session(&client, Some(PermissionMode::Default))
+        .await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     submit(&client, &session, "make a file").await;
     let seen = read_until(&mut stream, |e| {

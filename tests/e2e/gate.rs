@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 use stepper_e2e::fake_llm::{FAKE_KEY, tool_use_stream};
 use stepper_e2e::{Reply, TestEnv, submit};
+use stepper_protocol::PermissionMode;
 use stepper_protocol::methods::{
     SessionApprove, SessionApproveParams, SessionCreate, SessionCreateParams,
 };
@@ -381,7 +382,7 @@ async fn the_daemon_asks_before_every_corpus_line_and_nothing_happens() {
             model: None,
             title: Some("gate corpus".into()),
             record: None,
-            mode: Some("default".into()),
+            mode: Some(PermissionMode::Default),
         })
         .await
         .unwrap()

@@ -114,7 +114,7 @@ async fn unknown_methods_and_bad_params_are_errors() {
         matches!(
             e,
             ClientError::Rpc {
-                code: code::SESSION_NOT_FOUND,
+                code: code::NOT_FOUND,
                 ..
             }
         ),

@@ -5,6 +5,7 @@ use nix::sys::signal::Signal;
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
 use stepper_e2e::{Gate, Reply, TestEnv};
+use stepper_protocol::PermissionMode;
 use stepper_protocol::methods::AskResult;
 use stepper_protocol::{SessionInfo, SessionStatus, TurnStatus};
 
@@ -232,12 +233,14 @@ async fn the_mode_holds_after_a_restart() {
     let env = TestEnv::new();
     env.start_daemon();
     let client = env.client().await;
-    let created = env.create_session(&client, Some("plan")).await;
+    let created = env
+        .create_session(&client, Some(PermissionMode::Plan))
+        .await;
     let other = env.create_session(&client, None).await;
     client
         .call::<SessionSetMode>(SessionSetModeParams {
             session_id: other.clone(),
-            mode: "accept-edits".into(),
+            mode: PermissionMode::AcceptEdits,
         })
         .await
         .unwrap();
@@ -246,11 +249,14 @@ async fn the_mode_holds_after_a_restart() {
     env.signal_daemon(Signal::SIGKILL);
     env.start_daemon();
     let client = env.client().await;
-    for (id, mode) in [(created, "plan"), (other, "accept-edits")] {
+    for (id, mode) in [
+        (created, PermissionMode::Plan),
+        (other, PermissionMode::AcceptEdits),
+    ] {
         let got = client
             .call::<SessionGet>(SessionParams { session_id: id })
             .await
             .unwrap();
-        assert_eq!(got.mode.as_deref(), Some(mode));
+        assert_eq!(got.mode, Some(mode));
     }
 }

@@ -6,6 +6,7 @@ use std::process::Stdio;
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
 use stepper_e2e::{Reply, TestEnv, read_until, until_turn_finished};
+use stepper_protocol::PermissionMode;
 use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
 use stepper_protocol::{AppEvent, ApprovalDecision, EventEnvelope, ToolCallStatus};
 
@@ -252,7 +253,9 @@ async fn steering_reaches_the_model_at_its_next_call() {
     )])));
     env.fake.push(Reply::text(&["ok, in French"]));
     let client = env.client().await;
-    let session = env.create_session(&client, Some("auto")).await;
+    let session = env
+        .create_session(&client, Some(PermissionMode::Auto))
+        .await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     stepper_e2e::submit(&client, &session, "do it").await;
     read_until(&mut stream, |e| {
@@ -375,7 +378,9 @@ async fn interrupting_a_turn_closes_its_approval_for_everyone() {
         json!({"command": "touch never.txt"}),
     )])));
     let client = env.client().await;
-    let session = env.create_session(&client, Some("default")).await;
+    let session = env
+        .create_session(&client, Some(PermissionMode::Default))
+        .await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     stepper_e2e::submit(&client, &session, "make a file").await;
     let (request_id, _) = next_approval(&mut stream).await;

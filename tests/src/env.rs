@@ -172,14 +172,18 @@ impl TestEnv {
 
     /// A session in the project folder, created over the protocol with this test's
     /// environment; `mode` as `session/create` takes it.
-    pub async fn create_session(&self, client: &DaemonClient, mode: Option<&str>) -> String {
+    pub async fn create_session(
+        &self,
+        client: &DaemonClient,
+        mode: Option<stepper_protocol::PermissionMode>,
+    ) -> String {
         let params = stepper_protocol::methods::SessionCreateParams {
             cwd: self.project.path().display().to_string(),
             env: self.envs().into_iter().collect(),
             model: None,
             title: Some("e2e".into()),
             record: None,
-            mode: mode.map(String::from),
+            mode,
         };
         client
             .call::<stepper_protocol::methods::SessionCreate>(params)

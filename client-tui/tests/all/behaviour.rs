@@ -1,6 +1,7 @@
 //! What keys and events do to `App`: the actions sent, and the state users rely on.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use stepper_protocol::PermissionMode;
 use stepper_protocol::event::{AppEvent, ApprovalDecision, ToolCallStatus, TurnStatus};
 use stepper_tui::{Action, CoreEvent};
 
@@ -374,13 +375,16 @@ fn shift_tab_cycles_the_mode() {
             modes.push(mode);
         }
     }
-    assert_eq!(modes, ["accept-edits", "plan", "default", "accept-edits"]);
+    assert_eq!(
+        modes.iter().map(|m| m.as_str()).collect::<Vec<_>>(),
+        ["accept-edits", "plan", "default", "accept-edits"]
+    );
     // Shown once the daemon commits it, not before: it may refuse.
     assert!(!frame(&app, 80).contains("accept-edits"));
     feed(
         &mut app,
         [AppEvent::ModeChanged {
-            mode: "accept-edits".into(),
+            mode: PermissionMode::AcceptEdits,
             by: None,
         }],
     );
@@ -391,7 +395,7 @@ fn shift_tab_cycles_the_mode() {
     assert_eq!(
         app.on_key(key(KeyCode::BackTab)),
         [Action::SetMode {
-            mode: "plan".into()
+            mode: PermissionMode::Plan
         }]
     );
 }
@@ -440,7 +444,7 @@ fn slash_commands_complete_and_run() {
     assert_eq!(
         app.on_key(key(KeyCode::Enter)),
         [Action::SetMode {
-            mode: "plan".into()
+            mode: PermissionMode::Plan
         }]
     );
 
@@ -611,7 +615,7 @@ fn presence_comes_from_the_snapshot_and_live_events_not_from_replay() {
     session.last_seq = 2;
     app.apply(CoreEvent::Session {
         info: session,
-        mode: "default".into(),
+        mode: PermissionMode::Default,
         context_window: None,
     });
     app.apply(CoreEvent::Clients {

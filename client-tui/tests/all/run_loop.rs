@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use ratatui::backend::{Backend, ClearType, TestBackend, WindowSize};
 use ratatui::layout::{Position, Size};
+use stepper_protocol::PermissionMode;
 use stepper_protocol::event::{AppEvent, TurnStatus};
 use stepper_tui::{Action, CoreEvent, Exit, KeySource, Screen, TuiOptions, run_with};
 use tokio::sync::mpsc;
@@ -157,7 +158,7 @@ async fn session(h: &Harness) {
     h.events
         .send(CoreEvent::Session {
             info: info(stepper_protocol::session::SessionStatus::Idle),
-            mode: "default".into(),
+            mode: PermissionMode::Default,
             context_window: None,
         })
         .await

@@ -6,6 +6,7 @@ use insta::assert_snapshot;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
+use stepper_protocol::PermissionMode;
 use stepper_protocol::event::{
     AppEvent, ApprovalDecision, TodoItem, TodoStatus, ToolCallStatus, TurnStatus, Usage,
 };
@@ -379,7 +380,7 @@ fn one_line_cells_notices_errors_and_interruptions() {
                 by: Some("bob".into()),
             },
             AppEvent::ModeChanged {
-                mode: "plan".into(),
+                mode: PermissionMode::Plan,
                 by: None,
             },
             AppEvent::ApprovalRequested {

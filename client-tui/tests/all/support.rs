@@ -5,6 +5,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::text::Line;
+use stepper_protocol::PermissionMode;
 use stepper_protocol::event::{AppEvent, EventEnvelope};
 use stepper_protocol::methods::{AttachedClient, ClientKind};
 use stepper_protocol::session::{SessionInfo, SessionStatus};
@@ -34,7 +35,7 @@ pub fn app() -> App {
     app.tick(T0);
     app.apply(CoreEvent::Session {
         info: info(SessionStatus::Idle),
-        mode: "default".into(),
+        mode: PermissionMode::Default,
         context_window: Some(200_000),
     });
     app.apply(CoreEvent::Clients {

@@ -24,7 +24,22 @@ const LOGIN_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// Providers whose stored keys `auth/status` reports.
 const KEY_PROVIDERS: [&str; 3] = ["anthropic", "openai", "openrouter"];
 
-type Outcome = Result<AuthStatusResponse, String>;
+type Outcome = Result<AuthStatusResponse, AuthError>;
+
+/// Why signing in, storing a key or signing out failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuthError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("no sign-in {0} is waiting — start one with 'stepper auth login --codex'")]
+    NoSuchLogin(String),
+    #[error("the key is empty")]
+    EmptyKey,
+}
+
+fn failed(e: impl std::fmt::Display) -> AuthError {
+    AuthError::Failed(e.to_string())
+}
 
 /// Sign-ins under way, by login id.
 pub struct Logins {
@@ -48,15 +63,15 @@ impl Logins {
 
     async fn with_store<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut CredentialStore) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&mut CredentialStore) -> Result<T, AuthError> + Send + 'static,
+    ) -> Result<T, AuthError> {
         let path = self.credentials.clone();
         tokio::task::spawn_blocking(move || {
-            let mut store = CredentialStore::load(path).map_err(|e| e.to_string())?;
+            let mut store = CredentialStore::load(path).map_err(failed)?;
             f(&mut store)
         })
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(failed)?
     }
 
     pub async fn status(&self) -> Outcome {
@@ -66,22 +81,20 @@ impl Logins {
     /// Store `key` for `provider`; a key in a client's environment still wins over it.
     pub async fn store_key(&self, provider: String, key: String) -> Outcome {
         if key.trim().is_empty() {
-            return Err("the key is empty".into());
+            return Err(AuthError::EmptyKey);
         }
         self.with_store(move |store| {
-            store
-                .set_api_key(&provider, key.trim())
-                .map_err(|e| e.to_string())?;
-            store.save().map_err(|e| e.to_string())?;
+            store.set_api_key(&provider, key.trim()).map_err(failed)?;
+            store.save().map_err(failed)?;
             Ok(status_of(store))
         })
         .await
     }
 
-    pub async fn logout(&self, provider: String) -> Result<bool, String> {
+    pub async fn logout(&self, provider: String) -> Result<bool, AuthError> {
         self.with_store(move |store| {
             let removed = store.remove(&provider);
-            store.save().map_err(|e| e.to_string())?;
+            store.save().map_err(failed)?;
             Ok(removed)
         })
         .await
@@ -89,7 +102,7 @@ impl Logins {
 
     /// Begin signing in with ChatGPT: listen for the callback, return the login id and the
     /// URL to open.
-    pub async fn begin_codex(&self) -> Result<(String, String), String> {
+    pub async fn begin_codex(&self) -> Result<(String, String), AuthError> {
         let port: u16 = std::env::var("STEPPER_CODEX_CALLBACK_PORT")
             .ok()
             .and_then(|p| p.parse().ok())
@@ -97,18 +110,18 @@ impl Logins {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|e| {
-                format!(
+                AuthError::Failed(format!(
                     "cannot listen on localhost:{port} for the sign-in callback ({e}) — is another \
                  sign-in (or Codex CLI's) still waiting? Finish or close it and try again"
-                )
+                ))
             })?;
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let port = listener.local_addr().map_err(failed)?.port();
         let issuer =
             std::env::var(codex::ISSUER_ENV_VAR).unwrap_or_else(|_| codex::DEFAULT_ISSUER.into());
-        let issuer = CodexOAuth::parse_issuer(&issuer).map_err(|e| e.to_string())?;
+        let issuer = CodexOAuth::parse_issuer(&issuer).map_err(failed)?;
         let oauth = CodexOAuth::new(issuer, format!("http://localhost:{port}/auth/callback"));
-        let pkce = Pkce::new().map_err(|e| e.to_string())?;
-        let state = random_state().map_err(|e| e.to_string())?;
+        let pkce = Pkce::new().map_err(failed)?;
+        let state = random_state().map_err(failed)?;
         let url = oauth.authorize_url(&pkce, &state).to_string();
 
         let (done_tx, done_rx) = oneshot::channel();
@@ -158,14 +171,12 @@ impl Logins {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(login_id)
-            .ok_or_else(|| {
-                format!(
-                    "no sign-in {login_id} is waiting — start one with 'stepper auth login --codex'"
-                )
-            })?;
+            .ok_or_else(|| AuthError::NoSuchLogin(login_id.to_string()))?;
         match rx.await {
             Ok(outcome) => outcome,
-            Err(_) => Err("the sign-in ended without an answer from the browser (it timed out after 10 minutes, or the daemon is stopping) — run 'stepper auth login --codex' again".into()),
+            Err(_) => Err(failed(
+                "the sign-in ended without an answer from the browser (it timed out after 10 minutes, or the daemon is stopping) — run 'stepper auth login --codex' again",
+            )),
         }
     }
 }
@@ -227,23 +238,23 @@ async fn on_callback(State(cb): State<Arc<Callback>>, uri: Uri) -> Html<String> 
 
 async fn complete(cb: &Callback, path_and_query: &str) -> Outcome {
     let url = url::Url::parse(&format!("http://localhost:{}{path_and_query}", cb.port))
-        .map_err(|e| e.to_string())?;
-    let code = codex::code_from_callback(&url, &cb.state).map_err(|e| e.to_string())?;
+        .map_err(failed)?;
+    let code = codex::code_from_callback(&url, &cb.state).map_err(failed)?;
     let tokens = cb
         .oauth
         .exchange_code(&cb.http, &code, &cb.pkce)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(failed)?;
     tracing::info!(email = ?tokens.email, plan = ?tokens.plan, "signed in to ChatGPT");
     let path = cb.credentials.clone();
     tokio::task::spawn_blocking(move || {
-        let mut store = CredentialStore::load(path).map_err(|e| e.to_string())?;
+        let mut store = CredentialStore::load(path).map_err(failed)?;
         store.set_codex(tokens);
-        store.save().map_err(|e| e.to_string())?;
+        store.save().map_err(failed)?;
         Ok(status_of(&store))
     })
     .await
-    .map_err(|e| e.to_string())?
+    .map_err(failed)?
 }
 
 fn page(title: &str, message: &str) -> String {

@@ -83,7 +83,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         providers,
         running,
         tasks: tasks.clone(),
-        config_dir: places.config_dir.clone(),
+        settings: std::sync::Arc::new(crate::hub::SettingsCache::new(places.config_dir.clone())),
         login_env: Default::default(),
         tools: stepper_tools::all(),
         shutdown: shutdown.clone(),

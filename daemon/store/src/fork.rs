@@ -7,7 +7,7 @@ use stepper_protocol::event::{AppEvent, EventEnvelope};
 use stepper_protocol::session::SessionInfo;
 
 use crate::session::{append_in, event_from_row, session_created};
-use crate::{NewSession, Result, Store, StoreError};
+use crate::{Encoded, NewSession, Result, Store, StoreError};
 
 impl Store {
     /// Create `new` holding the turns of `source` before `from_turn`: their events, context
@@ -57,6 +57,7 @@ impl Store {
         // context; their events stay in the source's log but are no part of a fork.
         let rewinds: Vec<(u64, u32)> = read
             .iter()
+            .map(|e| &e.envelope)
             .filter_map(|e| match e.event {
                 AppEvent::Rewound {
                     turn,
@@ -66,16 +67,17 @@ impl Store {
                 _ => None,
             })
             .collect();
-        let copied: Vec<EventEnvelope> = read
+        let copied: Vec<Encoded> = read
             .into_iter()
-            .filter(|e| !matches!(e.event, AppEvent::Rewound { .. }))
-            .filter(|e| {
+            .filter(|e| !matches!(e.envelope.event, AppEvent::Rewound { .. }))
+            .filter(|Encoded { envelope: e, .. }| {
                 !e.turn
                     .is_some_and(|t| rewinds.iter().any(|&(seq, from)| t >= from && e.seq < seq))
             })
             .collect();
         let started: HashSet<String> = copied
             .iter()
+            .map(|e| &e.envelope)
             .filter_map(|e| match &e.event {
                 AppEvent::TurnStarted { input_id, .. } if e.turn.is_some() => {
                     Some(input_id.clone())
@@ -84,23 +86,27 @@ impl Store {
             })
             .collect();
 
-        let mut events = vec![session_created(new)];
-        for e in copied {
-            let keep = match &e.event {
+        // The copied events keep their payloads' text: the fork shows them as they were.
+        let mut events = vec![Encoded::new(session_created(new))?];
+        for Encoded { envelope, payload } in copied {
+            let keep = match &envelope.event {
                 AppEvent::InputQueued { input_id, .. } => started.contains(input_id),
                 _ => true,
             };
             if keep {
                 let seq = events.len() as u64 + 1;
-                events.push(EventEnvelope {
-                    session_id: new.id.clone(),
-                    seq,
-                    ..e
+                events.push(Encoded {
+                    envelope: EventEnvelope {
+                        session_id: new.id.clone(),
+                        seq,
+                        ..envelope
+                    },
+                    payload,
                 });
             }
         }
         let seq = events.len() as u64 + 1;
-        events.push(EventEnvelope {
+        events.push(Encoded::new(EventEnvelope {
             session_id: new.id.clone(),
             seq,
             at: new.created_at,
@@ -108,7 +114,7 @@ impl Store {
             event: AppEvent::Notice {
                 message: format!("forked from session {source} before its turn {from_turn}"),
             },
-        });
+        })?);
 
         append_in(&mut tx, &new.id, &events).await?;
         for table in [

@@ -17,7 +17,7 @@ use sqlx::sqlite::{
 };
 
 pub use checkpoint::FileChange;
-pub use session::{NewSession, PendingInput, SessionPage};
+pub use session::{Encoded, NewSession, PendingInput, SessionPage};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -27,6 +27,11 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("the session store holds a record this version cannot read ({0})")]
     Corrupt(String),
+    #[error(
+        "cursor {0:?} is not one a list handed out — pass nextCursor exactly as returned, or \
+         none for the first page"
+    )]
+    InvalidCursor(String),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;

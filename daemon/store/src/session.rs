@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
-use stepper_protocol::event::{AppEvent, EventEnvelope};
+use stepper_protocol::event::{AppEvent, EventEnvelope, RawEnvelope};
 use stepper_protocol::session::{Env, SessionId, SessionInfo, SessionStatus};
 
 use crate::{Result, Store, StoreError};
@@ -56,20 +56,59 @@ fn session_from_row(row: &SqliteRow) -> Result<SessionInfo> {
     })
 }
 
-pub(crate) fn event_from_row(session_id: &str, row: &SqliteRow) -> Result<EventEnvelope> {
+pub(crate) fn event_from_row(session_id: &str, row: &SqliteRow) -> Result<Encoded> {
+    let payload: String = row.try_get("payload")?;
+    let seq: i64 = row.try_get("seq")?;
+    let event: AppEvent = serde_json::from_str(&payload)
+        .map_err(|e| StoreError::Corrupt(format!("event {seq} of session {session_id}: {e}")))?;
+    Ok(Encoded {
+        envelope: EventEnvelope {
+            session_id: session_id.to_string(),
+            seq: u64::try_from(seq).unwrap_or(0),
+            at: row.try_get("at")?,
+            turn: row
+                .try_get::<Option<i64>, _>("turn")?
+                .and_then(|t| u32::try_from(t).ok()),
+            event,
+        },
+        payload,
+    })
+}
+
+/// A stored event as JSON text, not decoded, with its seq.
+fn raw_from_row(session_id: &str, row: &SqliteRow) -> Result<(u64, RawEnvelope)> {
     let payload: &str = row.try_get("payload")?;
     let seq: i64 = row.try_get("seq")?;
-    let event: AppEvent = serde_json::from_str(payload)
+    let turn = row
+        .try_get::<Option<i64>, _>("turn")?
+        .and_then(|t| u32::try_from(t).ok());
+    let seq = u64::try_from(seq).unwrap_or(0);
+    let raw = RawEnvelope::from_parts(session_id, seq, row.try_get("at")?, turn, payload)
         .map_err(|e| StoreError::Corrupt(format!("event {seq} of session {session_id}: {e}")))?;
-    Ok(EventEnvelope {
-        session_id: session_id.to_string(),
-        seq: u64::try_from(seq).unwrap_or(0),
-        at: row.try_get("at")?,
-        turn: row
-            .try_get::<Option<i64>, _>("turn")?
-            .and_then(|t| u32::try_from(t).ok()),
-        event,
-    })
+    Ok((seq, raw))
+}
+
+/// An event and its payload (the `AppEvent` as JSON), encoded once: the text stored is the
+/// text every subscriber is sent, live or replayed.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    pub envelope: EventEnvelope,
+    pub payload: String,
+}
+
+impl Encoded {
+    pub fn new(envelope: EventEnvelope) -> Result<Encoded> {
+        let payload = serde_json::to_string(&envelope.event)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok(Encoded { envelope, payload })
+    }
+
+    /// The envelope as subscribers receive it.
+    pub fn raw(&self) -> Result<RawEnvelope> {
+        let e = &self.envelope;
+        RawEnvelope::from_parts(&e.session_id, e.seq, e.at, e.turn, &self.payload)
+            .map_err(|err| StoreError::Corrupt(err.to_string()))
+    }
 }
 
 fn to_i64(v: u64) -> i64 {
@@ -81,10 +120,11 @@ impl Store {
     pub async fn create_session(&self, new: &NewSession) -> Result<(SessionInfo, EventEnvelope)> {
         let env_json =
             serde_json::to_string(&new.env).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let first = session_created(new);
+        let first = Encoded::new(session_created(new))?;
         let mut tx = self.pool.begin().await?;
         insert_session(&mut tx, new, &env_json).await?;
         append_in(&mut tx, &new.id, std::slice::from_ref(&first)).await?;
+        let first = first.envelope;
         tx.commit().await?;
         let info = self
             .session(&new.id)
@@ -123,9 +163,15 @@ impl Store {
         cursor: Option<&str>,
     ) -> Result<SessionPage> {
         // The cursor is "<updated_at>:<id>" of the last row of the previous page.
-        let (after_at, after_id) = match cursor.and_then(|c| c.split_once(':')) {
-            Some((at, id)) => (at.parse::<i64>().ok(), Some(id.to_string())),
+        let (after_at, after_id) = match cursor {
             None => (None, None),
+            Some(c) => match c.split_once(':') {
+                Some((at, id)) if !id.is_empty() && id.len() <= 64 => match at.parse::<i64>() {
+                    Ok(at) => (Some(at), Some(id.to_string())),
+                    Err(_) => return Err(StoreError::InvalidCursor(c.chars().take(80).collect())),
+                },
+                _ => return Err(StoreError::InvalidCursor(c.chars().take(80).collect())),
+            },
         };
         let rows = sqlx::query(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions \
@@ -172,6 +218,15 @@ impl Store {
     /// The caller (the session's one writer) numbers them; a seq already taken fails the
     /// whole batch and nothing is written.
     pub async fn append_events(&self, session_id: &str, events: &[EventEnvelope]) -> Result<()> {
+        let encoded = events
+            .iter()
+            .map(|e| Encoded::new(e.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        self.append_encoded(session_id, &encoded).await
+    }
+
+    /// [`Store::append_events`] for events encoded already.
+    pub async fn append_encoded(&self, session_id: &str, events: &[Encoded]) -> Result<()> {
         if events.is_empty() {
             return Ok(());
         }
@@ -197,7 +252,52 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| event_from_row(session_id, r)).collect()
+        rows.iter()
+            .map(|r| event_from_row(session_id, r).map(|e| e.envelope))
+            .collect()
+    }
+
+    /// Events with seq above `after_seq`, in order, with their seqs, as the JSON text that
+    /// was committed: at most `limit` of them and, past the first, no more than `max_bytes`
+    /// of text.
+    pub async fn events_after_raw(
+        &self,
+        session_id: &str,
+        after_seq: u64,
+        limit: u32,
+        max_bytes: usize,
+    ) -> Result<Vec<(u64, RawEnvelope)>> {
+        // Sizes first, so a page of huge events is cut before its text is read.
+        let sizes: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT seq, length(CAST(payload AS BLOB)) FROM events WHERE session_id = ?              AND seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(session_id)
+        .bind(to_i64(after_seq))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut total = 0usize;
+        let mut count = 0i64;
+        for (_, len) in &sizes {
+            let len = usize::try_from(*len).unwrap_or(usize::MAX);
+            if count > 0 && total.saturating_add(len) > max_bytes {
+                break;
+            }
+            total = total.saturating_add(len);
+            count += 1;
+        }
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? AND seq > ?              ORDER BY seq LIMIT ?",
+        )
+        .bind(session_id)
+        .bind(to_i64(after_seq))
+        .bind(count)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| raw_from_row(session_id, r)).collect()
     }
 }
 
@@ -215,7 +315,9 @@ impl Store {
         .bind(i64::from(turn))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| event_from_row(session_id, r)).collect()
+        rows.iter()
+            .map(|r| event_from_row(session_id, r).map(|e| e.envelope))
+            .collect()
     }
 }
 
@@ -259,7 +361,7 @@ pub(crate) async fn insert_session(
 pub(crate) async fn append_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     session_id: &str,
-    events: &[EventEnvelope],
+    events: &[Encoded],
 ) -> Result<()> {
     let mut status: Option<&str> = None;
     let mut title: Option<String> = None;
@@ -277,20 +379,22 @@ pub(crate) async fn append_in(
             });
         }
         let mut query = sqlx::query(&sql);
-        for e in chunk {
-            let payload = serde_json::to_string(&e.event)
-                .map_err(|err| StoreError::Corrupt(err.to_string()))?;
+        for Encoded {
+            envelope: e,
+            payload,
+        } in chunk
+        {
             query = query
                 .bind(session_id)
                 .bind(to_i64(e.seq))
                 .bind(e.at)
                 .bind(e.turn.map(i64::from))
                 .bind(e.event.kind())
-                .bind(payload);
+                .bind(payload.as_str());
         }
         query.execute(&mut **tx).await?;
     }
-    for e in events {
+    for Encoded { envelope: e, .. } in events {
         match &e.event {
             AppEvent::TurnStarted { input_id, .. } => {
                 status = Some("running");
@@ -322,7 +426,7 @@ pub(crate) async fn append_in(
     }
     let (last_seq, at) = events
         .last()
-        .map(|e| (to_i64(e.seq), e.at))
+        .map(|e| (to_i64(e.envelope.seq), e.envelope.at))
         .unwrap_or((0, 0));
     sqlx::query(
         "UPDATE sessions SET last_seq = ?, updated_at = MAX(updated_at, ?), \

@@ -83,49 +83,9 @@ pub struct Settings {
     pub compaction: Option<Compaction>,
 }
 
-/// How much tools may do without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum PermissionMode {
-    /// Ask before edits and commands that are not read-only.
-    Default,
-    /// Edits run without asking; commands still ask.
-    AcceptEdits,
-    /// Read-only: nothing is changed.
-    Plan,
-    /// Nothing asks; deny rules still hold.
-    Auto,
-}
-
-impl PermissionMode {
-    pub const ALL: [PermissionMode; 4] = [
-        PermissionMode::Default,
-        PermissionMode::AcceptEdits,
-        PermissionMode::Plan,
-        PermissionMode::Auto,
-    ];
-
-    /// The name in settings and on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionMode::Default => "default",
-            PermissionMode::AcceptEdits => "accept-edits",
-            PermissionMode::Plan => "plan",
-            PermissionMode::Auto => "auto",
-        }
-    }
-}
-
-impl std::str::FromStr for PermissionMode {
-    type Err = String;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        PermissionMode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == name)
-            .ok_or_else(|| format!("mode {name:?} is not one of default, accept-edits, plan, auto"))
-    }
-}
+/// How much tools may do without asking: the protocol's type, so the wire, the settings and
+/// the gate can never disagree on a name.
+pub use stepper_protocol::session::PermissionMode;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -198,7 +158,8 @@ impl Settings {
             .unwrap_or(PermissionMode::Default)
     }
 
-    fn load_files(files: Vec<PathBuf>) -> Result<Settings, ConfigError> {
+    /// Load and merge `files` in order. Missing files are fine.
+    pub fn load_files(files: Vec<PathBuf>) -> Result<Settings, ConfigError> {
         let mut merged = Settings::default();
         for path in files {
             let text = match std::fs::read_to_string(&path) {

@@ -20,6 +20,11 @@ type Answer = (ApprovalDecision, Option<String>);
 /// their own work (a 60 KB line takes ~10 ms); this is the backstop.
 const DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// An answer that came too late.
+#[derive(Debug, thiserror::Error)]
+#[error("approval {0} is not waiting: another client answered it first, or its turn ended")]
+pub struct NotWaiting(pub String);
+
 /// Approvals waiting for an answer, by request id.
 #[derive(Default)]
 pub struct Approvals {
@@ -37,13 +42,11 @@ impl Approvals {
         request_id: &str,
         decision: ApprovalDecision,
         by: Option<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), NotWaiting> {
         let waiting = self.pending().remove(request_id);
         match waiting.map(|tx| tx.send((decision, by))) {
             Some(Ok(())) => Ok(()),
-            _ => Err(format!(
-                "approval {request_id} is not waiting: another client answered it first, or its turn ended"
-            )),
+            _ => Err(NotWaiting(request_id.to_string())),
         }
     }
 }

@@ -32,6 +32,29 @@ struct Entry {
     hash: String,
 }
 
+/// Why a checkpoint could not be taken or restored.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error(transparent)]
+    Store(#[from] stepper_store::StoreError),
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the checkpoint of {0} is missing from the store")]
+    Missing(String),
+    #[error("the walk of the project failed: {0}")]
+    Walk(String),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
+    move |source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// The checkpoints of one session's project.
 pub struct Checkpointer {
     root: PathBuf,
@@ -55,7 +78,7 @@ impl Checkpointer {
     }
 
     /// The start of a turn: the cache follows the files as they are now.
-    pub async fn sync(&self, store: &Store) -> Result<(), String> {
+    pub async fn sync(&self, store: &Store) -> Result<(), CheckpointError> {
         let mut cache = self.cache.lock().await;
         let current = cache.take().unwrap_or_default();
         let (next, _) = self.update(current, store).await?;
@@ -70,7 +93,7 @@ impl Checkpointer {
         store: &Store,
         session_id: &str,
         turn: u32,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, CheckpointError> {
         let mut cache = self.cache.lock().await;
         let Some(current) = cache.take() else {
             return Ok(0);
@@ -81,10 +104,7 @@ impl Checkpointer {
             .into_iter()
             .map(|(path, before)| FileChange { turn, path, before })
             .collect();
-        store
-            .record_changes(session_id, &changes)
-            .await
-            .map_err(|e| e.to_string())?;
+        store.record_changes(session_id, &changes).await?;
         Ok(changes.len())
     }
 
@@ -103,7 +123,7 @@ impl Checkpointer {
         &self,
         mut cache: HashMap<PathBuf, Entry>,
         store: &Store,
-    ) -> Result<(HashMap<PathBuf, Entry>, Vec<(String, Option<String>)>), String> {
+    ) -> Result<(HashMap<PathBuf, Entry>, Vec<(String, Option<String>)>), CheckpointError> {
         let root = self.root.clone();
         let known: HashMap<PathBuf, Stat> = cache
             .iter()
@@ -111,13 +131,13 @@ impl Checkpointer {
             .collect();
         let (reads, gone) = tokio::task::spawn_blocking(move || scan_changes(&root, &known))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| CheckpointError::Walk(e.to_string()))?;
         for chunk in reads.chunks(BLOB_BATCH) {
             let batch: Vec<(&str, &[u8])> = chunk
                 .iter()
                 .map(|r| (r.hash.as_str(), r.data.as_slice()))
                 .collect();
-            store.put_blobs(&batch).await.map_err(|e| e.to_string())?;
+            store.put_blobs(&batch).await?;
         }
         let mut changes = Vec::new();
         for read in reads {
@@ -206,11 +226,8 @@ pub async fn restore(
     store: &Store,
     session_id: &str,
     from_turn: u32,
-) -> Result<usize, String> {
-    let changes = store
-        .changes_since(session_id, from_turn)
-        .await
-        .map_err(|e| e.to_string())?;
+) -> Result<usize, CheckpointError> {
+    let changes = store.changes_since(session_id, from_turn).await?;
     let mut touched = std::collections::BTreeSet::new();
     for change in changes {
         let path = root.join(&change.path);
@@ -218,27 +235,17 @@ pub async fn restore(
             Some(hash) => {
                 let data = store
                     .blob(hash)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| {
-                        format!(
-                            "the checkpoint of {} is missing from the store",
-                            change.path
-                        )
-                    })?;
+                    .await?
+                    .ok_or_else(|| CheckpointError::Missing(change.path.clone()))?;
                 if let Some(dir) = path.parent() {
-                    tokio::fs::create_dir_all(dir)
-                        .await
-                        .map_err(|e| format!("{}: {e}", dir.display()))?;
+                    tokio::fs::create_dir_all(dir).await.map_err(io(dir))?;
                 }
-                tokio::fs::write(&path, data)
-                    .await
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                tokio::fs::write(&path, data).await.map_err(io(&path))?;
             }
             None => match tokio::fs::remove_file(&path).await {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("{}: {e}", path.display())),
+                Err(e) => return Err(io(&path)(e)),
             },
         }
         touched.insert(change.path);

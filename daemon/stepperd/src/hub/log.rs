@@ -9,8 +9,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::{AppEvent, EventEnvelope};
-use stepper_store::{Store, now_ms};
+use stepper_store::{Encoded, Store, now_ms};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
@@ -25,10 +26,12 @@ const LIVE_BUFFER: usize = 4096;
 /// Attempts at committing a batch before the log is declared failed.
 const COMMIT_ATTEMPTS: u32 = 3;
 
-/// A committed event, as subscribers receive it.
+/// A committed event, as subscribers receive it: encoded once, for all of them.
 #[derive(Debug, Clone)]
 pub struct Published {
-    pub envelope: Arc<EventEnvelope>,
+    pub seq: u64,
+    /// The envelope's JSON, byte for byte what a replay from the store sends.
+    pub json: Arc<RawEnvelope>,
     /// When its transaction committed (for latency measurement).
     pub committed_at: Instant,
 }
@@ -155,7 +158,9 @@ impl Writer {
     async fn commit(&mut self, batch: &mut Vec<Append>) {
         let at = now_ms();
         let first_seq = self.last_seq + 1;
-        let mut envelopes = Vec::with_capacity(batch.len());
+        let mut events: Vec<Encoded> = Vec::with_capacity(batch.len());
+        let mut raws: Vec<RawEnvelope> = Vec::with_capacity(batch.len());
+        let mut unencodable = None;
         for item in batch.iter_mut() {
             if let Append::Event { turn, event, .. } = item {
                 // The event moves into its envelope; the placeholder left behind is never read.
@@ -165,27 +170,40 @@ impl Writer {
                         message: String::new(),
                     },
                 );
-                envelopes.push(EventEnvelope {
+                let envelope = EventEnvelope {
                     session_id: self.session_id.clone(),
-                    seq: first_seq + envelopes.len() as u64,
+                    seq: first_seq + events.len() as u64,
                     at,
                     turn: *turn,
                     event,
-                });
+                };
+                // Encoded once: the payload stored is the text every subscriber gets.
+                match Encoded::new(envelope).and_then(|e| e.raw().map(|raw| (e, raw))) {
+                    Ok((event, raw)) => {
+                        events.push(event);
+                        raws.push(raw);
+                    }
+                    Err(e) => unencodable = Some(e),
+                }
             }
         }
         let result = if self.is_failed() {
             Err(LogError::Failed("an earlier commit failed".into()))
+        } else if let Some(e) = unencodable {
+            // Only a float that is not a number can fail to encode; nothing of the batch is
+            // written rather than leave a gap in the seqs.
+            Err(LogError::Failed(e.to_string()))
         } else {
-            self.store_with_retries(&envelopes).await
+            self.store_with_retries(&events).await
         };
         if result.is_ok() {
-            self.last_seq += envelopes.len() as u64;
+            self.last_seq += events.len() as u64;
             let committed_at = Instant::now();
-            for envelope in envelopes {
+            for (event, raw) in events.iter().zip(raws) {
                 // No receivers is fine: nobody is watching this session right now.
                 let _ = self.live.send(Published {
-                    envelope: Arc::new(envelope),
+                    seq: event.envelope.seq,
+                    json: Arc::new(raw),
                     committed_at,
                 });
             }
@@ -206,11 +224,11 @@ impl Writer {
         }
     }
 
-    async fn store_with_retries(&self, envelopes: &[EventEnvelope]) -> Result<(), LogError> {
+    async fn store_with_retries(&self, events: &[Encoded]) -> Result<(), LogError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.store.append_events(&self.session_id, envelopes).await {
+            match self.store.append_encoded(&self.session_id, events).await {
                 Ok(()) => return Ok(()),
                 Err(e) if attempt < COMMIT_ATTEMPTS => {
                     tracing::warn!(session = %self.session_id, error = %e, attempt, "commit failed; retrying");

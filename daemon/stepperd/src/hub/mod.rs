@@ -1,27 +1,110 @@
 //! The session hub: live sessions, their logs and their turns.
+//!
+//! `session` is a live session and what clients change in it; `turn` runs its turns;
+//! `log` persists then publishes its events and `replay` fans them out to subscribers;
+//! `context` is the conversation stored for the model; `env` and `settings` are what a turn
+//! runs with; `approvals` and `checkpoint` are the gate's questions and the files' history.
 
 pub mod approvals;
 pub mod checkpoint;
+pub mod context;
+pub mod env;
 pub mod log;
+pub mod replay;
 pub mod session;
+pub mod settings;
+mod turn;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use stepper_engine::ModelRef;
 use stepper_engine::config::PermissionMode;
+use stepper_engine::model::DEFAULT_MODEL;
+use stepper_engine::tool::Tool;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, TurnStatus};
+use stepper_providers::Providers;
+use stepper_store::{NewSession, Store, now_ms};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
+pub use env::persistable_env;
 pub use log::{EventLog, LogError, Published};
-pub use session::{HubDeps, LiveSession, SubmitError, persistable_env, settings_for};
+pub use replay::{Deliveries, Delivery};
+pub use session::LiveSession;
+pub use settings::{SettingsCache, SettingsError};
 
+/// The longest title a session keeps, in characters; a longer one is cut.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+/// Why a hub operation failed. The protocol's code for each is chosen in one place
+/// (`rpc::error`).
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {
     #[error("no session {0} — 'stepper sessions' lists them")]
     NotFound(SessionId),
     #[error(transparent)]
     Store(#[from] stepper_store::StoreError),
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Checkpoint(#[from] checkpoint::CheckpointError),
+    #[error(transparent)]
+    Approval(#[from] approvals::NotWaiting),
+    #[error(
+        "too many inputs are queued in this session ({}); wait for some to run",
+        session::INPUT_QUEUE
+    )]
+    QueueFull,
+    #[error(
+        "session {session} is running a turn — interrupt it first (Esc in its client, or \
+         session/interrupt), then {then}"
+    )]
+    TurnRunning {
+        session: SessionId,
+        then: &'static str,
+    },
+    #[error("turn {turn} does not exist: {range}")]
+    NoSuchTurn { turn: u32, range: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("stepperd is shutting down and takes no new work — run the command again in a moment")]
+    ShuttingDown,
+}
+
+/// What sessions need from the daemon, shared by all of them.
+#[derive(Clone)]
+pub struct HubDeps {
+    pub store: Store,
+    pub providers: Providers,
+    /// How many turns are running, daemon-wide; shutdown waits on it.
+    pub running: watch::Sender<usize>,
+    pub tasks: TaskTracker,
+    /// Settings by folder, read once and again only when a file changes.
+    pub settings: Arc<SettingsCache>,
+    /// The login shell's environment, resolved on first need: what a session's own
+    /// environment lacks comes from here (a daemon started at login has little of its own).
+    pub login_env: Arc<tokio::sync::OnceCell<Env>>,
+    /// The tools every turn offers, built once (web_fetch holds an HTTP client and its
+    /// connection pool).
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// The daemon is stopping: no new turn starts (queued inputs wait for the next start).
+    pub shutdown: CancellationToken,
+}
+
+/// A session to create, as a client asks for it.
+pub struct NewSessionRequest {
+    pub cwd: String,
+    pub env: Env,
+    pub model: Option<String>,
+    pub title: Option<String>,
+    pub record: Option<String>,
+    pub mode: Option<PermissionMode>,
 }
 
 /// Live sessions by id. A session is loaded from the store on first use and stays live
@@ -51,6 +134,141 @@ impl Hub {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Create a session in a folder, with its client's environment: checked, stored with its
+    /// first event, and live. Returns it with the mode its tools run under.
+    pub async fn create(
+        &self,
+        request: NewSessionRequest,
+    ) -> Result<(SessionInfo, PermissionMode), HubError> {
+        if self.deps.shutdown.is_cancelled() {
+            return Err(HubError::ShuttingDown);
+        }
+        let cwd = Path::new(&request.cwd);
+        if !cwd.is_absolute() {
+            return Err(HubError::Invalid(format!(
+                "cwd {:?} must be an absolute path",
+                request.cwd
+            )));
+        }
+        if !cwd.is_dir() {
+            return Err(HubError::Invalid(format!(
+                "cwd {} is not a directory",
+                request.cwd
+            )));
+        }
+        let settings = self.deps.settings.get(Some(cwd)).await?;
+        let requested = request
+            .model
+            .as_deref()
+            .or(settings.model.as_deref())
+            .unwrap_or(DEFAULT_MODEL);
+        let model = ModelRef::parse(requested).map_err(|e| HubError::Invalid(e.to_string()))?;
+        let record = match request.record.as_deref() {
+            Some(r) if !Path::new(r).is_absolute() => {
+                return Err(HubError::Invalid(format!(
+                    "record path {r:?} must be absolute"
+                )));
+            }
+            r => r.map(PathBuf::from),
+        };
+        let new = NewSession {
+            id: uuid::Uuid::now_v7().to_string(),
+            title: title(request.title),
+            cwd: request.cwd.clone(),
+            model: model.to_string(),
+            env: persistable_env(&request.env),
+            created_at: now_ms(),
+        };
+        let store = &self.deps.store;
+        let (info, _) = store.create_session(&new).await?;
+        store
+            .set_session_mode(&info.id, request.mode.map(PermissionMode::as_str))
+            .await?;
+        self.adopt(&info, request.env, record, request.mode);
+        tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
+        Ok((info, request.mode.unwrap_or(settings.mode())))
+    }
+
+    /// A new session holding `source`'s turns before `from_turn` (see `Store::fork_session`),
+    /// with its environment, model and mode.
+    pub async fn fork(
+        &self,
+        source_id: &str,
+        from_turn: u32,
+        title: Option<String>,
+    ) -> Result<(SessionInfo, PermissionMode), HubError> {
+        if self.deps.shutdown.is_cancelled() {
+            return Err(HubError::ShuttingDown);
+        }
+        let source = self.get(source_id).await?;
+        let store = &self.deps.store;
+        let info = store
+            .session(source_id)
+            .await?
+            .ok_or_else(|| HubError::NotFound(source_id.into()))?;
+        let finished = if source.is_running() {
+            info.turns.saturating_sub(1)
+        } else {
+            info.turns
+        };
+        if from_turn == 0 || from_turn > finished + 1 {
+            return Err(HubError::NoSuchTurn {
+                turn: from_turn,
+                range: format!(
+                    "session {source_id} has finished turns 1 to {finished} (fork before 1 to {})",
+                    finished + 1
+                ),
+            });
+        }
+        let title = self::title(title).or_else(|| {
+            Some(format!(
+                "{} (fork)",
+                info.title.as_deref().unwrap_or("session")
+            ))
+        });
+        let (env, mode) = source.env_and_mode();
+        let new = NewSession {
+            id: uuid::Uuid::now_v7().to_string(),
+            title,
+            cwd: info.cwd.clone(),
+            model: source.model(),
+            env: persistable_env(&env),
+            created_at: now_ms(),
+        };
+        let forked = store.fork_session(source_id, &new, from_turn).await?;
+        store
+            .set_session_mode(&forked.id, mode.map(PermissionMode::as_str))
+            .await?;
+        let live = self.adopt(&forked, env, None, mode);
+        tracing::info!(session = %forked.id, from = %source_id, turn = from_turn, "session forked");
+        let mode = self.mode_of(&live).await?;
+        Ok((forked, mode))
+    }
+
+    /// The mode a session's next tool call runs under: its own, else its folder's settings'.
+    pub async fn mode_of(&self, session: &LiveSession) -> Result<PermissionMode, HubError> {
+        let (_, mode) = session.env_and_mode();
+        match mode {
+            Some(mode) => Ok(mode),
+            None => Ok(self.deps.settings.get(Some(&session.cwd())).await?.mode()),
+        }
+    }
+
+    /// Delete a session and everything stored of it; refused while a turn runs.
+    pub async fn delete(&self, id: &str) -> Result<(), HubError> {
+        let session = self.get(id).await?;
+        if session.is_running() {
+            return Err(HubError::TurnRunning {
+                session: id.into(),
+                then: "delete it",
+            });
+        }
+        self.forget(id);
+        drop(session);
+        self.deps.store.delete_session(id).await?;
+        Ok(())
+    }
+
     /// Register a session just created with the full environment of its client.
     pub fn adopt(
         &self,
@@ -66,6 +284,11 @@ impl Hub {
 
     /// The live session, loading it from the store if needed.
     pub async fn get(&self, id: &str) -> Result<Arc<LiveSession>, HubError> {
+        // An id is a UUID; anything much longer is not one, and is not echoed back whole.
+        if id.len() > 64 {
+            let start: String = id.chars().take(40).collect();
+            return Err(HubError::NotFound(format!("{start}…")));
+        }
         if let Some(s) = self.live().get(id) {
             return Ok(Arc::clone(s));
         }
@@ -189,7 +412,7 @@ impl Hub {
         };
         let events: Vec<AppEvent> = events.into_iter().map(|e| e.event).collect();
         let messages = stepper_engine::recovery::interrupted_turn(&input, &events);
-        session::store_context(store, session_id, turn, &messages).await;
+        context::store_context(store, session_id, turn, &messages).await;
     }
 
     /// Inputs a previous daemon queued and never started run now, in their order. Their
@@ -238,72 +461,15 @@ impl Hub {
     }
 }
 
-/// How far each open subscription has sent its session's events, so that a stopping daemon
-/// lets every client receive the end of its turn before the connections close.
-#[derive(Default)]
-pub struct Deliveries {
-    next: std::sync::atomic::AtomicU64,
-    open: Mutex<HashMap<u64, (SessionId, u64)>>,
-}
-
-/// One subscription's entry; removed when dropped.
-pub struct Delivery {
-    id: u64,
-    registry: Arc<Deliveries>,
-}
-
-impl Deliveries {
-    fn open_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (SessionId, u64)>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
+/// A title as given, trimmed and cut to [`MAX_TITLE_CHARS`]; none when blank.
+fn title(given: Option<String>) -> Option<String> {
+    let given = given?;
+    let trimmed = given.trim();
+    if trimmed.is_empty() {
+        return None;
     }
-
-    pub fn open(self: &Arc<Self>, session_id: &str) -> Delivery {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.open_map().insert(id, (session_id.to_string(), 0));
-        Delivery {
-            id,
-            registry: Arc::clone(self),
-        }
-    }
-
-    /// Wait until every open subscription has sent its session up to `targets` (or
-    /// `timeout`: a stalled client is not waited for).
-    pub async fn wait_delivered(
-        &self,
-        targets: &HashMap<SessionId, u64>,
-        timeout: std::time::Duration,
-    ) {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let behind = self
-                .open_map()
-                .values()
-                .filter(|(session, seq)| targets.get(session).is_some_and(|t| seq < t))
-                .count();
-            if behind == 0 || tokio::time::Instant::now() >= deadline {
-                if behind > 0 {
-                    tracing::warn!(
-                        behind,
-                        "some subscribers had not received everything at shutdown"
-                    );
-                }
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-    }
-}
-
-impl Delivery {
-    pub fn delivered(&self, seq: u64) {
-        if let Some(entry) = self.registry.open_map().get_mut(&self.id) {
-            entry.1 = seq;
-        }
-    }
-}
-
-impl Drop for Delivery {
-    fn drop(&mut self) {
-        self.registry.open_map().remove(&self.id);
-    }
+    Some(match trimmed.char_indices().nth(MAX_TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", &trimmed[..cut]),
+        None => trimmed.to_string(),
+    })
 }

@@ -1,0 +1,229 @@
+//! Keys and pastes: editing the input, the completion popup, answering an approval, and the
+//! actions they ask of the core.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::App;
+use crate::command::{self, COMMANDS, Parsed};
+use crate::completion::Kind;
+use crate::theme;
+use crate::transcript::Cell;
+use crate::{Action, PermissionMode};
+
+/// How long after an approval shows up its answer keys still type into the input: someone
+/// typing `…any` when it appears must not answer it by accident.
+const ANSWER_GUARD_MS: i64 = 400;
+
+impl App {
+    /// Whether y/a/n answer the approval in front: not in its first moments, so keys typed
+    /// for the input just as it appears do not answer it.
+    pub(crate) fn answer_keys_live(&self) -> bool {
+        self.now_ms - self.approval_since >= ANSWER_GUARD_MS
+    }
+
+    /// A key pressed: what it asks of the core.
+    pub fn on_key(&mut self, key: KeyEvent) -> Vec<Action> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+
+        // An approval takes its answer keys only; the rest edit the input as ever. Typed
+        // too soon after it appeared, even its answer keys are taken for typing.
+        if let Some(approval) = self.approvals.front() {
+            let decision = match key.code {
+                KeyCode::Char('y') if !ctrl && !alt => Some(crate::ApprovalDecision::Allow),
+                KeyCode::Char('a') if !ctrl && !alt => Some(crate::ApprovalDecision::AllowAlways),
+                KeyCode::Char('n') | KeyCode::Esc if !ctrl && !alt => {
+                    Some(crate::ApprovalDecision::Deny)
+                }
+                _ => None,
+            };
+            if let Some(decision) = decision {
+                if self.answer_keys_live() {
+                    let request_id = approval.request_id.clone();
+                    self.approvals.pop_front();
+                    self.approval_since = self.now_ms;
+                    return vec![Action::Approve {
+                        request_id,
+                        decision,
+                    }];
+                }
+                if key.code == KeyCode::Esc && self.popup.is_none() {
+                    // Neither an answer nor an interrupt: the user may not have seen it.
+                    return Vec::new();
+                }
+            }
+        }
+
+        if let Some(popup) = &mut self.popup {
+            let n = popup.items.len().max(1);
+            match key.code {
+                KeyCode::Up => {
+                    popup.selected = (popup.selected + n - 1) % n;
+                    return Vec::new();
+                }
+                KeyCode::Down => {
+                    popup.selected = (popup.selected + 1) % n;
+                    return Vec::new();
+                }
+                KeyCode::Char('p') if ctrl => {
+                    popup.selected = (popup.selected + n - 1) % n;
+                    return Vec::new();
+                }
+                KeyCode::Char('n') if ctrl => {
+                    popup.selected = (popup.selected + 1) % n;
+                    return Vec::new();
+                }
+                KeyCode::Esc => {
+                    self.popup = None;
+                    self.popup_dismissed = Some(self.composer.text().to_string());
+                    return Vec::new();
+                }
+                KeyCode::Tab => {
+                    self.accept_popup(false);
+                    return Vec::new();
+                }
+                KeyCode::Enter if !shift && !alt => {
+                    if self.accept_popup(true) {
+                        return self.submit(false);
+                    }
+                    return Vec::new();
+                }
+                _ => {}
+            }
+        }
+
+        let mut actions = Vec::new();
+        match key.code {
+            KeyCode::Enter if shift || alt => self.composer.insert("\n"),
+            KeyCode::Char('j') if ctrl => self.composer.insert("\n"),
+            KeyCode::Enter => return self.submit(false),
+            KeyCode::Tab if self.running && !self.composer.is_empty() => return self.submit(true),
+            KeyCode::BackTab => {
+                // `auto` is never a keypress away: it is chosen by name.
+                let next = match self.mode_asked.unwrap_or(self.mode) {
+                    PermissionMode::Default => PermissionMode::AcceptEdits,
+                    PermissionMode::AcceptEdits => PermissionMode::Plan,
+                    PermissionMode::Plan | PermissionMode::Auto => PermissionMode::Default,
+                };
+                self.mode_asked = Some(next);
+                return vec![Action::SetMode { mode: next }];
+            }
+            KeyCode::Esc if self.running => return vec![Action::Interrupt],
+            KeyCode::Char('c') if ctrl => {
+                if !self.composer.is_empty() {
+                    self.composer.clear();
+                } else if self.running {
+                    actions.push(Action::Interrupt);
+                } else {
+                    self.flash = Some(("press Ctrl-D to detach".into(), self.now_ms + 3000));
+                }
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.composer.is_empty() {
+                    return vec![Action::Detach];
+                }
+                self.composer.delete();
+            }
+            KeyCode::Char('a') if ctrl => self.composer.home(),
+            KeyCode::Char('e') if ctrl => self.composer.end(),
+            KeyCode::Char('u') if ctrl => self.composer.kill_to_start(),
+            KeyCode::Char('k') if ctrl => self.composer.kill_to_end(),
+            KeyCode::Char('w') if ctrl => self.composer.delete_word_back(),
+            KeyCode::Char('b') if ctrl => self.composer.left(),
+            KeyCode::Char('f') if ctrl => self.composer.right(),
+            KeyCode::Char('p') if ctrl => self.composer.up(),
+            KeyCode::Char('n') if ctrl => self.composer.down(),
+            KeyCode::Char('b') if alt => self.composer.word_left(),
+            KeyCode::Char('f') if alt => self.composer.word_right(),
+            // Ctrl+Alt is how Windows reports AltGr, which types characters (`@`, `€`).
+            KeyCode::Char(c) if !ctrl || alt => {
+                let mut buf = [0u8; 4];
+                self.composer.insert(c.encode_utf8(&mut buf));
+            }
+            KeyCode::Backspace if ctrl || alt => self.composer.delete_word_back(),
+            KeyCode::Backspace => self.composer.backspace(),
+            KeyCode::Delete => self.composer.delete(),
+            KeyCode::Left if ctrl || alt => self.composer.word_left(),
+            KeyCode::Right if ctrl || alt => self.composer.word_right(),
+            KeyCode::Left => self.composer.left(),
+            KeyCode::Right => self.composer.right(),
+            KeyCode::Home => self.composer.home(),
+            KeyCode::End => self.composer.end(),
+            KeyCode::Up => self.composer.up(),
+            KeyCode::Down => self.composer.down(),
+            _ => {}
+        }
+        self.refresh_popup();
+        actions
+    }
+
+    /// Text pasted (bracketed paste): inserted as is, newlines included.
+    pub fn on_paste(&mut self, text: &str) {
+        self.composer.insert(text);
+        self.refresh_popup();
+    }
+
+    /// Puts the selected item in place of the word; true when that completed a command that
+    /// takes no argument and Enter should run it.
+    fn accept_popup(&mut self, enter: bool) -> bool {
+        let Some(popup) = self.popup.take() else {
+            return false;
+        };
+        let Some(item) = popup.items.get(popup.selected) else {
+            return false;
+        };
+        let text = self.composer.text();
+        let run = popup.kind == Kind::Slash
+            && enter
+            && COMMANDS
+                .iter()
+                .any(|c| c.name == item.label && !c.takes_args);
+        let trailing = if run { "" } else { " " };
+        let replaced = format!(
+            "{}{}{trailing}{}",
+            &text[..popup.start],
+            item.label,
+            &text[popup.end..]
+        );
+        let cursor = popup.start + item.label.len() + trailing.len();
+        self.composer.set(replaced, cursor);
+        self.refresh_popup();
+        run
+    }
+
+    fn submit(&mut self, queue: bool) -> Vec<Action> {
+        if self.composer.text().trim().is_empty() {
+            return Vec::new();
+        }
+        let text = self.composer.take();
+        self.popup = None;
+        let text = text.trim_end_matches('\n').to_string();
+        if command::is_command(&text) {
+            return match command::parse(&text) {
+                Parsed::Action(action) => {
+                    if let Action::SetMode { mode } = &action {
+                        self.mode_asked = Some(*mode);
+                    }
+                    vec![action]
+                }
+                Parsed::Help => {
+                    self.push(Cell::Help);
+                    Vec::new()
+                }
+                Parsed::Usage(usage) => {
+                    self.push(Cell::note("⚠", usage, theme::warning()));
+                    Vec::new()
+                }
+            };
+        }
+        if self.running && !queue {
+            vec![Action::Steer { text }]
+        } else {
+            vec![Action::Submit { text }]
+        }
+    }
+}

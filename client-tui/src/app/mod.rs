@@ -1,0 +1,199 @@
+//! The TUI's state and what changes it: core events in, keys in, actions out.
+//!
+//! Everything here is synchronous and terminal-free, so tests drive it with events and keys
+//! and read back actions, committed lines and rendered frames. Cells move one way: live (in
+//! the viewport) → finished (queued for scrollback) → written to scrollback and dropped, always
+//! in transcript order.
+
+use std::collections::{HashMap, VecDeque};
+
+use ratatui::text::Line;
+use stepper_protocol::event::Usage;
+use stepper_protocol::session::{PermissionMode, SessionInfo};
+
+use crate::completion::{Popup, popup_for};
+use crate::composer::Composer;
+use crate::transcript::Cell;
+use crate::{Exit, TuiOptions};
+
+mod events;
+mod keys;
+
+/// An approval waiting for this user's answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Approval {
+    pub request_id: String,
+    pub tool: String,
+    pub summary: String,
+    pub command: Option<String>,
+    pub diff: Option<String>,
+}
+
+/// The whole state of the attached TUI.
+#[derive(Debug)]
+pub struct App {
+    pub(crate) session: Option<SessionInfo>,
+    pub(crate) model: String,
+    /// The mode as the daemon last said: shown only once it is committed.
+    pub(crate) mode: PermissionMode,
+    /// The mode last asked with Shift-Tab and not confirmed yet: the next press cycles on
+    /// from it.
+    mode_asked: Option<PermissionMode>,
+    pub(crate) context_window: Option<u64>,
+    last_seq: u64,
+    me: String,
+    pub(crate) others: Vec<String>,
+    /// Presence events up to this seq are history: `CoreEvent::Clients` already says who is
+    /// here now, and replaying old attaches would count people twice.
+    presence_after: u64,
+    files: Vec<String>,
+    /// Finished cells not yet written to scrollback, in order. Once written they are the
+    /// terminal's: the app keeps nothing of them.
+    finished: Vec<Cell>,
+    /// Cells still changing, in transcript order.
+    pub(crate) live: Vec<Cell>,
+    pub(crate) queued: Vec<(String, String)>,
+    pub(crate) approvals: VecDeque<Approval>,
+    /// When the approval in front appeared (app time): its answer keys count after the guard.
+    approval_since: i64,
+    approval_tools: HashMap<String, String>,
+    pub(crate) composer: Composer,
+    pub(crate) popup: Option<Popup>,
+    popup_dismissed: Option<String>,
+    pub(crate) running: bool,
+    pub(crate) turn_started_at: Option<i64>,
+    message_streamed: bool,
+    pub(crate) usage_done: Usage,
+    pub(crate) cost_done: Option<f64>,
+    pub(crate) usage_turn: Usage,
+    pub(crate) cost_turn: Option<f64>,
+    step_base: u64,
+    pub(crate) context_tokens: Option<u64>,
+    pub(crate) now_ms: i64,
+    pub(crate) flash: Option<(String, i64)>,
+    exit: Option<Exit>,
+}
+
+impl App {
+    pub fn new(opts: TuiOptions) -> Self {
+        App {
+            session: None,
+            model: String::new(),
+            mode: PermissionMode::Default,
+            mode_asked: None,
+            context_window: None,
+            last_seq: 0,
+            me: String::new(),
+            others: Vec::new(),
+            presence_after: 0,
+            files: Vec::new(),
+            finished: Vec::new(),
+            live: Vec::new(),
+            queued: Vec::new(),
+            approvals: VecDeque::new(),
+            approval_since: 0,
+            approval_tools: HashMap::new(),
+            composer: Composer::with_history(opts.history),
+            popup: None,
+            popup_dismissed: None,
+            running: false,
+            turn_started_at: None,
+            message_streamed: false,
+            usage_done: Usage::default(),
+            cost_done: None,
+            usage_turn: Usage::default(),
+            cost_turn: None,
+            step_base: 0,
+            context_tokens: None,
+            now_ms: 0,
+            flash: None,
+            exit: None,
+        }
+    }
+
+    /// Set when the core disconnected: the loop stops with it.
+    pub fn exit(&self) -> Option<&Exit> {
+        self.exit.as_ref()
+    }
+
+    /// The seq of the last session event applied.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Whether a turn runs (as far as the events say).
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// The text in the input box.
+    pub fn input(&self) -> &str {
+        self.composer.text()
+    }
+
+    /// The current time, ms since the epoch: drives the spinner, elapsed time and hints.
+    pub fn tick(&mut self, now_ms: i64) {
+        self.now_ms = now_ms;
+        if self
+            .flash
+            .as_ref()
+            .is_some_and(|(_, until)| *until <= now_ms)
+        {
+            self.flash = None;
+        }
+    }
+
+    /// Whether the screen changes with time alone (a spinner, a hint that expires).
+    pub fn animating(&self) -> bool {
+        self.running || self.flash.is_some() || self.live.iter().any(Cell::is_live)
+    }
+
+    /// The finished cells not yet committed, rendered at `width` for the scrollback, each
+    /// after an empty line.
+    pub fn take_history(&mut self, width: u16) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        for cell in self.finished.drain(..) {
+            if !cell.joins_previous() {
+                out.push(Line::default());
+            }
+            out.extend(cell.lines(width, ""));
+        }
+        out
+    }
+
+    /// Leaving: the finished cells not yet committed, then what is still live (a message
+    /// half streamed, a tool running) as it stands, so what the user saw stays on their
+    /// screen. The turn goes on in the daemon; reattaching replays it whole.
+    pub fn take_history_on_exit(&mut self, width: u16) -> Vec<Line<'static>> {
+        let mut out = self.take_history(width);
+        for cell in &self.live {
+            let lines = cell.lines(width, "");
+            if lines.iter().any(|l| l.width() > 0) {
+                if !cell.joins_previous() {
+                    out.push(Line::default());
+                }
+                out.extend(lines);
+            }
+        }
+        out
+    }
+
+    fn push(&mut self, cell: Cell) {
+        self.live.push(cell);
+        self.settle();
+    }
+
+    fn refresh_popup(&mut self) {
+        let text = self.composer.text();
+        if self.popup_dismissed.as_deref() == Some(text) {
+            self.popup = None;
+            return;
+        }
+        self.popup_dismissed = None;
+        let selected = self.popup.as_ref().map_or(0, |p| p.selected);
+        self.popup = popup_for(text, self.composer.cursor(), &self.files).map(|mut p| {
+            p.selected = selected.min(p.items.len().saturating_sub(1));
+            p
+        });
+    }
+}

@@ -1,0 +1,54 @@
+//! A session's stored context: the exact messages each turn gave and got from the model
+//! (tool calls, results and signatures included), so a session resumes after a restart
+//! exactly where it was.
+
+use stepper_engine::ChatMessage;
+use stepper_store::{Store, StoreError};
+
+/// The layer of a session's context (layers of `stepper.md` come later).
+pub(crate) const MAIN_LAYER: &str = "main";
+
+/// Why the context could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "the session's stored context is unreadable ({0}) — fork the session before the \
+         damaged turn, or start a new one"
+    )]
+    Unreadable(serde_json::Error),
+}
+
+/// Add a turn's messages to the session's stored context (a failure is logged: the turn's
+/// events stay, and its context is what a restart can rebuild from them).
+pub(crate) async fn store_context(
+    store: &Store,
+    session_id: &str,
+    turn: u32,
+    messages: &[ChatMessage],
+) {
+    let json: Vec<String> = messages
+        .iter()
+        .filter_map(|m| serde_json::to_string(m).ok())
+        .collect();
+    if let Err(e) = store
+        .append_context(session_id, MAIN_LAYER, turn, &json)
+        .await
+    {
+        tracing::error!(session = %session_id, turn, error = %e, "cannot store the turn's context");
+    }
+}
+
+/// The conversation so far, as the model saw it.
+pub(crate) async fn history(
+    store: &Store,
+    session_id: &str,
+) -> Result<Vec<ChatMessage>, ContextError> {
+    store
+        .context(session_id, MAIN_LAYER)
+        .await?
+        .iter()
+        .map(|json| serde_json::from_str::<ChatMessage>(json).map_err(ContextError::Unreadable))
+        .collect()
+}

@@ -1,0 +1,268 @@
+//! The turn actor: one turn at a time per session, in the order inputs were queued. A turn
+//! prepares its provider, gate and tools, runs the agent loop while the checkpoint baseline is
+//! walked, records what changed, stores its context, and only then says it finished.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+
+use stepper_engine::config::Settings;
+use stepper_engine::gate::Policy;
+use stepper_engine::tool::{NoOutput, ToolCx};
+use stepper_engine::{AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, agent::SinkError};
+use stepper_protocol::session::Env;
+use stepper_protocol::{AppEvent, TurnStatus};
+use stepper_providers::replay::Recorder;
+use stepper_providers::{ResolveContext, Resolved};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::HubDeps;
+use super::approvals::SessionGate;
+use super::context::{history, store_context};
+use super::env::login_env;
+use super::log::{EventLog, LogError};
+use super::session::{LiveSession, QueuedInput};
+
+/// The longest answer asked of a model, whatever larger limit it has: long enough for any
+/// edit, short enough not to eat rate limits that count the limit up front.
+const MAX_TOKENS: u32 = 32_000;
+
+/// What a turn runs with.
+struct Prepared {
+    resolved: Resolved,
+    model_ref: ModelRef,
+    settings: Arc<Settings>,
+    /// The login environment overlaid with the session's.
+    env: Env,
+    cwd: PathBuf,
+}
+
+impl LiveSession {
+    pub(super) async fn run_turn(&self, input: QueuedInput, deps: &HubDeps) {
+        let cancel = CancellationToken::new();
+        let (turn, model, env) = {
+            let mut state = self.state();
+            state.turns += 1;
+            state.running = Some(cancel.clone());
+            (state.turns, state.model.clone(), state.env.clone())
+        };
+        deps.running.send_modify(|n| *n += 1);
+        let status = self
+            .turn_body(turn, &input, &model, &env, cancel, deps)
+            .await;
+        if let Err(e) = status {
+            tracing::error!(session = %self.id, turn, error = %e, "turn could not be recorded");
+        }
+        {
+            let mut state = self.state();
+            state.running = None;
+            state.active_policy = None;
+        }
+        deps.running.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    async fn turn_body(
+        &self,
+        turn: u32,
+        input: &QueuedInput,
+        model: &str,
+        env: &Env,
+        cancel: CancellationToken,
+        deps: &HubDeps,
+    ) -> Result<(), LogError> {
+        // Everything before this turn is committed, so the history read below is complete.
+        self.log.flush().await?;
+        let history = history(&deps.store, &self.id)
+            .await
+            .map_err(|e| e.to_string());
+        let started = AppEvent::TurnStarted {
+            input_id: input.input_id.clone(),
+            text: input.text.clone(),
+            model: model.to_string(),
+        };
+        self.log.append(Some(turn), started).await?;
+
+        let prepared = match history {
+            Ok(messages) => self.prepare(model, env, deps).await.map(|p| (p, messages)),
+            Err(e) => Err(e),
+        };
+        let (status, error, transcript) = match prepared {
+            Err(message) => (TurnStatus::Failed, Some(message), Vec::new()),
+            Ok((prepared, mut messages)) => {
+                let Prepared {
+                    resolved,
+                    model_ref,
+                    settings,
+                    env,
+                    cwd,
+                } = prepared;
+                messages.push(ChatMessage::user(input.text.clone()));
+                let mut request = ChatRequest::new(model_ref.model, messages);
+                request.max_tokens = resolved.info.max_output().min(MAX_TOKENS);
+                let sink = TurnSink {
+                    log: &self.log,
+                    turn,
+                };
+                let home = env.get("HOME").map(PathBuf::from);
+                let (mut policy, problems) =
+                    Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
+                for problem in problems {
+                    let _ = self
+                        .log
+                        .append(
+                            Some(turn),
+                            AppEvent::Notice {
+                                message: format!("setting.json: {problem}"),
+                            },
+                        )
+                        .await;
+                }
+                if let Some(mode) = self.state().mode {
+                    policy.mode = mode;
+                }
+                let policy = Arc::new(Mutex::new(policy));
+                self.state().active_policy = Some(Arc::clone(&policy));
+                let (baseline_taken, baseline) = watch::channel(false);
+                let gate = SessionGate {
+                    policy,
+                    approvals: Arc::clone(&self.approvals),
+                    log: self.log.clone(),
+                    turn,
+                    cancel: cancel.clone(),
+                    baseline,
+                };
+                let cx = ToolCx {
+                    cwd: cwd.clone(),
+                    project_root: cwd,
+                    env,
+                    cancel: cancel.clone(),
+                    gate: Arc::new(gate),
+                    output: Arc::new(NoOutput),
+                };
+                // What the project holds before the turn (changes made outside stepper since
+                // the last turn are taken as they are), walked while the model is called:
+                // the gate holds every tool until it is done.
+                let baseline = async {
+                    if let Err(e) = self.checkpoints.sync(&deps.store).await {
+                        let message = format!("file checkpoints are off for this turn: {e}");
+                        let _ = self
+                            .log
+                            .append(Some(turn), AppEvent::Notice { message })
+                            .await;
+                    }
+                    let _ = baseline_taken.send(true);
+                };
+                let steering = Arc::clone(&self.steering);
+                let take = Arc::new(move || {
+                    std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
+                });
+                let agent = AgentLoop::new(resolved.provider)
+                    .with_steering(take)
+                    .with_model_info(resolved.info)
+                    .with_tools(deps.tools.clone(), cx);
+                let ((), outcome) = tokio::join!(baseline, agent.run(request, cancel, &sink));
+                (outcome.status, outcome.error, outcome.transcript)
+            }
+        };
+        match self.checkpoints.record(&deps.store, &self.id, turn).await {
+            Ok(0) => {}
+            Ok(n) => {
+                let files = u32::try_from(n).unwrap_or(u32::MAX);
+                self.log
+                    .append(Some(turn), AppEvent::CheckpointCreated { files })
+                    .await?;
+            }
+            Err(e) => tracing::error!(session = %self.id, turn, error = %e, "checkpoint failed"),
+        }
+        // The context first, then the end of the turn: a client that sees TurnFinished can
+        // count on the next turn seeing this one whole.
+        let mut added = vec![ChatMessage::user(input.text.clone())];
+        added.extend(transcript);
+        store_context(&deps.store, &self.id, turn, &added).await;
+        self.log
+            .append(Some(turn), AppEvent::TurnFinished { status, error })
+            .await?;
+        self.log.flush().await?;
+        Ok(())
+    }
+
+    /// The provider for this turn: settings for the session's folder, the model, the
+    /// credentials, and a recorder around it when the session records.
+    async fn prepare(&self, model: &str, env: &Env, deps: &HubDeps) -> Result<Prepared, String> {
+        let (cwd, record) = {
+            let state = self.state();
+            (state.cwd.clone(), state.record.clone())
+        };
+        let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
+        let settings = deps
+            .settings
+            .get(Some(&cwd))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut effective = login_env(deps).await.clone();
+        effective.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let cx = ResolveContext {
+            env: &effective,
+            settings: &settings,
+            cwd: &cwd,
+        };
+        let mut resolved = deps
+            .providers
+            .resolve(&model_ref, &cx)
+            .map_err(|e| e.to_string())?;
+        let record = record.or_else(|| settings.record.as_ref().map(|r| cwd.join(r)));
+        if let Some(path) = record {
+            let secrets = std::mem::take(&mut resolved.secrets);
+            resolved.provider = Arc::new(Recorder::new(
+                resolved.provider,
+                path,
+                model_ref.to_string(),
+                secrets,
+            ));
+        }
+        Ok(Prepared {
+            resolved,
+            model_ref,
+            settings,
+            env: effective,
+            cwd,
+        })
+    }
+}
+
+pub(super) async fn run_inputs(
+    session: Weak<LiveSession>,
+    mut rx: mpsc::Receiver<QueuedInput>,
+    deps: HubDeps,
+) {
+    loop {
+        // A stopping daemon starts no turn: the input stays pending in the store and runs
+        // when the daemon starts again, instead of starting now only to be interrupted.
+        let input = tokio::select! {
+            biased;
+            () = deps.shutdown.cancelled() => break,
+            input = rx.recv() => match input {
+                Some(input) => input,
+                None => break,
+            },
+        };
+        let Some(session) = session.upgrade() else {
+            break;
+        };
+        session.run_turn(input, &deps).await;
+    }
+}
+
+struct TurnSink<'a> {
+    log: &'a EventLog,
+    turn: u32,
+}
+
+impl EventSink for TurnSink<'_> {
+    async fn emit(&self, event: AppEvent) -> Result<(), SinkError> {
+        self.log
+            .append(Some(self.turn), event)
+            .await
+            .map_err(|e| SinkError(e.to_string()))
+    }
+}

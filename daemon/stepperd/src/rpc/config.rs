@@ -1,0 +1,136 @@
+//! `models/list`, `config/schema`, `config/validate`, `project/init`.
+
+use std::path::Path;
+
+use jsonrpsee::RpcModule;
+use stepper_engine::config::{Settings, templates, validate};
+use stepper_engine::model::DEFAULT_MODEL;
+use stepper_engine::{ModelRef, catalogue};
+use stepper_protocol::methods::*;
+
+use super::{Conn, RpcError, register};
+use crate::daemon::Daemon;
+
+pub(super) fn register_all(m: &mut RpcModule<Conn>) {
+    register::<ModelsList, _, _>(m, |conn, p| async move {
+        let daemon = &conn.daemon;
+        let settings = daemon
+            .hub
+            .deps()
+            .settings
+            .get(p.cwd.as_deref().map(Path::new))
+            .await?;
+        Ok(models_list(daemon, &settings))
+    });
+
+    register::<ConfigSchema, _, _>(m, |_, _| async move {
+        Ok(ConfigSchemaResponse {
+            schema: Settings::schema(),
+        })
+    });
+
+    register::<ConfigValidate, _, _>(m, |conn, p| async move {
+        let files = Settings::files(&conn.daemon.places.config_dir, Path::new(&p.cwd));
+        let checked = files.clone();
+        let problems = tokio::task::spawn_blocking(move || {
+            checked
+                .iter()
+                .flat_map(|f| validate::validate_file(f))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| RpcError::Internal(e.to_string()))?;
+        Ok(ConfigValidateResponse {
+            files: files.iter().map(|f| f.display().to_string()).collect(),
+            problems: problems
+                .into_iter()
+                .map(|p| ConfigProblem {
+                    file: p.file.display().to_string(),
+                    line: u32::try_from(p.line).unwrap_or(u32::MAX),
+                    column: u32::try_from(p.column).unwrap_or(u32::MAX),
+                    severity: match p.severity {
+                        validate::Severity::Error => "error".into(),
+                        validate::Severity::Warning => "warning".into(),
+                    },
+                    message: p.message,
+                    hint: p.hint,
+                })
+                .collect(),
+        })
+    });
+
+    register::<ProjectInit, _, _>(m, |_, p| async move {
+        let dir = Path::new(&p.cwd).join(".stepper");
+        let force = p.force;
+        tokio::task::spawn_blocking(move || project_init(&dir, force))
+            .await
+            .map_err(|e| RpcError::Internal(e.to_string()))?
+            .map_err(|e| RpcError::InvalidParams(format!("cannot write into {}: {e}", p.cwd)))
+    });
+}
+
+/// Write the scaffold into `dir` (`.stepper`), leaving existing files unless `force`.
+fn project_init(dir: &Path, force: bool) -> std::io::Result<ProjectInitResponse> {
+    std::fs::create_dir_all(dir)?;
+    let mut out = ProjectInitResponse {
+        created: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for (name, contents) in [
+        ("stepper.md", templates::STEPPER_MD),
+        ("setting.json", templates::SETTING_JSON),
+        (".gitignore", templates::GITIGNORE),
+    ] {
+        let path = dir.join(name);
+        if path.exists() && !force {
+            out.skipped.push(path.display().to_string());
+            continue;
+        }
+        std::fs::write(&path, contents)?;
+        out.created.push(path.display().to_string());
+    }
+    Ok(out)
+}
+
+fn models_list(daemon: &Daemon, settings: &Settings) -> ModelsListResponse {
+    let providers = &daemon.hub.deps().providers;
+    let mut models = Vec::new();
+    let mut entry = |provider: &str, id: &str, configured: bool| {
+        let model = ModelRef {
+            provider: provider.into(),
+            model: id.into(),
+        };
+        let info = providers.model_info(&model, settings);
+        models.push(ModelEntry {
+            id: model.to_string(),
+            provider: provider.into(),
+            context_window: info.context_window(),
+            max_output: info.max_output(),
+            input_price: info.input_price,
+            output_price: info.output_price,
+            cache_read_price: info.cache_read_price,
+            cache_write_price: info.cache_write_price,
+            configured,
+        });
+    };
+    for (name, config) in &settings.providers {
+        for id in config.models.keys() {
+            entry(name, id, true);
+        }
+    }
+    for id in catalogue::known_ids() {
+        let provider = if id.starts_with("claude") {
+            "anthropic"
+        } else {
+            "openai"
+        };
+        entry(provider, id, false);
+    }
+    ModelsListResponse {
+        default: settings
+            .model
+            .clone()
+            .unwrap_or_else(|| DEFAULT_MODEL.into()),
+        models,
+    }
+}

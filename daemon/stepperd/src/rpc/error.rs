@@ -1,0 +1,125 @@
+//! Every error a method answers with becomes a protocol error here, and only here: each
+//! daemon module's own error type maps to one [`ErrorKind`], which carries the code and
+//! whether a retry can help.
+
+use jsonrpsee::types::ErrorObjectOwned;
+use stepper_protocol::PROTOCOL_VERSION;
+use stepper_protocol::error::{ErrorData, ErrorKind};
+
+use crate::auth::AuthError;
+use crate::hub::{HubError, LogError, SettingsError};
+
+/// Why a method failed, before it becomes a JSON-RPC error.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    #[error(
+        "this client speaks protocol {client} but stepperd {daemon_version} speaks \
+         {PROTOCOL_VERSION} — restart the daemon with 'stepper daemon stop' (the next command \
+         starts the matching one), or update the client"
+    )]
+    VersionMismatch {
+        client: stepper_protocol::ProtocolVersion,
+        daemon_version: &'static str,
+    },
+    #[error("call 'initialize' first: every connection starts with it")]
+    NotInitialized,
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("{0}")]
+    InvalidCursor(String),
+    #[error("{what} is {size} bytes; the most stepperd takes is {limit} bytes — {hint}")]
+    TooLarge {
+        what: &'static str,
+        size: usize,
+        limit: usize,
+        hint: &'static str,
+    },
+    #[error(transparent)]
+    Hub(#[from] HubError),
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<stepper_store::StoreError> for RpcError {
+    fn from(e: stepper_store::StoreError) -> RpcError {
+        RpcError::Hub(HubError::Store(e))
+    }
+}
+
+impl From<SettingsError> for RpcError {
+    fn from(e: SettingsError) -> RpcError {
+        RpcError::Hub(HubError::Settings(e))
+    }
+}
+
+impl RpcError {
+    /// The one mapping from what went wrong to what the protocol says.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RpcError::VersionMismatch { .. } => ErrorKind::VersionMismatch,
+            RpcError::NotInitialized => ErrorKind::NotInitialized,
+            RpcError::InvalidParams(_) => ErrorKind::InvalidParams,
+            RpcError::InvalidCursor(_) => ErrorKind::InvalidCursor,
+            RpcError::TooLarge { .. } => ErrorKind::TooLarge,
+            RpcError::Internal(_) => ErrorKind::Internal,
+            RpcError::Auth(AuthError::NoSuchLogin(_)) => ErrorKind::LoginNotFound,
+            RpcError::Auth(AuthError::EmptyKey) => ErrorKind::InvalidParams,
+            RpcError::Auth(AuthError::Failed(_)) => ErrorKind::Auth,
+            RpcError::Hub(e) => match e {
+                HubError::NotFound(_) => ErrorKind::SessionNotFound,
+                HubError::Store(_) => ErrorKind::Store,
+                HubError::Log(LogError::Failed(_)) => ErrorKind::LogFailed,
+                HubError::Log(LogError::Closed) => ErrorKind::ShuttingDown,
+                HubError::Settings(_) => ErrorKind::Settings,
+                HubError::Checkpoint(_) => ErrorKind::Rewind,
+                HubError::Approval(_) => ErrorKind::ApprovalAnswered,
+                HubError::QueueFull => ErrorKind::QueueFull,
+                HubError::TurnRunning { .. } => ErrorKind::TurnRunning,
+                HubError::NoSuchTurn { .. } => ErrorKind::NoSuchTurn,
+                HubError::Invalid(_) => ErrorKind::InvalidParams,
+                HubError::ShuttingDown => ErrorKind::ShuttingDown,
+            },
+        }
+    }
+}
+
+impl From<RpcError> for ErrorObjectOwned {
+    fn from(e: RpcError) -> ErrorObjectOwned {
+        let kind = e.kind();
+        let data = ErrorData {
+            kind,
+            hint: hint(kind).map(str::to_string),
+            retry: kind.retry(),
+        };
+        ErrorObjectOwned::owned(kind.code(), e.to_string(), Some(data))
+    }
+}
+
+/// What a client can do about a kind, beyond the message.
+fn hint(kind: ErrorKind) -> Option<&'static str> {
+    Some(match kind {
+        ErrorKind::VersionMismatch => {
+            "stop the daemon ('stepper daemon stop'); the next client starts its own version"
+        }
+        ErrorKind::NotInitialized => "send 'initialize' as the first call of the connection",
+        ErrorKind::SessionNotFound => "'session/list' (or 'stepper sessions') lists the sessions",
+        ErrorKind::TurnRunning => {
+            "'session/interrupt' ends the running turn; or wait for its TurnFinished"
+        }
+        ErrorKind::QueueFull => "wait for queued inputs to run (each ends with TurnFinished)",
+        ErrorKind::ShuttingDown => {
+            "retry once a daemon is running again (any stepper command starts one)"
+        }
+        ErrorKind::InvalidCursor => {
+            "pass a cursor exactly as a previous page returned it, or none for the first page"
+        }
+        _ => return None,
+    })
+}
+
+/// A params error found before the handler ran (the shape did not decode).
+pub fn invalid_params(message: String) -> ErrorObjectOwned {
+    RpcError::InvalidParams(message).into()
+}

@@ -1,0 +1,121 @@
+//! The method handlers, one file per resource: `daemon` (initialize, info, shutdown),
+//! `session` (create, list, get, change, rewind, fork, export), `subscribe` (the event
+//! stream), `config` (settings, models, project scaffold) and `auth`. Each connection gets
+//! one `RpcModule` built from the protocol's method table, with its own state (who the client
+//! is, whether it said `initialize`). Every error becomes a protocol error in `error`.
+
+mod auth;
+mod config;
+mod daemon;
+pub mod error;
+mod session;
+mod subscribe;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use jsonrpsee::RpcModule;
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use stepper_protocol::methods::{AttachedClient, ClientInfo, ClientKind, Initialize, Method};
+use stepper_store::now_ms;
+
+use crate::daemon::Daemon;
+pub use error::RpcError;
+
+/// One connection's state.
+pub struct Conn {
+    daemon: Arc<Daemon>,
+    initialized: AtomicBool,
+    client: Mutex<Option<ClientInfo>>,
+    peer_pid: Option<u32>,
+}
+
+impl Conn {
+    /// The client's name as events show it (`stepper attach (pid 42)`).
+    fn client_label(&self) -> Option<String> {
+        let client = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        client.as_ref().map(|c| match c.pid.or(self.peer_pid) {
+            // A client that names itself by its pid (`stepper attach 4242`) says it once.
+            Some(pid) if !c.name.ends_with(&format!(" {pid}")) => {
+                format!("{} (pid {pid})", c.name)
+            }
+            _ => c.name.clone(),
+        })
+    }
+
+    /// Who the client is, for presence.
+    fn attached_client(&self) -> AttachedClient {
+        let info = self
+            .client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match info {
+            Some(c) => AttachedClient {
+                name: c.name,
+                kind: c.kind,
+                pid: c.pid.or(self.peer_pid),
+                since: now_ms(),
+            },
+            None => AttachedClient {
+                name: "unknown".into(),
+                kind: ClientKind::Other,
+                pid: self.peer_pid,
+                since: now_ms(),
+            },
+        }
+    }
+}
+
+/// Decode params given by name (an object). Absent params are an empty object, so
+/// `{}`-shaped params may be left out.
+fn parse<T: serde::de::DeserializeOwned>(params: &Params<'_>) -> Result<T, ErrorObjectOwned> {
+    let text = params.as_str().unwrap_or("{}");
+    if !text.trim_start().starts_with('{') {
+        return Err(error::invalid_params(
+            "params go by name: send them as a JSON object".into(),
+        ));
+    }
+    serde_json::from_str(text).map_err(|e| error::invalid_params(format!("invalid params: {e}")))
+}
+
+/// Register `M`'s handler: refused before `initialize`, params decoded by the table's type.
+fn register<M, F, Fut>(module: &mut RpcModule<Conn>, handler: F)
+where
+    M: Method,
+    F: Fn(Arc<Conn>, M::Params) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<M::Response, RpcError>> + Send + 'static,
+{
+    let registered = module.register_async_method(M::NAME, move |params, conn, _| {
+        let handler = handler.clone();
+        async move {
+            if M::NAME != Initialize::NAME && !conn.initialized.load(Ordering::Acquire) {
+                return Err(RpcError::NotInitialized.into());
+            }
+            let p = parse::<M::Params>(&params)?;
+            handler(conn, p).await.map_err(ErrorObjectOwned::from)
+        }
+    });
+    if let Err(e) = registered {
+        // Names come from the method table, whose uniqueness a test checks.
+        tracing::error!(method = M::NAME, error = %e, "method registered twice");
+    }
+}
+
+/// The methods of one connection.
+pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
+    let conn = Conn {
+        daemon,
+        initialized: AtomicBool::new(false),
+        client: Mutex::new(None),
+        peer_pid,
+    };
+    let mut m = RpcModule::new(conn);
+    daemon::register_all(&mut m);
+    session::register_all(&mut m);
+    subscribe::register_all(&mut m);
+    config::register_all(&mut m);
+    auth::register_all(&mut m);
+    m
+}

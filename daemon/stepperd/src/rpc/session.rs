@@ -1,0 +1,204 @@
+//! `session/*`: create, list, get, delete, fork, export; submit, steer, interrupt, approve;
+//! model, mode, clients, rewind. Creation and fork live in the hub; handlers check what the
+//! wire brings (sizes, shapes) and hand on.
+
+use jsonrpsee::RpcModule;
+use stepper_protocol::methods::*;
+
+use super::{Conn, RpcError, register};
+use crate::hub::{HubError, NewSessionRequest};
+
+/// Events per `session/export` page, at most.
+const EXPORT_PAGE: u32 = 5000;
+/// Event text per `session/export` page past its first event: well under the message limit.
+const EXPORT_PAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// An input's text, refused when empty or over [`MAX_INPUT_BYTES`].
+fn input_text(text: &str, what: &'static str) -> Result<(), RpcError> {
+    if text.trim().is_empty() {
+        return Err(RpcError::InvalidParams(format!(
+            "nothing to {what}: the input is empty"
+        )));
+    }
+    if text.len() > MAX_INPUT_BYTES {
+        return Err(RpcError::TooLarge {
+            what: "the input",
+            size: text.len(),
+            limit: MAX_INPUT_BYTES,
+            hint: "put long material in a file in the project and refer to it",
+        });
+    }
+    Ok(())
+}
+
+pub(super) fn register_all(m: &mut RpcModule<Conn>) {
+    register::<SessionCreate, _, _>(m, |conn, p| async move {
+        let (session, mode) = conn
+            .daemon
+            .hub
+            .create(NewSessionRequest {
+                cwd: p.cwd,
+                env: p.env,
+                model: p.model,
+                title: p.title,
+                record: p.record,
+                mode: p.mode,
+            })
+            .await?;
+        Ok(SessionResponse {
+            session,
+            mode: Some(mode),
+        })
+    });
+
+    register::<SessionList, _, _>(m, |conn, p| async move {
+        let limit = p.limit.unwrap_or(50).clamp(1, 500);
+        let page = conn
+            .daemon
+            .hub
+            .deps()
+            .store
+            .list_sessions(p.cwd.as_deref(), limit, p.cursor.as_deref())
+            .await?;
+        Ok(SessionListResponse {
+            sessions: page.sessions,
+            next_cursor: page.next_cursor,
+        })
+    });
+
+    register::<SessionGet, _, _>(m, |conn, p| async move {
+        let hub = &conn.daemon.hub;
+        let live = hub.get(&p.session_id).await?;
+        let session = hub
+            .deps()
+            .store
+            .session(&p.session_id)
+            .await?
+            .ok_or_else(|| HubError::NotFound(p.session_id.clone()))?;
+        let mode = hub.mode_of(&live).await.ok();
+        Ok(SessionResponse { session, mode })
+    });
+
+    register::<SessionSubmit, _, _>(m, |conn, p| async move {
+        if conn.daemon.shutdown.is_cancelled() {
+            return Err(HubError::ShuttingDown.into());
+        }
+        input_text(&p.text, "submit")?;
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        let (input_id, seq) = session.submit(p.text, p.env, conn.client_label()).await?;
+        Ok(SessionSubmitResponse { input_id, seq })
+    });
+
+    register::<SessionInterrupt, _, _>(m, |conn, p| async move {
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        let interrupted = session.interrupt();
+        if interrupted {
+            tracing::info!(session = %p.session_id, client = ?conn.client_label(), "interrupted");
+        }
+        Ok(SessionInterruptResponse { interrupted })
+    });
+
+    register::<SessionApprove, _, _>(m, |conn, p| async move {
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        session
+            .approvals
+            .answer(&p.request_id, p.decision, conn.client_label())
+            .map_err(HubError::from)?;
+        Ok(Empty {})
+    });
+
+    register::<SessionSteer, _, _>(m, |conn, p| async move {
+        input_text(&p.text, "steer with")?;
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        match session.steer(p.text.clone(), conn.client_label()).await? {
+            Some(seq) => Ok(SessionSubmitResponse {
+                input_id: String::new(),
+                seq,
+            }),
+            None => {
+                let (input_id, seq) = session.submit(p.text, p.env, conn.client_label()).await?;
+                Ok(SessionSubmitResponse { input_id, seq })
+            }
+        }
+    });
+
+    register::<SessionSetModel, _, _>(m, |conn, p| async move {
+        let model = stepper_engine::ModelRef::parse(&p.model)
+            .map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        session
+            .set_model(&model, conn.client_label(), &conn.daemon.hub.deps().store)
+            .await?;
+        Ok(Empty {})
+    });
+
+    register::<SessionSetMode, _, _>(m, |conn, p| async move {
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        session
+            .set_mode(p.mode, conn.client_label(), &conn.daemon.hub.deps().store)
+            .await?;
+        Ok(Empty {})
+    });
+
+    register::<SessionClients, _, _>(m, |conn, p| async move {
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        Ok(SessionClientsResponse {
+            clients: session.clients(),
+        })
+    });
+
+    register::<SessionRewind, _, _>(m, |conn, p| async move {
+        if !p.files && !p.conversation {
+            return Err(RpcError::InvalidParams(
+                "rewind what? files, conversation, or both".into(),
+            ));
+        }
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        let files = session
+            .rewind(
+                p.turn,
+                p.files,
+                p.conversation,
+                &conn.daemon.hub.deps().store,
+            )
+            .await?;
+        Ok(SessionRewindResponse { files })
+    });
+
+    register::<SessionFork, _, _>(m, |conn, p| async move {
+        let (session, mode) = conn
+            .daemon
+            .hub
+            .fork(&p.session_id, p.from_turn, p.title)
+            .await?;
+        Ok(SessionResponse {
+            session,
+            mode: Some(mode),
+        })
+    });
+
+    register::<SessionDelete, _, _>(m, |conn, p| async move {
+        conn.daemon.hub.delete(&p.session_id).await?;
+        tracing::info!(session = %p.session_id, client = ?conn.client_label(), "session deleted");
+        Ok(Empty {})
+    });
+
+    register::<SessionExport, _, _>(m, |conn, p| async move {
+        let store = &conn.daemon.hub.deps().store;
+        let session = store
+            .session(&p.session_id)
+            .await?
+            .ok_or_else(|| HubError::NotFound(p.session_id.clone()))?;
+        let limit = p.limit.unwrap_or(EXPORT_PAGE).clamp(1, EXPORT_PAGE);
+        let page = store
+            .events_after_raw(&p.session_id, p.after_seq, limit, EXPORT_PAGE_BYTES)
+            .await?;
+        let last = page.last().map(|(seq, _)| *seq);
+        let next_after_seq = last.filter(|seq| *seq < session.last_seq);
+        Ok(SessionExportResponse {
+            session,
+            events: page.into_iter().map(|(_, raw)| raw).collect(),
+            next_after_seq,
+        })
+    });
+}
