@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use stepper_protocol::methods::{
-    AskResult, SessionGet, SessionInterrupt, SessionList, SessionListParams, SessionParams,
-    SessionSubmit, SessionSubmitParams,
+    AskResult, MAX_INPUT_BYTES, SessionDelete, SessionGet, SessionInterrupt, SessionList,
+    SessionListParams, SessionParams, SessionSubmit, SessionSubmitParams,
 };
 use stepper_protocol::{AppEvent, PermissionMode, TurnStatus, Usage};
 
@@ -147,6 +147,15 @@ fn interrupt_signal() -> anyhow::Result<tokio::signal::windows::CtrlC> {
 
 pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let prompt = read_prompt(args.prompt)?;
+    // Checked here, before a session exists: a prompt over the limit would leave an empty
+    // one behind (and one over the transport's limit would never reach the daemon).
+    if prompt.len() > MAX_INPUT_BYTES {
+        bail!(
+            "the prompt is {} bytes; the most stepperd takes is {MAX_INPUT_BYTES} bytes — put \
+             long material in a file in the project and refer to it",
+            prompt.len()
+        );
+    }
     let cwd = std::env::current_dir().context("finding the current directory")?;
     let places = places()?;
     let client = connect_or_start(&places, "stepper ask").await?;
@@ -173,6 +182,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         }
         (None, false) => None,
     };
+    let created_here = existing.is_none();
     let (session_id, after_seq) = match existing {
         Some(id) => {
             let got = client
@@ -197,13 +207,27 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut events = client.subscribe_events(&session_id, after_seq).await?;
-    let submitted = client
+    let submitted = match client
         .call::<SessionSubmit>(SessionSubmitParams {
             session_id: session_id.clone(),
             text: prompt,
             env: (after_seq > 0).then(client_env),
         })
-        .await?;
+        .await
+    {
+        Ok(submitted) => submitted,
+        Err(e) => {
+            // A session made for this prompt alone is not left behind empty.
+            if created_here {
+                drop(events);
+                let p = SessionParams {
+                    session_id: session_id.clone(),
+                };
+                let _ = client.call::<SessionDelete>(p).await;
+            }
+            return Err(e.into());
+        }
+    };
     if args.detach {
         // The turn runs on in the daemon; follow it later with --session.
         println!("{session_id}");
@@ -237,8 +261,16 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         };
         let envelope = match next {
             Some(Ok(e)) => e,
-            Some(Err(e)) => return Err(e).context("following the session"),
-            None => bail!("the daemon closed the session's event stream"),
+            Some(Err(e)) => {
+                return Err(e).context(format!(
+                    "lost the daemon during the turn — continue with: stepper ask --session \
+                     {session_id} \"...\" (or stepper attach {session_id})"
+                ));
+            }
+            None => bail!(
+                "the daemon closed the session's event stream — continue with: stepper ask \
+                 --session {session_id} \"...\" (or stepper attach {session_id})"
+            ),
         };
         if args.format == Format::StreamJson {
             writeln!(out, "{}", serde_json::to_string(&envelope)?)?;

@@ -145,17 +145,19 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
     }
     let now = now_ms();
     println!(
-        "{:<36}  {:<8}  {:>8}  {:<30}  CWD",
+        "{:<36}  {:<11}  {:>8}  {:<30}  CWD",
         "ID", "STATUS", "UPDATED", "TITLE"
     );
     for s in &page.sessions {
         let status = match s.status {
             SessionStatus::Idle => "idle",
             SessionStatus::Running => "running",
+            SessionStatus::Interrupted => "interrupted",
+            SessionStatus::Failed => "failed",
         };
         let title = s.title.as_deref().unwrap_or("");
         println!(
-            "{:<36}  {:<8}  {:>8}  {:<30}  {}",
+            "{:<36}  {:<11}  {:>8}  {:<30}  {}",
             s.id,
             status,
             ago(now - s.updated_at),

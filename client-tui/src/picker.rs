@@ -107,6 +107,8 @@ impl Picker {
             let title = s.title.clone().unwrap_or_else(|| "(untitled)".into());
             let status = match s.status {
                 SessionStatus::Running => "● running · ",
+                SessionStatus::Interrupted => "interrupted · ",
+                SessionStatus::Failed => "failed · ",
                 SessionStatus::Idle => "",
             };
             let turns = if s.turns == 1 {

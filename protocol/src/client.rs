@@ -39,7 +39,17 @@ pub enum ClientError {
     #[error("the daemon at {socket} did not complete the handshake: {message}")]
     Handshake { socket: PathBuf, message: String },
     #[error("{message}")]
-    Rpc { code: i32, message: String },
+    Rpc {
+        code: i32,
+        message: String,
+        /// `data.kind` of a stepper error (absent for the library's own errors).
+        kind: Option<crate::error::ErrorKind>,
+    },
+    #[error(
+        "the request is {size} bytes; a message to the daemon is at most {limit} bytes — put \
+         long material in a file and refer to it"
+    )]
+    TooLarge { size: usize, limit: usize },
     #[error("lost the connection to the daemon — it may have stopped; run the command again")]
     Disconnected,
     #[error("the daemon sent something this client cannot read ({0}) — are both up to date?")]
@@ -68,6 +78,10 @@ fn from_rpc(e: RpcClientError) -> ClientError {
         RpcClientError::Call(obj) => ClientError::Rpc {
             code: obj.code(),
             message: obj.message().to_string(),
+            kind: obj
+                .data()
+                .and_then(|d| serde_json::from_str::<crate::error::ErrorData>(d.get()).ok())
+                .map(|d| d.kind),
         },
         RpcClientError::RestartNeeded(_) | RpcClientError::Transport(_) => {
             ClientError::Disconnected
@@ -88,9 +102,18 @@ impl ToRpcParams for Params {
 }
 
 fn params<T: Serialize>(value: &T) -> Result<Params, ClientError> {
-    serde_json::value::to_raw_value(value)
-        .map(Params)
-        .map_err(|e| ClientError::Decode(e.to_string()))
+    let raw =
+        serde_json::value::to_raw_value(value).map_err(|e| ClientError::Decode(e.to_string()))?;
+    // Room for the envelope around the params; a message over the limit would never reach
+    // the daemon (the connection would just drop), so it is refused here with the numbers.
+    let limit = MAX_MESSAGE_BYTES as usize - 1024;
+    if raw.get().len() > limit {
+        return Err(ClientError::TooLarge {
+            size: raw.get().len(),
+            limit,
+        });
+    }
+    Ok(Params(raw))
 }
 
 /// How a client connects; the defaults suit every real client.

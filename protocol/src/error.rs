@@ -22,6 +22,8 @@ pub const INTERNAL_ERROR: i32 = -32603;
 pub const OVERSIZED_REQUEST: i32 = -32007;
 /// The response would exceed the message limit (page with a smaller `limit`).
 pub const OVERSIZED_RESPONSE: i32 = -32008;
+/// A batch (an array of requests): stepperd takes one request per message.
+pub const BATCHES_NOT_SUPPORTED: i32 = -32005;
 /// The connection has too many subscriptions open.
 pub const TOO_MANY_SUBSCRIPTIONS: i32 = -32006;
 /// The daemon is at its connection limit.

@@ -122,7 +122,9 @@ pub enum AppEvent {
         text: String,
         stop_reason: Option<String>,
     },
-    /// The model called a tool; it runs now (after the permission gate).
+    /// The model called a tool. The permission gate decides next: when it asks,
+    /// `ApprovalRequested` follows (then `ApprovalResolved`); the tool then runs or is
+    /// refused, and `ToolCallFinished` ends the call either way.
     ToolCallStarted {
         call_id: String,
         tool: String,
@@ -321,6 +323,26 @@ impl Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raw_envelope_is_the_envelopes_own_encoding() {
+        for turn in [None, Some(3)] {
+            let envelope = EventEnvelope {
+                session_id: "01a2-\"odd\"".into(),
+                seq: 42,
+                at: -5,
+                turn,
+                event: AppEvent::TextDelta {
+                    text: "é\n\u{1}".into(),
+                },
+            };
+            let payload = serde_json::to_string(&envelope.event).unwrap();
+            let raw =
+                RawEnvelope::from_parts(&envelope.session_id, 42, -5, turn, &payload).unwrap();
+            assert_eq!(raw.get(), serde_json::to_string(&envelope).unwrap());
+            assert_eq!(raw.parse().unwrap(), envelope);
+        }
+    }
 
     #[test]
     fn events_from_a_newer_daemon_are_skippable() {

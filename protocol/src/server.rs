@@ -4,13 +4,19 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use std::borrow::Cow;
+
 use interprocess::local_socket::ListenerOptions;
 use interprocess::local_socket::tokio::{Listener, Stream, prelude::*};
+use jsonrpsee::core::middleware::{Batch, Notification, RpcServiceBuilder, RpcServiceT};
+use jsonrpsee::server::middleware::rpc::RpcService;
 use jsonrpsee::server::{
-    Methods, Server, ServerConfig, TowerServiceBuilder, serve_with_graceful_shutdown,
+    BatchRequestConfig, MethodResponse, Methods, Server, ServerConfig, TowerServiceBuilder,
+    serve_with_graceful_shutdown,
 };
-
-use tower::layer::util::Identity;
+use jsonrpsee::types::{ErrorObjectOwned, Request};
+use serde_json::value::RawValue;
+use tower::layer::util::{Identity, Stack};
 
 use crate::transport::{MAX_MESSAGE_BYTES, socket_name};
 
@@ -199,10 +205,14 @@ fn remove_stale_socket(path: &Path) -> io::Result<()> {
     }
 }
 
+/// The RPC middleware every connection runs behind.
+type Middleware =
+    Stack<tower::layer::LayerFn<fn(RpcService) -> UnsubscribeByName<RpcService>>, Identity>;
+
 /// Builds one jsonrpsee service per connection from shared limits.
 #[derive(Clone)]
 pub struct ConnectionServer {
-    builder: TowerServiceBuilder<Identity, Identity>,
+    builder: TowerServiceBuilder<Middleware, Identity>,
 }
 
 impl Default for ConnectionServer {
@@ -212,9 +222,19 @@ impl Default for ConnectionServer {
             .max_response_body_size(MAX_MESSAGE_BYTES)
             .max_connections(4096)
             .max_subscriptions_per_connection(1024)
+            // No client needs them, and one code (-32005) then means one thing.
+            .set_batch_request_config(BatchRequestConfig::Disabled)
+            // Every connection starts with `initialize`, which a stateless HTTP POST cannot
+            // keep: the socket speaks WebSocket only.
+            .ws_only()
             .build();
+        let layer: fn(RpcService) -> UnsubscribeByName<RpcService> =
+            |service| UnsubscribeByName { service };
         ConnectionServer {
-            builder: Server::builder().set_config(config).to_service_builder(),
+            builder: Server::builder()
+                .set_config(config)
+                .set_rpc_middleware(RpcServiceBuilder::new().layer_fn(layer))
+                .to_service_builder(),
         }
     }
 }
@@ -226,5 +246,94 @@ impl ConnectionServer {
         if let Err(e) = serve_with_graceful_shutdown(stream, service, stop.shutdown()).await {
             tracing::debug!(error = %e, "connection ended with an error");
         }
+    }
+}
+
+/// Unsubscribe methods take their params by name like every other method:
+/// `{"subscription": id}` (jsonrpsee itself reads only `[id]`, and answers `false` to
+/// anything else while the events keep coming). `[id]` still works; any other shape is an
+/// invalid-params error.
+#[derive(Clone)]
+pub struct UnsubscribeByName<S> {
+    service: S,
+}
+
+/// The unsubscribe methods of the table.
+fn is_unsubscribe(method: &str) -> bool {
+    static NAMES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        crate::methods::table()
+            .iter()
+            .filter_map(|m| m.unsubscribe)
+            .collect()
+    });
+    NAMES.contains(&method)
+}
+
+/// `[id]` for the params of an unsubscribe call, or why they cannot be one.
+fn positional_id(params: Option<&RawValue>) -> Result<Box<RawValue>, String> {
+    let usage = "unsubscribe takes {\"subscription\": <the id session/subscribe returned>}";
+    let value: serde_json::Value = match params {
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| format!("{usage}: {e}"))?,
+        None => return Err(usage.into()),
+    };
+    let id = match value {
+        serde_json::Value::Object(mut map) if map.len() == 1 => map.remove("subscription"),
+        serde_json::Value::Array(mut items) if items.len() == 1 => items.pop(),
+        _ => None,
+    };
+    match id {
+        Some(id @ (serde_json::Value::String(_) | serde_json::Value::Number(_))) => {
+            serde_json::value::to_raw_value(&[id]).map_err(|e| e.to_string())
+        }
+        _ => Err(usage.into()),
+    }
+}
+
+impl<S> RpcServiceT for UnsubscribeByName<S>
+where
+    S: RpcServiceT<MethodResponse = MethodResponse> + Send + Sync + Clone + 'static,
+{
+    type MethodResponse = MethodResponse;
+    type NotificationResponse = S::NotificationResponse;
+    type BatchResponse = S::BatchResponse;
+
+    fn call<'a>(
+        &self,
+        mut request: Request<'a>,
+    ) -> impl Future<Output = Self::MethodResponse> + Send + 'a {
+        let service = self.service.clone();
+        async move {
+            if is_unsubscribe(request.method_name()) {
+                match positional_id(request.params.as_deref()) {
+                    Ok(params) => request.params = Some(Cow::Owned(params)),
+                    Err(message) => {
+                        let data = crate::error::ErrorData {
+                            kind: crate::error::ErrorKind::InvalidParams,
+                            hint: None,
+                            retry: false,
+                        };
+                        let error = ErrorObjectOwned::owned(
+                            crate::error::INVALID_PARAMS,
+                            message,
+                            Some(data),
+                        );
+                        return MethodResponse::error(request.id, error);
+                    }
+                }
+            }
+            service.call(request).await
+        }
+    }
+
+    fn batch<'a>(&self, batch: Batch<'a>) -> impl Future<Output = Self::BatchResponse> + Send + 'a {
+        // Batches are turned away before they get here.
+        self.service.batch(batch)
+    }
+
+    fn notification<'a>(
+        &self,
+        n: Notification<'a>,
+    ) -> impl Future<Output = Self::NotificationResponse> + Send + 'a {
+        self.service.notification(n)
     }
 }

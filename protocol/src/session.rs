@@ -75,10 +75,15 @@ impl std::str::FromStr for PermissionMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionStatus {
-    /// No turn is running and none is queued.
+    /// No turn is running; the last one completed (or none ran yet).
     Idle,
     /// A turn is running.
     Running,
+    /// No turn is running; the last one was interrupted — by the user, a daemon stop or a
+    /// crash — and can be continued by submitting again.
+    Interrupted,
+    /// No turn is running; the last one failed (its `TurnFinished` says why).
+    Failed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -7,6 +7,7 @@ mod ask;
 mod attach;
 mod boundaries;
 mod config;
+mod conformance;
 mod crash;
 mod gate;
 mod gate_corpus;

@@ -244,3 +244,32 @@ fn the_api_key_never_reaches_disk() {
     }
     assert!(checked >= 3, "the store and the log were read");
 }
+
+#[test]
+fn a_prompt_over_the_limit_is_refused_and_leaves_no_session() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut child = env
+        .stepper()
+        .arg("ask")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Over the input limit (4 MiB) and the transport's message limit (32 MiB) alike.
+    stdin.write_all(&vec![b'x'; 40 * 1024 * 1024]).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = stderr(&out);
+    assert!(said.contains("4194304"), "names the limit: {said}");
+    assert!(env.fake.requests().is_empty());
+    let listed = env.run(&["sessions", "--json"]);
+    assert_eq!(
+        stdout(&listed).trim(),
+        "[]",
+        "no empty session is left behind"
+    );
+}

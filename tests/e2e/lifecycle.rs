@@ -1,8 +1,11 @@
 //! The daemon's life: crash and restart, one daemon per data dir, clean shutdown.
 
 use nix::sys::signal::Signal;
+use stepper_e2e::fake_llm::tool_use_stream;
 use stepper_e2e::{Gate, Reply, TestEnv};
-use stepper_protocol::methods::{AskResult, SessionGet, SessionParams};
+use stepper_protocol::methods::{
+    AskResult, SessionExport, SessionExportParams, SessionGet, SessionParams,
+};
 use stepper_protocol::{AppEvent, EventEnvelope, SessionInfo, SessionStatus, TurnStatus};
 
 async fn all_events(env: &TestEnv, session_id: &str) -> Vec<EventEnvelope> {
@@ -99,9 +102,11 @@ async fn sigkill_during_a_turn_ends_it_as_interrupted_on_restart() {
     let env = TestEnv::new();
     let gate = Gate::new();
     env.fake.push(Reply::held(&["half an ", "answer"], &gate));
-    let mut ask = env
+    let ask = env
         .stepper()
         .args(["ask", "--format", "json", "long job"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
 
@@ -109,14 +114,19 @@ async fn sigkill_during_a_turn_ends_it_as_interrupted_on_restart() {
     env.start_daemon();
     let session_id = env.running_session(6).await;
     env.signal_daemon(Signal::SIGKILL);
-    let status = ask.wait().unwrap();
-    assert!(!status.success(), "ask reports the lost daemon");
+    let out = ask.wait_with_output().unwrap();
+    assert!(!out.status.success(), "ask reports the lost daemon");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!("stepper ask --session {session_id}")),
+        "ask names the session to continue: {said}"
+    );
 
     let listed = sessions(&env);
     assert_eq!(
         listed[0].status,
-        SessionStatus::Idle,
-        "not stuck 'running' after a crash"
+        SessionStatus::Interrupted,
+        "not stuck 'running' after a crash, and not 'idle' either"
     );
     let events = all_events(&env, &session_id).await;
     let deltas: String = events
@@ -278,4 +288,53 @@ fn files_are_private() {
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&places.socket), 0o600);
     assert_eq!(mode(&places.data_dir), 0o700);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_larger_than_a_message_still_exports_whole() {
+    let env = TestEnv::new();
+    // A command that prints 40 MB: its output streams into the log as events, more than one
+    // reply may carry (32 MiB).
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        serde_json::json!({"command": "yes yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy | head -c 40000000"}),
+    )])));
+    env.fake.push(Reply::text(&["printed"]));
+    let out = env.run(&["ask", "--yes", "--format", "json", "print a lot"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = sessions(&env)[0].id.clone();
+
+    let client = env.client().await;
+    let first = client
+        .call::<SessionExport>(SessionExportParams {
+            session_id: id.clone(),
+            after_seq: 0,
+            limit: None,
+        })
+        .await
+        .unwrap();
+    let bytes: usize = first.events.iter().map(|e| e.get().len()).sum();
+    assert!(first.next_after_seq.is_some(), "more than one page");
+    assert!(bytes < 9 * 1024 * 1024, "a page stops at 8 MiB: {bytes}");
+
+    let out = env.run(&["sessions", "export", &id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<EventEnvelope> = out
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let last = sessions(&env)[0].last_seq;
+    assert_eq!(lines.len() as u64, last);
+    assert!(lines.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
 }

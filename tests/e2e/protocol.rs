@@ -50,7 +50,9 @@ async fn a_malformed_frame_gets_a_parse_error() {
         let json: serde_json::Value = serde_json::from_str(&reply).unwrap();
         let c = json["error"]["code"].as_i64().unwrap() as i32;
         assert!(
-            c == code::PARSE_ERROR || c == code::INVALID_REQUEST,
+            c == code::PARSE_ERROR
+                || c == code::INVALID_REQUEST
+                || (garbage == "[]" && c == code::BATCHES_NOT_SUPPORTED),
             "{garbage:?} answered with {reply}"
         );
     }
@@ -145,4 +147,48 @@ async fn unknown_methods_and_bad_params_are_errors() {
     assert_eq!(call_error(e).0, code::INVALID_PARAMS);
 
     still_up(&env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_the_message_limit_is_refused_before_it_is_sent() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let client = env.client().await;
+    let session = env.create_session(&client, None).await;
+    let huge = "x".repeat(33 * 1024 * 1024);
+    let e = client
+        .call::<stepper_protocol::methods::SessionSubmit>(
+            stepper_protocol::methods::SessionSubmitParams {
+                session_id: session.clone(),
+                text: huge,
+                env: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::TooLarge { .. }), "{e:?}");
+    assert!(e.to_string().contains("33553408"), "{e}");
+    // Under the message limit but over the input limit: the daemon says so, by kind.
+    let e = client
+        .call::<stepper_protocol::methods::SessionSubmit>(
+            stepper_protocol::methods::SessionSubmitParams {
+                session_id: session,
+                text: "y".repeat(5 * 1024 * 1024),
+                env: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ClientError::Rpc {
+                code: code::TOO_LARGE,
+                kind: Some(stepper_protocol::error::ErrorKind::TooLarge),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(client.is_connected(), "the connection is still good");
 }

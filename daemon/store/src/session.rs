@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
-use stepper_protocol::event::{AppEvent, EventEnvelope, RawEnvelope};
+use stepper_protocol::event::{AppEvent, EventEnvelope, RawEnvelope, TurnStatus};
 use stepper_protocol::session::{Env, SessionId, SessionInfo, SessionStatus};
 
 use crate::{Result, Store, StoreError};
@@ -37,6 +37,8 @@ fn session_from_row(row: &SqliteRow) -> Result<SessionInfo> {
     let status = match status.as_str() {
         "idle" => SessionStatus::Idle,
         "running" => SessionStatus::Running,
+        "interrupted" => SessionStatus::Interrupted,
+        "failed" => SessionStatus::Failed,
         other => {
             return Err(StoreError::Corrupt(format!(
                 "unknown session status {other:?}"
@@ -404,7 +406,13 @@ pub(crate) async fn append_in(
                     .execute(&mut **tx)
                     .await?;
             }
-            AppEvent::TurnFinished { .. } => status = Some("idle"),
+            AppEvent::TurnFinished { status: ended, .. } => {
+                status = Some(match ended {
+                    TurnStatus::Completed => "idle",
+                    TurnStatus::Interrupted => "interrupted",
+                    TurnStatus::Failed => "failed",
+                });
+            }
             AppEvent::InputQueued { input_id, text, .. } => {
                 if title.is_none() {
                     title = Some(title_of(text));

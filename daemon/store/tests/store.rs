@@ -1,6 +1,6 @@
 use stepper_protocol::event::{AppEvent, EventEnvelope, TurnStatus};
 use stepper_protocol::session::{Env, SessionStatus};
-use stepper_store::{NewSession, Store, now_ms};
+use stepper_store::{Encoded, NewSession, Store, now_ms};
 
 async fn open() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -330,4 +330,78 @@ async fn a_fork_leaves_out_turns_a_rewind_took_back() {
             .await
             .is_err()
     );
+}
+
+#[tokio::test]
+async fn stored_events_come_back_as_the_text_that_was_committed() {
+    let (_dir, store) = open().await;
+    store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
+    // A cost the JSON parser reads back one unit off: decoding and encoding again would
+    // send 0.000096 where 0.00009599999999999999 went out live.
+    let payload = r#"{"type":"UsageUpdated","usage":{"inputTokens":7,"outputTokens":5,"cacheReadTokens":0,"cacheWriteTokens":0},"costUsd":0.00009599999999999999}"#;
+    let event: AppEvent = serde_json::from_str(payload).unwrap();
+    assert_ne!(
+        serde_json::to_string(&event).unwrap(),
+        payload,
+        "the premise: a round trip through the types changes the text"
+    );
+    let encoded = Encoded {
+        envelope: ev("s1", 2, Some(1), event),
+        payload: payload.to_string(),
+    };
+    let live = encoded.raw().unwrap();
+    store.append_encoded("s1", &[encoded]).await.unwrap();
+    let page = store
+        .events_after_raw("s1", 1, 10, usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].0, 2);
+    assert_eq!(page[0].1.get(), live.get(), "byte for byte");
+    assert!(live.get().contains("0.00009599999999999999"));
+}
+
+#[tokio::test]
+async fn a_page_of_raw_events_stops_at_its_byte_budget() {
+    let (_dir, store) = open().await;
+    store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
+    let big = "z".repeat(10_000);
+    let batch: Vec<_> = (2..=11)
+        .map(|seq| {
+            ev(
+                "s1",
+                seq,
+                Some(1),
+                AppEvent::TextDelta { text: big.clone() },
+            )
+        })
+        .collect();
+    store.append_events("s1", &batch).await.unwrap();
+    let page = store.events_after_raw("s1", 1, 100, 35_000).await.unwrap();
+    assert_eq!(page.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [2, 3, 4]);
+    // The first event always comes, whatever its size.
+    let page = store.events_after_raw("s1", 1, 100, 10).await.unwrap();
+    assert_eq!(page.len(), 1);
+    let rest = store.events_after_raw("s1", 11, 100, 10).await.unwrap();
+    assert!(rest.is_empty());
+}
+
+#[tokio::test]
+async fn a_cursor_no_list_handed_out_is_an_error() {
+    let (_dir, store) = open().await;
+    for bad in ["garbage", "12:", ":id", "x:y"] {
+        let got = store.list_sessions(None, 10, Some(bad)).await;
+        assert!(
+            matches!(got, Err(stepper_store::StoreError::InvalidCursor(_))),
+            "{bad}: {:?}",
+            got.map(|p| p.sessions.len())
+        );
+    }
+    assert!(store.list_sessions(None, 10, Some("12:abc")).await.is_ok());
 }

@@ -69,6 +69,9 @@ impl RpcError {
             RpcError::Auth(AuthError::Failed(_)) => ErrorKind::Auth,
             RpcError::Hub(e) => match e {
                 HubError::NotFound(_) => ErrorKind::SessionNotFound,
+                HubError::Store(stepper_store::StoreError::InvalidCursor(_)) => {
+                    ErrorKind::InvalidCursor
+                }
                 HubError::Store(_) => ErrorKind::Store,
                 HubError::Log(LogError::Failed(_)) => ErrorKind::LogFailed,
                 HubError::Log(LogError::Closed) => ErrorKind::ShuttingDown,
