@@ -244,7 +244,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let mut ctrl_c = interrupt_signal()?;
     let (status, error) = loop {
         let next = tokio::select! {
-            n = events.next() => n,
+            n = events.next_raw() => n,
             _ = ctrl_c.recv() => {
                 interrupts += 1;
                 if interrupts > 1 {
@@ -259,7 +259,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let envelope = match next {
+        let (envelope, raw) = match next {
             Some(Ok(e)) => e,
             Some(Err(e)) => {
                 return Err(e).context(format!(
@@ -273,7 +273,8 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             ),
         };
         if args.format == Format::StreamJson {
-            writeln!(out, "{}", serde_json::to_string(&envelope)?)?;
+            // Each event as the daemon committed it, not decoded and encoded again.
+            writeln!(out, "{}", raw.get())?;
             out.flush()?;
         }
         let ours = our_turn.is_some() && envelope.turn == our_turn;

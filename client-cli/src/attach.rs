@@ -224,14 +224,15 @@ struct Follow {
 }
 
 impl Follow {
-    /// Show `session`: its state, who is attached, then its events from seq 0 and live.
-    /// The session shown before, if any, stops being followed.
+    /// Show `session`: its state, who is attached, then its events from seq 0 and live —
+    /// without the streamed pieces of completed turns, whose finished messages and tool
+    /// results carry the same text. The session shown before, if any, stops being followed.
     async fn show(&mut self, session: SessionResponse) -> anyhow::Result<()> {
         let SessionResponse { session, mode } = session;
         let id = session.id.clone();
         let mut stream = self
             .client
-            .subscribe_events(&id, 0)
+            .subscribe_history(&id, 0)
             .await
             .with_context(|| format!("following session {id}"))?;
         if let Some(old) = self.pump.take() {

@@ -18,7 +18,7 @@ use jsonrpsee::core::traits::ToRpcParams;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::event::EventEnvelope;
+use crate::event::{EventEnvelope, RawEnvelope};
 use crate::methods::{
     ClientInfo, Initialize, InitializeParams, InitializeResponse, Method, SessionSubscribe,
     SessionSubscribeParams, Subscription,
@@ -188,13 +188,34 @@ impl DaemonClient {
         session_id: &SessionId,
         after_seq: u64,
     ) -> Result<EventStream, ClientError> {
-        let sub = subscribe(&self.rpc, session_id, after_seq).await?;
+        self.subscribe_with(session_id, after_seq, false).await
+    }
+
+    /// Like [`DaemonClient::subscribe_events`], leaving the streamed pieces of completed
+    /// turns out of what is read back (`skipFinishedDeltas`): history fast, for a view.
+    pub async fn subscribe_history(
+        &self,
+        session_id: &SessionId,
+        after_seq: u64,
+    ) -> Result<EventStream, ClientError> {
+        self.subscribe_with(session_id, after_seq, true).await
+    }
+
+    async fn subscribe_with(
+        &self,
+        session_id: &SessionId,
+        after_seq: u64,
+        skip_finished_deltas: bool,
+    ) -> Result<EventStream, ClientError> {
+        let sub = subscribe(&self.rpc, session_id, after_seq, skip_finished_deltas).await?;
         Ok(EventStream {
             rpc: Arc::clone(&self.rpc),
             session_id: session_id.clone(),
             sub,
+            pending: std::collections::VecDeque::new(),
             last_seq: after_seq,
             resubscribes: 0,
+            skip_finished_deltas,
         })
     }
 }
@@ -244,10 +265,14 @@ async fn subscribe(
     rpc: &Client,
     session_id: &SessionId,
     after_seq: u64,
-) -> Result<jsonrpsee::core::client::Subscription<EventEnvelope>, ClientError> {
+    skip_finished_deltas: bool,
+) -> Result<jsonrpsee::core::client::Subscription<Vec<Box<RawValue>>>, ClientError> {
+    // Events in arrays: whatever is ready together comes in one message.
     let p = SessionSubscribeParams {
         session_id: session_id.clone(),
         after_seq,
+        skip_finished_deltas,
+        batch: true,
     };
     rpc.subscribe(
         SessionSubscribe::NAME,
@@ -262,32 +287,50 @@ async fn subscribe(
 pub struct EventStream {
     rpc: Arc<Client>,
     session_id: SessionId,
-    sub: jsonrpsee::core::client::Subscription<EventEnvelope>,
+    sub: jsonrpsee::core::client::Subscription<Vec<Box<RawValue>>>,
+    /// Events of the last array received, not handed out yet.
+    pending: std::collections::VecDeque<Box<RawValue>>,
     last_seq: u64,
     resubscribes: u32,
+    /// The daemon leaves events out on purpose: seqs may jump.
+    skip_finished_deltas: bool,
 }
 
 impl EventStream {
     /// The next event; `None` only when the connection is gone for good (then the last item
     /// was an error saying so).
     pub async fn next(&mut self) -> Option<Result<EventEnvelope, ClientError>> {
+        self.next_raw()
+            .await
+            .map(|r| r.map(|(envelope, _)| envelope))
+    }
+
+    /// The next event, decoded and as the text the daemon sent (byte for byte what was
+    /// committed, for a client that passes events on).
+    pub async fn next_raw(&mut self) -> Option<Result<(EventEnvelope, RawEnvelope), ClientError>> {
         loop {
-            match self.sub.next().await {
-                Some(Ok(envelope)) => {
-                    if envelope.seq <= self.last_seq {
-                        continue;
-                    }
-                    if envelope.seq != self.last_seq + 1 {
-                        // A gap cannot come from the daemon, which sends in order; read the
-                        // missing part again rather than hand the caller a hole.
-                        if let Err(e) = self.resubscribe().await {
-                            return Some(Err(e));
-                        }
-                        continue;
-                    }
-                    self.last_seq = envelope.seq;
-                    return Some(Ok(envelope));
+            if let Some(raw) = self.pending.pop_front() {
+                let envelope: EventEnvelope = match serde_json::from_str(raw.get()) {
+                    Ok(e) => e,
+                    Err(e) => return Some(Err(ClientError::Decode(e.to_string()))),
+                };
+                if envelope.seq <= self.last_seq {
+                    continue;
                 }
+                if envelope.seq != self.last_seq + 1 && !self.skip_finished_deltas {
+                    // A gap cannot come from the daemon, which sends in order; read the
+                    // missing part again rather than hand the caller a hole.
+                    self.pending.clear();
+                    if let Err(e) = self.resubscribe().await {
+                        return Some(Err(e));
+                    }
+                    continue;
+                }
+                self.last_seq = envelope.seq;
+                return Some(Ok((envelope, RawEnvelope::from_raw(raw))));
+            }
+            match self.sub.next().await {
+                Some(Ok(batch)) => self.pending.extend(batch),
                 Some(Err(e)) => return Some(Err(ClientError::Decode(e.to_string()))),
                 None => {
                     if !self.rpc.is_connected() {
@@ -303,7 +346,13 @@ impl EventStream {
 
     async fn resubscribe(&mut self) -> Result<(), ClientError> {
         self.resubscribes += 1;
-        self.sub = subscribe(&self.rpc, &self.session_id, self.last_seq).await?;
+        self.sub = subscribe(
+            &self.rpc,
+            &self.session_id,
+            self.last_seq,
+            self.skip_finished_deltas,
+        )
+        .await?;
         Ok(())
     }
 

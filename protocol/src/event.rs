@@ -30,8 +30,8 @@ pub struct EventEnvelope {
 pub struct RawEnvelope(Box<serde_json::value::RawValue>);
 
 impl RawEnvelope {
-    /// The envelope of an event whose payload (the `AppEvent` as JSON) is `payload`. Live
-    /// and replayed events are both made here, so their bytes agree.
+    /// The envelope of an event whose payload (the `AppEvent` as JSON text) is `payload`.
+    /// The payload is checked to be JSON, then copied in as it is.
     pub fn from_parts(
         session_id: &str,
         seq: u64,
@@ -39,18 +39,48 @@ impl RawEnvelope {
         turn: Option<u32>,
         payload: &str,
     ) -> serde_json::Result<RawEnvelope> {
-        use std::fmt::Write;
-        let id = serde_json::to_string(session_id)?;
-        let mut json = String::with_capacity(payload.len() + id.len() + 64);
-        // The field order of `EventEnvelope`'s own encoding.
-        let _ = write!(json, r#"{{"sessionId":{id},"seq":{seq},"at":{at},"#);
-        if let Some(turn) = turn {
-            let _ = write!(json, r#""turn":{turn},"#);
+        let payload: &serde_json::value::RawValue = serde_json::from_str(payload)?;
+        RawEnvelope::with_payload(session_id, seq, at, turn, payload)
+    }
+
+    /// [`RawEnvelope::from_parts`] for a payload known to be JSON. Live and replayed
+    /// events are both made here, so their bytes agree.
+    pub fn with_payload(
+        session_id: &str,
+        seq: u64,
+        at: i64,
+        turn: Option<u32>,
+        payload: &serde_json::value::RawValue,
+    ) -> serde_json::Result<RawEnvelope> {
+        /// `EventEnvelope`'s own encoding, with the event as text.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Parts<'a> {
+            session_id: &'a str,
+            seq: u64,
+            at: i64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            turn: Option<u32>,
+            event: &'a serde_json::value::RawValue,
         }
-        json.push_str(r#""event":"#);
-        json.push_str(payload);
-        json.push('}');
-        serde_json::value::RawValue::from_string(json).map(RawEnvelope)
+        serde_json::value::to_raw_value(&Parts {
+            session_id,
+            seq,
+            at,
+            turn,
+            event: payload,
+        })
+        .map(RawEnvelope)
+    }
+
+    /// An envelope received as JSON text (a client keeping what it was sent).
+    pub fn from_raw(raw: Box<serde_json::value::RawValue>) -> RawEnvelope {
+        RawEnvelope(raw)
+    }
+
+    /// The JSON value, borrowed (for encoding several into one array).
+    pub fn as_raw_value(&self) -> &serde_json::value::RawValue {
+        &self.0
     }
 
     /// The JSON text.

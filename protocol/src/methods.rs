@@ -309,6 +309,18 @@ pub struct SessionSubscribeParams {
     /// Events with a seq above this are sent; 0 for all.
     #[serde(default)]
     pub after_seq: u64,
+    /// Leave out of what is read back from the store the streamed pieces of turns that
+    /// completed — `TextDelta`, `ReasoningDelta`, `ToolOutputDelta` — whose
+    /// `MessageCompleted` and `ToolCallFinished` carry the text: a client showing history
+    /// gets a long session in a fraction of the events. The seqs then have gaps. Events of
+    /// turns still running, or interrupted or failed, are all sent, and so is everything live.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_finished_deltas: bool,
+    /// Send events in arrays: each `session/event` notification's `result` is then an array
+    /// of one or more envelopes, in seq order (up to 256 events or about 1 MiB each). Events
+    /// that are ready together go together, which saves most of the per-message cost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch: bool,
 }
 
 /// The JSON `stepper ask --format json` prints (part of the CLI's contract, so it lives here).

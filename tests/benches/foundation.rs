@@ -3,7 +3,10 @@
 //! - the RPC round trip (`daemon/info` over the socket) next to a raw ping-pong of the same
 //!   size over a local socket;
 //! - events per second from a streaming turn through the daemon to 1 and to 8 socket
-//!   subscribers, next to one subscriber;
+//!   subscribers, next to one subscriber, with the daemon's CPU time per event delivered;
+//! - attaching to a session of 100 000 events: the replay of every event next to the replay
+//!   a view asks for (`skipFinishedDeltas`), and the real `stepper attach` in tmux until it
+//!   shows the session's last answer;
 //! - `stepper ask` against the fake server with the daemon warm: wall time and peak RSS of the
 //!   client process, next to `stepper --version` (the cost of starting the binary at all).
 //!
@@ -15,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use interprocess::local_socket::tokio::{Listener, Stream, prelude::*};
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
-use stepper_e2e::{Reply, TestEnv};
+use stepper_e2e::{Reply, TestEnv, Tmux};
 use stepper_protocol::AppEvent;
 use stepper_protocol::methods::{DaemonInfo, Empty};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,6 +26,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const ROUND_TRIPS: usize = 5000;
 const ASKS: usize = 20;
 const STREAM_EVENTS: usize = 20_000;
+const LONG_TURNS: usize = 10;
+const LONG_DELTAS: usize = 10_000;
 
 struct Stats {
     mean: Duration,
@@ -98,8 +103,26 @@ async fn raw_ping_pong(dir: &std::path::Path, size: usize) -> Stats {
     stats(times)
 }
 
-/// Events per second seen by every one of `subscribers` clients while a turn streams.
-async fn streamed(env: &TestEnv, subscribers: usize) -> f64 {
+/// CPU time (user + system) the process has used so far.
+fn cpu_time(pid: i32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    // utime and stime are fields 14 and 15 of the line: 11 and 12 after the name.
+    let ticks = fields[11] + fields[12];
+    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .unwrap()
+        .unwrap() as u64;
+    Duration::from_secs_f64(ticks as f64 / per_second as f64)
+}
+
+/// Events per second seen by every one of `subscribers` clients while a turn streams, and
+/// the daemon's CPU time per event delivered (to all of them together).
+async fn streamed(env: &TestEnv, subscribers: usize) -> (f64, Duration) {
     let deltas: Vec<String> = (0..STREAM_EVENTS).map(|i| format!("t{i} ")).collect();
     env.fake.push(Reply::text(
         &deltas.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -121,13 +144,76 @@ async fn streamed(env: &TestEnv, subscribers: usize) -> f64 {
             }
         }));
     }
+    let pid = env.daemon_pid().unwrap();
+    let cpu = cpu_time(pid);
     let start = Instant::now();
     stepper_e2e::submit(&owner, &session, "go").await;
     let mut events = 0;
     for r in readers {
         events = r.await.unwrap();
     }
-    events as f64 / start.elapsed().as_secs_f64()
+    let elapsed = start.elapsed();
+    let cpu = cpu_time(pid) - cpu;
+    (
+        events as f64 / elapsed.as_secs_f64(),
+        cpu / (events * subscribers) as u32,
+    )
+}
+
+/// A session of `turns` turns of `deltas` streamed pieces each; the last answer ends with
+/// `marker`.
+async fn long_session(env: &TestEnv, turns: usize, deltas: usize, marker: &str) -> String {
+    let owner = env.client().await;
+    let session = env.create_session(&owner, None).await;
+    let mut stream = owner.subscribe_events(&session, 0).await.unwrap();
+    let mut finished = 0;
+    for turn in 0..turns {
+        let mut pieces: Vec<String> = (0..deltas).map(|i| format!("t{i} ")).collect();
+        if turn + 1 == turns {
+            pieces.push(format!("\n\n{marker}"));
+        }
+        env.fake.push(Reply::text(
+            &pieces.iter().map(String::as_str).collect::<Vec<_>>(),
+        ));
+        stepper_e2e::submit(&owner, &session, "go").await;
+        while finished <= turn {
+            let e = stream.next().await.unwrap().unwrap();
+            finished += usize::from(matches!(e.event, AppEvent::TurnFinished { .. }));
+        }
+    }
+    session
+}
+
+/// Time from subscribing to having received the session's last `TurnFinished`.
+async fn replay(env: &TestEnv, session: &String, turns: usize, history: bool) -> (Duration, usize) {
+    let client = env.client().await;
+    let start = Instant::now();
+    let mut stream = if history {
+        client.subscribe_history(session, 0).await.unwrap()
+    } else {
+        client.subscribe_events(session, 0).await.unwrap()
+    };
+    let (mut finished, mut events) = (0, 0);
+    while finished < turns {
+        let e = stream.next().await.unwrap().unwrap();
+        events += 1;
+        finished += usize::from(matches!(e.event, AppEvent::TurnFinished { .. }));
+    }
+    (start.elapsed(), events)
+}
+
+/// The real `stepper attach` in a tmux pane: from Enter to the screen showing `marker`.
+fn attach_until(env: &TestEnv, session: &str, marker: &str) -> Duration {
+    let tmux = Tmux::new(env);
+    let pane = tmux.shell();
+    pane.wait_for("the shell's prompt", |s| s.contains('$'));
+    pane.type_text(&format!("stepper attach {session}"));
+    let start = Instant::now();
+    pane.press("Enter");
+    pane.wait_for_text(marker);
+    let elapsed = start.elapsed();
+    pane.press("C-d");
+    elapsed
 }
 
 fn succeeded(out: std::process::Output) -> std::process::Output {
@@ -213,13 +299,35 @@ fn main() {
         );
 
         println!("turn of {STREAM_EVENTS} text deltas through the daemon to socket subscribers:");
-        let one = streamed(&env, 1).await;
-        println!("  1 subscriber ....... {one:>9.0} events/s");
-        let eight = streamed(&env, 8).await;
+        let (one, one_cpu) = streamed(&env, 1).await;
         println!(
-            "  8 subscribers ...... {eight:>9.0} events/s each ({:.2}x one)",
-            eight / one
+            "  1 subscriber ....... {one:>9.0} events/s   daemon CPU {:>6.2?} per event delivered",
+            one_cpu
         );
+        let (eight, eight_cpu) = streamed(&env, 8).await;
+        println!(
+            "  8 subscribers ...... {eight:>9.0} events/s each ({:.2}x one)   daemon CPU {:>6.2?} per event delivered",
+            eight / one,
+            eight_cpu
+        );
+
+        let marker = "END-OF-THE-LONG-SESSION";
+        let session = long_session(&env, LONG_TURNS, LONG_DELTAS, marker).await;
+        let (full, full_events) = replay(&env, &session, LONG_TURNS, false).await;
+        let (history, history_events) = replay(&env, &session, LONG_TURNS, true).await;
+        println!(
+            "attach to a session of {} events ({LONG_TURNS} turns):",
+            full_events
+        );
+        println!("  replay of every event ........ {full:>9.1?}");
+        println!(
+            "  replay for a view ............ {history:>9.1?}  ({history_events} events; {:.3}x every event)",
+            history.as_secs_f64() / full.as_secs_f64()
+        );
+        if Tmux::available() {
+            let shown = attach_until(&env, &session, marker);
+            println!("  stepper attach, Enter to the last answer on screen .. {shown:>9.1?}");
+        }
     });
     let (version, ask, rss) = asks(&env);
     println!("stepper ask against the fake server, daemon warm, {ASKS} runs:");

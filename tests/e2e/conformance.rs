@@ -389,6 +389,66 @@ fn the_documented_session_works_over_a_plain_websocket() {
             break;
         }
     }
+
+    // History for a view: completed turns without their streamed pieces, seqs with gaps.
+    let reply = ws.call(
+        13,
+        "session/subscribe",
+        json!({"sessionId": session, "afterSeq": 0, "skipFinishedDeltas": true}),
+    );
+    let history_sub = result(&reply).clone();
+    let mut seqs = Vec::new();
+    let mut finished = 0;
+    while finished < 2 {
+        let (sub, raw) = ws.event();
+        if sub != history_sub {
+            continue;
+        }
+        let v: Value = serde_json::from_str(raw.get()).unwrap();
+        let kind = v["event"]["type"].as_str().unwrap().to_string();
+        assert_ne!(kind, "TextDelta", "{raw}");
+        finished += usize::from(kind == "TurnFinished");
+        seqs.push(v["seq"].as_u64().unwrap());
+        let live_text = live
+            .iter()
+            .find(|(seq, _, _)| Some(*seq) == v["seq"].as_u64());
+        if let Some((_, _, text)) = live_text {
+            assert_eq!(text, raw.get(), "what is sent is sent as it was");
+        }
+    }
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+    assert!(
+        seqs.windows(2).any(|w| w[1] > w[0] + 1),
+        "the deltas left gaps"
+    );
+
+    // Events in arrays: the same events, the same bytes, fewer messages.
+    let reply = ws.call(
+        14,
+        "session/subscribe",
+        json!({"sessionId": session, "afterSeq": 0, "batch": true}),
+    );
+    let batch_sub = result(&reply).clone();
+    let mut got: Vec<String> = Vec::new();
+    let mut messages = 0;
+    while got.len() < last_live as usize {
+        let (sub, raw) = ws.event();
+        if sub != batch_sub {
+            continue;
+        }
+        messages += 1;
+        let array: Vec<Box<RawValue>> = serde_json::from_str(raw.get()).unwrap();
+        assert!(!array.is_empty());
+        got.extend(array.iter().map(|e| e.get().to_string()));
+    }
+    assert!(
+        messages < got.len(),
+        "{messages} messages for {} events",
+        got.len()
+    );
+    for (seq, _, text) in &live {
+        assert_eq!(&got[*seq as usize - 1], text, "event {seq} in an array");
+    }
 }
 
 #[test]

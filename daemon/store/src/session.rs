@@ -1,5 +1,6 @@
 //! Sessions and their events: the queries.
 
+use serde_json::value::RawValue;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 use stepper_protocol::event::{AppEvent, EventEnvelope, RawEnvelope, TurnStatus};
@@ -63,6 +64,8 @@ pub(crate) fn event_from_row(session_id: &str, row: &SqliteRow) -> Result<Encode
     let seq: i64 = row.try_get("seq")?;
     let event: AppEvent = serde_json::from_str(&payload)
         .map_err(|e| StoreError::Corrupt(format!("event {seq} of session {session_id}: {e}")))?;
+    let payload = RawValue::from_string(payload)
+        .map_err(|e| StoreError::Corrupt(format!("event {seq} of session {session_id}: {e}")))?;
     Ok(Encoded {
         envelope: EventEnvelope {
             session_id: session_id.to_string(),
@@ -76,6 +79,10 @@ pub(crate) fn event_from_row(session_id: &str, row: &SqliteRow) -> Result<Encode
         payload,
     })
 }
+
+/// The condition that leaves out the streamed pieces of the turns in the JSON array `?4`.
+const SKIPPED: &str = "NOT (kind IN ('TextDelta', 'ReasoningDelta', 'ToolOutputDelta') \
+     AND turn IN (SELECT value FROM json_each(?4)))";
 
 /// A stored event as JSON text, not decoded, with its seq.
 fn raw_from_row(session_id: &str, row: &SqliteRow) -> Result<(u64, RawEnvelope)> {
@@ -95,12 +102,12 @@ fn raw_from_row(session_id: &str, row: &SqliteRow) -> Result<(u64, RawEnvelope)>
 #[derive(Debug, Clone)]
 pub struct Encoded {
     pub envelope: EventEnvelope,
-    pub payload: String,
+    pub payload: Box<RawValue>,
 }
 
 impl Encoded {
     pub fn new(envelope: EventEnvelope) -> Result<Encoded> {
-        let payload = serde_json::to_string(&envelope.event)
+        let payload = serde_json::value::to_raw_value(&envelope.event)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         Ok(Encoded { envelope, payload })
     }
@@ -108,7 +115,7 @@ impl Encoded {
     /// The envelope as subscribers receive it.
     pub fn raw(&self) -> Result<RawEnvelope> {
         let e = &self.envelope;
-        RawEnvelope::from_parts(&e.session_id, e.seq, e.at, e.turn, &self.payload)
+        RawEnvelope::with_payload(&e.session_id, e.seq, e.at, e.turn, &self.payload)
             .map_err(|err| StoreError::Corrupt(err.to_string()))
     }
 }
@@ -269,34 +276,69 @@ impl Store {
         limit: u32,
         max_bytes: usize,
     ) -> Result<Vec<(u64, RawEnvelope)>> {
-        // Sizes first, so a page of huge events is cut before its text is read.
-        let sizes: Vec<(i64, i64)> = sqlx::query_as(
-            "SELECT seq, length(CAST(payload AS BLOB)) FROM events WHERE session_id = ?              AND seq > ? ORDER BY seq LIMIT ?",
+        self.events_after_filtered(session_id, after_seq, limit, max_bytes, &[])
+            .await
+    }
+
+    /// The turns of a session that completed (their `TurnFinished` says `completed`).
+    pub async fn completed_turns(&self, session_id: &str) -> Result<Vec<u32>> {
+        let turns: Vec<i64> = sqlx::query_scalar(
+            "SELECT turn FROM events WHERE session_id = ? AND kind = 'TurnFinished' \
+             AND json_extract(payload, '$.status') = 'completed' AND turn IS NOT NULL",
         )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(turns
+            .into_iter()
+            .filter_map(|t| u32::try_from(t).ok())
+            .collect())
+    }
+
+    /// [`Store::events_after_raw`], leaving out the streamed pieces (`TextDelta`,
+    /// `ReasoningDelta`, `ToolOutputDelta`) of the turns `skip_deltas_of`.
+    pub async fn events_after_filtered(
+        &self,
+        session_id: &str,
+        after_seq: u64,
+        limit: u32,
+        max_bytes: usize,
+        skip_deltas_of: &[u32],
+    ) -> Result<Vec<(u64, RawEnvelope)>> {
+        let skipped = serde_json::to_string(skip_deltas_of)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        // Sizes first, so a page of huge events is cut before its text is read.
+        let sizes: Vec<(i64, i64)> = sqlx::query_as(&format!(
+            "SELECT seq, length(CAST(payload AS BLOB)) FROM events WHERE session_id = ?1 \
+             AND seq > ?2 AND {SKIPPED} ORDER BY seq LIMIT ?3"
+        ))
         .bind(session_id)
         .bind(to_i64(after_seq))
         .bind(i64::from(limit))
+        .bind(&skipped)
         .fetch_all(&self.pool)
         .await?;
         let mut total = 0usize;
-        let mut count = 0i64;
-        for (_, len) in &sizes {
+        let mut last = None;
+        for (seq, len) in &sizes {
             let len = usize::try_from(*len).unwrap_or(usize::MAX);
-            if count > 0 && total.saturating_add(len) > max_bytes {
+            if last.is_some() && total.saturating_add(len) > max_bytes {
                 break;
             }
             total = total.saturating_add(len);
-            count += 1;
+            last = Some(*seq);
         }
-        if count == 0 {
+        let Some(last) = last else {
             return Ok(Vec::new());
-        }
-        let rows = sqlx::query(
-            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? AND seq > ?              ORDER BY seq LIMIT ?",
-        )
+        };
+        let rows = sqlx::query(&format!(
+            "SELECT seq, at, turn, payload FROM events WHERE session_id = ?1 AND seq > ?2 \
+             AND seq <= ?3 AND {SKIPPED} ORDER BY seq"
+        ))
         .bind(session_id)
         .bind(to_i64(after_seq))
-        .bind(count)
+        .bind(last)
+        .bind(&skipped)
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(|r| raw_from_row(session_id, r)).collect()
@@ -392,7 +434,7 @@ pub(crate) async fn append_in(
                 .bind(e.at)
                 .bind(e.turn.map(i64::from))
                 .bind(e.event.kind())
-                .bind(payload.as_str());
+                .bind(payload.get());
         }
         query.execute(&mut **tx).await?;
     }

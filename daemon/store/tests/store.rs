@@ -350,7 +350,7 @@ async fn stored_events_come_back_as_the_text_that_was_committed() {
     );
     let encoded = Encoded {
         envelope: ev("s1", 2, Some(1), event),
-        payload: payload.to_string(),
+        payload: serde_json::value::RawValue::from_string(payload.to_string()).unwrap(),
     };
     let live = encoded.raw().unwrap();
     store.append_encoded("s1", &[encoded]).await.unwrap();
@@ -404,4 +404,57 @@ async fn a_cursor_no_list_handed_out_is_an_error() {
         );
     }
     assert!(store.list_sessions(None, 10, Some("12:abc")).await.is_ok());
+}
+
+#[tokio::test]
+async fn history_leaves_out_the_streamed_pieces_of_completed_turns_only() {
+    let (_dir, store) = open().await;
+    store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
+    let delta = |seq, turn| {
+        ev(
+            "s1",
+            seq,
+            Some(turn),
+            AppEvent::TextDelta { text: "d".into() },
+        )
+    };
+    let done = |seq, turn, status| {
+        ev(
+            "s1",
+            seq,
+            Some(turn),
+            AppEvent::TurnFinished {
+                status,
+                error: None,
+            },
+        )
+    };
+    let batch = vec![
+        delta(2, 1),
+        delta(3, 1),
+        done(4, 1, TurnStatus::Completed),
+        delta(5, 2),
+        done(6, 2, TurnStatus::Interrupted),
+        delta(7, 3),
+    ];
+    store.append_events("s1", &batch).await.unwrap();
+    assert_eq!(store.completed_turns("s1").await.unwrap(), [1]);
+    let seqs = |page: Vec<(u64, _)>| page.into_iter().map(|(s, _)| s).collect::<Vec<_>>();
+    let all = store
+        .events_after_filtered("s1", 0, 100, usize::MAX, &[])
+        .await
+        .unwrap();
+    assert_eq!(seqs(all), [1, 2, 3, 4, 5, 6, 7]);
+    let history = store
+        .events_after_filtered("s1", 0, 100, usize::MAX, &[1])
+        .await
+        .unwrap();
+    assert_eq!(
+        seqs(history),
+        [1, 4, 5, 6, 7],
+        "an interrupted or running turn keeps its pieces"
+    );
 }

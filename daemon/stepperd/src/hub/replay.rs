@@ -4,12 +4,16 @@
 //! from the store; it never slows the writer or anyone else.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::session::SessionId;
 use stepper_store::Store;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast::{
+    self,
+    error::{RecvError, TryRecvError},
+};
 
 use super::log::Published;
 
@@ -18,9 +22,15 @@ const REPLAY_PAGE: u32 = 1000;
 /// Text read from the store per query while replaying, past the first event.
 const REPLAY_PAGE_BYTES: usize = 4 * 1024 * 1024;
 
-/// Where a subscription's events go. `send` fails once the client is gone.
+/// The most events handed to an outlet at once.
+pub const BATCH_EVENTS: usize = 256;
+/// The most event text handed to an outlet at once, past the first event.
+pub const BATCH_BYTES: usize = 1024 * 1024;
+
+/// Where a subscription's events go. `send` gets consecutive events in seq order (at most
+/// [`BATCH_EVENTS`]), and fails once the client is gone.
 pub trait Outlet {
-    fn send(&self, event: &RawEnvelope) -> impl Future<Output = Result<(), Gone>> + Send;
+    fn send(&self, events: &[&RawEnvelope]) -> impl Future<Output = Result<(), Gone>> + Send;
     /// Resolves when the client has gone (or unsubscribed).
     fn closed(&self) -> impl Future<Output = ()> + Send;
 }
@@ -29,19 +39,31 @@ pub trait Outlet {
 #[derive(Debug)]
 pub struct Gone;
 
-/// Send the session's events after `after_seq`, then follow it live, until the client goes
-/// or the writer ends (the daemon stops). `live` must have been subscribed before this is
-/// called, so that nothing falls between the store and the broadcast.
+/// Where a subscription starts and what its reading back from the store leaves out.
+pub struct From<'a> {
+    pub session_id: &'a str,
+    pub after_seq: u64,
+    /// Leave out the streamed pieces of completed turns (see `SessionSubscribeParams`).
+    pub skip_finished_deltas: bool,
+}
+
+/// Send the session's events after `from.after_seq`, then follow it live, until the client
+/// goes or the writer ends (the daemon stops). `live` must have been subscribed before this
+/// is called, so that nothing falls between the store and the broadcast.
 pub async fn follow(
     store: &Store,
-    session_id: &str,
-    after_seq: u64,
+    from: From<'_>,
     live: &mut broadcast::Receiver<Published>,
     outlet: &impl Outlet,
     delivery: &Delivery,
 ) {
+    let From {
+        session_id,
+        after_seq,
+        skip_finished_deltas: skip,
+    } = from;
     let mut last = after_seq;
-    if catch_up(store, session_id, outlet, &mut last)
+    if catch_up(store, session_id, skip, outlet, &mut last)
         .await
         .is_err()
     {
@@ -59,17 +81,27 @@ pub async fn follow(
                     continue;
                 }
                 if published.seq == last + 1 {
-                    outlet
-                        .send(&published.json)
-                        .await
-                        .map(|()| last = published.seq)
+                    // Whatever else is ready goes along, in one message where the outlet
+                    // can: one write instead of one per event.
+                    let (batch, behind) = ready_after(published, live);
+                    let events: Vec<&RawEnvelope> = batch.iter().map(|p| &*p.json).collect();
+                    let sent = outlet.send(&events).await;
+                    if let (Ok(()), Some(p)) = (&sent, batch.last()) {
+                        last = p.seq;
+                    }
+                    match sent {
+                        Ok(()) if behind => {
+                            catch_up(store, session_id, skip, outlet, &mut last).await
+                        }
+                        other => other,
+                    }
                 } else {
-                    catch_up(store, session_id, outlet, &mut last).await
+                    catch_up(store, session_id, skip, outlet, &mut last).await
                 }
             }
             Err(RecvError::Lagged(missed)) => {
                 tracing::debug!(session = %session_id, missed, "subscriber lagged; catching up from the store");
-                catch_up(store, session_id, outlet, &mut last).await
+                catch_up(store, session_id, skip, outlet, &mut last).await
             }
             // The writer ended: the daemon is shutting down.
             Err(RecvError::Closed) => return,
@@ -81,15 +113,53 @@ pub async fn follow(
     }
 }
 
+/// `first` and the events right behind it that are already published, in seq order; and
+/// whether the receiver fell behind meanwhile (then the rest comes from the store).
+fn ready_after(
+    first: Published,
+    live: &mut broadcast::Receiver<Published>,
+) -> (Vec<Published>, bool) {
+    let mut bytes = first.json.get().len();
+    let mut next = first.seq + 1;
+    let mut batch = vec![first];
+    while batch.len() < BATCH_EVENTS && bytes < BATCH_BYTES {
+        match live.try_recv() {
+            Ok(p) if p.seq < next => {}
+            Ok(p) if p.seq == next => {
+                bytes += p.json.get().len();
+                next += 1;
+                batch.push(p);
+            }
+            // A gap, or events dropped for this receiver: the store has them.
+            Ok(_) | Err(TryRecvError::Lagged(_)) => return (batch, true),
+            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+        }
+    }
+    (batch, false)
+}
+
+/// Send what the store has after `last`, page by page, up to its end.
 async fn catch_up(
     store: &Store,
     session_id: &str,
+    skip_finished_deltas: bool,
     outlet: &impl Outlet,
     last: &mut u64,
 ) -> Result<(), Gone> {
+    let skipped = if skip_finished_deltas {
+        match store.completed_turns(session_id).await {
+            Ok(turns) => turns,
+            Err(e) => {
+                tracing::error!(session = %session_id, error = %e, "replay failed");
+                return Err(Gone);
+            }
+        }
+    } else {
+        Vec::new()
+    };
     loop {
         let page = match store
-            .events_after_raw(session_id, *last, REPLAY_PAGE, REPLAY_PAGE_BYTES)
+            .events_after_filtered(session_id, *last, REPLAY_PAGE, REPLAY_PAGE_BYTES, &skipped)
             .await
         {
             Ok(page) => page,
@@ -101,9 +171,21 @@ async fn catch_up(
         if page.is_empty() {
             return Ok(());
         }
-        for (seq, event) in &page {
-            outlet.send(event).await?;
-            *last = *seq;
+        let mut rest = page.as_slice();
+        while !rest.is_empty() {
+            let mut take = 0;
+            let mut bytes = 0;
+            while take < rest.len() && take < BATCH_EVENTS && (take == 0 || bytes < BATCH_BYTES) {
+                bytes += rest[take].1.get().len();
+                take += 1;
+            }
+            let (chunk, after) = rest.split_at(take);
+            let events: Vec<&RawEnvelope> = chunk.iter().map(|(_, e)| e).collect();
+            outlet.send(&events).await?;
+            if let Some((seq, _)) = chunk.last() {
+                *last = *seq;
+            }
+            rest = after;
         }
     }
 }
@@ -112,26 +194,31 @@ async fn catch_up(
 /// lets every client receive the end of its turn before the connections close.
 #[derive(Default)]
 pub struct Deliveries {
-    next: std::sync::atomic::AtomicU64,
-    open: Mutex<HashMap<u64, (SessionId, u64)>>,
+    next: AtomicU64,
+    open: Mutex<HashMap<u64, (SessionId, Arc<AtomicU64>)>>,
 }
 
-/// One subscription's entry; removed when dropped.
+/// One subscription's entry; removed when dropped. Marking progress is one atomic store,
+/// not a lock: it happens for every event sent.
 pub struct Delivery {
     id: u64,
+    sent: Arc<AtomicU64>,
     registry: Arc<Deliveries>,
 }
 
 impl Deliveries {
-    fn open_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (SessionId, u64)>> {
+    fn open_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (SessionId, Arc<AtomicU64>)>> {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn open(self: &Arc<Self>, session_id: &str) -> Delivery {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.open_map().insert(id, (session_id.to_string(), 0));
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let sent = Arc::new(AtomicU64::new(0));
+        self.open_map()
+            .insert(id, (session_id.to_string(), Arc::clone(&sent)));
         Delivery {
             id,
+            sent,
             registry: Arc::clone(self),
         }
     }
@@ -148,7 +235,11 @@ impl Deliveries {
             let behind = self
                 .open_map()
                 .values()
-                .filter(|(session, seq)| targets.get(session).is_some_and(|t| seq < t))
+                .filter(|(session, sent)| {
+                    targets
+                        .get(session)
+                        .is_some_and(|t| sent.load(Ordering::Acquire) < *t)
+                })
                 .count();
             if behind == 0 || tokio::time::Instant::now() >= deadline {
                 if behind > 0 {
@@ -166,9 +257,7 @@ impl Deliveries {
 
 impl Delivery {
     pub fn delivered(&self, seq: u64) {
-        if let Some(entry) = self.registry.open_map().get_mut(&self.id) {
-            entry.1 = seq;
-        }
+        self.sent.store(seq, Ordering::Release);
     }
 }
 

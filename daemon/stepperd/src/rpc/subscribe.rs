@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, SubscriptionSink};
+use serde_json::value::RawValue;
 use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::methods::{SessionSubscribe, SessionSubscribeParams, Subscription};
 
@@ -51,30 +52,48 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
     };
     let delivery = conn.daemon.hub.deliveries.open(&p.session_id);
     let attached = session.attach(conn.attached_client()).await;
-    replay::follow(
-        &store,
-        &p.session_id,
-        p.after_seq,
-        &mut live,
-        &Sink(sink),
-        &delivery,
-    )
-    .await;
+    let from = replay::From {
+        session_id: &p.session_id,
+        after_seq: p.after_seq,
+        skip_finished_deltas: p.skip_finished_deltas,
+    };
+    let sink = Sink {
+        sink,
+        batch: p.batch,
+    };
+    replay::follow(&store, from, &mut live, &sink, &delivery).await;
     session.detach(attached).await;
 }
 
-/// A jsonrpsee subscription as the place events go.
-struct Sink(SubscriptionSink);
+/// A jsonrpsee subscription as the place events go: one notification per event, or per
+/// batch when the client asked for arrays.
+struct Sink {
+    sink: SubscriptionSink,
+    batch: bool,
+}
 
 impl Outlet for Sink {
-    async fn send(&self, event: &RawEnvelope) -> Result<(), Gone> {
-        self.0
-            .send(SubscriptionMessage::from(event.to_raw_value()))
-            .await
-            .map_err(|_| Gone)
+    async fn send(&self, events: &[&RawEnvelope]) -> Result<(), Gone> {
+        if self.batch {
+            // The events' text copied into one array, not decoded.
+            let array: Vec<&RawValue> = events.iter().map(|e| e.as_raw_value()).collect();
+            let raw = serde_json::value::to_raw_value(&array).map_err(|_| Gone)?;
+            return self
+                .sink
+                .send(SubscriptionMessage::from(raw))
+                .await
+                .map_err(|_| Gone);
+        }
+        for event in events {
+            self.sink
+                .send(SubscriptionMessage::from(event.to_raw_value()))
+                .await
+                .map_err(|_| Gone)?;
+        }
+        Ok(())
     }
 
     async fn closed(&self) {
-        self.0.closed().await;
+        self.sink.closed().await;
     }
 }
