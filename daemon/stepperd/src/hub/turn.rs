@@ -18,10 +18,24 @@ use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
 use super::approvals::SessionGate;
-use super::context::{history, store_context};
+use super::context::{ContextError, history, store_context};
 use super::env::login_env;
 use super::log::{EventLog, LogError};
 use super::session::{LiveSession, QueuedInput};
+use super::settings::SettingsError;
+
+/// Why a turn could not start; its `TurnFinished` says so (`failed`, with this message).
+#[derive(Debug, thiserror::Error)]
+enum TurnError {
+    #[error(transparent)]
+    Context(#[from] ContextError),
+    #[error(transparent)]
+    Model(#[from] stepper_engine::model::BadModelRef),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Provider(#[from] stepper_engine::ProviderError),
+}
 
 /// The longest answer asked of a model, whatever larger limit it has: long enough for any
 /// edit, short enough not to eat rate limits that count the limit up front.
@@ -72,9 +86,7 @@ impl LiveSession {
     ) -> Result<(), LogError> {
         // Everything before this turn is committed, so the history read below is complete.
         self.log.flush().await?;
-        let history = history(&deps.store, &self.id)
-            .await
-            .map_err(|e| e.to_string());
+        let history = history(&deps.store, &self.id).await;
         let started = AppEvent::TurnStarted {
             input_id: input.input_id.clone(),
             text: input.text.clone(),
@@ -84,10 +96,10 @@ impl LiveSession {
 
         let prepared = match history {
             Ok(messages) => self.prepare(model, env, deps).await.map(|p| (p, messages)),
-            Err(e) => Err(e),
+            Err(e) => Err(TurnError::from(e)),
         };
         let (status, error, transcript) = match prepared {
-            Err(message) => (TurnStatus::Failed, Some(message), Vec::new()),
+            Err(e) => (TurnStatus::Failed, Some(e.to_string()), Vec::new()),
             Ok((prepared, mut messages)) => {
                 let Prepared {
                     resolved,
@@ -188,17 +200,13 @@ impl LiveSession {
 
     /// The provider for this turn: settings for the session's folder, the model, the
     /// credentials, and a recorder around it when the session records.
-    async fn prepare(&self, model: &str, env: &Env, deps: &HubDeps) -> Result<Prepared, String> {
+    async fn prepare(&self, model: &str, env: &Env, deps: &HubDeps) -> Result<Prepared, TurnError> {
         let (cwd, record) = {
             let state = self.state();
             (state.cwd.clone(), state.record.clone())
         };
-        let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
-        let settings = deps
-            .settings
-            .get(Some(&cwd))
-            .await
-            .map_err(|e| e.to_string())?;
+        let model_ref = ModelRef::parse(model)?;
+        let settings = deps.settings.get(Some(&cwd)).await?;
         let mut effective = login_env(deps).await.clone();
         effective.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let cx = ResolveContext {
@@ -206,10 +214,7 @@ impl LiveSession {
             settings: &settings,
             cwd: &cwd,
         };
-        let mut resolved = deps
-            .providers
-            .resolve(&model_ref, &cx)
-            .map_err(|e| e.to_string())?;
+        let mut resolved = deps.providers.resolve(&model_ref, &cx)?;
         let record = record.or_else(|| settings.record.as_ref().map(|r| cwd.join(r)));
         if let Some(path) = record {
             let secrets = std::mem::take(&mut resolved.secrets);
