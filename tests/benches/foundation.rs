@@ -1,7 +1,9 @@
 //! Foundation benchmarks, each next to a reference measured in the same run:
 //!
 //! - the RPC round trip (`daemon/info` over the socket) next to a raw ping-pong of the same
-//!   size over a local socket;
+//!   size over a local socket, through the project's client library (jsonrpsee) and through
+//!   a plain blocking WebSocket (`stepper_e2e::ws`), which tells the daemon's share from the
+//!   client library's;
 //! - events per second from a streaming turn through the daemon to 1 and to 8 socket
 //!   subscribers, next to one subscriber, with the daemon's CPU time per event delivered;
 //! - attaching to a session of 100 000 events: the replay of every event next to the replay
@@ -68,6 +70,27 @@ async fn rpc_round_trip(env: &TestEnv) -> (Stats, usize) {
         times.push(t.elapsed());
     }
     (stats(times), size)
+}
+
+/// `daemon/info` over a blocking WebSocket with hand-built JSON: no client library, no async
+/// runtime on the client's side.
+fn plain_round_trip(env: &TestEnv) -> Stats {
+    let mut ws = stepper_e2e::ws::Ws::connect(env, "/");
+    let init = serde_json::json!({
+        "protocolVersion": {"major": 1, "minor": 1},
+        "client": {"name": "bench", "kind": "other", "version": "0"}
+    });
+    ws.call(0, "initialize", init);
+    for id in 1..=200 {
+        ws.call(id, "daemon/info", serde_json::Value::Null);
+    }
+    let mut times = Vec::with_capacity(ROUND_TRIPS);
+    for id in 0..ROUND_TRIPS as u64 {
+        let t = Instant::now();
+        ws.call(1000 + id, "daemon/info", serde_json::Value::Null);
+        times.push(t.elapsed());
+    }
+    stats(times)
 }
 
 async fn raw_ping_pong(dir: &std::path::Path, size: usize) -> Stats {
@@ -296,6 +319,12 @@ fn main() {
             "  daemon/info over RPC ....... {}  ({:.1}x raw at p50)",
             show(&rpc),
             rpc.p50.as_secs_f64() / raw.p50.as_secs_f64()
+        );
+        let plain = tokio::task::block_in_place(|| plain_round_trip(&env));
+        println!(
+            "  daemon/info, plain WebSocket {}  ({:.1}x raw at p50: the daemon's share)",
+            show(&plain),
+            plain.p50.as_secs_f64() / raw.p50.as_secs_f64()
         );
 
         println!("turn of {STREAM_EVENTS} text deltas through the daemon to socket subscribers:");

@@ -11,6 +11,7 @@ pub mod fake_llm;
 pub mod needs;
 pub mod tmux;
 pub mod wait;
+pub mod ws;
 
 pub use env::{TestEnv, bin_dir, submit};
 pub use events::{read_until, until_turn_finished};

@@ -1,5 +1,6 @@
 //! Sessions and their events: the queries.
 
+use futures::TryStreamExt;
 use serde_json::value::RawValue;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -307,41 +308,30 @@ impl Store {
     ) -> Result<Vec<(u64, RawEnvelope)>> {
         let skipped = serde_json::to_string(skip_deltas_of)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        // Sizes first, so a page of huge events is cut before its text is read.
-        let sizes: Vec<(i64, i64)> = sqlx::query_as(&format!(
-            "SELECT seq, length(CAST(payload AS BLOB)) FROM events WHERE session_id = ?1 \
-             AND seq > ?2 AND {SKIPPED} ORDER BY seq LIMIT ?3"
-        ))
-        .bind(session_id)
-        .bind(to_i64(after_seq))
-        .bind(i64::from(limit))
-        .bind(&skipped)
-        .fetch_all(&self.pool)
-        .await?;
+        // Rows are stepped one at a time and the query is dropped once the page is full, so
+        // the rows past it are never read.
+        let sql = format!(
+            "SELECT seq, at, turn, payload FROM events WHERE session_id = ?1 AND seq > ?2 \
+             AND {SKIPPED} ORDER BY seq LIMIT ?3"
+        );
+        let mut rows = sqlx::query(&sql)
+            .bind(session_id)
+            .bind(to_i64(after_seq))
+            .bind(i64::from(limit))
+            .bind(&skipped)
+            .fetch(&self.pool);
+        let mut page = Vec::new();
         let mut total = 0usize;
-        let mut last = None;
-        for (seq, len) in &sizes {
-            let len = usize::try_from(*len).unwrap_or(usize::MAX);
-            if last.is_some() && total.saturating_add(len) > max_bytes {
+        while let Some(row) = rows.try_next().await? {
+            let (seq, raw) = raw_from_row(session_id, &row)?;
+            let len = raw.get().len();
+            if !page.is_empty() && total.saturating_add(len) > max_bytes {
                 break;
             }
             total = total.saturating_add(len);
-            last = Some(*seq);
+            page.push((seq, raw));
         }
-        let Some(last) = last else {
-            return Ok(Vec::new());
-        };
-        let rows = sqlx::query(&format!(
-            "SELECT seq, at, turn, payload FROM events WHERE session_id = ?1 AND seq > ?2 \
-             AND seq <= ?3 AND {SKIPPED} ORDER BY seq"
-        ))
-        .bind(session_id)
-        .bind(to_i64(after_seq))
-        .bind(last)
-        .bind(&skipped)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(|r| raw_from_row(session_id, r)).collect()
+        Ok(page)
     }
 }
 
