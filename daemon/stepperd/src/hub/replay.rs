@@ -40,7 +40,7 @@ pub trait Outlet {
 pub struct Gone;
 
 /// Where a subscription starts and what its reading back from the store leaves out.
-pub struct From<'a> {
+pub struct Start<'a> {
     pub session_id: &'a str,
     pub after_seq: u64,
     /// Leave out the streamed pieces of completed turns (see `SessionSubscribeParams`).
@@ -52,12 +52,12 @@ pub struct From<'a> {
 /// is called, so that nothing falls between the store and the broadcast.
 pub async fn follow(
     store: &Store,
-    from: From<'_>,
+    from: Start<'_>,
     live: &mut broadcast::Receiver<Published>,
     outlet: &impl Outlet,
     delivery: &Delivery,
 ) {
-    let From {
+    let Start {
         session_id,
         after_seq,
         skip_finished_deltas: skip,

@@ -47,12 +47,15 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
     // Subscribe to live events before reading the store: nothing can fall in between.
     let mut live = session.log.subscribe();
     let store = conn.daemon.hub.deps().store.clone();
+    // Listed as attached before the call returns: a client that subscribed and then asks
+    // `session/clients` finds itself.
+    let attached = session.attach(conn.attached_client()).await;
     let Ok(sink) = pending.accept().await else {
+        session.detach(attached).await;
         return;
     };
     let delivery = conn.daemon.hub.deliveries.open(&p.session_id);
-    let attached = session.attach(conn.attached_client()).await;
-    let from = replay::From {
+    let from = replay::Start {
         session_id: &p.session_id,
         after_seq: p.after_seq,
         skip_finished_deltas: p.skip_finished_deltas,
