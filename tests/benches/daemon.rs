@@ -1,11 +1,14 @@
 //! Daemon cold start to its first accepted connection (a fresh data dir each time: the store
 //! is created and migrated), next to spawning `stepperd --version` (the cost of starting the
-//! binary at all); and the daemon's memory when idle after serving a client.
+//! binary at all); the first turn of a fresh install (`stepper ask` starting the daemon),
+//! with the login shell's environment read and without, and a warm turn, next to
+//! `stepper --version`; and the daemon's memory when idle after serving a client.
 //!
 //! `cargo bench -p stepper-e2e --bench daemon`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -88,6 +91,76 @@ fn main() {
     }
     idle_rss.sort();
     peak_rss.sort();
+
+    // The first turn of a fresh install: `stepper ask` finds no daemon, starts it, and runs
+    // the turn against the fake server. The login shell stands for a user's whose rc files
+    // take 200 ms (a version manager, a slow prompt): the issue measured ~200 ms for the read.
+    let stepper = bin_dir().join("stepper");
+    let mut stepper_version = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        assert!(
+            Command::new(&stepper)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .status()
+                .unwrap()
+                .success()
+        );
+        stepper_version.push(t.elapsed());
+    }
+    let first_turn = |login_env: bool| {
+        let mut times = Vec::new();
+        for _ in 0..RUNS {
+            let env = TestEnv::new();
+            env.fake.push(stepper_e2e::Reply::text(&["hello"]));
+            let mut ask = env.stepper();
+            if login_env {
+                let shell = env.home.path().join("slow-login-shell");
+                std::fs::write(&shell, "#!/bin/sh\nsleep 0.2\nexec /bin/sh -c \"$4\"\n").unwrap();
+                std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).unwrap();
+                ask.env_remove("STEPPER_LOGIN_ENV").env("SHELL", &shell);
+            }
+            let t = Instant::now();
+            let out = ask.args(["ask", "hi"]).output().unwrap();
+            times.push(t.elapsed());
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        times
+    };
+    let mut cold_on = first_turn(true);
+    let mut cold_off = first_turn(false);
+    let warm_env = TestEnv::new();
+    let mut warm = Vec::new();
+    for run in 0..=RUNS {
+        warm_env.fake.push(stepper_e2e::Reply::text(&["hello"]));
+        let mut ask = warm_env.stepper();
+        ask.env_remove("STEPPER_LOGIN_ENV");
+        let t = Instant::now();
+        assert!(ask.args(["ask", "hi"]).output().unwrap().status.success());
+        if run > 0 {
+            warm.push(t.elapsed());
+        }
+    }
+    let sv50 = p(&mut stepper_version, 0.5);
+    println!("first turn against the fake server, {RUNS} runs:");
+    println!("  stepper --version ....................... p50 {sv50:>8.2?}");
+    for (name, times) in [
+        ("cold (daemon started), login env read ..", &mut cold_on),
+        ("cold (daemon started), login env off ...", &mut cold_off),
+        ("warm (daemon running) ..................", &mut warm),
+    ] {
+        let p50 = p(times, 0.5);
+        println!(
+            "  {name} p50 {p50:>8.2?}  p90 {:>8.2?}  ({:.1}x --version)",
+            p(times, 0.9),
+            p50.as_secs_f64() / sv50.as_secs_f64()
+        );
+    }
     let (v50, c50) = (p(&mut version, 0.5), p(&mut cold, 0.5));
     println!("daemon cold start, {RUNS} runs, fresh data dir each:");
     println!(

@@ -183,6 +183,40 @@ async fn streamed(env: &TestEnv, subscribers: usize) -> (f64, Duration) {
     )
 }
 
+/// What `stepper ask` does, step by step, in this process (no process start): mean times of
+/// connect + initialize, session/create, session/subscribe, and submit to `TurnFinished`.
+async fn ask_steps(env: &TestEnv) -> [Duration; 4] {
+    let mut sums = [Duration::ZERO; 4];
+    for run in 0..=ASKS {
+        env.fake.push(Reply::text(&["hello"]));
+        let t = Instant::now();
+        let client = env.client().await;
+        let connected = t.elapsed();
+        let t = Instant::now();
+        let session = env.create_session(&client, None).await;
+        let created = t.elapsed();
+        let t = Instant::now();
+        let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+        let subscribed = t.elapsed();
+        let t = Instant::now();
+        stepper_e2e::submit(&client, &session, "hello").await;
+        loop {
+            let e = stream.next().await.unwrap().unwrap();
+            if matches!(e.event, AppEvent::TurnFinished { .. }) {
+                break;
+            }
+        }
+        let turn = t.elapsed();
+        // The first run warms caches; it is not counted.
+        if run > 0 {
+            for (sum, d) in sums.iter_mut().zip([connected, created, subscribed, turn]) {
+                *sum += d;
+            }
+        }
+    }
+    sums.map(|d| d / ASKS as u32)
+}
+
 /// A session of `turns` turns of `deltas` streamed pieces each; the last answer ends with
 /// `marker`.
 async fn long_session(env: &TestEnv, turns: usize, deltas: usize, marker: &str) -> String {
@@ -358,6 +392,7 @@ fn main() {
             println!("  stepper attach, Enter to the last answer on screen .. {shown:>9.1?}");
         }
     });
+    let steps = rt.block_on(ask_steps(&env));
     let (version, ask, rss) = asks(&env);
     println!("stepper ask against the fake server, daemon warm, {ASKS} runs:");
     println!("  stepper --version .. {}", show(&version));
@@ -367,4 +402,9 @@ fn main() {
         ask.p50.as_secs_f64() / version.p50.as_secs_f64()
     );
     println!("  peak RSS of the client: {:.1} MiB", rss as f64 / 1024.0);
+    println!(
+        "  its steps in-process (mean): connect+initialize {:.1?} · session/create {:.1?} · \
+         subscribe {:.1?} · submit to TurnFinished {:.1?}",
+        steps[0], steps[1], steps[2], steps[3]
+    );
 }

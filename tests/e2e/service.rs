@@ -234,3 +234,69 @@ fn the_login_shells_environment_fills_what_a_session_lacks() {
             .contains("resolved the login shell's environment")
     });
 }
+
+#[test]
+fn a_client_that_sends_its_environment_never_waits_for_the_login_shell() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    // A login shell that hangs (a slow .bashrc) until the test opens the gate.
+    let gate = env.home.path().join("gate");
+    nix::unistd::mkfifo(&gate, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let shell = env.home.path().join("login-shell");
+    std::fs::write(
+        &shell,
+        format!(
+            "#!/bin/sh\nread line < {}\nexec /bin/sh -c \"$4\"\n",
+            gate.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let start = env
+        .stepper()
+        .env_remove("STEPPER_LOGIN_ENV")
+        .env("STEPPER_LOGIN_ENV_TIMEOUT_MS", "600000")
+        .env("SHELL", &shell)
+        .args(["daemon", "start"])
+        .output()
+        .unwrap();
+    assert!(start.status.success());
+
+    // The client's environment has what the turn needs: the turn runs now, the shell still
+    // hanging.
+    let mut ask = env
+        .stepper()
+        .args(["ask", "hi"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    wait_until(
+        "the first turn, without the login shell",
+        Duration::from_secs(30),
+        || {
+            status = ask.try_wait().unwrap();
+            status.is_some()
+        },
+    );
+    assert!(status.unwrap().success(), "{}", env.daemon_log());
+    assert!(
+        !env.daemon_log()
+            .contains("resolved the login shell's environment"),
+        "the shell was still hanging"
+    );
+
+    // Open the gate: the read completes in the background.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&gate)
+        .unwrap()
+        .write_all(b"go\n")
+        .unwrap();
+    wait_until("the log line", Duration::from_secs(10), || {
+        env.daemon_log()
+            .contains("resolved the login shell's environment")
+    });
+}

@@ -35,6 +35,7 @@ async fn new_store(dir: &std::path::Path, id: &str) -> Store {
         model: "anthropic/m".into(),
         env: Env::new(),
         created_at: now_ms(),
+        mode: None,
     };
     store.create_session(&new).await.unwrap();
     store

@@ -97,6 +97,16 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
     }
     stepper_process::registry::install(&registry)
         .with_context(|| format!("creating the child registry {}", registry.display()))?;
+    // The login shell's environment is read from now on, off every turn's path: a session
+    // whose client sent its environment never waits for it.
+    let deps = hub.deps().clone();
+    tasks.spawn(async move {
+        // A stop meanwhile drops the read, and with it the shell's process group.
+        tokio::select! {
+            _ = crate::hub::env::login_env(&deps) => {}
+            () = deps.shutdown.cancelled() => {}
+        }
+    });
     let recovered = hub
         .recover_interrupted()
         .await

@@ -25,8 +25,8 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-             updated_at, last_seq, turns) \
-             SELECT ?, ?, ?, ?, env_json, 'idle', ?, ?, 0, 0 FROM sessions WHERE id = ?",
+             updated_at, last_seq, turns, mode) \
+             SELECT ?, ?, ?, ?, env_json, 'idle', ?, ?, 0, 0, ? FROM sessions WHERE id = ?",
         )
         .bind(&new.id)
         .bind(&new.title)
@@ -34,6 +34,7 @@ impl Store {
         .bind(&new.model)
         .bind(new.created_at)
         .bind(new.created_at)
+        .bind(&new.mode)
         .bind(source)
         .execute(&mut *tx)
         .await?;

@@ -19,6 +19,8 @@ pub struct NewSession {
     /// Already stripped of secret-looking variables.
     pub env: Env,
     pub created_at: i64,
+    /// The session's own permission mode (by name); `None` follows the settings'.
+    pub mode: Option<String>,
 }
 
 /// One page of `list_sessions`.
@@ -378,7 +380,7 @@ pub(crate) async fn insert_session(
 ) -> Result<()> {
     sqlx::query(
         "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-         updated_at, last_seq, turns) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0)",
+         updated_at, last_seq, turns, mode) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, ?)",
     )
     .bind(&new.id)
     .bind(&new.title)
@@ -387,6 +389,7 @@ pub(crate) async fn insert_session(
     .bind(env_json)
     .bind(new.created_at)
     .bind(new.created_at)
+    .bind(&new.mode)
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -16,6 +16,7 @@ fn new_session(id: &str, cwd: &str) -> NewSession {
         model: "anthropic/test".into(),
         env: Env::from([("PATH".to_string(), "/bin".to_string())]),
         created_at: now_ms(),
+        mode: None,
     }
 }
 

@@ -6,6 +6,7 @@ use stepper_protocol::session::Env;
 use super::HubDeps;
 
 /// The login shell's environment, resolved once per daemon (`STEPPER_LOGIN_ENV=off` skips it).
+/// The daemon starts reading it when it starts; this waits for that read.
 pub(crate) async fn login_env(deps: &HubDeps) -> &Env {
     deps.login_env
         .get_or_init(|| async {

@@ -178,12 +178,9 @@ impl Hub {
             model: model.to_string(),
             env: persistable_env(&request.env),
             created_at: now_ms(),
+            mode: request.mode.map(|m| m.as_str().to_string()),
         };
-        let store = &self.deps.store;
-        let (info, _) = store.create_session(&new).await?;
-        store
-            .set_session_mode(&info.id, request.mode.map(PermissionMode::as_str))
-            .await?;
+        let (info, _) = self.deps.store.create_session(&new).await?;
         self.adopt(&info, request.env, record, request.mode);
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
         Ok((info, request.mode.unwrap_or(settings.mode())))
@@ -234,11 +231,9 @@ impl Hub {
             model: source.model(),
             env: persistable_env(&env),
             created_at: now_ms(),
+            mode: mode.map(|m| m.as_str().to_string()),
         };
         let forked = store.fork_session(source_id, &new, from_turn).await?;
-        store
-            .set_session_mode(&forked.id, mode.map(PermissionMode::as_str))
-            .await?;
         let live = self.adopt(&forked, env, None, mode);
         tracing::info!(session = %forked.id, from = %source_id, turn = from_turn, "session forked");
         let mode = self.mode_of(&live).await?;
@@ -277,7 +272,8 @@ impl Hub {
         record: Option<PathBuf>,
         mode: Option<PermissionMode>,
     ) -> Arc<LiveSession> {
-        let session = LiveSession::start(info, env, record, mode, &self.deps);
+        let from_client = !env.is_empty();
+        let session = LiveSession::start(info, (env, from_client), record, mode, &self.deps);
         self.live().insert(info.id.clone(), Arc::clone(&session));
         session
     }
@@ -312,7 +308,7 @@ impl Hub {
         if let Some(s) = live.get(id) {
             return Ok(Arc::clone(s));
         }
-        let session = LiveSession::start(&info, env, None, mode, &self.deps);
+        let session = LiveSession::start(&info, (env, false), None, mode, &self.deps);
         live.insert(id.to_string(), Arc::clone(&session));
         Ok(session)
     }

@@ -46,6 +46,9 @@ pub struct LiveSession {
 pub(super) struct State {
     /// The full environment of the latest client: kept in memory only.
     pub(super) env: Env,
+    /// `env` came from a client of this daemon (not from the store, which keeps no
+    /// secrets): a turn then does not wait for the login shell's environment.
+    pub(super) env_from_client: bool,
     pub(super) cwd: PathBuf,
     /// Record provider exchanges to this file.
     pub(super) record: Option<PathBuf>,
@@ -64,10 +67,11 @@ pub(super) struct QueuedInput {
 }
 
 impl LiveSession {
-    /// Bring a stored session to life: start its log writer and its turn actor.
+    /// Bring a stored session to life: start its log writer and its turn actor. `env` is a
+    /// client's (`from_client`) or what the store kept.
     pub fn start(
         info: &SessionInfo,
-        env: Env,
+        (env, from_client): (Env, bool),
         record: Option<PathBuf>,
         mode: Option<PermissionMode>,
         deps: &HubDeps,
@@ -91,6 +95,7 @@ impl LiveSession {
             submitting: tokio::sync::Mutex::new(()),
             state: Mutex::new(State {
                 env,
+                env_from_client: from_client,
                 cwd: PathBuf::from(&info.cwd),
                 record,
                 mode,
@@ -121,7 +126,9 @@ impl LiveSession {
         client: Option<String>,
     ) -> Result<(String, u64), HubError> {
         if let Some(env) = env {
-            self.state().env = env;
+            let mut state = self.state();
+            state.env_from_client = !env.is_empty();
+            state.env = env;
         }
         let _order = self.submitting.lock().await;
         let permit = self.inputs.try_reserve().map_err(|_| HubError::QueueFull)?;

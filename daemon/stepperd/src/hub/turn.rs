@@ -201,20 +201,46 @@ impl LiveSession {
     /// The provider for this turn: settings for the session's folder, the model, the
     /// credentials, and a recorder around it when the session records.
     async fn prepare(&self, model: &str, env: &Env, deps: &HubDeps) -> Result<Prepared, TurnError> {
-        let (cwd, record) = {
+        let (cwd, record, from_client) = {
             let state = self.state();
-            (state.cwd.clone(), state.record.clone())
+            (
+                state.cwd.clone(),
+                state.record.clone(),
+                state.env_from_client,
+            )
         };
         let model_ref = ModelRef::parse(model)?;
         let settings = deps.settings.get(Some(&cwd)).await?;
-        let mut effective = login_env(deps).await.clone();
-        effective.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let cx = ResolveContext {
-            env: &effective,
-            settings: &settings,
-            cwd: &cwd,
+        // A client's environment is whole: the login shell's fills gaps if it is read
+        // already, and is not waited for — unless the provider finds no credentials without
+        // it. An environment from the store (it keeps no secrets) waits for it.
+        let overlay = |base: &Env| {
+            let mut effective = base.clone();
+            effective.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            effective
         };
-        let mut resolved = deps.providers.resolve(&model_ref, &cx)?;
+        let ready = deps.login_env.get();
+        let mut effective = match (from_client, ready) {
+            (true, Some(login)) => overlay(login),
+            (true, None) => overlay(&Env::new()),
+            (false, _) => overlay(login_env(deps).await),
+        };
+        let resolve = |effective: &Env| {
+            let cx = ResolveContext {
+                env: effective,
+                settings: &settings,
+                cwd: &cwd,
+            };
+            deps.providers.resolve(&model_ref, &cx)
+        };
+        let mut resolved = match resolve(&effective) {
+            Ok(resolved) => resolved,
+            Err(_) if from_client && ready.is_none() => {
+                effective = overlay(login_env(deps).await);
+                resolve(&effective)?
+            }
+            Err(e) => return Err(e.into()),
+        };
         let record = record.or_else(|| settings.record.as_ref().map(|r| cwd.join(r)));
         if let Some(path) = record {
             let secrets = std::mem::take(&mut resolved.secrets);
