@@ -206,15 +206,18 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             (created.session.id, 0)
         }
     };
-    let mut events = client.subscribe_events(&session_id, after_seq).await?;
-    let submitted = match client
-        .call::<SessionSubmit>(SessionSubmitParams {
+    // Both at once: the subscription replays from `after_seq`, so it misses nothing that the
+    // submit starts, and the two round trips overlap.
+    let (events, submitted) = tokio::join!(
+        client.subscribe_events(&session_id, after_seq),
+        client.call::<SessionSubmit>(SessionSubmitParams {
             session_id: session_id.clone(),
             text: prompt,
             env: (after_seq > 0).then(client_env),
         })
-        .await
-    {
+    );
+    let mut events = events?;
+    let submitted = match submitted {
         Ok(submitted) => submitted,
         Err(e) => {
             // A session made for this prompt alone is not left behind empty.

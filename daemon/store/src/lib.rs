@@ -17,7 +17,7 @@ use sqlx::sqlite::{
 };
 
 pub use checkpoint::FileChange;
-pub use session::{Encoded, NewSession, PendingInput, SessionPage};
+pub use session::{ContextRows, Encoded, NewSession, PendingInput, SessionPage};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

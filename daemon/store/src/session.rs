@@ -138,10 +138,18 @@ impl Store {
         append_in(&mut tx, &new.id, std::slice::from_ref(&first)).await?;
         let first = first.envelope;
         tx.commit().await?;
-        let info = self
-            .session(&new.id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("session vanished after insert".into()))?;
+        // What the row now holds, without reading it back.
+        let info = SessionInfo {
+            id: new.id.clone(),
+            title: new.title.clone(),
+            cwd: new.cwd.clone(),
+            model: new.model.clone(),
+            status: SessionStatus::Idle,
+            created_at: new.created_at,
+            updated_at: new.created_at,
+            last_seq: first.seq,
+            turns: 0,
+        };
         Ok((info, first))
     }
 
@@ -239,11 +247,25 @@ impl Store {
 
     /// [`Store::append_events`] for events encoded already.
     pub async fn append_encoded(&self, session_id: &str, events: &[Encoded]) -> Result<()> {
-        if events.is_empty() {
+        self.append_encoded_with(session_id, events, &[]).await
+    }
+
+    /// [`Store::append_encoded`], adding `contexts` to the session's stored context in the
+    /// same transaction: a turn's context and its `TurnFinished` are committed together.
+    pub async fn append_encoded_with(
+        &self,
+        session_id: &str,
+        events: &[Encoded],
+        contexts: &[ContextRows],
+    ) -> Result<()> {
+        if events.is_empty() && contexts.is_empty() {
             return Ok(());
         }
         let mut tx = self.pool.begin().await?;
         append_in(&mut tx, session_id, events).await?;
+        for rows in contexts {
+            insert_context_in(&mut tx, session_id, rows).await?;
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -395,6 +417,36 @@ pub(crate) async fn insert_session(
     Ok(())
 }
 
+/// Messages to add to a session's stored context, in order, for one layer and turn.
+#[derive(Debug, Clone)]
+pub struct ContextRows {
+    pub layer: String,
+    pub turn: u32,
+    /// Each message as JSON.
+    pub messages: Vec<String>,
+}
+
+async fn insert_context_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    session_id: &str,
+    rows: &ContextRows,
+) -> Result<()> {
+    for message in &rows.messages {
+        sqlx::query(
+            "INSERT INTO context (session_id, layer, position, turn, message) \
+             SELECT ?1, ?2, COALESCE(MAX(position), 0) + 1, ?3, ?4 FROM context \
+             WHERE session_id = ?1 AND layer = ?2",
+        )
+        .bind(session_id)
+        .bind(&rows.layer)
+        .bind(i64::from(rows.turn))
+        .bind(message)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn append_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     session_id: &str,
@@ -517,19 +569,12 @@ impl Store {
         // a read first would have to upgrade, which SQLite refuses at once (SQLITE_BUSY)
         // while the event writer commits, instead of waiting for it.
         let mut tx = self.pool.begin().await?;
-        for message in messages {
-            sqlx::query(
-                "INSERT INTO context (session_id, layer, position, turn, message) \
-                 SELECT ?1, ?2, COALESCE(MAX(position), 0) + 1, ?3, ?4 FROM context \
-                 WHERE session_id = ?1 AND layer = ?2",
-            )
-            .bind(session_id)
-            .bind(layer)
-            .bind(i64::from(turn))
-            .bind(message)
-            .execute(&mut *tx)
-            .await?;
-        }
+        let rows = ContextRows {
+            layer: layer.to_string(),
+            turn,
+            messages: messages.to_vec(),
+        };
+        insert_context_in(&mut tx, session_id, &rows).await?;
         tx.commit().await?;
         Ok(())
     }

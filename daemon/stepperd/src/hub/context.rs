@@ -3,7 +3,7 @@
 //! exactly where it was.
 
 use stepper_engine::ChatMessage;
-use stepper_store::{Store, StoreError};
+use stepper_store::{ContextRows, Store, StoreError};
 
 /// The layer of a session's context (layers of `stepper.md` come later).
 pub(crate) const MAIN_LAYER: &str = "main";
@@ -18,6 +18,18 @@ pub enum ContextError {
          damaged turn, or start a new one"
     )]
     Unreadable(serde_json::Error),
+}
+
+/// A turn's messages as the rows of the session's stored context.
+pub(crate) fn context_rows(turn: u32, messages: &[ChatMessage]) -> ContextRows {
+    ContextRows {
+        layer: MAIN_LAYER.to_string(),
+        turn,
+        messages: messages
+            .iter()
+            .filter_map(|m| serde_json::to_string(m).ok())
+            .collect(),
+    }
 }
 
 /// Add a turn's messages to the session's stored context (a failure is logged: the turn's

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::{AppEvent, EventEnvelope};
-use stepper_store::{Encoded, Store, now_ms};
+use stepper_store::{ContextRows, Encoded, Store, now_ms};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
@@ -49,6 +49,8 @@ enum Append {
         turn: Option<u32>,
         event: AppEvent,
         committed: Option<oneshot::Sender<Result<u64, LogError>>>,
+        /// Context rows committed in the same transaction as the event.
+        context: Option<ContextRows>,
     },
     Flush(oneshot::Sender<Result<u64, LogError>>),
 }
@@ -91,6 +93,27 @@ impl EventLog {
                 turn,
                 event,
                 committed: None,
+                context: None,
+            })
+            .await
+            .map_err(|_| LogError::Closed)
+    }
+
+    /// Queue an event whose commit also stores `context` (a turn's end and its messages):
+    /// either both are committed or neither.
+    pub async fn append_with_context(
+        &self,
+        turn: Option<u32>,
+        event: AppEvent,
+        context: ContextRows,
+    ) -> Result<(), LogError> {
+        self.check()?;
+        self.queue
+            .send(Append::Event {
+                turn,
+                event,
+                committed: None,
+                context: Some(context),
             })
             .await
             .map_err(|_| LogError::Closed)
@@ -109,6 +132,7 @@ impl EventLog {
                 turn,
                 event,
                 committed: Some(tx),
+                context: None,
             })
             .await
             .map_err(|_| LogError::Closed)?;
@@ -161,8 +185,16 @@ impl Writer {
         let mut events: Vec<Encoded> = Vec::with_capacity(batch.len());
         let mut raws: Vec<RawEnvelope> = Vec::with_capacity(batch.len());
         let mut unencodable = None;
+        let mut contexts = Vec::new();
         for item in batch.iter_mut() {
-            if let Append::Event { turn, event, .. } = item {
+            if let Append::Event {
+                turn,
+                event,
+                context,
+                ..
+            } = item
+            {
+                contexts.extend(context.take());
                 // The event moves into its envelope; the placeholder left behind is never read.
                 let event = std::mem::replace(
                     event,
@@ -194,7 +226,7 @@ impl Writer {
             // written rather than leave a gap in the seqs.
             Err(LogError::Failed(e.to_string()))
         } else {
-            self.store_with_retries(&events).await
+            self.store_with_retries(&events, &contexts).await
         };
         if result.is_ok() {
             self.last_seq += events.len() as u64;
@@ -224,11 +256,19 @@ impl Writer {
         }
     }
 
-    async fn store_with_retries(&self, events: &[Encoded]) -> Result<(), LogError> {
+    async fn store_with_retries(
+        &self,
+        events: &[Encoded],
+        contexts: &[ContextRows],
+    ) -> Result<(), LogError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.store.append_encoded(&self.session_id, events).await {
+            match self
+                .store
+                .append_encoded_with(&self.session_id, events, contexts)
+                .await
+            {
                 Ok(()) => return Ok(()),
                 Err(e) if attempt < COMMIT_ATTEMPTS => {
                     tracing::warn!(session = %self.session_id, error = %e, attempt, "commit failed; retrying");

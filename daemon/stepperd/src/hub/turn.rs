@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
 use super::approvals::SessionGate;
-use super::context::{ContextError, history, store_context};
+use super::context::{ContextError, context_rows, history};
 use super::env::login_env;
 use super::log::{EventLog, LogError};
 use super::session::{LiveSession, QueuedInput};
@@ -186,13 +186,16 @@ impl LiveSession {
             }
             Err(e) => tracing::error!(session = %self.id, turn, error = %e, "checkpoint failed"),
         }
-        // The context first, then the end of the turn: a client that sees TurnFinished can
-        // count on the next turn seeing this one whole.
+        // The context and the end of the turn in one commit: a client that sees
+        // TurnFinished can count on the next turn seeing this one whole.
         let mut added = vec![ChatMessage::user(input.text.clone())];
         added.extend(transcript);
-        store_context(&deps.store, &self.id, turn, &added).await;
         self.log
-            .append(Some(turn), AppEvent::TurnFinished { status, error })
+            .append_with_context(
+                Some(turn),
+                AppEvent::TurnFinished { status, error },
+                context_rows(turn, &added),
+            )
             .await?;
         self.log.flush().await?;
         Ok(())
