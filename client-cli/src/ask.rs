@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use stepper_protocol::methods::{
-    AskResult, MAX_INPUT_BYTES, SessionDelete, SessionGet, SessionInterrupt, SessionList,
-    SessionListParams, SessionParams, SessionSubmit, SessionSubmitParams,
+    AskResult, MAX_INPUT_BYTES, SessionGet, SessionInterrupt, SessionList, SessionListParams,
+    SessionParams, SessionSubmit, SessionSubmitParams,
 };
 use stepper_protocol::{AppEvent, PermissionMode, TurnStatus, Usage};
 
@@ -182,17 +182,29 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         }
         (None, false) => None,
     };
-    let created_here = existing.is_none();
-    let (session_id, after_seq) = match existing {
+    let (session_id, mut events, submitted) = match existing {
         Some(id) => {
             let got = client
                 .call::<SessionGet>(SessionParams {
                     session_id: id.clone(),
                 })
                 .await?;
-            (id, got.session.last_seq)
+            let after_seq = got.session.last_seq;
+            // Both at once: the subscription replays from `after_seq`, so it misses nothing
+            // the submit starts, and the two round trips overlap.
+            let (events, submitted) = tokio::join!(
+                client.subscribe_events(&id, after_seq),
+                client.call::<SessionSubmit>(SessionSubmitParams {
+                    session_id: id.clone(),
+                    text: prompt,
+                    env: Some(client_env()),
+                })
+            );
+            (id, events?, submitted?)
         }
         None => {
+            // The prompt goes with the session, in its first commit: nothing is left behind
+            // when either fails, and a round trip and a commit are saved.
             let new = session::NewSession {
                 model: args.model.clone(),
                 mode: if args.yes {
@@ -201,34 +213,15 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                     args.mode
                 },
                 record: args.record.map(|r| cwd.join(r).display().to_string()),
+                input: Some(prompt),
             };
             let created = session::create(&client, &cwd, new).await?;
-            (created.session.id, 0)
-        }
-    };
-    // Both at once: the subscription replays from `after_seq`, so it misses nothing that the
-    // submit starts, and the two round trips overlap.
-    let (events, submitted) = tokio::join!(
-        client.subscribe_events(&session_id, after_seq),
-        client.call::<SessionSubmit>(SessionSubmitParams {
-            session_id: session_id.clone(),
-            text: prompt,
-            env: (after_seq > 0).then(client_env),
-        })
-    );
-    let mut events = events?;
-    let submitted = match submitted {
-        Ok(submitted) => submitted,
-        Err(e) => {
-            // A session made for this prompt alone is not left behind empty.
-            if created_here {
-                drop(events);
-                let p = SessionParams {
-                    session_id: session_id.clone(),
-                };
-                let _ = client.call::<SessionDelete>(p).await;
-            }
-            return Err(e.into());
+            let submitted = created
+                .queued
+                .context("the daemon did not queue the prompt — is it older than this client?")?;
+            let id = created.session.id;
+            let events = client.subscribe_events(&id, 0).await?;
+            (id, events, submitted)
         }
     };
     if args.detach {

@@ -116,6 +116,7 @@ async fn create(
         model: args.model.clone(),
         mode: args.mode,
         record: None,
+        input: None,
     };
     session::create(client, cwd, new).await
 }
@@ -228,7 +229,7 @@ impl Follow {
     /// without the streamed pieces of completed turns, whose finished messages and tool
     /// results carry the same text. The session shown before, if any, stops being followed.
     async fn show(&mut self, session: SessionResponse) -> anyhow::Result<()> {
-        let SessionResponse { session, mode } = session;
+        let SessionResponse { session, mode, .. } = session;
         let id = session.id.clone();
         let mut stream = self
             .client
@@ -297,6 +298,7 @@ impl Follow {
             model: Some(current.session.model),
             mode: current.mode,
             record: None,
+            input: None,
         };
         let created = session::create(&self.client, &self.cwd, new).await?;
         self.show(created).await

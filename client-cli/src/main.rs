@@ -79,11 +79,17 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // `ask` is one request after another: one thread does it without handing work between
+    // threads, and starts sooner. The TUI and the rest keep two workers.
+    let mut builder = match cli.command {
+        Some(Command::Ask(_)) => tokio::runtime::Builder::new_current_thread(),
+        _ => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("stepper: cannot start the async runtime: {e}");

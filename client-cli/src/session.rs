@@ -20,6 +20,8 @@ pub struct NewSession {
     pub mode: Option<PermissionMode>,
     /// An absolute path to record the model exchanges to.
     pub record: Option<String>,
+    /// A first input, queued with the session in one commit.
+    pub input: Option<String>,
 }
 
 /// Create a session in `cwd` with this process's environment.
@@ -36,6 +38,7 @@ pub async fn create(
             title: None,
             record: new.record,
             mode: new.mode,
+            input: new.input,
         })
         .await?)
 }

@@ -235,6 +235,10 @@ pub struct SessionCreateParams {
     /// The permission mode (the settings' when absent).
     #[serde(default)]
     pub mode: Option<PermissionMode>,
+    /// A first input, queued in the same commit as the session (as `session/submit` would
+    /// queue it): one round trip and one commit fewer for a client that asks right away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -251,6 +255,9 @@ pub struct SessionResponse {
     /// settings' for its folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<PermissionMode>,
+    /// The first input `session/create` queued, when it was given one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<SessionSubmitResponse>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

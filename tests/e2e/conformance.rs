@@ -366,4 +366,27 @@ fn errors_carry_codes_kinds_and_say_what_to_do() {
     let (code, message, _) = error(&reply);
     assert_eq!(code, -32602);
     assert!(message.contains("absolute"), "{message}");
+
+    // A first input goes with the session, in its first commit — or neither is kept.
+    let listed = |ws: &mut Ws, id| {
+        let reply = ws.call(id, "session/list", json!({}));
+        result(&reply)["sessions"].as_array().unwrap().len()
+    };
+    let before = listed(&mut ws, 11);
+    let reply = ws.call(
+        12,
+        "session/create",
+        json!({"cwd": env.project.path(), "input": "x".repeat(4 * 1024 * 1024 + 1)}),
+    );
+    assert_eq!(error(&reply).0, -32056);
+    assert_eq!(listed(&mut ws, 13), before, "no session without its input");
+    let reply = ws.call(
+        14,
+        "session/create",
+        json!({"cwd": env.project.path(), "input": "first words"}),
+    );
+    let r = result(&reply);
+    assert_eq!(r["queued"]["seq"], 2, "{r}");
+    assert_eq!(r["session"]["lastSeq"], 2, "{r}");
+    assert_eq!(r["session"]["title"], "first words", "{r}");
 }

@@ -184,6 +184,7 @@ impl TestEnv {
             title: Some("e2e".into()),
             record: None,
             mode,
+            input: None,
         };
         client
             .call::<stepper_protocol::methods::SessionCreate>(params)

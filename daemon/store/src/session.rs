@@ -130,24 +130,50 @@ fn to_i64(v: u64) -> i64 {
 impl Store {
     /// Create a session and its first event (`SessionCreated`, seq 1) in one transaction.
     pub async fn create_session(&self, new: &NewSession) -> Result<(SessionInfo, EventEnvelope)> {
+        self.create_session_with(new, None).await
+    }
+
+    /// [`Store::create_session`], with `then` (an `InputQueued`) committed as seq 2 in the
+    /// same transaction.
+    pub async fn create_session_with(
+        &self,
+        new: &NewSession,
+        then: Option<AppEvent>,
+    ) -> Result<(SessionInfo, EventEnvelope)> {
         let env_json =
             serde_json::to_string(&new.env).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let first = Encoded::new(session_created(new))?;
+        let mut events = vec![first];
+        // The title the log gives the row: the given one, else the first input's start.
+        let title = new.title.clone().or_else(|| match &then {
+            Some(AppEvent::InputQueued { text, .. }) => Some(title_of(text)),
+            _ => None,
+        });
+        if let Some(event) = then {
+            events.push(Encoded::new(EventEnvelope {
+                session_id: new.id.clone(),
+                seq: 2,
+                at: new.created_at,
+                turn: None,
+                event,
+            })?);
+        }
         let mut tx = self.pool.begin().await?;
         insert_session(&mut tx, new, &env_json).await?;
-        append_in(&mut tx, &new.id, std::slice::from_ref(&first)).await?;
-        let first = first.envelope;
+        append_in(&mut tx, &new.id, &events).await?;
+        let last_seq = events.len() as u64;
+        let first = events.swap_remove(0).envelope;
         tx.commit().await?;
         // What the row now holds, without reading it back.
         let info = SessionInfo {
             id: new.id.clone(),
-            title: new.title.clone(),
+            title,
             cwd: new.cwd.clone(),
             model: new.model.clone(),
             status: SessionStatus::Idle,
             created_at: new.created_at,
             updated_at: new.created_at,
-            last_seq: first.seq,
+            last_seq,
             turns: 0,
         };
         Ok((info, first))

@@ -105,6 +105,16 @@ pub struct NewSessionRequest {
     pub title: Option<String>,
     pub record: Option<String>,
     pub mode: Option<PermissionMode>,
+    /// A first input, queued in the session's first commit; and who gave it.
+    pub input: Option<(String, Option<String>)>,
+}
+
+/// A session just created: what it is, its mode, and its first input when given one
+/// (its id and the seq of its `InputQueued`).
+pub struct Created {
+    pub info: SessionInfo,
+    pub mode: PermissionMode,
+    pub queued: Option<(String, u64)>,
 }
 
 /// Live sessions by id. A session is loaded from the store on first use and stays live
@@ -136,10 +146,7 @@ impl Hub {
 
     /// Create a session in a folder, with its client's environment: checked, stored with its
     /// first event, and live. Returns it with the mode its tools run under.
-    pub async fn create(
-        &self,
-        request: NewSessionRequest,
-    ) -> Result<(SessionInfo, PermissionMode), HubError> {
+    pub async fn create(&self, request: NewSessionRequest) -> Result<Created, HubError> {
         if self.deps.shutdown.is_cancelled() {
             return Err(HubError::ShuttingDown);
         }
@@ -180,10 +187,34 @@ impl Hub {
             created_at: now_ms(),
             mode: request.mode.map(|m| m.as_str().to_string()),
         };
-        let (info, _) = self.deps.store.create_session(&new).await?;
-        self.adopt(&info, request.env, record, request.mode);
+        let first = request.input.map(|(text, client)| {
+            let input_id = uuid::Uuid::now_v7().to_string();
+            let event = AppEvent::InputQueued {
+                input_id: input_id.clone(),
+                text: text.clone(),
+                client,
+            };
+            (input_id, text, event)
+        });
+        let then = first.as_ref().map(|(_, _, event)| event.clone());
+        let (info, _) = self.deps.store.create_session_with(&new, then).await?;
+        let session = self.adopt(&info, request.env, record, request.mode);
+        let queued = match first {
+            Some((input_id, text, _)) => {
+                // An empty queue has room: the input runs as the session's first turn.
+                if session.requeue_now(input_id.clone(), text).is_err() {
+                    tracing::error!(session = %info.id, "the first input found the queue full");
+                }
+                Some((input_id, info.last_seq))
+            }
+            None => None,
+        };
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
-        Ok((info, request.mode.unwrap_or(settings.mode())))
+        Ok(Created {
+            mode: request.mode.unwrap_or(settings.mode()),
+            info,
+            queued,
+        })
     }
 
     /// A new session holding `source`'s turns before `from_turn` (see `Store::fork_session`),

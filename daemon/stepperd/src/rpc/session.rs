@@ -33,7 +33,10 @@ fn input_text(text: &str, what: &'static str) -> Result<(), RpcError> {
 
 pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<SessionCreate, _, _>(m, |conn, p| async move {
-        let (session, mode) = conn
+        if let Some(text) = &p.input {
+            input_text(text, "submit")?;
+        }
+        let created = conn
             .daemon
             .hub
             .create(NewSessionRequest {
@@ -43,11 +46,15 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                 title: p.title,
                 record: p.record,
                 mode: p.mode,
+                input: p.input.map(|text| (text, conn.client_label())),
             })
             .await?;
         Ok(SessionResponse {
-            session,
-            mode: Some(mode),
+            session: created.info,
+            mode: Some(created.mode),
+            queued: created
+                .queued
+                .map(|(input_id, seq)| SessionSubmitResponse { input_id, seq }),
         })
     });
 
@@ -76,7 +83,11 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             .await?
             .ok_or_else(|| HubError::NotFound(p.session_id.clone()))?;
         let mode = hub.mode_of(&live).await.ok();
-        Ok(SessionResponse { session, mode })
+        Ok(SessionResponse {
+            session,
+            mode,
+            queued: None,
+        })
     });
 
     register::<SessionSubmit, _, _>(m, |conn, p| async move {
@@ -174,6 +185,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         Ok(SessionResponse {
             session,
             mode: Some(mode),
+            queued: None,
         })
     });
 
