@@ -47,25 +47,25 @@ impl SettingsCache {
         &self.config_dir
     }
 
-    /// The merged settings for a folder, or the user's alone (`None`), read off the runtime.
+    /// The merged settings for a folder, or the user's alone (`None`). The files are stat'ed
+    /// in place (three stats); only reading them again goes off the runtime.
     pub async fn get(&self, cwd: Option<&Path>) -> Result<Arc<Settings>, SettingsError> {
         let key = cwd.map(Path::to_path_buf);
-        let cached = self.entries().get(&key).cloned();
         let files = match cwd {
             Some(cwd) => Settings::files(&self.config_dir, cwd),
             None => vec![self.config_dir.join("setting.json")],
         };
+        let stamps: Vec<(PathBuf, Stamp)> = files
+            .into_iter()
+            .map(|f| {
+                let stamp = stamp(&f);
+                (f, stamp)
+            })
+            .collect();
+        if let Some(entry) = self.entries().get(&key).filter(|e| e.stamps == stamps) {
+            return Ok(Arc::clone(&entry.settings));
+        }
         let entry = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, ConfigError> {
-            let stamps: Vec<(PathBuf, Stamp)> = files
-                .into_iter()
-                .map(|f| {
-                    let stamp = stamp(&f);
-                    (f, stamp)
-                })
-                .collect();
-            if let Some(entry) = cached.filter(|e| e.stamps == stamps) {
-                return Ok(entry);
-            }
             let files = stamps.iter().map(|(f, _)| f.clone()).collect();
             let settings = Arc::new(Settings::load_files(files)?);
             Ok(Arc::new(Entry { stamps, settings }))
