@@ -293,3 +293,31 @@ async fn presence_model_and_mode_changes_reach_every_client() {
         "claude-opus-4-1"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_session_ends_its_subscriptions() {
+    use stepper_protocol::methods::{SessionDelete, SessionParams};
+    let env = TestEnv::new();
+    env.start_daemon();
+    let a = env.client().await;
+    let session = env.create_session(&a, None).await;
+    let mut watching = a.subscribe_events(&session, 0).await.unwrap();
+    // Its history first: SessionCreated, then this client attaching.
+    for _ in 0..2 {
+        watching.next().await.unwrap().unwrap();
+    }
+    let b = env.client().await;
+    b.call::<SessionDelete>(SessionParams {
+        session_id: session.clone(),
+    })
+    .await
+    .unwrap();
+    // The subscription ends; subscribing again finds no session.
+    let next = tokio::time::timeout(Duration::from_secs(20), watching.next())
+        .await
+        .expect("the subscription ended");
+    match next {
+        Some(Err(e)) => assert!(e.to_string().contains("no session"), "{e}"),
+        other => panic!("expected the end of the stream, got {other:?}"),
+    }
+}

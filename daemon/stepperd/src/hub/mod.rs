@@ -198,17 +198,20 @@ impl Hub {
         });
         let then = first.as_ref().map(|(_, _, event)| event.clone());
         let (info, _) = self.deps.store.create_session_with(&new, then).await?;
-        let session = self.adopt(&info, request.env, record, request.mode);
-        let queued = match first {
-            Some((input_id, text, _)) => {
-                // An empty queue has room: the input runs as the session's first turn.
-                if session.requeue_now(input_id.clone(), text).is_err() {
-                    tracing::error!(session = %info.id, "the first input found the queue full");
-                }
-                Some((input_id, info.last_seq))
-            }
-            None => None,
-        };
+        let from_client = !request.env.is_empty();
+        let queued = first
+            .as_ref()
+            .map(|(input_id, _, _)| (input_id.clone(), info.last_seq));
+        // The first input is queued before the session is findable, so nothing submitted
+        // meanwhile can run ahead of it.
+        let first = first.map(|(input_id, text, _)| (input_id, text));
+        self.adopt(
+            &info,
+            (request.env, from_client),
+            record,
+            request.mode,
+            first,
+        );
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
         Ok(Created {
             mode: request.mode.unwrap_or(settings.mode()),
@@ -255,6 +258,9 @@ impl Hub {
             ))
         });
         let (env, mode) = source.env_and_mode();
+        // A source loaded from the store hands on its secret-free environment: the fork,
+        // like the source, then waits for the login shell's.
+        let from_client = source.env_from_client();
         let new = NewSession {
             id: uuid::Uuid::now_v7().to_string(),
             title,
@@ -265,7 +271,7 @@ impl Hub {
             mode: mode.map(|m| m.as_str().to_string()),
         };
         let forked = store.fork_session(source_id, &new, from_turn).await?;
-        let live = self.adopt(&forked, env, None, mode);
+        let live = self.adopt(&forked, (env, from_client), None, mode, None);
         tracing::info!(session = %forked.id, from = %source_id, turn = from_turn, "session forked");
         let mode = self.mode_of(&live).await?;
         Ok((forked, mode))
@@ -289,22 +295,25 @@ impl Hub {
                 then: "delete it",
             });
         }
+        // Its subscriptions end and its queued inputs are dropped, before its rows go.
+        session.end();
         self.forget(id);
         drop(session);
         self.deps.store.delete_session(id).await?;
         Ok(())
     }
 
-    /// Register a session just created with the full environment of its client.
-    pub fn adopt(
+    /// Register a session just created, with its environment (and whether a client gave
+    /// it) and its first input, if any.
+    fn adopt(
         &self,
         info: &SessionInfo,
-        env: Env,
+        env: (Env, bool),
         record: Option<PathBuf>,
         mode: Option<PermissionMode>,
+        first: Option<(String, String)>,
     ) -> Arc<LiveSession> {
-        let from_client = !env.is_empty();
-        let session = LiveSession::start(info, (env, from_client), record, mode, &self.deps);
+        let session = LiveSession::start(info, env, record, mode, first, &self.deps);
         self.live().insert(info.id.clone(), Arc::clone(&session));
         session
     }
@@ -339,7 +348,7 @@ impl Hub {
         if let Some(s) = live.get(id) {
             return Ok(Arc::clone(s));
         }
-        let session = LiveSession::start(&info, (env, false), None, mode, &self.deps);
+        let session = LiveSession::start(&info, (env, false), None, mode, None, &self.deps);
         live.insert(id.to_string(), Arc::clone(&session));
         Ok(session)
     }

@@ -42,23 +42,38 @@ pub struct Gone;
 /// Where a subscription starts and what its reading back from the store leaves out.
 pub struct Start<'a> {
     pub session_id: &'a str,
+    /// Fired when the session is deleted: the subscription ends.
+    pub ended: &'a tokio_util::sync::CancellationToken,
     pub after_seq: u64,
     /// Leave out the streamed pieces of completed turns (see `SessionSubscribeParams`).
     pub skip_finished_deltas: bool,
 }
 
+/// Why a subscription ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The client went (or unsubscribed), or the store could not be read.
+    Gone,
+    /// The session was deleted.
+    Deleted,
+    /// The daemon is stopping.
+    Stopped,
+}
+
 /// Send the session's events after `from.after_seq`, then follow it live, until the client
-/// goes or the writer ends (the daemon stops). `live` must have been subscribed before this
-/// is called, so that nothing falls between the store and the broadcast.
+/// goes, the session is deleted or the writer ends (the daemon stops). `live` must have been
+/// subscribed before this is called, so that nothing falls between the store and the
+/// broadcast.
 pub async fn follow(
     store: &Store,
     from: Start<'_>,
     live: &mut broadcast::Receiver<Published>,
     outlet: &impl Outlet,
     delivery: &Delivery,
-) {
+) -> Ended {
     let Start {
         session_id,
+        ended,
         after_seq,
         skip_finished_deltas: skip,
     } = from;
@@ -67,12 +82,13 @@ pub async fn follow(
         .await
         .is_err()
     {
-        return;
+        return Ended::Gone;
     }
     delivery.delivered(last);
     loop {
         let received = tokio::select! {
-            () = outlet.closed() => return,
+            () = outlet.closed() => return Ended::Gone,
+            () = ended.cancelled() => return Ended::Deleted,
             r = live.recv() => r,
         };
         let sent = match received {
@@ -104,10 +120,10 @@ pub async fn follow(
                 catch_up(store, session_id, skip, outlet, &mut last).await
             }
             // The writer ended: the daemon is shutting down.
-            Err(RecvError::Closed) => return,
+            Err(RecvError::Closed) => return Ended::Stopped,
         };
         if sent.is_err() {
-            return;
+            return Ended::Gone;
         }
         delivery.delivered(last);
     }

@@ -41,6 +41,8 @@ pub struct LiveSession {
     /// of their seqs even when clients submit at the same moment.
     submitting: tokio::sync::Mutex<()>,
     pub(super) state: Mutex<State>,
+    /// Fired when the session is deleted: its subscriptions end, its queue stops.
+    pub ended: CancellationToken,
 }
 
 pub(super) struct State {
@@ -74,6 +76,7 @@ impl LiveSession {
         (env, from_client): (Env, bool),
         record: Option<PathBuf>,
         mode: Option<PermissionMode>,
+        first: Option<(String, String)>,
         deps: &HubDeps,
     ) -> Arc<LiveSession> {
         let log = EventLog::spawn(
@@ -83,6 +86,10 @@ impl LiveSession {
             &deps.tasks,
         );
         let (inputs, rx) = mpsc::channel(INPUT_QUEUE);
+        if let Some((input_id, text)) = first {
+            // An empty queue has room: the first input is the first turn.
+            let _ = inputs.try_send(QueuedInput { input_id, text });
+        }
         let session = Arc::new(LiveSession {
             id: info.id.clone(),
             log,
@@ -93,6 +100,7 @@ impl LiveSession {
             next_client: Default::default(),
             inputs,
             submitting: tokio::sync::Mutex::new(()),
+            ended: CancellationToken::new(),
             state: Mutex::new(State {
                 env,
                 env_from_client: from_client,
@@ -337,6 +345,16 @@ impl LiveSession {
     pub fn env_and_mode(&self) -> (Env, Option<PermissionMode>) {
         let state = self.state();
         (state.env.clone(), state.mode)
+    }
+
+    /// Whether the environment came from a client of this daemon (not from the store).
+    pub fn env_from_client(&self) -> bool {
+        self.state().env_from_client
+    }
+
+    /// The session was deleted: end its subscriptions and stop its queue.
+    pub fn end(&self) {
+        self.ended.cancel();
     }
 
     /// The folder the session works in.

@@ -272,9 +272,13 @@ pub(super) async fn run_inputs(
     loop {
         // A stopping daemon starts no turn: the input stays pending in the store and runs
         // when the daemon starts again, instead of starting now only to be interrupted.
+        let Some(ended) = session.upgrade().map(|s| s.ended.clone()) else {
+            break;
+        };
         let input = tokio::select! {
             biased;
             () = deps.shutdown.cancelled() => break,
+            () = ended.cancelled() => break,
             input = rx.recv() => match input {
                 Some(input) => input,
                 None => break,

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use jsonrpsee::core::SubscriptionError;
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, SubscriptionSink};
 use serde_json::value::RawValue;
@@ -11,6 +12,7 @@ use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::methods::{SessionSubscribe, SessionSubscribeParams, Subscription};
 
 use super::{Conn, RpcError, parse};
+use crate::hub::HubError;
 use crate::hub::replay::{self, Gone, Outlet};
 
 pub(super) fn register_all(m: &mut RpcModule<Conn>) {
@@ -25,23 +27,33 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     }
 }
 
-async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, conn: Arc<Conn>) {
+/// The subscription's life; a deleted session ends it with an error notification (the
+/// error a call about the session would get now), so the client knows it is over.
+async fn subscribe(
+    params: Params<'static>,
+    pending: PendingSubscriptionSink,
+    conn: Arc<Conn>,
+) -> Result<(), SubscriptionError> {
     if !conn.initialized.load(Ordering::Acquire) {
         pending
             .reject(ErrorObjectOwned::from(RpcError::NotInitialized))
             .await;
-        return;
+        return Ok(());
     }
     let p: SessionSubscribeParams = match parse(&params) {
         Ok(p) => p,
-        Err(e) => return pending.reject(e).await,
+        Err(e) => {
+            pending.reject(e).await;
+            return Ok(());
+        }
     };
     let session = match conn.daemon.hub.get(&p.session_id).await {
         Ok(s) => s,
         Err(e) => {
-            return pending
+            pending
                 .reject(ErrorObjectOwned::from(RpcError::from(e)))
                 .await;
+            return Ok(());
         }
     };
     // Subscribe to live events before reading the store: nothing can fall in between.
@@ -52,11 +64,12 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
     let attached = session.attach(conn.attached_client()).await;
     let Ok(sink) = pending.accept().await else {
         session.detach(attached).await;
-        return;
+        return Ok(());
     };
     let delivery = conn.daemon.hub.deliveries.open(&p.session_id);
     let from = replay::Start {
         session_id: &p.session_id,
+        ended: &session.ended,
         after_seq: p.after_seq,
         skip_finished_deltas: p.skip_finished_deltas,
     };
@@ -64,8 +77,16 @@ async fn subscribe(params: Params<'static>, pending: PendingSubscriptionSink, co
         sink,
         batch: p.batch,
     };
-    replay::follow(&store, from, &mut live, &sink, &delivery).await;
+    let ended = replay::follow(&store, from, &mut live, &sink, &delivery).await;
     session.detach(attached).await;
+    if ended != replay::Ended::Deleted {
+        return Ok(());
+    }
+    let error = ErrorObjectOwned::from(RpcError::from(HubError::NotFound(p.session_id)));
+    match serde_json::value::to_raw_value(&error) {
+        Ok(json) => Err(SubscriptionError::from_json(json)),
+        Err(_) => Err(SubscriptionError::from("the session was deleted")),
+    }
 }
 
 /// A jsonrpsee subscription as the place events go: one notification per event, or per
