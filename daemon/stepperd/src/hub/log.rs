@@ -25,6 +25,10 @@ const MAX_BATCH: usize = 512;
 const LIVE_BUFFER: usize = 4096;
 /// Attempts at committing a batch before the log is declared failed.
 const COMMIT_ATTEMPTS: u32 = 3;
+/// How long a batch nobody waits on may wait for company before it is committed. Every
+/// commit is an fsync; on a short turn this folds `TurnStarted`, the streamed pieces and
+/// the end of the turn into one or two commits instead of three.
+const LINGER: Duration = Duration::from_millis(1);
 
 /// A committed event, as subscribers receive it: encoded once, for all of them.
 #[derive(Debug, Clone)]
@@ -163,6 +167,14 @@ impl EventLog {
     }
 }
 
+/// Whether anyone waits for this batch's commit.
+fn has_waiter(batch: &[Append]) -> bool {
+    batch.iter().any(|a| match a {
+        Append::Event { committed, .. } => committed.is_some(),
+        Append::Flush(_) => true,
+    })
+}
+
 struct Writer {
     store: Store,
     session_id: String,
@@ -175,6 +187,17 @@ impl Writer {
     async fn run(mut self, mut rx: mpsc::Receiver<Append>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+            // A batch someone waits on (a submit, a flush) goes at once; one nobody waits on
+            // lingers briefly for what follows it.
+            let deadline = tokio::time::Instant::now() + LINGER;
+            while batch.len() < MAX_BATCH && !has_waiter(&batch) {
+                let room = MAX_BATCH - batch.len();
+                let more = rx.recv_many(&mut batch, room);
+                match tokio::time::timeout_at(deadline, more).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
             self.commit(&mut batch).await;
         }
     }
