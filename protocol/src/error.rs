@@ -33,7 +33,7 @@ pub const SERVER_IS_BUSY: i32 = -32009;
 pub const VERSION_MISMATCH: i32 = -32050;
 /// A method other than `initialize` was called first.
 pub const NOT_INITIALIZED: i32 = -32051;
-/// What the call names does not exist: a session, an approval request, a sign-in.
+/// What the call names does not exist: a session or a sign-in.
 pub const NOT_FOUND: i32 = -32052;
 /// The request is valid but the session or daemon is in a state that forbids it now (a turn
 /// is running, an approval was answered already, the input queue is full).
@@ -75,7 +75,6 @@ pub enum ErrorKind {
     /// A cursor that no list or export handed out.
     InvalidCursor,
     SessionNotFound,
-    ApprovalNotFound,
     /// The approval was answered already (by another client, or the turn ended).
     ApprovalAnswered,
     LoginNotFound,
@@ -104,9 +103,7 @@ impl ErrorKind {
             ErrorKind::VersionMismatch => VERSION_MISMATCH,
             ErrorKind::NotInitialized => NOT_INITIALIZED,
             ErrorKind::InvalidParams | ErrorKind::InvalidCursor => INVALID_PARAMS,
-            ErrorKind::SessionNotFound | ErrorKind::ApprovalNotFound | ErrorKind::LoginNotFound => {
-                NOT_FOUND
-            }
+            ErrorKind::SessionNotFound | ErrorKind::LoginNotFound => NOT_FOUND,
             ErrorKind::ApprovalAnswered
             | ErrorKind::TurnRunning
             | ErrorKind::NoSuchTurn

@@ -27,7 +27,7 @@ pub enum PermissionMode {
 }
 
 impl PermissionMode {
-    /// Every mode, in the order Shift-Tab cycles through them.
+    /// Every mode.
     pub const ALL: [PermissionMode; 4] = [
         PermissionMode::Default,
         PermissionMode::AcceptEdits,
@@ -43,15 +43,6 @@ impl PermissionMode {
             PermissionMode::Plan => "plan",
             PermissionMode::Auto => "auto",
         }
-    }
-
-    /// The mode after this one in [`PermissionMode::ALL`], wrapping around.
-    pub fn next(self) -> PermissionMode {
-        let i = PermissionMode::ALL
-            .iter()
-            .position(|m| *m == self)
-            .unwrap_or(0);
-        PermissionMode::ALL[(i + 1) % PermissionMode::ALL.len()]
     }
 }
 

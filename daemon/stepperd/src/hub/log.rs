@@ -91,16 +91,7 @@ impl EventLog {
 
     /// Queue an event; it is committed and published shortly. Returns once queued.
     pub async fn append(&self, turn: Option<u32>, event: AppEvent) -> Result<(), LogError> {
-        self.check()?;
-        self.queue
-            .send(Append::Event {
-                turn,
-                event,
-                committed: None,
-                context: None,
-            })
-            .await
-            .map_err(|_| LogError::Closed)
+        self.enqueue(turn, event, None, None).await
     }
 
     /// Queue an event whose commit also stores `context` (a turn's end and its messages):
@@ -111,16 +102,7 @@ impl EventLog {
         event: AppEvent,
         context: ContextRows,
     ) -> Result<(), LogError> {
-        self.check()?;
-        self.queue
-            .send(Append::Event {
-                turn,
-                event,
-                committed: None,
-                context: Some(context),
-            })
-            .await
-            .map_err(|_| LogError::Closed)
+        self.enqueue(turn, event, None, Some(context)).await
     }
 
     /// Queue an event and wait until it is committed; returns its seq.
@@ -129,18 +111,28 @@ impl EventLog {
         turn: Option<u32>,
         event: AppEvent,
     ) -> Result<u64, LogError> {
-        self.check()?;
         let (tx, rx) = oneshot::channel();
+        self.enqueue(turn, event, Some(tx), None).await?;
+        rx.await.map_err(|_| LogError::Closed)?
+    }
+
+    async fn enqueue(
+        &self,
+        turn: Option<u32>,
+        event: AppEvent,
+        committed: Option<oneshot::Sender<Result<u64, LogError>>>,
+        context: Option<ContextRows>,
+    ) -> Result<(), LogError> {
+        self.check()?;
         self.queue
             .send(Append::Event {
                 turn,
                 event,
-                committed: Some(tx),
-                context: None,
+                committed,
+                context,
             })
             .await
-            .map_err(|_| LogError::Closed)?;
-        rx.await.map_err(|_| LogError::Closed)?
+            .map_err(|_| LogError::Closed)
     }
 
     /// Wait until everything queued so far is committed; returns the last seq.
