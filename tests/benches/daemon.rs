@@ -2,7 +2,8 @@
 //! is created and migrated), next to spawning `stepperd --version` (the cost of starting the
 //! binary at all); the first turn of a fresh install (`stepper ask` starting the daemon),
 //! with the login shell's environment read and without, and a warm turn, next to
-//! `stepper --version`; and the daemon's memory when idle after serving a client.
+//! `stepper --version`; and the daemon's memory when idle after serving a client and over
+//! many one-shot asks.
 //!
 //! `cargo bench -p stepper-e2e --bench daemon`
 
@@ -134,18 +135,56 @@ fn main() {
     };
     let mut cold_on = first_turn(true);
     let mut cold_off = first_turn(false);
-    let warm_env = TestEnv::new();
-    let mut warm = Vec::new();
-    for run in 0..=RUNS {
-        warm_env.fake.push(stepper_e2e::Reply::text(&["hello"]));
-        let mut ask = warm_env.stepper();
-        ask.env_remove("STEPPER_LOGIN_ENV");
-        let t = Instant::now();
+    // A warm turn as a user has it: the daemon (started by the first ask) logs at its default
+    // level; the tests' debug log is measured beside it.
+    let warm_turns = |debug_log: bool| {
+        let env = TestEnv::new();
+        let mut times = Vec::new();
+        for run in 0..=RUNS {
+            env.fake.push(stepper_e2e::Reply::text(&["hello"]));
+            let mut ask = env.stepper();
+            ask.env_remove("STEPPER_LOGIN_ENV");
+            if !debug_log {
+                ask.env_remove("STEPPER_LOG");
+            }
+            let t = Instant::now();
+            assert!(ask.args(["ask", "hi"]).output().unwrap().status.success());
+            if run > 0 {
+                times.push(t.elapsed());
+            }
+        }
+        times
+    };
+    let mut warm = warm_turns(false);
+    let mut warm_debug = warm_turns(true);
+
+    // Memory over many one-shot asks: each leaves a session the daemon lets go of once
+    // nothing uses it.
+    let many_env = TestEnv::new();
+    const MANY: usize = 200;
+    let mut rss_during = Vec::new();
+    for run in 0..MANY {
+        many_env.fake.push(stepper_e2e::Reply::text(&["hello"]));
+        let mut ask = many_env.stepper();
+        ask.env_remove("STEPPER_LOG");
         assert!(ask.args(["ask", "hi"]).output().unwrap().status.success());
-        if run > 0 {
-            warm.push(t.elapsed());
+        if run == 0 || run == MANY - 1 {
+            rss_during.push(rss_kib(many_env.daemon_pid().unwrap() as u32, "VmRSS:"));
         }
     }
+    let settled = rt.block_on(async {
+        let client = many_env.client().await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let info = client.call::<DaemonInfo>(Empty {}).await.unwrap();
+            if info.live_sessions == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "sessions stayed in memory");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        rss_kib(many_env.daemon_pid().unwrap() as u32, "VmRSS:")
+    });
     let sv50 = p(&mut stepper_version, 0.5);
     println!("first turn against the fake server, {RUNS} runs:");
     println!("  stepper --version ....................... p50 {sv50:>8.2?}");
@@ -153,6 +192,7 @@ fn main() {
         ("cold (daemon started), login env read ..", &mut cold_on),
         ("cold (daemon started), login env off ...", &mut cold_off),
         ("warm (daemon running) ..................", &mut warm),
+        ("warm, daemon logging at debug ..........", &mut warm_debug),
     ] {
         let p50 = p(times, 0.5);
         println!(
@@ -179,5 +219,12 @@ fn main() {
         idle_rss[RUNS / 2] as f64 / 1024.0,
         idle_rss[RUNS - 1] as f64 / 1024.0,
         peak_rss[RUNS / 2] as f64 / 1024.0
+    );
+    println!(
+        "daemon RSS over {MANY} asks: {:.1} MiB after the first, {:.1} MiB after the last, \
+         {:.1} MiB once their sessions left memory",
+        rss_during[0] as f64 / 1024.0,
+        rss_during[1] as f64 / 1024.0,
+        settled as f64 / 1024.0
     );
 }

@@ -260,3 +260,74 @@ async fn the_mode_holds_after_a_restart() {
         assert_eq!(got.mode, Some(mode));
     }
 }
+
+/// A session nothing uses leaves the daemon's memory (a daemon serving many `ask`s would
+/// otherwise grow by each) and comes back whole from the store; a followed one stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiescent_sessions_leave_memory_and_come_back_whole() {
+    use stepper_protocol::methods::{DaemonInfo, Empty, SessionSubmit, SessionSubmitParams};
+    let env = TestEnv::new();
+    env.fake.push(Reply::text(&["one"]));
+    let first = ask(&env, &["first"]);
+    env.fake.push(Reply::text(&["other"]));
+    ask(&env, &["another session"]);
+
+    let client = env.client().await;
+    let followed = env.create_session(&client, None).await;
+    let mut stream = client.subscribe_events(&followed, 0).await.unwrap();
+    let live = || async {
+        client
+            .call::<DaemonInfo>(Empty {})
+            .await
+            .unwrap()
+            .live_sessions
+    };
+    let only_followed = || async { live().await == 1 };
+    stepper_e2e::wait::wait_until_async(
+        "the unused sessions to leave memory",
+        std::time::Duration::from_secs(20),
+        only_followed,
+    )
+    .await;
+
+    // The first session continues from the store: its context and its seqs go on.
+    env.fake.push(Reply::text(&["three"]));
+    let again = ask(&env, &["--session", &first.session_id, "and again"]);
+    assert_eq!(again.text, "three");
+    let request = env.fake.requests().pop().unwrap();
+    assert_eq!(
+        request["messages"].as_array().unwrap().len(),
+        3,
+        "{request}"
+    );
+    let mut history = client.subscribe_events(&first.session_id, 0).await.unwrap();
+    let events = stepper_e2e::events::read_until(&mut history, |e| {
+        e.turn == Some(2) && matches!(e.event, stepper_protocol::AppEvent::TurnFinished { .. })
+    })
+    .await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    drop(history);
+
+    // The followed session was never let go: its subscription sees its next turn.
+    stepper_e2e::wait::wait_until_async(
+        "the continued session to leave memory again",
+        std::time::Duration::from_secs(20),
+        only_followed,
+    )
+    .await;
+    env.fake.push(Reply::text(&["still here"]));
+    client
+        .call::<SessionSubmit>(SessionSubmitParams {
+            session_id: followed.clone(),
+            text: "hello".into(),
+            env: Some(env.envs().into_iter().collect()),
+        })
+        .await
+        .unwrap();
+    let events = stepper_e2e::events::until_turn_finished(&mut stream).await;
+    assert!(events.iter().any(|e| matches!(
+        &e.event,
+        stepper_protocol::AppEvent::TextDelta { text } if text == "still here"
+    )));
+}

@@ -146,6 +146,22 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         shutdown,
         clients: AtomicU32::new(0),
     });
+    let sweeper = Arc::clone(&daemon);
+    let stopping = daemon.shutdown.clone();
+    tasks.spawn(async move {
+        let mut sweep = tokio::time::interval(crate::hub::EVICT_SWEEP);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = sweep.tick() => {}
+                () = stopping.cancelled() => break,
+            }
+            let evicted = sweeper.hub.evict_quiescent();
+            if evicted > 0 {
+                tracing::debug!(evicted, "quiescent sessions left memory");
+            }
+        }
+    });
     let (listener_path, inherited) = (listener.path().to_path_buf(), listener.is_inherited());
     tracing::info!(
         pid = std::process::id(),

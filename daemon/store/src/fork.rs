@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use stepper_protocol::event::{AppEvent, EventEnvelope};
 use stepper_protocol::session::SessionInfo;
 
-use crate::session::{append_in, event_from_row, session_created};
+use crate::script::Script;
+use crate::session::{append_events, event_from_row, session_created};
 use crate::{Encoded, NewSession, Result, Store, StoreError};
 
 impl Store {
@@ -117,7 +118,9 @@ impl Store {
             },
         })?);
 
-        append_in(&mut tx, &new.id, &events).await?;
+        let mut script = Script::default();
+        append_events(&mut script, &new.id, &events);
+        script.run(&mut tx).await?;
         for table in [
             "context (session_id, layer, position, turn, message) SELECT ?1, layer, position, turn, message FROM context",
             "file_changes (session_id, turn, path, before_hash) SELECT ?1, turn, path, before_hash FROM file_changes",

@@ -6,6 +6,7 @@
 
 mod checkpoint;
 mod fork;
+mod script;
 mod session;
 
 use std::path::Path;
@@ -58,6 +59,9 @@ impl Store {
             .busy_timeout(Duration::from_secs(10));
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            // A connection to a local file does not drop; the ping before each use would
+            // cost a round trip to the connection's worker thread for nothing.
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         sqlx::migrate!("../../migrations").run(&pool).await?;

@@ -7,6 +7,7 @@ use sqlx::sqlite::SqliteRow;
 use stepper_protocol::event::{AppEvent, EventEnvelope, RawEnvelope, TurnStatus};
 use stepper_protocol::session::{Env, SessionId, SessionInfo, SessionStatus};
 
+use crate::script::Script;
 use crate::{Result, Store, StoreError};
 
 /// What it takes to create a session.
@@ -159,11 +160,13 @@ impl Store {
             })?);
         }
         let mut tx = self.pool.begin().await?;
-        insert_session(&mut tx, new, &env_json).await?;
-        append_in(&mut tx, &new.id, &events).await?;
+        let mut script = Script::default();
+        insert_session(&mut script, new, &env_json);
+        append_events(&mut script, &new.id, &events);
+        script.run(&mut tx).await?;
+        tx.commit().await?;
         let last_seq = events.len() as u64;
         let first = events.swap_remove(0).envelope;
-        tx.commit().await?;
         // What the row now holds, without reading it back.
         let info = SessionInfo {
             id: new.id.clone(),
@@ -288,10 +291,12 @@ impl Store {
             return Ok(());
         }
         let mut tx = self.pool.begin().await?;
-        append_in(&mut tx, session_id, events).await?;
+        let mut script = Script::default();
+        append_events(&mut script, session_id, events);
         for rows in contexts {
-            insert_context_in(&mut tx, session_id, rows).await?;
+            insert_context(&mut script, session_id, rows);
         }
+        script.run(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -421,26 +426,20 @@ pub(crate) fn session_created(new: &NewSession) -> EventEnvelope {
 }
 
 /// The session row of `new`, idle and without events (they follow in the same transaction).
-pub(crate) async fn insert_session(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    new: &NewSession,
-    env_json: &str,
-) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-         updated_at, last_seq, turns, mode) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, ?)",
-    )
-    .bind(&new.id)
-    .bind(&new.title)
-    .bind(&new.cwd)
-    .bind(&new.model)
-    .bind(env_json)
-    .bind(new.created_at)
-    .bind(new.created_at)
-    .bind(&new.mode)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+pub(crate) fn insert_session<'q>(script: &mut Script<'q>, new: &'q NewSession, env_json: &'q str) {
+    script
+        .statement(
+            "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
+             updated_at, last_seq, turns, mode) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, ?)",
+        )
+        .bind(&new.id)
+        .bind(&new.title)
+        .bind(&new.cwd)
+        .bind(&new.model)
+        .bind(env_json)
+        .bind(new.created_at)
+        .bind(new.created_at)
+        .bind(&new.mode);
 }
 
 /// Messages to add to a session's stored context, in order, for one layer and turn.
@@ -452,54 +451,49 @@ pub struct ContextRows {
     pub messages: Vec<String>,
 }
 
-async fn insert_context_in(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    session_id: &str,
-    rows: &ContextRows,
-) -> Result<()> {
+fn insert_context<'q>(script: &mut Script<'q>, session_id: &'q str, rows: &'q ContextRows) {
     for message in &rows.messages {
-        sqlx::query(
-            "INSERT INTO context (session_id, layer, position, turn, message) \
-             SELECT ?1, ?2, COALESCE(MAX(position), 0) + 1, ?3, ?4 FROM context \
-             WHERE session_id = ?1 AND layer = ?2",
-        )
-        .bind(session_id)
-        .bind(&rows.layer)
-        .bind(i64::from(rows.turn))
-        .bind(message)
-        .execute(&mut **tx)
-        .await?;
+        script
+            .statement(
+                "INSERT INTO context (session_id, layer, position, turn, message) \
+                 SELECT ?, ?, COALESCE(MAX(position), 0) + 1, ?, ? FROM context \
+                 WHERE session_id = ? AND layer = ?",
+            )
+            .bind(session_id)
+            .bind(&rows.layer)
+            .bind(i64::from(rows.turn))
+            .bind(message)
+            .bind(session_id)
+            .bind(&rows.layer);
     }
-    Ok(())
 }
 
-pub(crate) async fn append_in(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    session_id: &str,
-    events: &[Encoded],
-) -> Result<()> {
+/// The statements that append `events` to a session's log and keep its row (status, title,
+/// turns, pending inputs) in step.
+pub(crate) fn append_events<'q>(
+    script: &mut Script<'q>,
+    session_id: &'q str,
+    events: &'q [Encoded],
+) {
     let mut status: Option<&str> = None;
     let mut title: Option<String> = None;
     let mut max_turn: i64 = 0;
-    // One multi-row INSERT per chunk: a statement per event costs a round trip to sqlx's
-    // worker thread each, which dominated the commit of a batch.
     for chunk in events.chunks(INSERT_CHUNK) {
-        let mut sql =
-            String::from("INSERT INTO events (session_id, seq, at, turn, kind, payload) VALUES ");
-        for i in 0..chunk.len() {
-            sql.push_str(if i == 0 {
-                "(?, ?, ?, ?, ?, ?)"
-            } else {
-                ", (?, ?, ?, ?, ?, ?)"
-            });
-        }
-        let mut query = sqlx::query(&sql);
-        for Encoded {
-            envelope: e,
-            payload,
-        } in chunk
+        script.statement("INSERT INTO events (session_id, seq, at, turn, kind, payload) VALUES ");
+        for (
+            i,
+            Encoded {
+                envelope: e,
+                payload,
+            },
+        ) in chunk.iter().enumerate()
         {
-            query = query
+            script
+                .push_sql(if i == 0 {
+                    "(?, ?, ?, ?, ?, ?)"
+                } else {
+                    ", (?, ?, ?, ?, ?, ?)"
+                })
                 .bind(session_id)
                 .bind(to_i64(e.seq))
                 .bind(e.at)
@@ -507,17 +501,15 @@ pub(crate) async fn append_in(
                 .bind(e.event.kind())
                 .bind(payload.get());
         }
-        query.execute(&mut **tx).await?;
     }
     for Encoded { envelope: e, .. } in events {
         match &e.event {
             AppEvent::TurnStarted { input_id, .. } => {
                 status = Some("running");
-                sqlx::query("DELETE FROM pending_inputs WHERE session_id = ? AND input_id = ?")
+                script
+                    .statement("DELETE FROM pending_inputs WHERE session_id = ? AND input_id = ?")
                     .bind(session_id)
-                    .bind(input_id)
-                    .execute(&mut **tx)
-                    .await?;
+                    .bind(input_id);
             }
             AppEvent::TurnFinished { status: ended, .. } => {
                 status = Some(match ended {
@@ -530,16 +522,15 @@ pub(crate) async fn append_in(
                 if title.is_none() {
                     title = Some(title_of(text));
                 }
-                sqlx::query(
-                    "INSERT INTO pending_inputs (session_id, seq, input_id, text) \
-                     VALUES (?, ?, ?, ?)",
-                )
-                .bind(session_id)
-                .bind(to_i64(e.seq))
-                .bind(input_id)
-                .bind(text)
-                .execute(&mut **tx)
-                .await?;
+                script
+                    .statement(
+                        "INSERT INTO pending_inputs (session_id, seq, input_id, text) \
+                         VALUES (?, ?, ?, ?)",
+                    )
+                    .bind(session_id)
+                    .bind(to_i64(e.seq))
+                    .bind(input_id)
+                    .bind(text);
             }
             _ => {}
         }
@@ -549,20 +540,18 @@ pub(crate) async fn append_in(
         .last()
         .map(|e| (to_i64(e.envelope.seq), e.envelope.at))
         .unwrap_or((0, 0));
-    sqlx::query(
-        "UPDATE sessions SET last_seq = ?, updated_at = MAX(updated_at, ?), \
-         status = COALESCE(?, status), turns = MAX(turns, ?), title = COALESCE(title, ?) \
-         WHERE id = ?",
-    )
-    .bind(last_seq)
-    .bind(at)
-    .bind(status)
-    .bind(max_turn)
-    .bind(title)
-    .bind(session_id)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    script
+        .statement(
+            "UPDATE sessions SET last_seq = ?, updated_at = MAX(updated_at, ?), \
+             status = COALESCE(?, status), turns = MAX(turns, ?), title = COALESCE(title, ?) \
+             WHERE id = ?",
+        )
+        .bind(last_seq)
+        .bind(at)
+        .bind(status)
+        .bind(max_turn)
+        .bind(title)
+        .bind(session_id);
 }
 
 /// A title from the first input: its first line, at most 80 characters.
@@ -600,7 +589,9 @@ impl Store {
             turn,
             messages: messages.to_vec(),
         };
-        insert_context_in(&mut tx, session_id, &rows).await?;
+        let mut script = Script::default();
+        insert_context(&mut script, session_id, &rows);
+        script.run(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -130,6 +130,36 @@ async fn a_taken_seq_fails_the_whole_batch() {
     assert!(store.append_events("s1", &batch).await.is_err());
     assert_eq!(store.events_after("s1", 0, 100).await.unwrap().len(), 1);
     assert_eq!(store.session("s1").await.unwrap().unwrap().last_seq, 1);
+
+    // A commit goes to SQLite as one script of statements (a multi-row INSERT per 128
+    // events, then the session row): a failure in a later statement takes back the earlier.
+    let mut batch: Vec<EventEnvelope> = (2..300)
+        .map(|seq| {
+            ev(
+                "s1",
+                seq,
+                None,
+                AppEvent::Notice {
+                    message: format!("n{seq}"),
+                },
+            )
+        })
+        .collect();
+    batch.push(ev(
+        "s1",
+        1,
+        None,
+        AppEvent::Notice {
+            message: "dup".into(),
+        },
+    ));
+    assert!(store.append_events("s1", &batch).await.is_err());
+    assert_eq!(store.events_after("s1", 0, 1000).await.unwrap().len(), 1);
+    assert_eq!(store.session("s1").await.unwrap().unwrap().last_seq, 1);
+    batch.pop();
+    store.append_events("s1", &batch).await.unwrap();
+    assert_eq!(store.events_after("s1", 0, 1000).await.unwrap().len(), 299);
+    assert_eq!(store.session("s1").await.unwrap().unwrap().last_seq, 299);
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 //! and nobody waits for a slow subscriber: the broadcast drops what a laggard missed, and the
 //! laggard reads it back from the store.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,7 @@ const LIVE_BUFFER: usize = 4096;
 const COMMIT_ATTEMPTS: u32 = 3;
 /// How long a batch nobody waits on may wait for company before it is committed. Every
 /// commit is an fsync; on a short turn this folds `TurnStarted`, the streamed pieces and
-/// the end of the turn into one or two commits instead of three.
+/// the end of the turn into one or two commits instead of three. A turn's end never waits.
 const LINGER: Duration = Duration::from_millis(1);
 
 /// A committed event, as subscribers receive it: encoded once, for all of them.
@@ -65,6 +66,8 @@ pub struct EventLog {
     queue: mpsc::Sender<Append>,
     live: broadcast::Sender<Published>,
     failed: Arc<Mutex<Option<String>>>,
+    /// Appends queued and not yet handled by the writer.
+    outstanding: Arc<AtomicUsize>,
 }
 
 impl EventLog {
@@ -74,18 +77,21 @@ impl EventLog {
         let (queue, rx) = mpsc::channel(QUEUE);
         let (live, _) = broadcast::channel(LIVE_BUFFER);
         let failed = Arc::new(Mutex::new(None));
+        let outstanding = Arc::new(AtomicUsize::new(0));
         let writer = Writer {
             store,
             session_id,
             last_seq,
             live: live.clone(),
             failed: Arc::clone(&failed),
+            outstanding: Arc::clone(&outstanding),
         };
         tasks.spawn(writer.run(rx));
         EventLog {
             queue,
             live,
             failed,
+            outstanding,
         }
     }
 
@@ -124,25 +130,46 @@ impl EventLog {
         context: Option<ContextRows>,
     ) -> Result<(), LogError> {
         self.check()?;
-        self.queue
-            .send(Append::Event {
-                turn,
-                event,
-                committed,
-                context,
-            })
-            .await
-            .map_err(|_| LogError::Closed)
+        self.send(Append::Event {
+            turn,
+            event,
+            committed,
+            context,
+        })
+        .await
     }
 
     /// Wait until everything queued so far is committed; returns the last seq.
     pub async fn flush(&self) -> Result<u64, LogError> {
         let (tx, rx) = oneshot::channel();
+        self.send(Append::Flush(tx)).await?;
+        rx.await.map_err(|_| LogError::Closed)?
+    }
+
+    async fn send(&self, append: Append) -> Result<(), LogError> {
+        // Counted from before it is queued until the writer has handled it; a send that
+        // fails or is dropped while waiting for room takes its count back.
+        struct Counted<'a>(&'a AtomicUsize, bool);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                if !self.1 {
+                    self.0.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+        }
+        self.outstanding.fetch_add(1, Ordering::SeqCst);
+        let mut counted = Counted(&self.outstanding, false);
         self.queue
-            .send(Append::Flush(tx))
+            .send(append)
             .await
             .map_err(|_| LogError::Closed)?;
-        rx.await.map_err(|_| LogError::Closed)?
+        counted.1 = true;
+        Ok(())
+    }
+
+    /// Everything appended so far has been committed (or has failed) and published.
+    pub fn is_settled(&self) -> bool {
+        self.outstanding.load(Ordering::SeqCst) == 0
     }
 
     /// Committed events from now on. Subscribe before reading the store, then skip what the
@@ -159,10 +186,13 @@ impl EventLog {
     }
 }
 
-/// Whether anyone waits for this batch's commit.
-fn has_waiter(batch: &[Append]) -> bool {
+/// Whether this batch commits without lingering: someone waits for it, or it ends a turn
+/// (nothing follows a turn's end for a while, and its clients wait to see it).
+fn commit_now(batch: &[Append]) -> bool {
     batch.iter().any(|a| match a {
-        Append::Event { committed, .. } => committed.is_some(),
+        Append::Event {
+            committed, event, ..
+        } => committed.is_some() || matches!(event, AppEvent::TurnFinished { .. }),
         Append::Flush(_) => true,
     })
 }
@@ -173,16 +203,17 @@ struct Writer {
     last_seq: u64,
     live: broadcast::Sender<Published>,
     failed: Arc<Mutex<Option<String>>>,
+    outstanding: Arc<AtomicUsize>,
 }
 
 impl Writer {
     async fn run(mut self, mut rx: mpsc::Receiver<Append>) {
         let mut batch = Vec::with_capacity(MAX_BATCH);
         while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-            // A batch someone waits on (a submit, a flush) goes at once; one nobody waits on
-            // lingers briefly for what follows it.
+            // A batch someone waits on (a submit, a flush) or that ends a turn goes at once;
+            // any other lingers briefly for what follows it.
             let deadline = tokio::time::Instant::now() + LINGER;
-            while batch.len() < MAX_BATCH && !has_waiter(&batch) {
+            while batch.len() < MAX_BATCH && !commit_now(&batch) {
                 let room = MAX_BATCH - batch.len();
                 let more = rx.recv_many(&mut batch, room);
                 match tokio::time::timeout_at(deadline, more).await {
@@ -190,7 +221,9 @@ impl Writer {
                     Ok(_) => {}
                 }
             }
+            let handled = batch.len();
             self.commit(&mut batch).await;
+            self.outstanding.fetch_sub(handled, Ordering::SeqCst);
         }
     }
 

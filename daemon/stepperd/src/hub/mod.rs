@@ -15,9 +15,10 @@ pub mod session;
 pub mod settings;
 mod turn;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use stepper_engine::ModelRef;
 use stepper_engine::config::PermissionMode;
@@ -118,13 +119,19 @@ pub struct Created {
 }
 
 /// Live sessions by id. A session is loaded from the store on first use and stays live
-/// while the daemon runs.
+/// while it is in use; [`Hub::evict_quiescent`] lets go of the ones nothing uses.
 pub struct Hub {
     deps: HubDeps,
     /// How far each open subscription has delivered.
     pub deliveries: Arc<Deliveries>,
     live: Mutex<HashMap<SessionId, Arc<LiveSession>>>,
+    /// Sessions found quiescent by the last sweep.
+    quiet: Mutex<HashSet<SessionId>>,
 }
+
+/// How often live sessions are swept for ones nothing uses; a session leaves memory when
+/// two sweeps in a row find it so.
+pub const EVICT_SWEEP: Duration = Duration::from_secs(1);
 
 impl Hub {
     pub fn new(deps: HubDeps) -> Hub {
@@ -132,6 +139,7 @@ impl Hub {
             deps,
             deliveries: Arc::default(),
             live: Mutex::new(HashMap::new()),
+            quiet: Mutex::default(),
         }
     }
 
@@ -360,6 +368,32 @@ impl Hub {
 
     pub fn live_count(&self) -> usize {
         self.live().len()
+    }
+
+    /// Let go of the sessions that were quiescent at the last sweep and still are, and
+    /// that nothing else holds; returns how many. A session in memory costs a writer, a
+    /// turn actor and a broadcast buffer: a daemon serving many one-shot `ask`s would
+    /// otherwise grow by each of them. A session recording its exchanges stays: where it
+    /// records is not stored.
+    pub fn evict_quiescent(&self) -> usize {
+        let mut quiet = self.quiet.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = self.live();
+        let before = live.len();
+        let mut now_quiet = HashSet::new();
+        // Under the map's lock nobody can take a new handle on a session, so a count of one
+        // (the map's) stays one until it is removed: no second writer can appear for it.
+        live.retain(|id, session| {
+            if Arc::strong_count(session) > 1 || !session.is_quiescent() || session.records() {
+                return true;
+            }
+            if quiet.contains(id) {
+                return false;
+            }
+            now_quiet.insert(id.clone());
+            true
+        });
+        *quiet = now_quiet;
+        before - live.len()
     }
 
     /// Interrupt every running turn (shutdown, after the grace period).

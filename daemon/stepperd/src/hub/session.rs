@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use stepper_engine::ModelRef;
@@ -37,6 +38,8 @@ pub struct LiveSession {
     clients: Mutex<HashMap<u64, AttachedClient>>,
     next_client: std::sync::atomic::AtomicU64,
     inputs: mpsc::Sender<QueuedInput>,
+    /// Inputs sent to the queue whose turn has not yet ended.
+    queued: AtomicUsize,
     /// Held from committing `InputQueued` to queueing the input, so inputs run in the order
     /// of their seqs even when clients submit at the same moment.
     submitting: tokio::sync::Mutex<()>,
@@ -86,9 +89,12 @@ impl LiveSession {
             &deps.tasks,
         );
         let (inputs, rx) = mpsc::channel(INPUT_QUEUE);
+        let queued = AtomicUsize::new(0);
         if let Some((input_id, text)) = first {
             // An empty queue has room: the first input is the first turn.
-            let _ = inputs.try_send(QueuedInput { input_id, text });
+            if inputs.try_send(QueuedInput { input_id, text }).is_ok() {
+                queued.store(1, Ordering::SeqCst);
+            }
         }
         let session = Arc::new(LiveSession {
             id: info.id.clone(),
@@ -99,6 +105,7 @@ impl LiveSession {
             checkpoints: Checkpointer::new(Path::new(&info.cwd)),
             next_client: Default::default(),
             inputs,
+            queued,
             submitting: tokio::sync::Mutex::new(()),
             ended: CancellationToken::new(),
             state: Mutex::new(State {
@@ -147,6 +154,7 @@ impl LiveSession {
             client,
         };
         let seq = self.log.append_committed(None, event).await?;
+        self.queued.fetch_add(1, Ordering::SeqCst);
         permit.send(QueuedInput {
             input_id: input_id.clone(),
             text,
@@ -157,9 +165,11 @@ impl LiveSession {
     /// Queue an input whose `InputQueued` a previous daemon committed but never ran, if
     /// the queue has room; else it is handed back.
     pub fn requeue_now(&self, input_id: String, text: String) -> Result<(), (String, String)> {
+        self.queued.fetch_add(1, Ordering::SeqCst);
         self.inputs
             .try_send(QueuedInput { input_id, text })
             .map_err(|e| {
+                self.queued.fetch_sub(1, Ordering::SeqCst);
                 let input = e.into_inner();
                 (input.input_id, input.text)
             })
@@ -167,10 +177,38 @@ impl LiveSession {
 
     /// Like [`LiveSession::requeue_now`], waiting for room in the queue.
     pub async fn requeue(&self, input_id: String, text: String) -> Result<(), HubError> {
-        self.inputs
-            .send(QueuedInput { input_id, text })
+        let permit = self
+            .inputs
+            .reserve()
             .await
-            .map_err(|_| HubError::QueueFull)
+            .map_err(|_| HubError::QueueFull)?;
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        permit.send(QueuedInput { input_id, text });
+        Ok(())
+    }
+
+    /// Its exchanges with the provider are recorded to a file (set at creation, not stored).
+    pub(super) fn records(&self) -> bool {
+        self.state().record.is_some()
+    }
+
+    /// A queued input's turn has ended (or it will not run).
+    pub(super) fn input_done(&self) {
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Nothing is going on in the session and nothing will start by itself: no turn runs or
+    /// is queued, no client follows it, and its log has committed everything. Such a session
+    /// can leave memory; the next use loads it from the store as it is.
+    pub(super) fn is_quiescent(&self) -> bool {
+        self.queued.load(Ordering::SeqCst) == 0
+            && self.state().running.is_none()
+            && self
+                .clients
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+            && self.log.is_settled()
     }
 
     /// Interrupt the running turn; false when none runs.

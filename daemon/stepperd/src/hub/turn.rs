@@ -288,6 +288,7 @@ pub(super) async fn run_inputs(
             break;
         };
         session.run_turn(input, &deps).await;
+        session.input_done();
     }
 }
 
