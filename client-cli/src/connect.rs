@@ -182,7 +182,7 @@ pub async fn start_daemon(places: &Places) -> anyhow::Result<bool> {
     let mut command = Command::new(&exe);
     command
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(stderr);
     #[cfg(unix)]
     {
@@ -193,6 +193,21 @@ pub async fn start_daemon(places: &Places) -> anyhow::Result<bool> {
         .spawn()
         .with_context(|| format!("starting the daemon {}", exe.display()))?;
 
+    // The daemon says `ready SOCKET` on its stdout once it listens; until then (or with a
+    // daemon that does not say it) the socket is polled.
+    let mut said_ready = match child.stdout.take() {
+        Some(stdout) => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ =
+                    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+                let _ = tx.send(());
+            });
+            Some(rx)
+        }
+        None => None,
+    };
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if connect_stream(&places.socket).await.is_ok() {
@@ -216,7 +231,14 @@ pub async fn start_daemon(places: &Places) -> anyhow::Result<bool> {
                 places.log_path().display()
             );
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        let poll = tokio::time::sleep(Duration::from_millis(10));
+        match said_ready.as_mut() {
+            Some(ready) => tokio::select! {
+                _ = ready => said_ready = None,
+                () = poll => {}
+            },
+            None => poll.await,
+        }
     }
 }
 

@@ -18,6 +18,8 @@ use stepper_protocol::client::connect_stream;
 use stepper_protocol::methods::{DaemonInfo, Empty};
 
 const RUNS: usize = 20;
+/// Warm turns are short and the machine noisy: more of them steady the median.
+const WARM_RUNS: usize = 100;
 
 fn p(v: &mut [Duration], q: f64) -> Duration {
     v.sort();
@@ -32,6 +34,54 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// The first turn of a fresh daemon step by step, next to the same steps once it is warm:
+/// spawn to initialized, session/create, session/subscribe, submit to `TurnFinished`. What a
+/// cold step costs over its warm self is the once-per-daemon work on the first turn's path.
+fn first_turn_steps(rt: &tokio::runtime::Runtime) -> [[Vec<Duration>; 4]; 2] {
+    let mut steps: [[Vec<Duration>; 4]; 2] = Default::default();
+    for _ in 0..RUNS {
+        let env = TestEnv::new();
+        let socket = env.places().socket;
+        let t = Instant::now();
+        let mut child = env
+            .stepperd()
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        rt.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while connect_stream(&socket).await.is_err() {
+                assert!(Instant::now() < deadline, "the daemon did not start");
+                tokio::task::yield_now().await;
+            }
+            for (round, start) in [(0, Some(t)), (1, None)] {
+                env.fake.push(stepper_e2e::Reply::text(&["hello"]));
+                let t = start.unwrap_or_else(Instant::now);
+                let client = env.client().await;
+                steps[round][0].push(t.elapsed());
+                let t = Instant::now();
+                let session = env.create_session(&client, None).await;
+                steps[round][1].push(t.elapsed());
+                let t = Instant::now();
+                let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+                steps[round][2].push(t.elapsed());
+                let t = Instant::now();
+                stepper_e2e::submit(&client, &session, "hi").await;
+                stepper_e2e::events::until_turn_finished(&mut stream).await;
+                steps[round][3].push(t.elapsed());
+            }
+        });
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+    steps
 }
 
 fn main() {
@@ -98,7 +148,7 @@ fn main() {
     // take 200 ms (a version manager, a slow prompt): the issue measured ~200 ms for the read.
     let stepper = bin_dir().join("stepper");
     let mut stepper_version = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..WARM_RUNS {
         let t = Instant::now();
         assert!(
             Command::new(&stepper)
@@ -140,7 +190,7 @@ fn main() {
     let warm_turns = |debug_log: bool| {
         let env = TestEnv::new();
         let mut times = Vec::new();
-        for run in 0..=RUNS {
+        for run in 0..=WARM_RUNS {
             env.fake.push(stepper_e2e::Reply::text(&["hello"]));
             let mut ask = env.stepper();
             ask.env_remove("STEPPER_LOGIN_ENV");
@@ -186,7 +236,7 @@ fn main() {
         rss_kib(many_env.daemon_pid().unwrap() as u32, "VmRSS:")
     });
     let sv50 = p(&mut stepper_version, 0.5);
-    println!("first turn against the fake server, {RUNS} runs:");
+    println!("first turn against the fake server, {RUNS} runs ({WARM_RUNS} warm):");
     println!("  stepper --version ....................... p50 {sv50:>8.2?}");
     for (name, times) in [
         ("cold (daemon started), login env read ..", &mut cold_on),
@@ -199,6 +249,23 @@ fn main() {
             "  {name} p50 {p50:>8.2?}  p90 {:>8.2?}  ({:.1}x --version)",
             p(times, 0.9),
             p50.as_secs_f64() / sv50.as_secs_f64()
+        );
+    }
+    let [mut cold_steps, mut warm_steps] = first_turn_steps(&rt);
+    println!("the first turn of a fresh daemon by step, p50 (the same steps warm):");
+    for (i, name) in [
+        "spawn to initialized .",
+        "session/create .......",
+        "session/subscribe ....",
+        "submit to TurnFinished",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (c, w) = (p(&mut cold_steps[i], 0.5), p(&mut warm_steps[i], 0.5));
+        println!(
+            "  {name} cold {c:>8.2?}  warm {w:>8.2?}  (+{:.2?})",
+            c.saturating_sub(w)
         );
     }
     let (v50, c50) = (p(&mut version, 0.5), p(&mut cold, 0.5));

@@ -170,6 +170,13 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         lock = %lock.path().display(),
         "stepperd ready"
     );
+    // A client that started this daemon reads this line instead of polling the socket.
+    {
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "ready {}", listener_path.display());
+        let _ = stdout.flush();
+    }
 
     let signals = tokio::spawn(watch_signals(daemon.shutdown.clone()));
     let (stop, server_handle) = stop_channel();

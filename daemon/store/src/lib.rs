@@ -64,7 +64,19 @@ impl Store {
             .test_before_acquire(false)
             .connect_with(options)
             .await?;
-        sqlx::migrate!("../../migrations").run(&pool).await?;
+        // Migrations commit without waiting for the disk (`synchronous=NORMAL`, for them
+        // alone): each migration and its record commit together, so a crash can only take
+        // back whole migrations, which then run again. On a fresh install that is a dozen
+        // fsyncs off the daemon's first start; the first real commit syncs them all.
+        let mut conn = pool.acquire().await?;
+        sqlx::query("PRAGMA synchronous = NORMAL")
+            .execute(&mut *conn)
+            .await?;
+        sqlx::migrate!("../../migrations").run(&mut *conn).await?;
+        sqlx::query("PRAGMA synchronous = FULL")
+            .execute(&mut *conn)
+            .await?;
+        drop(conn);
         Ok(Store { pool })
     }
 

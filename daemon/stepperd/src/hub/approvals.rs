@@ -53,6 +53,8 @@ impl Approvals {
 
 /// The gate of one turn.
 pub struct SessionGate {
+    /// Set once a tool of the turn asks: only then can the turn have changed files.
+    pub consulted: Arc<std::sync::atomic::AtomicBool>,
     pub policy: Arc<Mutex<Policy>>,
     pub approvals: Arc<Approvals>,
     pub log: EventLog,
@@ -66,6 +68,8 @@ pub struct SessionGate {
 impl Gate for SessionGate {
     fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision> {
         Box::pin(async move {
+            self.consulted
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             let mut baseline = self.baseline.clone();
             tokio::select! {
                 () = self.cancel.cancelled() => {

@@ -84,8 +84,9 @@ impl LiveSession {
         cancel: CancellationToken,
         deps: &HubDeps,
     ) -> Result<(), LogError> {
-        // Everything before this turn is committed, so the history read below is complete.
-        self.log.flush().await?;
+        // The history read below is complete without a flush: each turn's end (with its
+        // context) is committed before the next turn starts, and the other context writes
+        // go to the store directly.
         let history = history(&deps.store, &self.id).await;
         let started = AppEvent::TurnStarted {
             input_id: input.input_id.clone(),
@@ -94,6 +95,7 @@ impl LiveSession {
         };
         self.log.append(Some(turn), started).await?;
 
+        let consulted = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let prepared = match history {
             Ok(messages) => self.prepare(model, env, deps).await.map(|p| (p, messages)),
             Err(e) => Err(TurnError::from(e)),
@@ -136,6 +138,7 @@ impl LiveSession {
                 self.state().active_policy = Some(Arc::clone(&policy));
                 let (baseline_taken, baseline) = watch::channel(false);
                 let gate = SessionGate {
+                    consulted: Arc::clone(&consulted),
                     policy,
                     approvals: Arc::clone(&self.approvals),
                     log: self.log.clone(),
@@ -176,7 +179,15 @@ impl LiveSession {
                 (outcome.status, outcome.error, outcome.transcript)
             }
         };
-        match self.checkpoints.record(&deps.store, &self.id, turn).await {
+        // A turn whose tools never asked the gate changed nothing: every tool that acts
+        // asks first. Its files are not walked again; what changes outside stepper is taken
+        // at the next turn's start.
+        let walked = if consulted.load(std::sync::atomic::Ordering::SeqCst) {
+            self.checkpoints.record(&deps.store, &self.id, turn).await
+        } else {
+            Ok(0)
+        };
+        match walked {
             Ok(0) => {}
             Ok(n) => {
                 let files = u32::try_from(n).unwrap_or(u32::MAX);
