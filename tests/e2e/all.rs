@@ -18,4 +18,5 @@ mod resume;
 mod security;
 mod service;
 mod subscribe;
+mod tool_env;
 mod tools;

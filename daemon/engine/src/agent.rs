@@ -18,6 +18,7 @@ use crate::catalogue::ModelInfo;
 use crate::provider::{
     ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
 };
+use crate::redact::Redactor;
 use crate::tool::{OutputSink, Tool, ToolCx, ToolError};
 
 /// Where a turn's events go. The daemon's implementation persists, then publishes.
@@ -57,6 +58,8 @@ pub struct AgentLoop {
     max_steps: u32,
     /// Text steered into the running turn, taken before each model call after the first.
     steering: Option<Arc<dyn Fn() -> Vec<String> + Send + Sync>>,
+    /// Secrets taken out of tool output before anyone sees it.
+    redactor: Redactor,
 }
 
 /// Model calls a turn may make before it is stopped.
@@ -71,6 +74,7 @@ impl AgentLoop {
             tool_cx: None,
             max_steps: DEFAULT_MAX_STEPS,
             steering: None,
+            redactor: Redactor::default(),
         }
     }
 
@@ -87,6 +91,13 @@ impl AgentLoop {
         steering: Arc<dyn Fn() -> Vec<String> + Send + Sync>,
     ) -> AgentLoop {
         self.steering = Some(steering);
+        self
+    }
+
+    /// Take these secrets out of every tool's output (streamed and final) before it is
+    /// emitted or given to the model.
+    pub fn with_redactor(mut self, redactor: Redactor) -> AgentLoop {
+        self.redactor = redactor;
         self
     }
 
@@ -391,13 +402,26 @@ impl AgentLoop {
                 }
             }));
             tokio::pin!(running);
+            let mut redacting = self.redactor.stream();
             let finished = loop {
                 tokio::select! {
                     done = &mut running => break done,
-                    Some((call_id, text)) = rx.recv() => sink.emit(AppEvent::ToolOutputDelta { call_id, text }).await?,
+                    Some((call_id, text)) = rx.recv() => {
+                        let text = redacting.push(&call_id, &text);
+                        if !text.is_empty() {
+                            sink.emit(AppEvent::ToolOutputDelta { call_id, text }).await?;
+                        }
+                    }
                 }
             };
             while let Ok((call_id, text)) = rx.try_recv() {
+                let text = redacting.push(&call_id, &text);
+                if !text.is_empty() {
+                    sink.emit(AppEvent::ToolOutputDelta { call_id, text })
+                        .await?;
+                }
+            }
+            for (call_id, text) in redacting.finish_all() {
                 sink.emit(AppEvent::ToolOutputDelta { call_id, text })
                     .await?;
             }
@@ -425,6 +449,7 @@ impl AgentLoop {
                         Default::default(),
                     ),
                 };
+                let content = self.redactor.redact(&content);
                 let todos = details.todos.take();
                 sink.emit(AppEvent::ToolCallFinished {
                     call_id: id.clone(),

@@ -12,6 +12,7 @@ pub mod gate;
 pub mod model;
 pub mod provider;
 pub mod recovery;
+pub mod redact;
 pub mod tool;
 
 pub use accumulator::{Accumulated, MessageAccumulator};

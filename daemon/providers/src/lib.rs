@@ -240,6 +240,34 @@ impl Providers {
         })
     }
 
+    /// The variables that hold provider keys: the conventional providers' and those the
+    /// settings name (`apiKeyEnv`).
+    pub fn key_variables(settings: &Settings) -> std::collections::BTreeSet<String> {
+        ["anthropic", "openai", "openrouter"]
+            .into_iter()
+            .filter_map(convention)
+            .chain(settings.providers.values().cloned())
+            .filter_map(|c| c.api_key_env)
+            .collect()
+    }
+
+    /// Every credential the daemon could use, to scrub from what tools print: the stored
+    /// keys and tokens, and the key variables' values in `env` and in the daemon's own
+    /// environment. Values under 8 characters are left out (they would scrub ordinary text).
+    pub fn known_secrets(&self, settings: &Settings, env: &Env) -> Vec<String> {
+        let mut secrets: Vec<String> = auth::CredentialStore::load(self.credentials.clone())
+            .map(|store| store.secret_values())
+            .unwrap_or_default();
+        for name in Providers::key_variables(settings) {
+            secrets.extend(env.get(&name).cloned());
+            secrets.extend(std::env::var(&name).ok());
+        }
+        secrets.retain(|s| s.trim().len() >= 8);
+        secrets.sort();
+        secrets.dedup();
+        secrets
+    }
+
     /// A key stored with `stepper auth login --<name>`, for the API-key kinds.
     fn stored_key(&self, name: &str, kind: ProviderKind) -> Option<String> {
         if !matches!(

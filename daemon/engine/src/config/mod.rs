@@ -72,6 +72,10 @@ pub struct Settings {
     /// Environment variables for the session's tools.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Provider key variables (`OPENAI_API_KEY`, a provider's `apiKeyEnv`) the session's
+    /// tools may see; the others are kept from them.
+    #[serde(default)]
+    pub pass_keys_to_tools: Vec<String>,
     /// MCP servers by name (stdio `command`/`args`/`env`, or `url` for HTTP).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, serde_json::Value>,
@@ -189,6 +193,7 @@ impl Settings {
         }
         self.providers.extend(later.providers);
         self.env.extend(later.env);
+        self.pass_keys_to_tools.extend(later.pass_keys_to_tools);
         self.mcp_servers.extend(later.mcp_servers);
         if later.hooks.is_some() {
             self.hooks = later.hooks;

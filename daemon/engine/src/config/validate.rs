@@ -57,6 +57,7 @@ const KEYS: &[&str] = &[
     "record",
     "permissions",
     "env",
+    "passKeysToTools",
     "mcpServers",
     "hooks",
     "compaction",
@@ -242,6 +243,11 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             "env" => {
                 c.typed::<std::collections::BTreeMap<String, String>>(&p("env"), value, &|_| {
                     Some("variable names to string values: put numbers in quotes".into())
+                });
+            }
+            "passKeysToTools" => {
+                c.typed::<Vec<String>>(&p("passKeysToTools"), value, &|_| {
+                    Some("a list of variable names, such as [\"OPENAI_API_KEY\"]".into())
                 });
             }
             "mcpServers" => {

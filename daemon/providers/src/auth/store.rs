@@ -105,6 +105,19 @@ impl CredentialStore {
         self.data.codex = Some(tokens);
     }
 
+    /// Every secret the store holds: API keys and sign-in tokens.
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut values: Vec<String> = self.data.api_keys.values().cloned().collect();
+        if let Some(codex) = &self.data.codex {
+            values.extend([
+                codex.id_token.clone(),
+                codex.access_token.clone(),
+                codex.refresh_token.clone(),
+            ]);
+        }
+        values
+    }
+
     /// The API key stored for `provider` ("anthropic", "openai", ...).
     pub fn api_key(&self, provider: &str) -> Option<&str> {
         self.data.api_keys.get(provider).map(String::as_str)

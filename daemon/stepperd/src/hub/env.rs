@@ -1,7 +1,9 @@
 //! A session's environment: the client's, over the login shell's, and what of it may be
 //! written to disk.
 
+use stepper_engine::config::Settings;
 use stepper_protocol::session::Env;
+use stepper_providers::Providers;
 
 use super::HubDeps;
 
@@ -37,6 +39,27 @@ pub(crate) async fn login_env(deps: &HubDeps) -> &Env {
         .await
 }
 
+/// The `PATH` tools get when none is given: absolute folders only. bash's own default ends
+/// in `.`, which would run a project's `rg` for a missing one.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+/// The environment a session's tools run with: the session's, without the provider keys
+/// the settings do not pass on (`passKeysToTools`), with the settings' `env` over it, and
+/// a `PATH` ([`DEFAULT_PATH`] when none is given).
+pub fn tool_env(session: &Env, settings: &Settings) -> Env {
+    let keys = Providers::key_variables(settings);
+    let mut env: Env = session
+        .iter()
+        .filter(|(name, _)| !keys.contains(*name) || settings.pass_keys_to_tools.contains(name))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.extend(settings.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if env.get("PATH").is_none_or(|p| p.trim().is_empty()) {
+        env.insert("PATH".into(), DEFAULT_PATH.into());
+    }
+    env
+}
+
 /// The part of an environment that may be written to disk: no variable whose name looks
 /// like it holds a secret.
 pub fn persistable_env(env: &Env) -> Env {
@@ -53,6 +76,36 @@ pub fn persistable_env(env: &Env) -> Env {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_get_no_provider_key_unless_passed_and_always_a_path() {
+        let session: Env = [
+            ("ANTHROPIC_API_KEY", "sk-ant"),
+            ("OPENAI_API_KEY", "sk-oai"),
+            ("MY_GATEWAY_KEY", "gw"),
+            ("HOME", "/home/me"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut settings: Settings = serde_json::from_value(serde_json::json!({
+            "providers": {"gw": {"kind": "openai-chat", "baseUrl": "http://x", "apiKeyEnv": "MY_GATEWAY_KEY"}},
+            "passKeysToTools": ["OPENAI_API_KEY"],
+            "env": {"FROM_SETTINGS": "1"}
+        }))
+        .unwrap_or_default();
+        let env = tool_env(&session, &settings);
+        let mut names: Vec<&str> = env.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["FROM_SETTINGS", "HOME", "OPENAI_API_KEY", "PATH"]);
+        assert_eq!(env["PATH"], DEFAULT_PATH);
+        assert!(!DEFAULT_PATH.split(':').any(|d| !d.starts_with('/')));
+
+        settings.pass_keys_to_tools.clear();
+        let given: Env = [("PATH".to_string(), "/opt/bin".to_string())].into();
+        assert_eq!(tool_env(&given, &settings)["PATH"], "/opt/bin");
+        assert!(!tool_env(&session, &settings).contains_key("OPENAI_API_KEY"));
+    }
 
     #[test]
     fn secrets_never_reach_disk() {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use stepper_engine::config::Settings;
 use stepper_engine::gate::Policy;
+use stepper_engine::redact::Redactor;
 use stepper_engine::tool::{NoOutput, ToolCx};
 use stepper_engine::{AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, agent::SinkError};
 use stepper_protocol::session::Env;
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::HubDeps;
 use super::approvals::SessionGate;
 use super::context::{ContextError, context_rows, history};
-use super::env::login_env;
+use super::env::{login_env, tool_env};
 use super::log::{EventLog, LogError};
 use super::session::{LiveSession, QueuedInput};
 use super::settings::SettingsError;
@@ -46,8 +47,11 @@ struct Prepared {
     resolved: Resolved,
     model_ref: ModelRef,
     settings: Arc<Settings>,
-    /// The login environment overlaid with the session's.
+    /// What the tools run with: the login environment overlaid with the session's, less
+    /// the provider keys (see `tool_env`).
     env: Env,
+    /// Every credential the daemon knows of, taken out of tool output.
+    secrets: Vec<String>,
     cwd: PathBuf,
 }
 
@@ -108,6 +112,7 @@ impl LiveSession {
                     model_ref,
                     settings,
                     env,
+                    secrets,
                     cwd,
                 } = prepared;
                 messages.push(ChatMessage::user(input.text.clone()));
@@ -172,6 +177,7 @@ impl LiveSession {
                     std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
                 });
                 let agent = AgentLoop::new(resolved.provider)
+                    .with_redactor(Redactor::new(secrets))
                     .with_steering(take)
                     .with_model_info(resolved.info)
                     .with_tools(deps.tools.clone(), cx);
@@ -255,6 +261,8 @@ impl LiveSession {
             }
             Err(e) => return Err(e.into()),
         };
+        let mut secrets = deps.providers.known_secrets(&settings, &effective);
+        secrets.extend(resolved.secrets.iter().cloned());
         let record = record.or_else(|| settings.record.as_ref().map(|r| cwd.join(r)));
         if let Some(path) = record {
             let secrets = std::mem::take(&mut resolved.secrets);
@@ -268,8 +276,9 @@ impl LiveSession {
         Ok(Prepared {
             resolved,
             model_ref,
+            env: tool_env(&effective, &settings),
             settings,
-            env: effective,
+            secrets,
             cwd,
         })
     }
