@@ -246,7 +246,37 @@ fn an_idle_stream_times_out() {
     assert_eq!(result.status, TurnStatus::Failed);
     assert_eq!(result.text, "thinking…");
     let error = result.error.unwrap();
-    assert!(error.contains("anthropic: no data for 0.3s"), "{error}");
+    assert!(
+        error.starts_with("anthropic sent no data for 0.3s")
+            && error.contains("raise STEPPER_STREAM_IDLE_TIMEOUT_MS (now 300)"),
+        "{error}"
+    );
+    gate.open();
+}
+
+/// A provider that takes the request and never answers fails the turn after one wait, not
+/// one per attempt, and the error says which setting to change.
+#[test]
+fn a_provider_that_never_answers_is_given_up_after_one_wait() {
+    let env = TestEnv::new();
+    let out = env
+        .stepper()
+        .env("STEPPER_STREAM_IDLE_TIMEOUT_MS", "1500")
+        .args(["daemon", "start"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let gate = Gate::new();
+    env.fake.push(Reply::Silent(gate.clone()));
+    let (result, _) = ask_json(&env, &["hi"]);
+    assert_eq!(result.status, TurnStatus::Failed);
+    let error = result.error.unwrap();
+    assert_eq!(
+        error,
+        "anthropic took the request but sent no answer in 1.5s — given up; if it is only slow, \
+         raise STEPPER_STREAM_IDLE_TIMEOUT_MS (now 1500)"
+    );
+    assert_eq!(env.fake.requests().len(), 1, "no second attempt");
     gate.open();
 }
 

@@ -94,6 +94,9 @@ pub enum Reply {
     /// Send `before`, wait for the gate (so the client surely has it), then break the
     /// connection mid-body.
     Cut { before: String, gate: Gate },
+    /// Accept the request and answer nothing (not even headers) until the gate opens, then
+    /// a 503: a provider that hangs.
+    Silent(Gate),
     /// An HTTP error with a JSON body and extra headers (`retry-after`).
     Status {
         code: u16,
@@ -441,6 +444,12 @@ async fn serve(
             after,
         } => sse(chunked(before), Tail::Gated(gate, chunked(after))),
         Reply::Cut { before, gate } => sse(chunked(before), Tail::Cut(gate)),
+        Reply::Silent(gate) => {
+            if let Ok(permit) = gate.0.acquire().await {
+                permit.forget();
+            }
+            error(503, "overloaded_error", "answered too late")
+        }
     }
 }
 

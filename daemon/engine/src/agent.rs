@@ -525,6 +525,8 @@ struct CallOutcome {
 
 fn describe(e: &ProviderError, provider: &str) -> String {
     match e {
+        // A message that names the provider already is not prefixed again.
+        ProviderError::Transport(m) if m.starts_with(provider) => m.clone(),
         ProviderError::Transport(m) => format!("{provider}: {m}"),
         ProviderError::Protocol(m) => format!("{provider} sent a stream stepper cannot read: {m}"),
         other => other.to_string(),

@@ -299,6 +299,16 @@ pub fn idle_timeout_from_env() -> Duration {
         .unwrap_or(Duration::from_secs(300))
 }
 
+/// A duration as a person reads it, never rounded down to nothing: `0.3s`, `5s`, `300s`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{s:.1}s")
+    }
+}
+
 /// POST `body` and stream the answer through `make_wire`'s format.
 pub fn post_stream<W, F>(
     endpoint: Arc<Endpoint>,
@@ -397,8 +407,11 @@ impl<W: WireFormat> Machine<W> {
                 Err(_) => {
                     self.finished = true;
                     return Some(Err(ProviderError::Transport(format!(
-                        "no data for {:.1}s: the stream was given up (the limit is STEPPER_STREAM_IDLE_TIMEOUT_MS)",
-                        self.endpoint.idle_timeout.as_secs_f64()
+                        "{} sent no data for {}: the stream was given up; if it is only slow, \
+                         raise STEPPER_STREAM_IDLE_TIMEOUT_MS (now {})",
+                        self.endpoint.provider,
+                        seconds(self.endpoint.idle_timeout),
+                        self.endpoint.idle_timeout.as_millis()
                     ))));
                 }
                 Ok(Some(Ok(bytes))) => decoder.feed(&bytes, &mut self.queue),
@@ -459,10 +472,15 @@ impl<W: WireFormat> Machine<W> {
                     return;
                 }
                 r = tokio::time::timeout(self.endpoint.idle_timeout, request.send()) => match r {
-                    Err(_) => Outcome::Retry {
-                        why: format!("no answer from {} in {}s", self.endpoint.provider, self.endpoint.idle_timeout.as_secs()),
-                        after: None,
-                    },
+                    // A server that takes the request and says nothing would say nothing
+                    // again: one wait is given, not one per attempt.
+                    Err(_) => Outcome::Fail(ProviderError::Transport(format!(
+                        "{} took the request but sent no answer in {} — given up; if it is \
+                         only slow, raise STEPPER_STREAM_IDLE_TIMEOUT_MS (now {})",
+                        self.endpoint.provider,
+                        seconds(self.endpoint.idle_timeout),
+                        self.endpoint.idle_timeout.as_millis()
+                    ))),
                     Ok(r) => classify(&endpoint, r).await,
                 },
             };
