@@ -406,3 +406,41 @@ async fn interrupting_a_turn_closes_its_approval_for_everyone() {
     assert_eq!(resolved, Some((request_id, ApprovalDecision::Deny)));
     assert!(!env.project.path().join("never.txt").exists());
 }
+
+/// A command that leaves its process group (`setsid … &`) does not outlive its turn: it
+/// still carries the group's token, and the token is swept.
+#[test]
+fn what_a_command_starts_with_setsid_ends_with_the_turn() {
+    let env = TestEnv::new();
+    let marker = format!("301.{}{}", std::process::id(), 7);
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        // The line ends only once the sleeper is in its own session (it wrote its pid).
+        json!({"command": format!(
+            "setsid sh -c 'echo $$ > sleeper.pid; exec sleep {marker}' </dev/null >/dev/null 2>&1 & \
+             while [ ! -s sleeper.pid ]; do :; done; echo started"
+        )}),
+    )])));
+    env.fake.push(Reply::text(&["done"]));
+    let out = env.run(&["ask", "--yes", "--format", "json", "start something"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = env.fake.requests();
+    assert!(
+        requests.last().unwrap().to_string().contains("started"),
+        "the command ran"
+    );
+    stepper_e2e::wait::wait_until(
+        "the setsid sleeper to be gone",
+        std::time::Duration::from_secs(10),
+        || stepper_process::testing::processes_with(&marker).is_empty(),
+    );
+    // Its group's entry goes too, once nothing carries the token (swept at the turn's end).
+    let registry = env.places().data_dir.join("children");
+    let entries = std::fs::read_dir(&registry).unwrap().count();
+    assert_eq!(entries, 0, "entries left in {}", registry.display());
+}

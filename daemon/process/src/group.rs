@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct GroupChild {
     child: tokio::process::Child,
     pid: Option<u32>,
+    /// What every process of the group inherits in `STEPPER_GROUP`.
+    token: String,
     reaped: bool,
 }
 
@@ -32,6 +34,7 @@ pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
     Ok(GroupChild {
         child,
         pid,
+        token,
         reaped: false,
     })
 }
@@ -77,7 +80,11 @@ impl GroupChild {
             let _ = killpg(nix::unistd::Pid::from_raw(pid), s);
         }
         if let (Signal::Kill, true, Some(pid)) = (signal, self.reaped, self.pid) {
-            crate::registry::forget(pid);
+            // Processes that left the group still carry its token. The entry stays while any
+            // survives, so a sweep (or the next daemon) finishes what a kill started.
+            if crate::registry::kill_carriers(&self.token) == 0 {
+                crate::registry::forget(pid);
+            }
         }
         // Elsewhere only the child itself is killed (kill_on_drop); a Job Object that holds
         // the whole tree comes with Windows support.
@@ -96,8 +103,10 @@ impl Drop for GroupChild {
     fn drop(&mut self) {
         if !self.reaped {
             self.signal_group(Signal::Kill);
-            // kill_on_drop reaps the leader; its group was just killed.
-            if let Some(pid) = self.pid {
+            // kill_on_drop reaps the leader; its group was just killed, and what left it.
+            if let Some(pid) = self.pid
+                && crate::registry::kill_carriers(&self.token) == 0
+            {
                 crate::registry::forget(pid);
             }
         }
@@ -108,6 +117,38 @@ impl Drop for GroupChild {
 #[cfg(unix)]
 mod tests {
     use super::*;
+
+    async fn gone(marker: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !crate::testing::processes_with(marker).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a process survived its group"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    #[cfg(target_os = "linux")]
+    async fn what_left_the_group_with_setsid_goes_too() {
+        let marker = format!("{}.{}", std::process::id(), 4343);
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("sleeper.pid");
+        // The leader ends once the sleeper is in a session of its own (it wrote its pid).
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args([
+            "-c",
+            &format!(
+                "setsid sh -c 'echo $$ > {p}; exec sleep 301{marker}' </dev/null >/dev/null 2>&1 & \
+                 while [ ! -s {p} ]; do :; done",
+                p = pidfile.display()
+            ),
+        ]);
+        let mut child = spawn(cmd).unwrap();
+        child.wait().await.unwrap();
+        gone(&marker).await;
+    }
 
     #[tokio::test]
     async fn terminate_takes_the_grandchildren_too() {

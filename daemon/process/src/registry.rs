@@ -61,6 +61,71 @@ pub(crate) fn forget(pid: u32) {
     }
 }
 
+/// Kill every live process that carries `token`, wherever it is now: a process that left
+/// its group (`setsid cmd &`) is out of reach of the group's signal but still holds the
+/// token it inherited. Returns how many still live after a short wait for them to die (a
+/// process in uninterruptible sleep takes its time).
+pub(crate) fn kill_carriers(token: &str) -> usize {
+    let found = carrying(None, token);
+    if found.is_empty() {
+        return 0;
+    }
+    #[cfg(unix)]
+    for pid in &found {
+        if let Ok(pid) = i32::try_from(*pid) {
+            use nix::sys::signal::{Signal, kill};
+            let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+    loop {
+        let left = carrying(None, token).len();
+        if left == 0 || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Deal with the recorded groups whose leader has ended: kill what still carries their
+/// token, and forget those of which nothing is left. A group whose leader runs is left to
+/// its owner. Returns how many processes were killed. Reads `/proc`: call it off the async
+/// runtime's threads (at a turn's end, say).
+pub fn sweep() -> usize {
+    let Some(dir) = REGISTRY.get() else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut killed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Some(recorded) = std::fs::read_to_string(&path)
+            .ok()
+            .as_deref()
+            .and_then(Entry::parse)
+        else {
+            continue;
+        };
+        if start_time(pid).is_some_and(|now| now == recorded.started) {
+            continue;
+        }
+        let before = carrying(None, &recorded.token).len();
+        let left = kill_carriers(&recorded.token);
+        killed += before.saturating_sub(left);
+        if left == 0 {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+    killed
+}
+
 /// What a registry file holds, one value per line.
 struct Entry {
     started: String,
@@ -138,13 +203,16 @@ fn kill_if_ours(pgid: u32, entry: &Entry) -> bool {
     if boot_id().unwrap_or_default() != entry.boot {
         return false;
     }
+    let mut killed = false;
     if let Some(now) = start_time(pgid) {
         // The leader lives: it is ours only if it started when ours did.
-        return now == entry.started && killpg(Pid::from_raw(raw), Signal::SIGKILL).is_ok();
+        if now != entry.started {
+            return false;
+        }
+        killed = killpg(Pid::from_raw(raw), Signal::SIGKILL).is_ok();
     }
-    // The leader is gone; what it left carries the group's token.
-    let mut killed = false;
-    for pid in carrying(pgid, &entry.token) {
+    // What the group left, in it or out of it (`setsid`), carries the group's token.
+    for pid in carrying(None, &entry.token) {
         if let Ok(pid) = i32::try_from(pid) {
             killed |= kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok();
         }
@@ -217,9 +285,11 @@ fn proc_stat(pid: u32) -> Option<ProcStat> {
     })
 }
 
-/// Live processes of group `pgid` whose environment holds `STEPPER_GROUP=<token>`.
+/// Live processes (of group `pgid`, when given) whose environment holds
+/// `STEPPER_GROUP=<token>`. A token names one spawn of one daemon: a process that holds it
+/// is one of that spawn's, whatever group or session it has moved to.
 #[cfg(target_os = "linux")]
-fn carrying(pgid: u32, token: &str) -> Vec<u32> {
+fn carrying(pgid: Option<u32>, token: &str) -> Vec<u32> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -227,7 +297,9 @@ fn carrying(pgid: u32, token: &str) -> Vec<u32> {
     procs
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|&pid| proc_stat(pid).is_some_and(|s| s.pgrp == pgid && !s.zombie))
+        .filter(|&pid| {
+            proc_stat(pid).is_some_and(|s| pgid.is_none_or(|g| s.pgrp == g) && !s.zombie)
+        })
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == marker.as_bytes()))
@@ -235,8 +307,8 @@ fn carrying(pgid: u32, token: &str) -> Vec<u32> {
         .collect()
 }
 
-#[cfg(all(unix, not(target_os = "linux")))]
-fn carrying(_pgid: u32, _token: &str) -> Vec<u32> {
+#[cfg(not(target_os = "linux"))]
+fn carrying(_pgid: Option<u32>, _token: &str) -> Vec<u32> {
     // Without /proc another process's environment is not at hand: leave them rather than
     // risk killing what is not ours.
     Vec::new()

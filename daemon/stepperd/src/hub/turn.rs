@@ -185,6 +185,16 @@ impl LiveSession {
                 (outcome.status, outcome.error, outcome.transcript)
             }
         };
+        // What the turn's commands left running outside their groups (`setsid cmd &`) ends
+        // with the turn; its registry entries go once nothing carries their token.
+        if consulted.load(std::sync::atomic::Ordering::SeqCst) {
+            let swept = tokio::task::spawn_blocking(stepper_process::registry::sweep)
+                .await
+                .unwrap_or(0);
+            if swept > 0 {
+                tracing::info!(session = %self.id, turn, killed = swept, "killed what the turn's commands left running");
+            }
+        }
         // A turn whose tools never asked the gate changed nothing: every tool that acts
         // asks first. Its files are not walked again; what changes outside stepper is taken
         // at the next turn's start.
