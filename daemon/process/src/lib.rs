@@ -1,11 +1,13 @@
 //! OS problems only: spawning children in their own process group (a Job Object on Windows),
 //! killing whole trees, the child registry that survives a daemon crash (pid + start time),
-//! and the login shell's environment. Knows nothing of sessions or tools.
+//! the login shell's environment, and the OS sandbox for commands. Knows nothing of sessions
+//! or tools.
 //!
 //! It depends on no other stepper crate, and a test keeps it that way.
 
 pub mod group;
 pub mod login_env;
 pub mod registry;
+pub mod sandbox;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

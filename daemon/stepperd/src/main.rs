@@ -19,7 +19,17 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    // The sandbox helper: restrict this process, then exec the command. Before anything
+    // else, so a sandboxed command pays for nothing of the daemon's start.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv
+        .get(1)
+        .is_some_and(|a| a == stepper_process::sandbox::HELPER_SUBCOMMAND)
+    {
+        let code = stepper_process::sandbox::helper_main(&argv[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
+    }
+    let args = Args::parse_from(argv);
     let places = match Places::from_env() {
         Ok(p) => p,
         Err(e) => return fail(&e),

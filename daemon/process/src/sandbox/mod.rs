@@ -1,0 +1,378 @@
+//! The OS sandbox for commands: what a command may change and reach, and how it is made to
+//! hold. On Linux a helper (`stepperd sandbox …`, see [`helper_main`]) restricts itself with
+//! Landlock (files) and seccomp (sockets) and then execs the command, so the daemon itself
+//! keeps `unsafe` out and is never restricted; on macOS `/usr/bin/sandbox-exec` runs it under
+//! a profile built by [`macos::profile`]. Elsewhere there is no sandbox, and [`probe`] says so.
+//!
+//! A sandbox that cannot be applied in full never runs the command: the helper exits with
+//! [`HELPER_FAILED`] and says why on stderr.
+
+#[cfg(target_os = "linux")]
+mod linux;
+pub mod macos;
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// The exit code of a helper that could not restrict itself (the command did not run); its
+/// stderr's last line starts with [`HELPER_PREFIX`].
+pub const HELPER_FAILED: i32 = 125;
+/// How the helper's own messages start.
+pub const HELPER_PREFIX: &str = "stepper sandbox: ";
+/// The subcommand of `stepperd` that is the helper.
+pub const HELPER_SUBCOMMAND: &str = "sandbox";
+
+/// What a sandboxed command may do. Everything not granted is refused by the kernel.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Folders and files it may change (create, write, remove, rename within). Empty: it
+    /// changes nothing.
+    pub writable: Vec<PathBuf>,
+    /// Where it may read and execute; `None` is everywhere.
+    pub readable: Option<Vec<PathBuf>>,
+    /// Internet sockets (IPv4 and IPv6, loopback included). Unix-domain sockets are refused
+    /// either way: they reach processes outside the sandbox (this daemon among them).
+    pub network: bool,
+    /// Use at most this Landlock ABI: a kernel that offers less is simulated (0 is a kernel
+    /// without Landlock). `None`: what the kernel offers.
+    pub max_abi: Option<u32>,
+}
+
+/// Whether this machine can sandbox commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// It can; `what` names the mechanism (`Landlock ABI 7 + seccomp`).
+    Available { what: String },
+    /// It cannot, and why.
+    Unavailable { why: String },
+}
+
+/// Why the helper's arguments or the restriction failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "{0} (usage: stepperd sandbox [--write PATH]... [--read PATH]... [--network] [--max-abi N] -- PROGRAM [ARG]...)"
+    )]
+    Usage(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("cannot restrict the command: {0}")]
+    Restrict(String),
+}
+
+impl Policy {
+    /// The helper's arguments for this policy, up to and including `--`.
+    pub fn helper_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![HELPER_SUBCOMMAND.into()];
+        for path in &self.writable {
+            args.push("--write".into());
+            args.push(path.into());
+        }
+        for path in self.readable.iter().flatten() {
+            args.push("--read".into());
+            args.push(path.into());
+        }
+        if self.readable.as_ref().is_some_and(Vec::is_empty) {
+            // Nothing readable at all is still a restriction, not "everywhere".
+            args.push("--read-none".into());
+        }
+        if self.network {
+            args.push("--network".into());
+        }
+        if let Some(abi) = self.max_abi {
+            args.push("--max-abi".into());
+            args.push(abi.to_string().into());
+        }
+        args.push("--".into());
+        args
+    }
+
+    /// The policy and the command from the helper's arguments (after the subcommand).
+    /// `--probe` instead of a command asks only whether the restriction can be applied.
+    pub fn from_helper_args(args: &[OsString]) -> Result<(Policy, Invocation), SandboxError> {
+        let mut policy = Policy::default();
+        let mut probe = false;
+        let mut it = args.iter();
+        let mut command = Vec::new();
+        let value = |it: &mut std::slice::Iter<'_, OsString>, flag: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| SandboxError::Usage(format!("{flag} needs a value")))
+        };
+        while let Some(arg) = it.next() {
+            match arg.to_str() {
+                Some("--write") => policy.writable.push(value(&mut it, "--write")?.into()),
+                Some("--read") => policy
+                    .readable
+                    .get_or_insert_with(Vec::new)
+                    .push(value(&mut it, "--read")?.into()),
+                Some("--read-none") => {
+                    policy.readable.get_or_insert_with(Vec::new);
+                }
+                Some("--network") => policy.network = true,
+                Some("--max-abi") => {
+                    let v = value(&mut it, "--max-abi")?;
+                    let n = v.to_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
+                        SandboxError::Usage(format!("--max-abi takes a number, not {v:?}"))
+                    })?;
+                    policy.max_abi = Some(n);
+                }
+                Some("--probe") => probe = true,
+                Some("--") => {
+                    command.extend(it.by_ref().cloned());
+                    break;
+                }
+                _ => {
+                    return Err(SandboxError::Usage(format!("unknown argument {arg:?}")));
+                }
+            }
+        }
+        for path in policy
+            .writable
+            .iter()
+            .chain(policy.readable.iter().flatten())
+        {
+            if !path.is_absolute() {
+                return Err(SandboxError::Usage(format!(
+                    "{} is not an absolute path",
+                    path.display()
+                )));
+            }
+        }
+        let invocation = match (probe, command.is_empty()) {
+            (true, true) => Invocation::Probe,
+            (false, false) => Invocation::Run(command),
+            (true, false) => {
+                return Err(SandboxError::Usage("--probe takes no command".into()));
+            }
+            (false, true) => return Err(SandboxError::Usage("no command to run".into())),
+        };
+        Ok((policy, invocation))
+    }
+
+    /// `program args` to run under this policy on this OS, with `helper` the binary whose
+    /// `sandbox` subcommand restricts itself (Linux). `None` where the OS has no sandbox.
+    pub fn wrap(&self, helper: &Path, program: &OsStr, args: &[OsString]) -> Option<Wrapped> {
+        if cfg!(target_os = "linux") {
+            let mut argv = self.helper_args();
+            argv.push(program.into());
+            argv.extend(args.iter().cloned());
+            Some(Wrapped {
+                program: helper.into(),
+                args: argv,
+            })
+        } else if cfg!(target_os = "macos") {
+            let (profile, params) = macos::profile(self);
+            let mut argv: Vec<OsString> = vec!["-p".into(), profile.into()];
+            for (key, value) in params {
+                let mut define = OsString::from(format!("-D{key}="));
+                define.push(value);
+                argv.push(define);
+            }
+            argv.push("--".into());
+            argv.push(program.into());
+            argv.extend(args.iter().cloned());
+            Some(Wrapped {
+                // A fixed path: a `sandbox-exec` found on PATH could be anyone's.
+                program: macos::SANDBOX_EXEC.into(),
+                args: argv,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// What the helper was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invocation {
+    /// Restrict itself, then exit 0 (or say why it cannot).
+    Probe,
+    /// Restrict itself, then exec this command.
+    Run(Vec<OsString>),
+}
+
+/// A command line that runs a command under a sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wrapped {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+/// The helper: `stepperd sandbox …` with `args` after the subcommand. Restricts the process
+/// and execs the command, so it returns only on failure: the exit code, after writing the
+/// reason on stderr. `--probe` returns 0 when the restriction was applied.
+pub fn helper_main(args: &[OsString]) -> i32 {
+    let failed = |e: SandboxError| {
+        eprintln!("{HELPER_PREFIX}{e}");
+        HELPER_FAILED
+    };
+    let (policy, invocation) = match Policy::from_helper_args(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return failed(e),
+    };
+    #[cfg(target_os = "linux")]
+    {
+        let what = match linux::restrict(&policy) {
+            Ok(what) => what,
+            Err(e) => return failed(e),
+        };
+        match invocation {
+            Invocation::Probe => {
+                println!("ok {what}");
+                0
+            }
+            Invocation::Run(command) => linux::exec(&command),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (policy, invocation);
+        failed(SandboxError::Unavailable(
+            "the sandbox helper runs on Linux only".into(),
+        ))
+    }
+}
+
+/// Whether commands can be sandboxed here. On Linux this runs the helper (`helper`, with
+/// `max_abi` as in [`Policy`]) once with `--probe`: it restricts itself as a command would be
+/// and reports, so a kernel without Landlock or seccomp is found before any command runs.
+pub async fn probe(helper: &Path, max_abi: Option<u32>) -> Support {
+    if cfg!(target_os = "linux") {
+        let policy = Policy {
+            max_abi,
+            ..Policy::default()
+        };
+        let mut args = policy.helper_args();
+        // `--probe` instead of `-- command`.
+        args.pop();
+        args.push("--probe".into());
+        let mut command = tokio::process::Command::new(helper);
+        command
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let run = tokio::time::timeout(std::time::Duration::from_secs(10), command.output());
+        match run.await {
+            Ok(Ok(out)) if out.status.success() => {
+                let text = String::from_utf8_lossy(&out.stdout);
+                Support::Available {
+                    what: text.trim().trim_start_matches("ok ").to_string(),
+                }
+            }
+            Ok(Ok(out)) => {
+                let err = String::from_utf8_lossy(&out.stderr);
+                let why = err
+                    .lines()
+                    .rev()
+                    .find_map(|l| l.strip_prefix(HELPER_PREFIX))
+                    .unwrap_or(err.trim());
+                Support::Unavailable {
+                    why: if why.is_empty() {
+                        format!("the sandbox helper failed ({})", out.status)
+                    } else {
+                        why.to_string()
+                    },
+                }
+            }
+            Ok(Err(e)) => Support::Unavailable {
+                why: format!("cannot start the sandbox helper {}: {e}", helper.display()),
+            },
+            Err(_) => Support::Unavailable {
+                why: "the sandbox helper did not answer within 10 s".into(),
+            },
+        }
+    } else if cfg!(target_os = "macos") {
+        if Path::new(macos::SANDBOX_EXEC).exists() {
+            Support::Available {
+                what: "sandbox-exec".into(),
+            }
+        } else {
+            Support::Unavailable {
+                why: format!("{} is missing", macos::SANDBOX_EXEC),
+            }
+        }
+    } else {
+        let _ = (helper, max_abi);
+        Support::Unavailable {
+            why: "stepper has no sandbox for this operating system yet".into(),
+        }
+    }
+}
+
+/// Whether a failed command's output looks like the sandbox refused it: the kernel's words
+/// for a denied file access or socket, as programs print them.
+pub fn looks_refused(output: &str) -> bool {
+    const SIGNS: &[&str] = &[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "EACCES",
+        "EPERM",
+        "PermissionError",
+        "AccessDeniedException",
+    ];
+    SIGNS.iter().any(|s| output.contains(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn helper_arguments_round_trip() {
+        let policy = Policy {
+            writable: vec!["/p".into(), "/tmp".into()],
+            readable: Some(vec!["/usr".into()]),
+            network: true,
+            max_abi: Some(3),
+        };
+        let mut args = policy.helper_args();
+        assert_eq!(args[0], "sandbox");
+        args.extend(os(&["bash", "-c", "ls --all"]));
+        let (back, invocation) = Policy::from_helper_args(&args[1..]).unwrap();
+        assert_eq!(back, policy);
+        assert_eq!(invocation, Invocation::Run(os(&["bash", "-c", "ls --all"])));
+
+        let none = Policy {
+            readable: Some(Vec::new()),
+            ..Policy::default()
+        };
+        let mut args = none.helper_args();
+        args.push("true".into());
+        assert_eq!(Policy::from_helper_args(&args[1..]).unwrap().0, none);
+    }
+
+    #[test]
+    fn bad_helper_arguments_are_usage_errors() {
+        for bad in [
+            &["--write"][..],
+            &["--write", "rel/path", "--", "true"],
+            &["--bogus", "--", "true"],
+            &["--max-abi", "x", "--", "true"],
+            &["--"],
+            &["--probe", "--", "true"],
+        ] {
+            let err = Policy::from_helper_args(&os(bad)).unwrap_err();
+            assert!(matches!(err, SandboxError::Usage(_)), "{bad:?}: {err}");
+            assert!(err.to_string().contains("usage:"), "{err}");
+        }
+        assert_eq!(
+            Policy::from_helper_args(&os(&["--probe"])).unwrap().1,
+            Invocation::Probe
+        );
+    }
+
+    #[test]
+    fn refusals_are_recognised() {
+        assert!(looks_refused("touch: cannot touch '/x': Permission denied"));
+        assert!(looks_refused(
+            "curl: (7) Couldn't connect: Operation not permitted"
+        ));
+        assert!(!looks_refused("error[E0425]: cannot find value"));
+    }
+}
