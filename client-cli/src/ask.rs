@@ -10,7 +10,7 @@ use stepper_protocol::methods::{
     AskResult, MAX_INPUT_BYTES, SessionGet, SessionInterrupt, SessionList, SessionListParams,
     SessionParams, SessionSubmit, SessionSubmitParams,
 };
-use stepper_protocol::{AppEvent, PermissionMode, TurnStatus, Usage};
+use stepper_protocol::{AppEvent, PermissionMode, SandboxMode, TurnStatus, Usage};
 
 use crate::connect::{connect_or_start, places};
 use crate::session::{self, client_env};
@@ -33,6 +33,10 @@ pub struct AskArgs {
     /// The permission mode: default, accept-edits, plan or auto.
     #[arg(long)]
     mode: Option<PermissionMode>,
+    /// The OS sandbox of a new session's commands: read-only, workspace-write or off (the
+    /// settings' when absent).
+    #[arg(long, value_name = "MODE")]
+    sandbox: Option<SandboxMode>,
     /// Continue this session instead of starting one.
     #[arg(long, value_name = "ID", conflicts_with = "continue_last")]
     session: Option<String>,
@@ -212,6 +216,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 } else {
                     args.mode
                 },
+                sandbox: args.sandbox,
                 record: args.record.map(|r| cwd.join(r).display().to_string()),
                 input: Some(prompt),
             };

@@ -11,7 +11,7 @@ use clap::Args;
 use stepper_protocol::client::ClientError;
 use stepper_protocol::client::DaemonClient;
 use stepper_protocol::methods::*;
-use stepper_protocol::{PermissionMode, SessionStatus};
+use stepper_protocol::{PermissionMode, SandboxMode, SessionStatus};
 use stepper_tui::{Action, CoreEvent, Exit, Pick, TuiOptions};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -33,6 +33,10 @@ pub struct AttachArgs {
     /// The permission mode of a new session: default, accept-edits, plan or auto.
     #[arg(long)]
     mode: Option<PermissionMode>,
+    /// The OS sandbox of a new session's commands: read-only, workspace-write or off (the
+    /// settings' when absent).
+    #[arg(long, value_name = "MODE")]
+    sandbox: Option<SandboxMode>,
 }
 
 /// Files offered for `@file` completion, at most.
@@ -115,6 +119,7 @@ async fn create(
     let new = NewSession {
         model: args.model.clone(),
         mode: args.mode,
+        sandbox: args.sandbox,
         record: None,
         input: None,
     };
@@ -229,7 +234,12 @@ impl Follow {
     /// without the streamed pieces of completed turns, whose finished messages and tool
     /// results carry the same text. The session shown before, if any, stops being followed.
     async fn show(&mut self, session: SessionResponse) -> anyhow::Result<()> {
-        let SessionResponse { session, mode, .. } = session;
+        let SessionResponse {
+            session,
+            mode,
+            sandbox,
+            ..
+        } = session;
         let id = session.id.clone();
         let mut stream = self
             .client
@@ -246,6 +256,7 @@ impl Follow {
             .send(CoreEvent::Session {
                 info: session,
                 mode: mode.unwrap_or(PermissionMode::Default),
+                sandbox,
                 context_window: window,
             })
             .await;
@@ -297,6 +308,7 @@ impl Follow {
         let new = NewSession {
             model: Some(current.session.model),
             mode: current.mode,
+            sandbox: current.sandbox.map(|s| s.mode),
             record: None,
             input: None,
         };
@@ -397,6 +409,7 @@ async fn perform(
                         .send(CoreEvent::Session {
                             info: got.session,
                             mode: got.mode.unwrap_or(PermissionMode::Default),
+                            sandbox: got.sandbox,
                             context_window: window,
                         })
                         .await;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use stepper_protocol::client::DaemonClient;
 use stepper_protocol::methods::{SessionCreate, SessionCreateParams, SessionResponse};
-use stepper_protocol::session::{Env, PermissionMode};
+use stepper_protocol::session::{Env, PermissionMode, SandboxMode};
 
 /// This process's environment, which the session's tools and provider keys will use.
 pub fn client_env() -> Env {
@@ -18,6 +18,7 @@ pub fn client_env() -> Env {
 pub struct NewSession {
     pub model: Option<String>,
     pub mode: Option<PermissionMode>,
+    pub sandbox: Option<SandboxMode>,
     /// An absolute path to record the model exchanges to.
     pub record: Option<String>,
     /// A first input, queued with the session in one commit.
@@ -38,6 +39,7 @@ pub async fn create(
             title: None,
             record: new.record,
             mode: new.mode,
+            sandbox: new.sandbox,
             input: new.input,
         })
         .await?)

@@ -53,6 +53,7 @@ fn session() -> CoreEvent {
             turns: 0,
         },
         mode: PermissionMode::Default,
+        sandbox: None,
         context_window: Some(200_000),
     }
 }

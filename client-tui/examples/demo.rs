@@ -176,6 +176,7 @@ async fn main() -> std::io::Result<()> {
         .send(CoreEvent::Session {
             info,
             mode: PermissionMode::Default,
+            sandbox: None,
             context_window: Some(200_000),
         })
         .await

@@ -25,7 +25,7 @@ pub use picker::{Pick, Picker, pick, pick_with};
 pub use screen::Screen;
 pub use stepper_protocol::event::{ApprovalDecision, EventEnvelope};
 pub use stepper_protocol::methods::AttachedClient;
-pub use stepper_protocol::session::{PermissionMode, SessionInfo};
+pub use stepper_protocol::session::{PermissionMode, SandboxInfo, SessionInfo};
 pub use terminal::{KeySource, run, run_with};
 
 /// What the TUI asks of the core (the bridge turns each into a daemon call).
@@ -75,6 +75,8 @@ pub enum CoreEvent {
     Session {
         info: SessionInfo,
         mode: PermissionMode,
+        /// The OS sandbox its commands run in (absent from an older daemon).
+        sandbox: Option<SandboxInfo>,
         context_window: Option<u64>,
     },
     /// The clients attached now; `me` is this client's name, not counted as another.

@@ -13,7 +13,7 @@ use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Widget};
-use stepper_protocol::session::PermissionMode;
+use stepper_protocol::session::{PermissionMode, SandboxState};
 
 use crate::app::{App, Approval};
 use crate::screen::Screen;
@@ -334,6 +334,21 @@ impl App {
             PermissionMode::Default => theme::dim(),
         };
         spans.push(Span::styled(self.mode.as_str(), mode_style));
+        match &self.sandbox {
+            Some(s) if s.state == SandboxState::Active => {
+                let net = if s.network { " +net" } else { "" };
+                spans.push(sep());
+                spans.push(Span::styled(
+                    format!("sandbox {}{net}", s.mode),
+                    Style::new().fg(Color::Green),
+                ));
+            }
+            Some(s) if s.state == SandboxState::Unavailable => {
+                spans.push(sep());
+                spans.push(Span::styled("no sandbox here: asking", theme::warning()));
+            }
+            _ => {}
+        }
         if let (Some(used), Some(window)) = (self.context_tokens, self.context_window)
             && window > 0
         {

@@ -26,5 +26,7 @@ pub use event::{
     Usage,
 };
 pub use methods::{Method, Subscription};
-pub use session::{PermissionMode, SessionId, SessionInfo, SessionStatus};
+pub use session::{
+    PermissionMode, SandboxInfo, SandboxMode, SandboxState, SessionId, SessionInfo, SessionStatus,
+};
 pub use version::{PROTOCOL_VERSION, ProtocolVersion};

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::event::{EventEnvelope, Usage};
-use crate::session::{Env, PermissionMode, SessionId, SessionInfo};
+use crate::session::{Env, PermissionMode, SandboxInfo, SandboxMode, SessionId, SessionInfo};
 use crate::version::ProtocolVersion;
 
 /// The largest input text (`session/submit`, `session/steer`) the daemon takes, in bytes of
@@ -235,6 +235,9 @@ pub struct SessionCreateParams {
     /// The permission mode (the settings' when absent).
     #[serde(default)]
     pub mode: Option<PermissionMode>,
+    /// The OS sandbox of the session's commands (the settings' when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
     /// A first input, queued in the same commit as the session (as `session/submit` would
     /// queue it): one round trip and one commit fewer for a client that asks right away.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -255,6 +258,9 @@ pub struct SessionResponse {
     /// settings' for its folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<PermissionMode>,
+    /// The OS sandbox its commands run in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxInfo>,
     /// The first input `session/create` queued, when it was given one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued: Option<SessionSubmitResponse>,

@@ -63,6 +63,88 @@ impl std::str::FromStr for PermissionMode {
     }
 }
 
+/// What the OS sandbox lets a session's commands change. The names are those of
+/// `setting.json`'s `sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Commands change nothing (but `/dev/null` and the like).
+    ReadOnly,
+    /// Commands change the project, the temp folders and the settings' `writableRoots`.
+    WorkspaceWrite,
+    /// No sandbox: commands run with the user's full rights once the gate lets them.
+    Off,
+}
+
+impl SandboxMode {
+    /// Every mode.
+    pub const ALL: [SandboxMode; 3] = [
+        SandboxMode::ReadOnly,
+        SandboxMode::WorkspaceWrite,
+        SandboxMode::Off,
+    ];
+
+    /// The name in settings and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::Off => "off",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SandboxMode {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        SandboxMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == name)
+            .ok_or_else(|| {
+                format!("sandbox {name:?} is not one of read-only, workspace-write, off")
+            })
+    }
+}
+
+/// Whether a session's commands really run in its sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SandboxState {
+    /// They do.
+    Active,
+    /// The session's sandbox is `off`.
+    Off,
+    /// A sandbox is wanted but this machine cannot apply it (`reason` says why): commands
+    /// that it would have let through ask instead, as in the `default` mode.
+    Unavailable,
+}
+
+/// The sandbox a session's commands run in, as the daemon applies it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxInfo {
+    /// The session's own, else the settings' for its folder (`off` when neither says).
+    pub mode: SandboxMode,
+    pub state: SandboxState,
+    /// Whether commands may open Internet sockets (loopback included). Unix-domain
+    /// sockets are refused either way.
+    pub network: bool,
+    /// Where commands may write, absolute: the project, the temp folders, `writableRoots`
+    /// (empty for `read-only` and `off`).
+    #[serde(default)]
+    pub writable_roots: Vec<String>,
+    /// Why the sandbox is unavailable, or what applies it when active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SessionStatus {

@@ -15,6 +15,7 @@ mod lifecycle;
 mod protocol;
 mod providers;
 mod resume;
+mod sandbox;
 mod security;
 mod service;
 mod subscribe;

@@ -28,7 +28,7 @@ fn initialize(ws: &mut Ws) -> Value {
         1,
         "initialize",
         json!({
-            "protocolVersion": {"major": 1, "minor": 1},
+            "protocolVersion": {"major": 1, "minor": 2},
             "client": {"name": "conformance", "kind": "other", "version": "0"}
         }),
     )
@@ -101,7 +101,7 @@ fn the_documented_session_works_over_a_plain_websocket() {
     let reply = initialize(&mut ws);
     assert_eq!(
         result(&reply)["protocolVersion"],
-        json!({"major": 1, "minor": 1})
+        json!({"major": 1, "minor": 2})
     );
 
     let session = create(&mut ws, &env, 2);

@@ -383,6 +383,7 @@ async fn the_daemon_asks_before_every_corpus_line_and_nothing_happens() {
             title: Some("gate corpus".into()),
             record: None,
             mode: Some(PermissionMode::Default),
+            sandbox: None,
             input: None,
         })
         .await

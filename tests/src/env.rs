@@ -184,6 +184,7 @@ impl TestEnv {
             title: Some("e2e".into()),
             record: None,
             mode,
+            sandbox: None,
             input: None,
         };
         client

@@ -20,6 +20,7 @@ impl App {
             CoreEvent::Session {
                 info,
                 mode,
+                sandbox,
                 context_window,
             } => {
                 if self.session.as_ref().is_some_and(|s| s.id != info.id) {
@@ -37,6 +38,7 @@ impl App {
                 self.presence_after = info.last_seq;
                 self.running = info.status == SessionStatus::Running;
                 self.mode = mode;
+                self.sandbox = sandbox;
                 self.mode_asked = None;
                 self.context_window = context_window;
                 self.session = Some(info);

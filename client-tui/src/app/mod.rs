@@ -36,6 +36,8 @@ pub struct App {
     pub(crate) model: String,
     /// The mode as the daemon last said: shown only once it is committed.
     pub(crate) mode: PermissionMode,
+    /// The session's OS sandbox, as the daemon applies it.
+    pub(crate) sandbox: Option<stepper_protocol::SandboxInfo>,
     /// The mode last asked with Shift-Tab and not confirmed yet: the next press cycles on
     /// from it.
     mode_asked: Option<PermissionMode>,
@@ -80,6 +82,7 @@ impl App {
             session: None,
             model: String::new(),
             mode: PermissionMode::Default,
+            sandbox: None,
             mode_asked: None,
             context_window: None,
             last_seq: 0,

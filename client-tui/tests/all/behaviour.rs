@@ -616,6 +616,7 @@ fn presence_comes_from_the_snapshot_and_live_events_not_from_replay() {
     app.apply(CoreEvent::Session {
         info: session,
         mode: PermissionMode::Default,
+        sandbox: None,
         context_window: None,
     });
     app.apply(CoreEvent::Clients {

@@ -159,6 +159,7 @@ async fn session(h: &Harness) {
         .send(CoreEvent::Session {
             info: info(stepper_protocol::session::SessionStatus::Idle),
             mode: PermissionMode::Default,
+            sandbox: None,
             context_window: None,
         })
         .await

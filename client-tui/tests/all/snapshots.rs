@@ -359,6 +359,40 @@ fn status_line_with_usage_and_other_clients() {
     assert!(status.contains("ctx 21%"));
 }
 
+/// The sandbox in the status line: shown when it confines commands, and a warning when it is
+/// wanted but missing (commands ask then); nothing when it is off.
+#[test]
+fn status_line_with_the_sandbox() {
+    use stepper_protocol::{SandboxInfo, SandboxMode, SandboxState};
+    let with = |state, network| {
+        let mut app = app();
+        app.apply(CoreEvent::Session {
+            info: info(SessionStatus::Idle),
+            mode: PermissionMode::AcceptEdits,
+            sandbox: Some(SandboxInfo {
+                mode: SandboxMode::WorkspaceWrite,
+                state,
+                network,
+                writable_roots: vec!["/project".into()],
+                reason: None,
+            }),
+            context_window: Some(200_000),
+        });
+        frame(&app, 110).lines().last().unwrap().to_string()
+    };
+    let lines = [
+        with(SandboxState::Active, false),
+        with(SandboxState::Active, true),
+        with(SandboxState::Unavailable, false),
+        with(SandboxState::Off, false),
+    ];
+    assert_snapshot!("status_line_sandbox", lines.join("\n"));
+    assert!(lines[0].contains("sandbox workspace-write") && !lines[0].contains("+net"));
+    assert!(lines[1].contains("+net"));
+    assert!(lines[2].contains("no sandbox here"));
+    assert!(!lines[3].contains("sandbox"));
+}
+
 #[test]
 fn one_line_cells_notices_errors_and_interruptions() {
     let mut app = app();

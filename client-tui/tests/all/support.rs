@@ -36,6 +36,7 @@ pub fn app() -> App {
     app.apply(CoreEvent::Session {
         info: info(SessionStatus::Idle),
         mode: PermissionMode::Default,
+        sandbox: None,
         context_window: Some(200_000),
     });
     app.apply(CoreEvent::Clients {

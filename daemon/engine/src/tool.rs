@@ -28,6 +28,14 @@ pub enum GateRequest {
     },
     /// Fetch a URL.
     WebFetch { url: String },
+    /// Run a command line again outside the OS sandbox, after it failed inside it
+    /// (`failure`: what it printed). Always asked (deny rules still refuse it).
+    Unsandboxed {
+        command: String,
+        cwd: PathBuf,
+        env: CommandEnv,
+        failure: String,
+    },
     /// Call a tool of an MCP server.
     Mcp {
         server: String,
@@ -80,6 +88,17 @@ impl OutputSink for NoOutput {
     fn delta(&self, _: &str) {}
 }
 
+/// How the session's commands are confined: a command line runs as `program`, then
+/// `prefix`, then the command (`bash -c LINE`). Made by the daemon from the sandbox policy
+/// (`stepperd sandbox …` on Linux, `sandbox-exec -p …` on macOS).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandSandbox {
+    pub program: PathBuf,
+    pub prefix: Vec<std::ffi::OsString>,
+    /// The helper's exit code when it could not restrict itself (the command did not run).
+    pub helper_failed: Option<i32>,
+}
+
 /// The context of one tool call.
 #[derive(Clone)]
 pub struct ToolCx {
@@ -92,6 +111,8 @@ pub struct ToolCx {
     pub cancel: CancellationToken,
     pub gate: Arc<dyn Gate>,
     pub output: Arc<dyn OutputSink>,
+    /// The OS sandbox commands run in; `None` runs them as they are.
+    pub sandbox: Option<Arc<CommandSandbox>>,
 }
 
 impl ToolCx {
@@ -104,6 +125,7 @@ impl ToolCx {
             cancel: CancellationToken::new(),
             gate: Arc::new(AllowAll),
             output: Arc::new(NoOutput),
+            sandbox: None,
         }
     }
 

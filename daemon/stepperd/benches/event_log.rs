@@ -36,6 +36,7 @@ async fn new_store(dir: &std::path::Path, id: &str) -> Store {
         env: Env::new(),
         created_at: now_ms(),
         mode: None,
+        sandbox: None,
     };
     store.create_session(&new).await.unwrap();
     store

@@ -87,6 +87,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         login_env: Default::default(),
         tools: stepper_tools::all(),
         shutdown: shutdown.clone(),
+        sandboxes: std::sync::Arc::new(crate::hub::sandbox::Sandboxes::from_env()),
     });
     // Children a crashed daemon left running go first: a recovered turn must not meet them.
     let registry = places.data_dir.join("children");

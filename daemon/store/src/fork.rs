@@ -26,8 +26,8 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let inserted = sqlx::query(
             "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-             updated_at, last_seq, turns, mode) \
-             SELECT ?, ?, ?, ?, env_json, 'idle', ?, ?, 0, 0, ? FROM sessions WHERE id = ?",
+             updated_at, last_seq, turns, mode, sandbox) \
+             SELECT ?, ?, ?, ?, env_json, 'idle', ?, ?, 0, 0, ?, ? FROM sessions WHERE id = ?",
         )
         .bind(&new.id)
         .bind(&new.title)
@@ -36,6 +36,7 @@ impl Store {
         .bind(new.created_at)
         .bind(new.created_at)
         .bind(&new.mode)
+        .bind(&new.sandbox)
         .bind(source)
         .execute(&mut *tx)
         .await?;

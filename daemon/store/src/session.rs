@@ -22,6 +22,8 @@ pub struct NewSession {
     pub created_at: i64,
     /// The session's own permission mode (by name); `None` follows the settings'.
     pub mode: Option<String>,
+    /// The session's own sandbox (by name); `None` follows the settings'.
+    pub sandbox: Option<String>,
 }
 
 /// One page of `list_sessions`.
@@ -430,7 +432,8 @@ pub(crate) fn insert_session<'q>(script: &mut Script<'q>, new: &'q NewSession, e
     script
         .statement(
             "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-             updated_at, last_seq, turns, mode) VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, ?)",
+             updated_at, last_seq, turns, mode, sandbox) \
+             VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, ?, ?)",
         )
         .bind(&new.id)
         .bind(&new.title)
@@ -439,7 +442,8 @@ pub(crate) fn insert_session<'q>(script: &mut Script<'q>, new: &'q NewSession, e
         .bind(env_json)
         .bind(new.created_at)
         .bind(new.created_at)
-        .bind(&new.mode);
+        .bind(&new.mode)
+        .bind(&new.sandbox);
 }
 
 /// Messages to add to a session's stored context, in order, for one layer and turn.
@@ -638,6 +642,16 @@ impl Store {
                 .fetch_optional(&self.pool)
                 .await?;
         Ok(mode.flatten())
+    }
+
+    /// The sandbox chosen for a session, by name; `None` follows the settings.
+    pub async fn session_sandbox(&self, session_id: &str) -> Result<Option<String>> {
+        let sandbox: Option<Option<String>> =
+            sqlx::query_scalar("SELECT sandbox FROM sessions WHERE id = ?")
+                .bind(session_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(sandbox.flatten())
     }
 
     /// The model of a session's next turns.

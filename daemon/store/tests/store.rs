@@ -17,6 +17,7 @@ fn new_session(id: &str, cwd: &str) -> NewSession {
         env: Env::from([("PATH".to_string(), "/bin".to_string())]),
         created_at: now_ms(),
         mode: None,
+        sandbox: None,
     }
 }
 
@@ -488,4 +489,22 @@ async fn history_leaves_out_the_streamed_pieces_of_completed_turns_only() {
         [1, 4, 5, 6, 7],
         "an interrupted or running turn keeps its pieces"
     );
+}
+
+#[tokio::test]
+async fn a_sessions_own_sandbox_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).await.unwrap();
+    let mut new = new_session("sb", "/p");
+    new.sandbox = Some("workspace-write".into());
+    store.create_session(&new).await.unwrap();
+    store
+        .create_session(&new_session("plain", "/p"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.session_sandbox("sb").await.unwrap().as_deref(),
+        Some("workspace-write")
+    );
+    assert_eq!(store.session_sandbox("plain").await.unwrap(), None);
 }

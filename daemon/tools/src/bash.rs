@@ -1,6 +1,7 @@
 //! The bash tool: a command line run in the session's folder and environment, in its own
-//! process group, its output streamed as it comes and capped, the whole tree killed on
-//! timeout or cancel.
+//! process group (and the session's OS sandbox, when it has one), its output streamed as it
+//! comes and capped, the whole tree killed on timeout or cancel. A sandboxed command that
+//! failed on a refusal can run again outside the sandbox, only through an approval.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -9,8 +10,8 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 use stepper_engine::tool::{
-    CommandEnv, GateRequest, Tool, ToolCx, ToolDetails, ToolError, ToolOutput, ToolResult,
-    ToolSpec, parse_args,
+    CommandEnv, CommandSandbox, GateRequest, Tool, ToolCx, ToolDetails, ToolError, ToolOutput,
+    ToolResult, ToolSpec, parse_args,
 };
 use tokio::io::AsyncReadExt;
 
@@ -81,10 +82,111 @@ async fn run(args: serde_json::Value, cx: &ToolCx) -> ToolResult {
     })
     .await?;
 
-    let mut command = tokio::process::Command::new("bash");
+    let Some(sandbox) = cx.sandbox.as_deref() else {
+        return execute(&args.command, timeout, cx, None)
+            .await
+            .map(Ran::into_output);
+    };
+    let first = execute(&args.command, timeout, cx, Some(sandbox)).await?;
+    if first.code.is_some()
+        && first.code == sandbox.helper_failed
+        && let Some(why) = first
+            .text
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix(stepper_process::sandbox::HELPER_PREFIX))
+    {
+        return Err(ToolError::Failed(format!(
+            "the sandbox could not be applied, so the command did not run: {why}"
+        )));
+    }
+    let refused: Vec<&str> = first
+        .text
+        .lines()
+        .filter(|l| stepper_process::sandbox::looks_refused(l))
+        .take(3)
+        .collect();
+    if first.code == Some(0) || refused.is_empty() {
+        return Ok(first.into_output());
+    }
+    // It may have failed because the sandbox refused it: running it outside is the user's
+    // call, asked every time.
+    let again = cx
+        .gate(GateRequest::Unsandboxed {
+            command: args.command.clone(),
+            cwd: cx.cwd.clone(),
+            env: CommandEnv(std::sync::Arc::new(cx.env.clone())),
+            failure: refused.join("\n"),
+        })
+        .await;
+    match again {
+        Ok(()) => {
+            cx.output
+                .delta("\n[running it again outside the sandbox, as approved]\n");
+            let mut second = execute(&args.command, timeout, cx, None).await?;
+            second.text = format!(
+                "[the sandbox refused it; this is its run outside the sandbox, approved by the user]\n{}",
+                second.text
+            );
+            Ok(second.into_output())
+        }
+        Err(ToolError::Denied(why)) => {
+            let mut out = first.into_output();
+            out.content.push_str(&format!(
+                "\n[the sandbox refused something this command needed; running it outside the \
+                 sandbox was not approved ({why})]"
+            ));
+            Ok(out)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A command that ran to its end: its exit code (`None`: killed by a signal) and output.
+struct Ran {
+    code: Option<i32>,
+    text: String,
+}
+
+impl Ran {
+    fn into_output(self) -> ToolOutput {
+        let mut content = self.text;
+        match self.code {
+            Some(0) => {}
+            Some(c) => content.push_str(&format!("\n[exit code {c}]")),
+            None => content.push_str("\n[killed by a signal]"),
+        }
+        if content.trim().is_empty() {
+            content = "(no output)".into();
+        }
+        ToolOutput {
+            content,
+            details: ToolDetails {
+                exit_code: self.code,
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Run `line` with bash, in the sandbox when one is given, streaming its output.
+async fn execute(
+    line: &str,
+    timeout: Duration,
+    cx: &ToolCx,
+    sandbox: Option<&CommandSandbox>,
+) -> Result<Ran, ToolError> {
+    let mut command = match sandbox {
+        Some(s) => {
+            let mut c = tokio::process::Command::new(&s.program);
+            c.args(&s.prefix).arg("bash");
+            c
+        }
+        None => tokio::process::Command::new("bash"),
+    };
     command
         .arg("-c")
-        .arg(&args.command)
+        .arg(line)
         .current_dir(&cx.cwd)
         .env_clear()
         .envs(&cx.env)
@@ -144,22 +246,9 @@ async fn run(args: serde_json::Value, cx: &ToolCx) -> ToolResult {
             output.text()
         )));
     };
-    let code = status.code();
-    let mut content = output.text();
-    match code {
-        Some(0) => {}
-        Some(c) => content.push_str(&format!("\n[exit code {c}]")),
-        None => content.push_str("\n[killed by a signal]"),
-    }
-    if content.trim().is_empty() {
-        content = "(no output)".into();
-    }
-    Ok(ToolOutput {
-        content,
-        details: ToolDetails {
-            exit_code: code,
-            ..Default::default()
-        },
+    Ok(Ran {
+        code: status.code(),
+        text: output.text(),
     })
 }
 

@@ -85,6 +85,53 @@ pub struct Settings {
     /// When and with which model long conversations are summarised.
     #[serde(default)]
     pub compaction: Option<Compaction>,
+    /// The OS sandbox commands run in: `"workspace-write"`, or an object with `mode`,
+    /// `writableRoots`, `readableRoots` and `network`.
+    #[serde(default)]
+    pub sandbox: Option<SandboxSetting>,
+}
+
+/// The OS sandbox's names: the protocol's type, as for permission modes.
+pub use stepper_protocol::session::SandboxMode;
+
+/// `sandbox` in settings: a mode alone, or a mode with what else it allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SandboxSetting {
+    Mode(SandboxMode),
+    Full(SandboxConfig),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `read-only`, `workspace-write` or `off` (the default).
+    #[serde(default)]
+    pub mode: Option<SandboxMode>,
+    /// More folders commands may change, beside the project and the temp folders
+    /// (absolute, or starting with `~/`).
+    #[serde(default)]
+    pub writable_roots: Vec<String>,
+    /// Where commands may read: when given, only these, the project, the writable roots
+    /// and the system's folders; when absent, everywhere.
+    #[serde(default)]
+    pub readable_roots: Option<Vec<String>>,
+    /// Whether commands may use the network (Internet sockets, loopback included).
+    #[serde(default)]
+    pub network: Option<bool>,
+}
+
+impl SandboxSetting {
+    /// As the object form.
+    pub fn config(&self) -> SandboxConfig {
+        match self {
+            SandboxSetting::Mode(mode) => SandboxConfig {
+                mode: Some(*mode),
+                ..SandboxConfig::default()
+            },
+            SandboxSetting::Full(config) => config.clone(),
+        }
+    }
 }
 
 /// How much tools may do without asking: the protocol's type, so the wire, the settings and
@@ -162,6 +209,14 @@ impl Settings {
             .unwrap_or(PermissionMode::Default)
     }
 
+    /// The sandbox these settings choose, in its object form (`off` when none).
+    pub fn sandbox(&self) -> SandboxConfig {
+        self.sandbox
+            .as_ref()
+            .map(SandboxSetting::config)
+            .unwrap_or_default()
+    }
+
     /// Load and merge `files` in order. Missing files are fine.
     pub fn load_files(files: Vec<PathBuf>) -> Result<Settings, ConfigError> {
         let mut merged = Settings::default();
@@ -201,6 +256,25 @@ impl Settings {
         if later.compaction.is_some() {
             self.compaction = later.compaction;
         }
+        if let Some(later) = later.sandbox {
+            // The last mode and network win; roots accumulate, as rules do.
+            let mut merged = self
+                .sandbox
+                .as_ref()
+                .map(SandboxSetting::config)
+                .unwrap_or_default();
+            let later = later.config();
+            merged.mode = later.mode.or(merged.mode);
+            merged.network = later.network.or(merged.network);
+            merged.writable_roots.extend(later.writable_roots);
+            if let Some(roots) = later.readable_roots {
+                merged
+                    .readable_roots
+                    .get_or_insert_with(Vec::new)
+                    .extend(roots);
+            }
+            self.sandbox = Some(SandboxSetting::Full(merged));
+        }
         if let Some(p) = later.permissions {
             // Rules accumulate across files, as in Claude Code; the last mode wins.
             let merged = self.permissions.get_or_insert_with(Permissions::default);
@@ -222,6 +296,28 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sandbox_as_a_name_or_an_object_merges_across_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.json");
+        let project = dir.path().join("project.json");
+        std::fs::write(
+            &user,
+            r#"{"sandbox": {"mode": "read-only", "writableRoots": ["~/.cache"], "network": true}}"#,
+        )
+        .unwrap();
+        std::fs::write(&project, r#"{"sandbox": "workspace-write"}"#).unwrap();
+        let merged = Settings::load_files(vec![user, project]).unwrap().sandbox();
+        assert_eq!(merged.mode, Some(SandboxMode::WorkspaceWrite));
+        assert_eq!(merged.network, Some(true));
+        assert_eq!(merged.writable_roots, vec!["~/.cache".to_string()]);
+        assert_eq!(Settings::default().sandbox().mode, None);
+        for mode in SandboxMode::ALL {
+            assert_eq!(serde_json::to_value(mode).unwrap(), mode.as_str());
+            assert_eq!(mode.as_str().parse::<SandboxMode>(), Ok(mode));
+        }
+    }
 
     #[test]
     fn mode_names_are_the_settings_names() {

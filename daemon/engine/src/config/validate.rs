@@ -61,6 +61,7 @@ const KEYS: &[&str] = &[
     "mcpServers",
     "hooks",
     "compaction",
+    "sandbox",
 ];
 const PROVIDER_KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "headers", "models"];
 const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
@@ -260,11 +261,45 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             "compaction" => {
                 c.typed::<Compaction>(&p("compaction"), value, &no_hint);
             }
+            "sandbox" => {
+                c.typed::<super::SandboxSetting>(&p("sandbox"), value, &|_| {
+                    Some(
+                        "\"read-only\", \"workspace-write\" or \"off\", or an object with mode, \
+                         writableRoots, readableRoots (lists of absolute or ~/ paths) and network \
+                         (true or false)"
+                            .into(),
+                    )
+                });
+                check_sandbox_roots(&mut c, value);
+            }
             _ => {}
         }
     }
     c.problems.sort_by_key(|p| (p.line, p.column));
     c.problems
+}
+
+/// Roots must be absolute (or start with `~/`): a relative one would depend on where the
+/// command runs.
+fn check_sandbox_roots(c: &mut Checker<'_>, value: &Value) {
+    for key in ["writableRoots", "readableRoots"] {
+        let Some(roots) = value.get(key).and_then(Value::as_array) else {
+            continue;
+        };
+        for (i, root) in roots.iter().enumerate() {
+            if let Some(text) = root.as_str()
+                && !(text.starts_with('/') || text.starts_with("~/"))
+            {
+                c.at(
+                    &["sandbox".to_string(), key.to_string(), i.to_string()],
+                    false,
+                    Severity::Error,
+                    format!("{text:?} is not an absolute path"),
+                    Some("write it from / or ~/".into()),
+                );
+            }
+        }
+    }
 }
 
 fn model_hint() -> String {
@@ -380,6 +415,30 @@ mod tests {
     #[test]
     fn broken_json_points_at_the_fault() {
         insta::assert_snapshot!(report("{\n  \"model\": \"a/b\"\n  \"record\": \"x\"\n}"));
+    }
+
+    #[test]
+    fn sandbox_problems_are_placed() {
+        assert_eq!(report(r#"{"sandbox": "workspace-write"}"#), "");
+        assert_eq!(
+            report(
+                r#"{"sandbox": {"mode": "read-only", "writableRoots": ["~/.cache"], "network": true}}"#
+            ),
+            ""
+        );
+        let bad = report("{\n  \"sandbox\": \"strict\"\n}");
+        assert!(
+            bad.starts_with("project/.stepper/setting.json:2:14: error:")
+                && bad.contains("workspace-write"),
+            "{bad}"
+        );
+        let relative = report(
+            "{\"sandbox\": {\"mode\": \"workspace-write\",\n \"writableRoots\": [\"build\"]}}",
+        );
+        assert!(
+            relative.contains(":2:20: error: \"build\" is not an absolute path"),
+            "{relative}"
+        );
     }
 
     #[test]

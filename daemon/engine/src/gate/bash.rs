@@ -13,7 +13,7 @@ use stepper_protocol::session::Env;
 
 use super::commands::{self, IgnoreWalk, Judgement, Reads};
 use super::shell::{self, SimpleCommand, Value, Word, pattern};
-use super::{Policy, Verdict, repo, resolve};
+use super::{Policy, SandboxState, Verdict, repo, resolve};
 use crate::config::PermissionMode;
 
 /// Folders a line may run its commands in (one per `cd` combination) before the gate stops
@@ -69,9 +69,19 @@ impl Policy {
                 ));
             }
         }
-        if self.mode == PermissionMode::Auto {
+        // A sandbox that should be there and is not: `auto` and `accept-edits` ask about
+        // commands as `default` does (plan mode refuses as ever).
+        let fallback = self.sandbox == SandboxState::Unavailable;
+        if self.mode == PermissionMode::Auto && !fallback {
             return self.auto(&analysis);
         }
+        // The sandbox keeps what the line changes inside the project, where this mode lets
+        // changes through: only what it may read outside is still a question.
+        let confined = self.sandbox == SandboxState::Active
+            && matches!(
+                self.mode,
+                PermissionMode::AcceptEdits | PermissionMode::Auto
+            );
         let plan = self.mode == PermissionMode::Plan;
         let refuse = |why: String| {
             if plan {
@@ -80,10 +90,12 @@ impl Policy {
                 Verdict::Ask(why)
             }
         };
-        if let Some(risk) = analysis.risky.first() {
+        if let Some(risk) = analysis.risky.first()
+            && !confined
+        {
             return refuse(format!("the command line has {risk}"));
         }
-        if let Some(why) = shell_environment(env, &self.project_root, line) {
+        if !confined && let Some(why) = shell_environment(env, &self.project_root, line) {
             return Verdict::Ask(why);
         }
         for cmd in &analysis.commands {
@@ -96,6 +108,9 @@ impl Policy {
                 ));
             }
         }
+        if confined && self.sandbox_confines_reads {
+            return Verdict::Allow;
+        }
         let judged: Vec<(&SimpleCommand, Judgement)> = analysis
             .commands
             .iter()
@@ -107,7 +122,7 @@ impl Policy {
         };
         let mut memo = Memo::default();
         // The line itself runs in the bash found on the session's PATH.
-        if let Err(why) = self.program("bash", env) {
+        if !confined && let Err(why) = self.program("bash", env) {
             return Verdict::Ask(format!("the shell: {why}"));
         }
         let mut unapproved = Vec::new();
@@ -120,6 +135,7 @@ impl Policy {
             let by_prefix = self.allow.iter().any(|r| r.matches_command(&words));
             let exactly = self.allow.iter().any(|r| r.matches_exactly(&words));
             match judgement {
+                Judgement::Shell(_) if confined => {}
                 Judgement::Shell(why) => return refuse(format!("{}: {why}", cmd.shown())),
                 Judgement::Unlisted => {
                     if !by_prefix || writes_by_flag(&words) {
@@ -161,13 +177,42 @@ impl Policy {
                 Finding::Ask(why) => asks.push(why),
             }
         }
-        if !unapproved.is_empty() {
+        if !unapproved.is_empty() && !confined {
             return refuse(format!("run {}", unapproved.join(", ")));
         }
         match asks.into_iter().next() {
             Some(why) => Verdict::Ask(why),
             None => Verdict::Allow,
         }
+    }
+
+    /// Running a line again outside the sandbox: refused by deny rules and in plan mode,
+    /// otherwise always asked, whatever the mode and the allow rules.
+    pub(super) fn unsandboxed(&self, line: &str, failure: &str) -> Verdict {
+        let analysis = shell::analyse(line);
+        for cmd in &analysis.commands {
+            let words = literal_words(cmd);
+            if let Some(rule) = self.deny.iter().find(|r| r.matches_command(&words)) {
+                return Verdict::Deny(format!(
+                    "{} is denied by the rule {}",
+                    cmd.shown(),
+                    rule.text
+                ));
+            }
+        }
+        if self.mode == PermissionMode::Plan {
+            return Verdict::Deny("plan mode only reads".into());
+        }
+        let first = failure
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        let first: String = first.chars().take(200).collect();
+        Verdict::Ask(format!(
+            "run it again outside the sandbox, with all your rights and the network: it failed \
+             inside it ({first})"
+        ))
     }
 
     /// `auto` asks nothing, but deny rules still hold: a line whose commands cannot all be

@@ -41,7 +41,17 @@ pub struct Policy {
     pub deny: Vec<Rule>,
     pub ask: Vec<Rule>,
     pub project_root: PathBuf,
+    /// Whether commands run in an OS sandbox. `Active` in `accept-edits` lets a line run
+    /// without asking when only what it could change was in doubt (the sandbox keeps that
+    /// inside the project); `Unavailable` makes `accept-edits` and `auto` ask about commands
+    /// as `default` does, since the sandbox they were meant to run in is not there.
+    pub sandbox: SandboxState,
+    /// The sandbox also confines reads (`readableRoots`): reads outside the project need no
+    /// question either.
+    pub sandbox_confines_reads: bool,
 }
+
+pub use stepper_protocol::session::SandboxState;
 
 impl Policy {
     /// The session rules "allow always" adds for `request`: the same simple commands, file,
@@ -58,6 +68,8 @@ impl Policy {
             GateRequest::Read { path } => vec![format!("Read(/{})", path.display())],
             GateRequest::WebFetch { url } => vec![format!("WebFetch(domain:{})", host_of(url))],
             GateRequest::Mcp { server, tool, .. } => vec![format!("mcp__{server}__{tool}")],
+            // Leaving the sandbox is asked every time: no rule stands for it.
+            GateRequest::Unsandboxed { .. } => Vec::new(),
         };
         texts
             .iter()
@@ -89,6 +101,8 @@ impl Policy {
             deny: parse(&p.deny),
             ask: parse(&p.ask),
             project_root: root.to_path_buf(),
+            sandbox: SandboxState::Off,
+            sandbox_confines_reads: false,
         };
         (policy, problems)
     }
@@ -102,6 +116,9 @@ impl Policy {
             GateRequest::Edit { path, .. } => self.path(path, true),
             GateRequest::WebFetch { url } => self.web(url),
             GateRequest::Mcp { server, tool, .. } => self.mcp(server, tool),
+            GateRequest::Unsandboxed {
+                command, failure, ..
+            } => self.unsandboxed(command, failure),
         }));
         decided.unwrap_or_else(|_| {
             tracing::error!("the permission check failed; asking instead");

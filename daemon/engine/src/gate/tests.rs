@@ -861,3 +861,90 @@ fn the_ignore_files_rg_reads_are_checked_like_reads() {
     );
     assert_eq!(decide("rg x"), "allow");
 }
+
+/// With the sandbox on, `accept-edits` lets through what only the sandbox's confinement of
+/// changes was in doubt about; reads outside the project, deny and ask rules still hold. A
+/// sandbox that is wanted but missing makes `accept-edits` and `auto` ask as `default` does.
+#[test]
+fn the_sandbox_lets_changes_inside_the_project_through_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let with = |mode, sandbox: SandboxState| {
+        let mut p = policy(mode, &root, &[], &["Bash(rm -rf:*)"], &["Bash(git push:*)"]);
+        p.sandbox = sandbox;
+        p
+    };
+    let sh = |line: &str| sh_in(line, &root);
+    let sandboxed = with(AcceptEdits, SandboxState::Active);
+    for line in [
+        "cargo build && touch made",
+        "npm test > out.txt",
+        "echo $(date) > log",
+        "for f in *.rs; do wc -l $f; done",
+        "BASH_ENV=x make",
+    ] {
+        assert_eq!(sandboxed.decide(&sh(line)), Verdict::Allow, "{line}");
+    }
+    for (line, want) in [
+        ("cat /etc/passwd", "ask"),
+        ("git push origin main", "ask"),
+        ("rm -rf target", "deny"),
+    ] {
+        assert_eq!(kind(&sandboxed.decide(&sh(line))), want, "{line}");
+    }
+    let mut reads_too = with(AcceptEdits, SandboxState::Active);
+    reads_too.sandbox_confines_reads = true;
+    assert_eq!(reads_too.decide(&sh("cat /etc/passwd")), Verdict::Allow);
+
+    // Default mode asks as ever: the sandbox holds only what was approved.
+    assert_eq!(
+        kind(&with(Default, SandboxState::Active).decide(&sh("touch made"))),
+        "ask"
+    );
+    // No sandbox where one was wanted: nothing that would have run in it runs unasked.
+    for mode in [AcceptEdits, Auto] {
+        let fallback = with(mode, SandboxState::Unavailable);
+        assert_eq!(kind(&fallback.decide(&sh("touch made"))), "ask", "{mode}");
+        assert_eq!(
+            fallback.decide(&sh("ls")),
+            Verdict::Allow,
+            "{mode}: reads still run"
+        );
+    }
+    assert_eq!(
+        with(Auto, SandboxState::Off).decide(&sh("touch made")),
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn leaving_the_sandbox_is_always_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let out = |line: &str| GateRequest::Unsandboxed {
+        command: line.into(),
+        cwd: root.clone(),
+        env: crate::tool::CommandEnv::default(),
+        failure: "\ntouch: cannot touch '/x': Permission denied\n".into(),
+    };
+    for mode in [Default, AcceptEdits, Auto] {
+        let mut p = policy(mode, &root, &["Bash(touch:*)"], &["Bash(rm:*)"], &[]);
+        p.sandbox = SandboxState::Active;
+        match p.decide(&out("touch /x")) {
+            Verdict::Ask(why) => assert!(
+                why.contains("outside the sandbox") && why.contains("cannot touch '/x'"),
+                "{why}"
+            ),
+            other => panic!("{mode}: {other:?}"),
+        }
+        assert_eq!(kind(&p.decide(&out("rm /x"))), "deny", "{mode}");
+        assert!(
+            p.rules_for(&out("touch /x")).is_empty(),
+            "no rule stands for it"
+        );
+    }
+    assert_eq!(
+        kind(&policy(Plan, &root, &[], &[], &[]).decide(&out("touch /x"))),
+        "deny"
+    );
+}

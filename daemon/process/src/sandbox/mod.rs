@@ -11,7 +11,7 @@
 mod linux;
 pub mod macos;
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The exit code of a helper that could not restrict itself (the command did not run); its
@@ -150,32 +150,28 @@ impl Policy {
         Ok((policy, invocation))
     }
 
-    /// `program args` to run under this policy on this OS, with `helper` the binary whose
-    /// `sandbox` subcommand restricts itself (Linux). `None` where the OS has no sandbox.
-    pub fn wrap(&self, helper: &Path, program: &OsStr, args: &[OsString]) -> Option<Wrapped> {
+    /// How to run a command under this policy on this OS: `program`, then `args`, then the
+    /// command. `helper` is the binary whose `sandbox` subcommand restricts itself (Linux).
+    /// `None` where the OS has no sandbox.
+    pub fn wrap(&self, helper: &Path) -> Option<Wrapped> {
         if cfg!(target_os = "linux") {
-            let mut argv = self.helper_args();
-            argv.push(program.into());
-            argv.extend(args.iter().cloned());
             Some(Wrapped {
                 program: helper.into(),
-                args: argv,
+                args: self.helper_args(),
             })
         } else if cfg!(target_os = "macos") {
             let (profile, params) = macos::profile(self);
-            let mut argv: Vec<OsString> = vec!["-p".into(), profile.into()];
+            let mut args: Vec<OsString> = vec!["-p".into(), profile.into()];
             for (key, value) in params {
                 let mut define = OsString::from(format!("-D{key}="));
                 define.push(value);
-                argv.push(define);
+                args.push(define);
             }
-            argv.push("--".into());
-            argv.push(program.into());
-            argv.extend(args.iter().cloned());
+            args.push("--".into());
             Some(Wrapped {
                 // A fixed path: a `sandbox-exec` found on PATH could be anyone's.
                 program: macos::SANDBOX_EXEC.into(),
-                args: argv,
+                args,
             })
         } else {
             None
@@ -192,7 +188,7 @@ pub enum Invocation {
     Run(Vec<OsString>),
 }
 
-/// A command line that runs a command under a sandbox.
+/// The start of a command line that runs a command under a sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wrapped {
     pub program: PathBuf,

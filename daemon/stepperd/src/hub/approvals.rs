@@ -180,7 +180,9 @@ impl Gate for SessionGate {
 /// The tool and what to show for a request.
 fn describe(request: &GateRequest) -> (String, Option<String>, Option<String>) {
     match request {
-        GateRequest::Bash { command, .. } => ("bash".into(), Some(command.clone()), None),
+        GateRequest::Bash { command, .. } | GateRequest::Unsandboxed { command, .. } => {
+            ("bash".into(), Some(command.clone()), None)
+        }
         GateRequest::Edit { path, diff } => (
             "edit".into(),
             Some(path.display().to_string()),

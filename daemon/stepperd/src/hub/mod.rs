@@ -11,6 +11,7 @@ pub mod context;
 pub mod env;
 pub mod log;
 pub mod replay;
+pub mod sandbox;
 pub mod session;
 pub mod settings;
 mod turn;
@@ -21,16 +22,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use stepper_engine::ModelRef;
-use stepper_engine::config::PermissionMode;
+use stepper_engine::config::{PermissionMode, SandboxMode};
 use stepper_engine::model::DEFAULT_MODEL;
 use stepper_engine::tool::Tool;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
-use stepper_protocol::{AppEvent, TurnStatus};
+use stepper_protocol::{AppEvent, SandboxInfo, TurnStatus};
 use stepper_providers::Providers;
 use stepper_store::{NewSession, Store, now_ms};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+pub use session::Chosen;
 
 pub use env::persistable_env;
 pub use log::{EventLog, LogError, Published};
@@ -96,6 +99,8 @@ pub struct HubDeps {
     pub tools: Vec<Arc<dyn Tool>>,
     /// The daemon is stopping: no new turn starts (queued inputs wait for the next start).
     pub shutdown: CancellationToken,
+    /// The OS sandbox: whether this machine has one, and each session's.
+    pub sandboxes: Arc<sandbox::Sandboxes>,
 }
 
 /// A session to create, as a client asks for it.
@@ -106,6 +111,7 @@ pub struct NewSessionRequest {
     pub title: Option<String>,
     pub record: Option<String>,
     pub mode: Option<PermissionMode>,
+    pub sandbox: Option<SandboxMode>,
     /// A first input, queued in the session's first commit; and who gave it.
     pub input: Option<(String, Option<String>)>,
 }
@@ -194,6 +200,7 @@ impl Hub {
             env: persistable_env(&request.env),
             created_at: now_ms(),
             mode: request.mode.map(|m| m.as_str().to_string()),
+            sandbox: request.sandbox.map(|m| m.as_str().to_string()),
         };
         let first = request.input.map(|(text, client)| {
             let input_id = uuid::Uuid::now_v7().to_string();
@@ -217,7 +224,10 @@ impl Hub {
             &info,
             (request.env, from_client),
             record,
-            request.mode,
+            Chosen {
+                mode: request.mode,
+                sandbox: request.sandbox,
+            },
             first,
         );
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
@@ -266,6 +276,7 @@ impl Hub {
             ))
         });
         let (env, mode) = source.env_and_mode();
+        let sandbox = source.sandbox();
         // A source loaded from the store hands on its secret-free environment: the fork,
         // like the source, then waits for the login shell's.
         let from_client = source.env_from_client();
@@ -277,9 +288,16 @@ impl Hub {
             env: persistable_env(&env),
             created_at: now_ms(),
             mode: mode.map(|m| m.as_str().to_string()),
+            sandbox: sandbox.map(|m| m.as_str().to_string()),
         };
         let forked = store.fork_session(source_id, &new, from_turn).await?;
-        let live = self.adopt(&forked, (env, from_client), None, mode, None);
+        let live = self.adopt(
+            &forked,
+            (env, from_client),
+            None,
+            Chosen { mode, sandbox },
+            None,
+        );
         tracing::info!(session = %forked.id, from = %source_id, turn = from_turn, "session forked");
         let mode = self.mode_of(&live).await?;
         Ok((forked, mode))
@@ -292,6 +310,25 @@ impl Hub {
             Some(mode) => Ok(mode),
             None => Ok(self.deps.settings.get(Some(&session.cwd())).await?.mode()),
         }
+    }
+
+    /// The sandbox a session's next command runs in: its own choice, else its folder's
+    /// settings', as this machine can apply it.
+    pub async fn sandbox_of(&self, session: &LiveSession) -> Result<SandboxInfo, HubError> {
+        let cwd = session.cwd();
+        let settings = self.deps.settings.get(Some(&cwd)).await?;
+        let config = settings.sandbox();
+        let mode = session
+            .sandbox()
+            .or(config.mode)
+            .unwrap_or(SandboxMode::Off);
+        let (env, _) = session.env_and_mode();
+        Ok(self
+            .deps
+            .sandboxes
+            .plan(mode, &config, &cwd, &env)
+            .await
+            .info)
     }
 
     /// Delete a session and everything stored of it; refused while a turn runs.
@@ -318,10 +355,10 @@ impl Hub {
         info: &SessionInfo,
         env: (Env, bool),
         record: Option<PathBuf>,
-        mode: Option<PermissionMode>,
+        chosen: Chosen,
         first: Option<(String, String)>,
     ) -> Arc<LiveSession> {
-        let session = LiveSession::start(info, env, record, mode, first, &self.deps);
+        let session = LiveSession::start(info, env, record, chosen, first, &self.deps);
         self.live().insert(info.id.clone(), Arc::clone(&session));
         session
     }
@@ -350,13 +387,27 @@ impl Hub {
             .session_mode(id)
             .await?
             .and_then(|m| m.parse::<PermissionMode>().ok());
+        // Likewise for the sandbox: the settings' then.
+        let sandbox = self
+            .deps
+            .store
+            .session_sandbox(id)
+            .await?
+            .and_then(|m| m.parse::<SandboxMode>().ok());
         // Another caller may have loaded it meanwhile: the first one in wins, so a session
         // never has two writers.
         let mut live = self.live();
         if let Some(s) = live.get(id) {
             return Ok(Arc::clone(s));
         }
-        let session = LiveSession::start(&info, (env, false), None, mode, None, &self.deps);
+        let session = LiveSession::start(
+            &info,
+            (env, false),
+            None,
+            Chosen { mode, sandbox },
+            None,
+            &self.deps,
+        );
         live.insert(id.to_string(), Arc::clone(&session));
         Ok(session)
     }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use stepper_engine::ModelRef;
-use stepper_engine::config::PermissionMode;
+use stepper_engine::config::{PermissionMode, SandboxMode};
 use stepper_engine::gate::Policy;
 use stepper_protocol::AppEvent;
 use stepper_protocol::methods::AttachedClient;
@@ -59,6 +59,10 @@ pub(super) struct State {
     pub(super) record: Option<PathBuf>,
     /// The permission mode chosen for the session (else the settings').
     pub(super) mode: Option<PermissionMode>,
+    /// The sandbox chosen for the session (else the settings').
+    pub(super) sandbox: Option<SandboxMode>,
+    /// The session was told its sandbox is unavailable (it is told once).
+    pub(super) sandbox_noticed: bool,
     /// The running turn's policy, so a mode change reaches its next tool call.
     pub(super) active_policy: Option<Arc<Mutex<Policy>>>,
     pub(super) model: String,
@@ -71,6 +75,13 @@ pub(super) struct QueuedInput {
     pub(super) text: String,
 }
 
+/// What a session chose for itself rather than take its folder's settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Chosen {
+    pub mode: Option<PermissionMode>,
+    pub sandbox: Option<SandboxMode>,
+}
+
 impl LiveSession {
     /// Bring a stored session to life: start its log writer and its turn actor. `env` is a
     /// client's (`from_client`) or what the store kept.
@@ -78,7 +89,7 @@ impl LiveSession {
         info: &SessionInfo,
         (env, from_client): (Env, bool),
         record: Option<PathBuf>,
-        mode: Option<PermissionMode>,
+        chosen: Chosen,
         first: Option<(String, String)>,
         deps: &HubDeps,
     ) -> Arc<LiveSession> {
@@ -113,7 +124,9 @@ impl LiveSession {
                 env_from_client: from_client,
                 cwd: PathBuf::from(&info.cwd),
                 record,
-                mode,
+                mode: chosen.mode,
+                sandbox: chosen.sandbox,
+                sandbox_noticed: false,
                 active_policy: None,
                 model: info.model.clone(),
                 turns: info.turns,
@@ -383,6 +396,11 @@ impl LiveSession {
     pub fn env_and_mode(&self) -> (Env, Option<PermissionMode>) {
         let state = self.state();
         (state.env.clone(), state.mode)
+    }
+
+    /// The sandbox chosen for the session, if it chose one.
+    pub fn sandbox(&self) -> Option<SandboxMode> {
+        self.state().sandbox
     }
 
     /// Whether the environment came from a client of this daemon (not from the store).

@@ -139,6 +139,9 @@ impl LiveSession {
                 if let Some(mode) = self.state().mode {
                     policy.mode = mode;
                 }
+                let sandbox = self.sandbox_plan(&settings, &cwd, &env, turn, deps).await;
+                policy.sandbox = sandbox.info.state;
+                policy.sandbox_confines_reads = sandbox.confines_reads;
                 let policy = Arc::new(Mutex::new(policy));
                 self.state().active_policy = Some(Arc::clone(&policy));
                 let (baseline_taken, baseline) = watch::channel(false);
@@ -158,6 +161,7 @@ impl LiveSession {
                     cancel: cancel.clone(),
                     gate: Arc::new(gate),
                     output: Arc::new(NoOutput),
+                    sandbox: sandbox.command.map(Arc::new),
                 };
                 // What the project holds before the turn (changes made outside stepper since
                 // the last turn are taken as they are), walked while the model is called:
@@ -226,6 +230,40 @@ impl LiveSession {
             .await?;
         self.log.flush().await?;
         Ok(())
+    }
+
+    /// The sandbox of this turn's commands. A sandbox that is wanted but cannot be applied
+    /// is said once per session (a notice): its commands then ask as in `default` mode.
+    async fn sandbox_plan(
+        &self,
+        settings: &Settings,
+        cwd: &std::path::Path,
+        env: &Env,
+        turn: u32,
+        deps: &HubDeps,
+    ) -> super::sandbox::Plan {
+        let config = settings.sandbox();
+        let mode = self
+            .state()
+            .sandbox
+            .or(config.mode)
+            .unwrap_or(stepper_engine::config::SandboxMode::Off);
+        let plan = deps.sandboxes.plan(mode, &config, cwd, env).await;
+        if plan.info.state == stepper_protocol::SandboxState::Unavailable {
+            let first = !std::mem::replace(&mut self.state().sandbox_noticed, true);
+            if first {
+                let message = format!(
+                    "the sandbox ({mode}) is not available here: {}. Commands it would have \
+                     confined ask first, as in the default mode",
+                    plan.info.reason.as_deref().unwrap_or("no reason given")
+                );
+                let _ = self
+                    .log
+                    .append(Some(turn), AppEvent::Notice { message })
+                    .await;
+            }
+        }
+        plan
     }
 
     /// The provider for this turn: settings for the session's folder, the model, the

@@ -46,12 +46,19 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                 title: p.title,
                 record: p.record,
                 mode: p.mode,
+                sandbox: p.sandbox,
                 input: p.input.map(|text| (text, conn.client_label())),
             })
             .await?;
+        let hub = &conn.daemon.hub;
+        let sandbox = match hub.get(&created.info.id).await {
+            Ok(live) => hub.sandbox_of(&live).await.ok(),
+            Err(_) => None,
+        };
         Ok(SessionResponse {
             session: created.info,
             mode: Some(created.mode),
+            sandbox,
             queued: created
                 .queued
                 .map(|(input_id, seq)| SessionSubmitResponse { input_id, seq }),
@@ -83,9 +90,11 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             .await?
             .ok_or_else(|| HubError::NotFound(p.session_id.clone()))?;
         let mode = hub.mode_of(&live).await.ok();
+        let sandbox = hub.sandbox_of(&live).await.ok();
         Ok(SessionResponse {
             session,
             mode,
+            sandbox,
             queued: None,
         })
     });
@@ -182,9 +191,15 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             .hub
             .fork(&p.session_id, p.from_turn, p.title)
             .await?;
+        let hub = &conn.daemon.hub;
+        let sandbox = match hub.get(&session.id).await {
+            Ok(live) => hub.sandbox_of(&live).await.ok(),
+            Err(_) => None,
+        };
         Ok(SessionResponse {
             session,
             mode: Some(mode),
+            sandbox,
             queued: None,
         })
     });
