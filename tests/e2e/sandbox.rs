@@ -32,12 +32,25 @@ fn landlock(env: &TestEnv) -> bool {
     )
 }
 
-/// A folder outside the project and the temp folders (both writable in the sandbox).
+/// A folder outside the project and the temp folders (both writable in the sandbox): the
+/// build's own temp folder unless the checkout is itself under one, else the home folder.
 fn outside() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("outside")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
+    let temp = |p: &Path| p.starts_with("/tmp") || p.starts_with("/var/tmp");
+    let candidates = [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .filter(|p| !temp(p) && !p.starts_with("/dev"))
+        .find_map(|dir| {
+            tempfile::Builder::new()
+                .prefix("outside")
+                .tempdir_in(dir)
+                .ok()
+        })
+        .expect("a writable folder outside /tmp for the test (the build's temp folder or HOME)")
 }
 
 /// `bash -c LINE` in the project under the helper, writable: the project and /dev/null.
