@@ -9,7 +9,7 @@ use std::process::{Output, Stdio};
 
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
-use stepper_e2e::{Reply, TestEnv, needs, read_until};
+use stepper_e2e::{Asked, Reply, TestEnv, needs, next_approval, stream_json};
 use stepper_protocol::methods::{SessionApprove, SessionApproveParams, SessionGet, SessionParams};
 use stepper_protocol::{
     AppEvent, ApprovalDecision, EventEnvelope, SandboxMode, SandboxState, ToolCallStatus,
@@ -191,22 +191,6 @@ fn a_kernel_without_landlock_runs_nothing() {
     assert!(text(&bad).contains("not an absolute path") && text(&bad).contains("usage:"));
 }
 
-/// The next approval asked: its id and summary.
-async fn next_approval(stream: &mut stepper_protocol::client::EventStream) -> (String, String) {
-    let asked = read_until(stream, |e| {
-        matches!(e.event, AppEvent::ApprovalRequested { .. })
-    })
-    .await;
-    match asked.into_iter().last().map(|e| e.event) {
-        Some(AppEvent::ApprovalRequested {
-            request_id,
-            summary,
-            ..
-        }) => (request_id, summary),
-        other => panic!("not an approval: {other:?}"),
-    }
-}
-
 fn tool_results(events: &[EventEnvelope]) -> Vec<(String, ToolCallStatus, String)> {
     events
         .iter()
@@ -291,7 +275,11 @@ async fn accept_edits_runs_sandboxed_commands_unasked_and_leaving_the_sandbox_is
     };
     // The first command ran in the sandbox without a question; its write outside failed,
     // and running it outside the sandbox is asked — and refused here.
-    let (id, summary) = next_approval(&mut stream).await;
+    let Asked {
+        request_id: id,
+        summary,
+        ..
+    } = next_approval(&mut stream).await;
     assert!(summary.contains("outside the sandbox"), "{summary}");
     assert!(env.project.path().join("made-denied").exists());
     assert!(!out_dir.path().join("denied").exists());
@@ -300,7 +288,7 @@ async fn accept_edits_runs_sandboxed_commands_unasked_and_leaving_the_sandbox_is
         .await
         .unwrap();
     // The second is let out, and its write outside lands.
-    let (id, _) = next_approval(&mut stream).await;
+    let id = next_approval(&mut stream).await.request_id;
     second
         .call::<SessionApprove>(answer(id, ApprovalDecision::Allow))
         .await
@@ -312,10 +300,7 @@ async fn accept_edits_runs_sandboxed_commands_unasked_and_leaving_the_sandbox_is
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out_dir.path().join("approved").exists());
-    let events: Vec<EventEnvelope> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = stream_json(&out);
     let results = tool_results(&events);
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(
@@ -372,7 +357,11 @@ async fn without_a_kernel_sandbox_auto_asks_and_says_so_once() {
     let second = env.client().await;
     let mut stream = second.subscribe_events(&session_id, 0).await.unwrap();
     for _ in 0..2 {
-        let (id, summary) = next_approval(&mut stream).await;
+        let Asked {
+            request_id: id,
+            summary,
+            ..
+        } = next_approval(&mut stream).await;
         assert!(summary.contains("touch"), "{summary}");
         second
             .call::<SessionApprove>(SessionApproveParams {
@@ -399,10 +388,7 @@ async fn without_a_kernel_sandbox_auto_asks_and_says_so_once() {
         .unwrap();
     assert_eq!(got.state, SandboxState::Unavailable);
     assert!(got.reason.unwrap().contains("Landlock"));
-    let events: Vec<EventEnvelope> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = stream_json(&out);
     let notices: Vec<&String> = events
         .iter()
         .filter_map(|e| match &e.event {

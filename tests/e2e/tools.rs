@@ -5,17 +5,12 @@ use std::process::Stdio;
 
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
-use stepper_e2e::{Reply, TestEnv, read_until, until_turn_finished};
+use stepper_e2e::{
+    Asked, Reply, TestEnv, next_approval, read_until, stream_json, until_turn_finished,
+};
 use stepper_protocol::PermissionMode;
 use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
-use stepper_protocol::{AppEvent, ApprovalDecision, EventEnvelope, ToolCallStatus};
-
-fn events(out: &std::process::Output) -> Vec<EventEnvelope> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use stepper_protocol::{AppEvent, ApprovalDecision, ToolCallStatus};
 
 #[test]
 fn the_agent_reads_edits_and_runs_a_command() {
@@ -55,7 +50,7 @@ fn the_agent_reads_edits_and_runs_a_command() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello stepper\n");
 
-    let events = events(&out);
+    let events = stream_json(&out);
     let finished: Vec<(String, ToolCallStatus)> = events
         .iter()
         .filter_map(|e| match &e.event {
@@ -113,24 +108,6 @@ fn the_agent_reads_edits_and_runs_a_command() {
     );
 }
 
-/// The next approval asked in the session: its request id and what it would run.
-async fn next_approval(
-    stream: &mut stepper_protocol::client::EventStream,
-) -> (String, Option<String>) {
-    let asked = read_until(stream, |e| {
-        matches!(e.event, AppEvent::ApprovalRequested { .. })
-    })
-    .await;
-    match asked.into_iter().last().map(|e| e.event) {
-        Some(AppEvent::ApprovalRequested {
-            request_id,
-            command,
-            ..
-        }) => (request_id, command),
-        other => panic!("not an approval: {other:?}"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
     let env = TestEnv::new();
@@ -159,7 +136,11 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
     let session_id = env.running_session(3).await;
     let second = env.client().await;
     let mut stream = second.subscribe_events(&session_id, 0).await.unwrap();
-    let (request_id, command) = next_approval(&mut stream).await;
+    let Asked {
+        request_id,
+        command,
+        ..
+    } = next_approval(&mut stream).await;
     assert_eq!(command.as_deref(), Some("touch made.txt"));
     assert!(
         !env.project.path().join("made.txt").exists(),
@@ -192,7 +173,7 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
         "the waiting client says how to answer"
     );
     assert!(env.project.path().join("made.txt").exists());
-    let resolved = events(&out).into_iter().find_map(|e| match e.event {
+    let resolved = stream_json(&out).into_iter().find_map(|e| match e.event {
         AppEvent::ApprovalResolved { decision, by, .. } => Some((decision, by)),
         _ => None,
     });
@@ -211,7 +192,7 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
         .unwrap();
     let session_id = env.running_session(3).await;
     let mut stream = second.subscribe_events(&session_id, 0).await.unwrap();
-    let (request_id, _) = next_approval(&mut stream).await;
+    let request_id = next_approval(&mut stream).await.request_id;
     second
         .call::<SessionApprove>(SessionApproveParams {
             session_id,
@@ -223,7 +204,7 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
     let out = ask.wait_with_output().unwrap();
     assert!(out.status.success());
     assert!(env.project.path().join("keep").exists());
-    assert!(events(&out).iter().any(|e| matches!(
+    assert!(stream_json(&out).iter().any(|e| matches!(
         e.event,
         AppEvent::ToolCallFinished {
             status: ToolCallStatus::Denied,
@@ -383,7 +364,7 @@ async fn interrupting_a_turn_closes_its_approval_for_everyone() {
         .await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     stepper_e2e::submit(&client, &session, "make a file").await;
-    let (request_id, _) = next_approval(&mut stream).await;
+    let request_id = next_approval(&mut stream).await.request_id;
     client
         .call::<stepper_protocol::methods::SessionInterrupt>(
             stepper_protocol::methods::SessionParams {

@@ -31,3 +31,39 @@ pub async fn read_until(
 pub async fn until_turn_finished(stream: &mut EventStream) -> Vec<EventEnvelope> {
     read_until(stream, |e| matches!(e.event, AppEvent::TurnFinished { .. })).await
 }
+
+/// An approval a session asked for: its id, what it asks, and what it would run.
+pub struct Asked {
+    pub request_id: String,
+    pub summary: String,
+    pub command: Option<String>,
+}
+
+/// Read until the next `ApprovalRequested`.
+pub async fn next_approval(stream: &mut EventStream) -> Asked {
+    let asked = read_until(stream, |e| {
+        matches!(e.event, AppEvent::ApprovalRequested { .. })
+    })
+    .await;
+    match asked.into_iter().last().map(|e| e.event) {
+        Some(AppEvent::ApprovalRequested {
+            request_id,
+            summary,
+            command,
+            ..
+        }) => Asked {
+            request_id,
+            summary,
+            command,
+        },
+        other => panic!("not an approval: {other:?}"),
+    }
+}
+
+/// The events `stepper ask --format stream-json` printed, one JSON line each.
+pub fn stream_json(out: &std::process::Output) -> Vec<EventEnvelope> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an event per line"))
+        .collect()
+}

@@ -14,7 +14,7 @@ pub mod wait;
 pub mod ws;
 
 pub use env::{TestEnv, bin_dir, submit};
-pub use events::{read_until, until_turn_finished};
+pub use events::{Asked, next_approval, read_until, stream_json, until_turn_finished};
 pub use fake_llm::{FakeLlm, Gate, Reply, Route};
 pub use tmux::{Pane, Tmux};
 pub use wait::{wait_until, wait_until_async};

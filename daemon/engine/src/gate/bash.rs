@@ -59,15 +59,8 @@ impl From<Finding> for Verdict {
 impl Policy {
     pub(super) fn bash(&self, line: &str, cwd: &Path, env: &Env) -> Verdict {
         let analysis = shell::analyse(line);
-        for cmd in &analysis.commands {
-            let words = literal_words(cmd);
-            if let Some(rule) = self.deny.iter().find(|r| r.matches_command(&words)) {
-                return Verdict::Deny(format!(
-                    "{} is denied by the rule {}",
-                    cmd.shown(),
-                    rule.text
-                ));
-            }
+        if let Some(denied) = self.denied(&analysis) {
+            return denied;
         }
         // A sandbox that should be there and is not: `auto` and `accept-edits` ask about
         // commands as `default` does (plan mode refuses as ever).
@@ -76,12 +69,10 @@ impl Policy {
             return self.auto(&analysis);
         }
         // The sandbox keeps what the line changes inside the project, where this mode lets
-        // changes through: only what it may read outside is still a question.
-        let confined = self.sandbox == SandboxState::Active
-            && matches!(
-                self.mode,
-                PermissionMode::AcceptEdits | PermissionMode::Auto
-            );
+        // changes through: only what it may read outside is still a question. (`auto` with
+        // a sandbox asks nothing at all, above.)
+        let confined =
+            self.sandbox == SandboxState::Active && self.mode == PermissionMode::AcceptEdits;
         let plan = self.mode == PermissionMode::Plan;
         let refuse = |why: String| {
             if plan {
@@ -186,19 +177,29 @@ impl Policy {
         }
     }
 
+    /// The first of the line's commands a deny rule refuses, in every mode.
+    fn denied(&self, analysis: &shell::Analysis) -> Option<Verdict> {
+        analysis.commands.iter().find_map(|cmd| {
+            let words = literal_words(cmd);
+            self.deny
+                .iter()
+                .find(|r| r.matches_command(&words))
+                .map(|rule| {
+                    Verdict::Deny(format!(
+                        "{} is denied by the rule {}",
+                        cmd.shown(),
+                        rule.text
+                    ))
+                })
+        })
+    }
+
     /// Running a line again outside the sandbox: refused by deny rules and in plan mode,
     /// otherwise always asked, whatever the mode and the allow rules.
     pub(super) fn unsandboxed(&self, line: &str, failure: &str) -> Verdict {
         let analysis = shell::analyse(line);
-        for cmd in &analysis.commands {
-            let words = literal_words(cmd);
-            if let Some(rule) = self.deny.iter().find(|r| r.matches_command(&words)) {
-                return Verdict::Deny(format!(
-                    "{} is denied by the rule {}",
-                    cmd.shown(),
-                    rule.text
-                ));
-            }
+        if let Some(denied) = self.denied(&analysis) {
+            return denied;
         }
         if self.mode == PermissionMode::Plan {
             return Verdict::Deny("plan mode only reads".into());

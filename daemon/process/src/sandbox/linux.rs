@@ -107,11 +107,10 @@ fn landlock(policy: &Policy) -> Result<ABI, SandboxError> {
 }
 
 fn seccomp(policy: &Policy) -> Result<(), SandboxError> {
-    let err = |e: seccompiler::Error| SandboxError::Restrict(format!("seccomp: {e}"));
     let cond = |arg: u8, value: u64| {
         SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
             .and_then(|c| SeccompRule::new(vec![c]))
-            .map_err(|e| SandboxError::Restrict(format!("seccomp: {e}")))
+            .map_err(seccomp_err)
     };
     // Each listed call with no rule is refused outright; with rules, when one matches.
     let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = Default::default();
@@ -151,11 +150,15 @@ fn seccomp(policy: &Policy) -> Result<(), SandboxError> {
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
     )
-    .map_err(|e| SandboxError::Restrict(format!("seccomp: {e}")))?;
+    .map_err(seccomp_err)?;
     let program: BpfProgram = filter
         .try_into()
-        .map_err(|e: seccompiler::BackendError| SandboxError::Restrict(format!("seccomp: {e}")))?;
-    seccompiler::apply_filter(&program).map_err(err)
+        .map_err(seccomp_err::<seccompiler::BackendError>)?;
+    seccompiler::apply_filter(&program).map_err(seccomp_err)
+}
+
+fn seccomp_err<E: std::fmt::Display>(e: E) -> SandboxError {
+    SandboxError::Restrict(format!("seccomp: {e}"))
 }
 
 /// Replace this process with `command`; returns only if that failed, with the exit code a

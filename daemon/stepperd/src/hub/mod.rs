@@ -121,6 +121,7 @@ pub struct NewSessionRequest {
 pub struct Created {
     pub info: SessionInfo,
     pub mode: PermissionMode,
+    pub sandbox: SandboxInfo,
     pub queued: Option<(String, u64)>,
 }
 
@@ -213,6 +214,12 @@ impl Hub {
         });
         let then = first.as_ref().map(|(_, _, event)| event.clone());
         let (info, _) = self.deps.store.create_session_with(&new, then).await?;
+        let sandbox = self
+            .deps
+            .sandboxes
+            .plan(request.sandbox, &settings.sandbox(), cwd, &request.env)
+            .await
+            .info;
         let from_client = !request.env.is_empty();
         let queued = first
             .as_ref()
@@ -233,6 +240,7 @@ impl Hub {
         tracing::info!(session = %info.id, cwd = %info.cwd, model = %info.model, "session created");
         Ok(Created {
             mode: request.mode.unwrap_or(settings.mode()),
+            sandbox,
             info,
             queued,
         })
@@ -317,18 +325,13 @@ impl Hub {
     pub async fn sandbox_of(&self, session: &LiveSession) -> Result<SandboxInfo, HubError> {
         let cwd = session.cwd();
         let settings = self.deps.settings.get(Some(&cwd)).await?;
-        let config = settings.sandbox();
-        let mode = session
-            .sandbox()
-            .or(config.mode)
-            .unwrap_or(SandboxMode::Off);
         let (env, _) = session.env_and_mode();
-        Ok(self
+        let config = settings.sandbox();
+        let plan = self
             .deps
             .sandboxes
-            .plan(mode, &config, &cwd, &env)
-            .await
-            .info)
+            .plan(session.sandbox(), &config, &cwd, &env);
+        Ok(plan.await.info)
     }
 
     /// Delete a session and everything stored of it; refused while a turn runs.

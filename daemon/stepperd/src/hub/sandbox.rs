@@ -100,15 +100,16 @@ impl Sandboxes {
             .await
     }
 
-    /// The sandbox for commands run in `cwd` with `env`, `mode` being the session's choice
-    /// (else the settings') and `config` the settings' sandbox.
+    /// The sandbox for commands run in `cwd` with `env`: the session's `chosen` mode, else
+    /// the one of `config` (the settings' sandbox), else none.
     pub async fn plan(
         &self,
-        mode: SandboxMode,
+        chosen: Option<SandboxMode>,
         config: &SandboxConfig,
         cwd: &Path,
         env: &Env,
     ) -> Plan {
+        let mode = chosen.or(config.mode).unwrap_or(SandboxMode::Off);
         let network = config.network.unwrap_or(false);
         let mut info = SandboxInfo {
             mode,

@@ -242,19 +242,18 @@ impl LiveSession {
         turn: u32,
         deps: &HubDeps,
     ) -> super::sandbox::Plan {
-        let config = settings.sandbox();
-        let mode = self
-            .state()
-            .sandbox
-            .or(config.mode)
-            .unwrap_or(stepper_engine::config::SandboxMode::Off);
-        let plan = deps.sandboxes.plan(mode, &config, cwd, env).await;
+        let chosen = self.state().sandbox;
+        let plan = deps
+            .sandboxes
+            .plan(chosen, &settings.sandbox(), cwd, env)
+            .await;
         if plan.info.state == stepper_protocol::SandboxState::Unavailable {
             let first = !std::mem::replace(&mut self.state().sandbox_noticed, true);
             if first {
                 let message = format!(
-                    "the sandbox ({mode}) is not available here: {}. Commands it would have \
+                    "the sandbox ({}) is not available here: {}. Commands it would have \
                      confined ask first, as in the default mode",
+                    plan.info.mode,
                     plan.info.reason.as_deref().unwrap_or("no reason given")
                 );
                 let _ = self

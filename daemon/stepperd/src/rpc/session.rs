@@ -50,15 +50,10 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                 input: p.input.map(|text| (text, conn.client_label())),
             })
             .await?;
-        let hub = &conn.daemon.hub;
-        let sandbox = match hub.get(&created.info.id).await {
-            Ok(live) => hub.sandbox_of(&live).await.ok(),
-            Err(_) => None,
-        };
         Ok(SessionResponse {
             session: created.info,
             mode: Some(created.mode),
-            sandbox,
+            sandbox: Some(created.sandbox),
             queued: created
                 .queued
                 .map(|(input_id, seq)| SessionSubmitResponse { input_id, seq }),
