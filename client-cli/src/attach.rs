@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::connect::{ATTACH_CLIENT, connect_or_start, places};
+use crate::first_run;
 use crate::session::{self, NewSession, client_env};
 
 #[derive(Args, Default)]
@@ -91,13 +92,13 @@ async fn choose(
         };
     }
     if new || here.is_empty() {
-        return create(client, args, cwd).await.map(Some);
+        return create(client, args, cwd).await;
     }
     match stepper_tui::pick(here.clone())
         .await
         .context("showing the session picker")?
     {
-        Pick::New => create(client, args, cwd).await.map(Some),
+        Pick::New => create(client, args, cwd).await,
         Pick::Session(id) => Ok(Some(get(client, &id).await?)),
         Pick::Cancelled => Ok(None),
     }
@@ -111,19 +112,40 @@ async fn get(client: &DaemonClient, id: &str) -> anyhow::Result<SessionResponse>
         .await?)
 }
 
+/// A new session here. When its model's provider is not set up, the first-run choice
+/// comes up, and the session starts on what the user set up (the model asked for, when the
+/// user set up its provider).
 async fn create(
     client: &DaemonClient,
     args: &AttachArgs,
     cwd: &Path,
-) -> anyhow::Result<SessionResponse> {
-    let new = NewSession {
-        model: args.model.clone(),
-        mode: args.mode,
-        sandbox: args.sandbox,
-        record: None,
-        input: None,
-    };
-    session::create(client, cwd, new).await
+) -> anyhow::Result<Option<SessionResponse>> {
+    let mut model = args.model.clone();
+    loop {
+        let new = NewSession {
+            model: model.clone(),
+            mode: args.mode,
+            sandbox: args.sandbox,
+            record: None,
+            input: None,
+        };
+        let e = match session::create(client, cwd, new).await {
+            Ok(session) => return Ok(Some(session)),
+            Err(e) => e,
+        };
+        let Some(reason) = first_run::is_unavailable(&e) else {
+            return Err(e);
+        };
+        let Some(chosen) = first_run::choose(client, cwd, reason).await? else {
+            println!("no session started — 'stepper doctor' shows what is set up");
+            return Ok(None);
+        };
+        let provider = |m: &str| m.split('/').next().unwrap_or_default().to_string();
+        model = match &args.model {
+            Some(asked) if provider(asked) == provider(&chosen) => Some(asked.clone()),
+            _ => Some(chosen),
+        };
+    }
 }
 
 async fn attach(

@@ -19,7 +19,7 @@ pub enum AuthCommand {
     /// Sign in with ChatGPT (--codex), or store an API key for the daemon (--anthropic,
     /// --openai, --provider NAME). The key is read from stdin; a key in the environment of
     /// the client that starts a session still wins.
-    Login(Which),
+    Login(LoginArgs),
     /// Who is signed in and which keys are stored.
     Status {
         #[arg(long)]
@@ -42,6 +42,23 @@ pub struct Which {
     /// Any provider named in setting.json.
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
+    /// A local OpenAI-compatible server (Ollama, LM Studio, llama.cpp, vLLM) at this base
+    /// URL: probed, then stored as provider `local` (or --name), so `local/<model>` goes
+    /// to it and new sessions start on it when no other provider is set up.
+    #[arg(long, value_name = "URL")]
+    local: Option<String>,
+}
+
+#[derive(Args)]
+pub struct LoginArgs {
+    #[command(flatten)]
+    which: Which,
+    /// With --local: the model new sessions start on (the server's first when absent).
+    #[arg(long, requires = "local")]
+    model: Option<String>,
+    /// With --local: the provider name models go by (default: local).
+    #[arg(long, requires = "local", value_name = "NAME")]
+    name: Option<String>,
 }
 
 impl Which {
@@ -51,6 +68,7 @@ impl Which {
             (_, true, ..) => "anthropic".into(),
             (_, _, true, _) => "openai".into(),
             (_, _, _, Some(p)) => p.clone(),
+            _ if self.local.is_some() => "local".into(),
             _ => "codex".into(),
         }
     }
@@ -91,8 +109,40 @@ pub async fn run(command: AuthCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        AuthCommand::Login(which) if which.codex => login_codex(&places).await,
-        AuthCommand::Login(which) => {
+        AuthCommand::Login(args) if args.which.codex => login_codex(&places).await,
+        AuthCommand::Login(LoginArgs {
+            which: Which {
+                local: Some(url), ..
+            },
+            model,
+            name,
+        }) => {
+            let client = connect_or_start(&places, "stepper auth").await?;
+            let provider = name.unwrap_or_else(|| "local".into());
+            client
+                .call::<AuthLogin>(AuthLoginParams {
+                    provider: provider.clone(),
+                    api_key: None,
+                    base_url: Some(url),
+                    model: model.clone(),
+                })
+                .await?;
+            let status = client.call::<AuthStatus>(Empty {}).await?;
+            let server = status.local_servers.iter().find(|s| s.name == provider);
+            match server {
+                Some(s) => println!(
+                    "stored {} as provider {provider}{}",
+                    s.base_url,
+                    s.model
+                        .as_deref()
+                        .map(|m| format!(": new sessions can start on {provider}/{m}"))
+                        .unwrap_or_default()
+                ),
+                None => println!("stored the server as provider {provider}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AuthCommand::Login(LoginArgs { which, .. }) => {
             let provider = which.name();
             let key = read_key(&provider)?;
             let client = connect_or_start(&places, "stepper auth").await?;
@@ -100,6 +150,8 @@ pub async fn run(command: AuthCommand) -> anyhow::Result<ExitCode> {
                 .call::<AuthLogin>(AuthLoginParams {
                     provider: provider.clone(),
                     api_key: Some(key),
+                    base_url: None,
+                    model: None,
                 })
                 .await?;
             println!(
@@ -119,15 +171,7 @@ async fn login_codex(places: &stepper_protocol::places::Places) -> anyhow::Resul
     };
     let client =
         DaemonClient::connect_with(&places.socket, client_info("stepper auth"), options).await?;
-    let begun = client
-        .call::<AuthLogin>(AuthLoginParams {
-            provider: "codex".into(),
-            api_key: None,
-        })
-        .await?;
-    let (Some(url), Some(login_id)) = (begun.url, begun.login_id) else {
-        bail!("the daemon did not start a sign-in");
-    };
+    let (login_id, url) = begin_sign_in(&client).await?;
     println!("Sign in with ChatGPT by opening this page in a browser:\n\n  {url}\n");
     std::io::stdout().flush()?;
     if open_browser(&url) {
@@ -149,7 +193,7 @@ async fn login_codex(places: &stepper_protocol::places::Places) -> anyhow::Resul
 }
 
 /// Try the desktop's opener; false when there is none (an SSH session, a server).
-fn open_browser(url: &str) -> bool {
+pub(crate) fn open_browser(url: &str) -> bool {
     if std::env::var_os("STEPPER_NO_BROWSER").is_some() {
         return false;
     }
@@ -225,4 +269,31 @@ fn print_status(status: &AuthStatusResponse) {
     } else {
         println!("stored API keys: {}", status.stored_keys.join(", "));
     }
+    for s in &status.local_servers {
+        println!(
+            "local server {}: {}{}",
+            s.name,
+            s.base_url,
+            s.model
+                .as_deref()
+                .map(|m| format!(" (starts on {m})"))
+                .unwrap_or_default()
+        );
+    }
+}
+
+/// Starts a ChatGPT sign-in in the daemon: its login id and the page to open.
+pub(crate) async fn begin_sign_in(client: &DaemonClient) -> anyhow::Result<(String, String)> {
+    let begun = client
+        .call::<AuthLogin>(AuthLoginParams {
+            provider: "codex".into(),
+            api_key: None,
+            base_url: None,
+            model: None,
+        })
+        .await?;
+    let (Some(url), Some(login_id)) = (begun.url, begun.login_id) else {
+        bail!("the daemon did not start a sign-in");
+    };
+    Ok((login_id, url))
 }

@@ -70,7 +70,7 @@ pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<Dae
     Ok(DaemonClient::connect(&places.socket, client_info(name)).await?)
 }
 
-enum Staleness {
+pub enum Staleness {
     /// An older install or a rebuild: restart it onto ours.
     DaemonOlder(String),
     /// A newer install than this client: leave it.
@@ -85,7 +85,7 @@ fn version_key(v: &str) -> Vec<u64> {
 }
 
 /// Why the running daemon is not the one this client would start, if it is not.
-fn outdated(client: &DaemonClient) -> Option<Staleness> {
+pub fn outdated(client: &DaemonClient) -> Option<Staleness> {
     let daemon = client.daemon();
     let ours = env!("CARGO_PKG_VERSION");
     let theirs = &daemon.daemon_version;

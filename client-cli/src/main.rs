@@ -6,6 +6,8 @@ mod auth;
 mod config_cmd;
 mod connect;
 mod daemon_cmd;
+mod doctor;
+mod first_run;
 mod models;
 mod service;
 mod session;
@@ -70,6 +72,9 @@ enum Command {
     },
     /// The models stepper knows, with context windows and prices.
     Models(models::ModelsArgs),
+    /// What is set up and what is not, each problem with its fix: the daemon, providers,
+    /// settings, the login service, the login environment.
+    Doctor,
     /// Start, stop or inspect the daemon.
     Daemon {
         #[command(subcommand)]
@@ -114,6 +119,7 @@ fn main() -> ExitCode {
                 conversation_only,
             }) => rewind(session, turn, !conversation_only, !files_only).await,
             Some(Command::Daemon { command }) => daemon_cmd::run(command).await,
+            Some(Command::Doctor) => doctor::run().await,
             Some(Command::Auth { command }) => auth::run(command).await,
             Some(Command::Models(args)) => models::run(args).await,
             Some(Command::Init(args)) => config_cmd::init(args).await,

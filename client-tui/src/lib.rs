@@ -14,6 +14,7 @@ mod highlight;
 mod markdown;
 mod picker;
 mod screen;
+mod setup;
 mod terminal;
 mod theme;
 mod transcript;
@@ -23,6 +24,10 @@ mod wrap;
 pub use app::App;
 pub use picker::{Pick, Picker, pick, pick_with};
 pub use screen::Screen;
+pub use setup::{
+    Setup, SetupCalls, SetupOffer, SetupOutcome, SetupReply, SetupRequest, SetupStep, setup,
+    setup_with,
+};
 pub use stepper_protocol::event::{ApprovalDecision, EventEnvelope};
 pub use stepper_protocol::methods::AttachedClient;
 pub use stepper_protocol::session::{PermissionMode, SandboxInfo, SessionInfo};

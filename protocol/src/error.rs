@@ -48,6 +48,10 @@ pub const TOO_LARGE: i32 = -32056;
 pub const AUTH_FAILED: i32 = -32057;
 /// Settings files that apply could not be read (the message names the file and line).
 pub const BAD_SETTINGS: i32 = -32058;
+/// The session's model cannot be used: its provider has no key, no sign-in or no address
+/// (the message says how to set one up). Refused at `session/create` and
+/// `session/setModel`, before anything is stored.
+pub const PROVIDER_UNAVAILABLE: i32 = -32059;
 
 /// The `data` of every error stepper itself answers with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -90,6 +94,8 @@ pub enum ErrorKind {
     TooLarge,
     Auth,
     Settings,
+    /// The model's provider is not set up (no key, sign-in or address).
+    ProviderUnavailable,
     /// A checkpoint could not be restored.
     Rewind,
     /// Something inside the daemon failed that is none of the above (a task panicked).
@@ -114,6 +120,7 @@ impl ErrorKind {
             ErrorKind::TooLarge => TOO_LARGE,
             ErrorKind::Auth => AUTH_FAILED,
             ErrorKind::Settings => BAD_SETTINGS,
+            ErrorKind::ProviderUnavailable => PROVIDER_UNAVAILABLE,
             ErrorKind::Internal => INTERNAL_ERROR,
         }
     }

@@ -137,6 +137,11 @@ method_table! {
         AuthWaitLogin = "auth/waitLogin" (AuthWaitLoginParams) -> AuthStatusResponse;
         /// Forget a stored key or the ChatGPT sign-in.
         AuthLogout = "auth/logout" (AuthLogoutParams) -> AuthLogoutResponse;
+        /// Which providers a session started here could use, how each was found, and the
+        /// model a new session would start on.
+        ProvidersStatus = "providers/status" (ProvidersStatusParams) -> ProvidersStatusResponse;
+        /// Ask an OpenAI-compatible server which models it serves (`GET {baseUrl}/models`).
+        ProvidersProbe = "providers/probe" (ProvidersProbeParams) -> ProvidersProbeResponse;
         /// The JSON Schema of `setting.json`.
         ConfigSchema = "config/schema" (Empty) -> ConfigSchemaResponse;
         /// Every problem of the settings files that apply to a folder.
@@ -213,6 +218,38 @@ pub struct DaemonInfoResponse {
     pub running_turns: u32,
     /// Connected clients right now.
     pub clients: u32,
+    /// Whether the login shell's environment was read (absent from a 1.2 daemon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_env: Option<LoginEnvInfo>,
+}
+
+/// The login shell's environment, which fills what a session's own environment lacks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginEnvInfo {
+    pub state: LoginEnvState,
+    /// The shell it was read from.
+    #[serde(default)]
+    pub shell: Option<String>,
+    /// How many variables it gave.
+    #[serde(default)]
+    pub variables: u32,
+    /// Why it could not be read.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum LoginEnvState {
+    /// Read.
+    Read,
+    /// Still being read (the daemon starts reading it when it starts).
+    Pending,
+    /// The shell failed or timed out: sessions use their own environment only.
+    Failed,
+    /// `STEPPER_LOGIN_ENV=off`.
+    Off,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -407,16 +444,37 @@ pub struct AuthStatusResponse {
     pub codex: Option<CodexAccount>,
     /// Providers with a stored API key (the keys themselves never leave the daemon).
     pub stored_keys: Vec<String>,
+    /// Local OpenAI-compatible servers stored with `auth/login {baseUrl}`.
+    #[serde(default)]
+    pub local_servers: Vec<LocalServer>,
+}
+
+/// A local OpenAI-compatible server, stored by name: models `NAME/<model>` go to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalServer {
+    pub name: String,
+    pub base_url: String,
+    /// The model a new session starts on when this server is the provider in use.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthLoginParams {
     /// `codex` to sign in with ChatGPT, or a provider name (`anthropic`, `openai`, ...) to
-    /// store `apiKey` for it.
+    /// store `apiKey` for it, or a name for the local server at `baseUrl` (`local`).
     pub provider: String,
     #[serde(default)]
     pub api_key: Option<String>,
+    /// A local OpenAI-compatible server (`http://localhost:11434/v1`): probed, then stored
+    /// under `provider`, so that `provider/<model>` goes to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// With `baseUrl`: the model new sessions start on (the server's first when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -428,6 +486,91 @@ pub struct AuthLoginResponse {
     /// For ChatGPT: pass to `auth/waitLogin`.
     #[serde(default)]
     pub login_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvidersStatusParams {
+    /// The folder whose settings apply (an absolute path); the user's settings alone when
+    /// absent.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The client's environment, searched for keys before the login shell's and the
+    /// daemon's, as `session/create` would.
+    #[serde(default)]
+    pub env: Env,
+    /// Also ask local servers whether they answer (`GET /models`, a second or two at most
+    /// each, all at once). Without it a local server counts as usable when it is configured.
+    #[serde(default)]
+    pub probe: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvidersStatusResponse {
+    pub providers: Vec<ProviderStatus>,
+    /// The model a new session here starts on when none is asked for (the settings', else
+    /// the first usable provider's), and whether it can.
+    pub default_model: String,
+    pub default_usable: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderStatus {
+    /// The name models go by (`anthropic` in `anthropic/claude-sonnet-4-5`).
+    pub name: String,
+    /// Its wire format: `anthropic`, `openai`, `openai-chat`, `codex`.
+    pub kind: String,
+    pub usable: bool,
+    /// Where its credentials (or its address) were found, when usable.
+    #[serde(default)]
+    pub source: Option<ProviderSource>,
+    /// What was found, or what is missing, in words (never a key).
+    pub detail: String,
+    /// What to do to make it usable, when it is not.
+    #[serde(default)]
+    pub fix: Option<String>,
+    /// The model a session on this provider starts on.
+    #[serde(default)]
+    pub default_model: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ProviderSource {
+    /// A variable in the client's environment.
+    Environment,
+    /// A variable the login shell sets.
+    LoginShell,
+    /// A variable in the daemon's own environment.
+    Daemon,
+    /// A key stored with `stepper auth login`.
+    StoredKey,
+    /// The ChatGPT sign-in.
+    SignIn,
+    /// A server stored with `stepper auth login --local`.
+    LocalServer,
+    /// `providers` in setting.json (a server that needs no key).
+    Settings,
+    /// A conventional address (Ollama's) that answered.
+    Default,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvidersProbeParams {
+    /// The server's OpenAI-compatible base URL, such as `http://localhost:11434/v1`.
+    pub base_url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProvidersProbeResponse {
+    /// The base URL as it will be used (trailing slash dropped).
+    pub base_url: String,
+    /// The model ids it serves, as it lists them.
+    pub models: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

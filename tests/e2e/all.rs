@@ -9,6 +9,7 @@ mod boundaries;
 mod config;
 mod conformance;
 mod crash;
+mod first_run;
 mod gate;
 mod gate_corpus;
 mod lifecycle;

@@ -131,13 +131,14 @@ fn prompt_from_stdin() {
 #[test]
 fn no_key_is_a_clear_error_and_no_request_is_sent() {
     let env = TestEnv::new();
+    // Asked for by name, a provider without its key is refused before any request.
     let out = env
         .stepper()
-        .args(["ask", "hi"])
+        .args(["ask", "--model", "anthropic/claude-sonnet-4-5", "hi"])
         .env_remove("ANTHROPIC_API_KEY")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("set ANTHROPIC_API_KEY"),
         "{}",

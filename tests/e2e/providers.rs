@@ -11,6 +11,8 @@ use stepper_e2e::{Gate, Reply, Route, TestEnv};
 use stepper_protocol::methods::AskResult;
 use stepper_protocol::{AppEvent, EventEnvelope, TurnStatus};
 
+const SONNET: &str = "anthropic/claude-sonnet-4-5";
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -293,8 +295,13 @@ fn record_then_replay_without_the_provider() {
     assert_eq!(replayed.text, first.text);
     assert_eq!(env.fake.requests().len(), 1, "replay asks nobody");
 
-    let (missing, _) = ask_json(&env, &["--model", "replay/nope.jsonl", "hi"]);
-    assert!(missing.error.unwrap().contains("cannot read the recording"));
+    let missing = env.run(&["ask", "--model", "replay/nope.jsonl", "hi"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("cannot read the recording"),
+        "{}",
+        stderr(&missing)
+    );
 }
 
 #[test]
@@ -307,24 +314,20 @@ fn a_stored_key_serves_a_daemon_without_one_and_the_environment_wins() {
         .output()
         .unwrap();
     assert!(start.status.success());
-    let (result, _) = {
-        let out = env
-            .stepper()
-            .env_remove("ANTHROPIC_API_KEY")
-            .args(["ask", "--format", "json", "hi"])
-            .output()
-            .unwrap();
-        (
-            serde_json::from_slice::<AskResult>(&out.stdout).unwrap(),
-            out,
-        )
-    };
+    // Without a key anywhere, the session is refused before any request, with the fix.
+    let out = env
+        .stepper()
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["ask", "--model", SONNET, "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
     assert!(
-        result
-            .error
-            .unwrap()
-            .contains("stepper auth login --anthropic")
+        stderr(&out).contains("stepper auth login --anthropic"),
+        "{}",
+        stderr(&out)
     );
+    assert!(env.fake.requests().is_empty());
 
     let mut login = env
         .stepper()
@@ -343,7 +346,7 @@ fn a_stored_key_serves_a_daemon_without_one_and_the_environment_wins() {
     let out = env
         .stepper()
         .env_remove("ANTHROPIC_API_KEY")
-        .args(["ask", "hi"])
+        .args(["ask", "--model", SONNET, "hi"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -351,7 +354,7 @@ fn a_stored_key_serves_a_daemon_without_one_and_the_environment_wins() {
     let out = env
         .stepper()
         .env("ANTHROPIC_API_KEY", "sk-ant-wrong-key")
-        .args(["ask", "hi"])
+        .args(["ask", "--model", SONNET, "hi"])
         .output()
         .unwrap();
     assert!(
@@ -464,8 +467,14 @@ fn codex_sign_in_then_requests_with_refreshed_tokens() {
     assert!(!env.daemon_log().contains(&access));
 
     assert!(env.run(&["auth", "logout", "--codex"]).status.success());
-    let (after, _) = ask_json(&env, &["--model", "codex/gpt-5-codex", "hi"]);
-    assert!(after.error.unwrap().contains("stepper auth login --codex"));
+    // Signed out, a codex session is refused up front with the fix.
+    let after = env.run(&["ask", "--model", "codex/gpt-5-codex", "hi"]);
+    assert_eq!(after.status.code(), Some(1));
+    assert!(
+        stderr(&after).contains("stepper auth login --codex"),
+        "{}",
+        stderr(&after)
+    );
 }
 
 #[test]

@@ -51,6 +51,9 @@ pub struct TestEnv {
     pub home: tempfile::TempDir,
     pub project: tempfile::TempDir,
     pub fake: FakeLlm,
+    /// Whether commands get provider keys (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`); the
+    /// providers' addresses are the fake's either way.
+    pub keys: bool,
 }
 
 impl Default for TestEnv {
@@ -75,7 +78,15 @@ impl TestEnv {
             home,
             project,
             fake: FakeLlm::start(),
+            keys: true,
         }
+    }
+
+    /// A new user's machine: no provider key anywhere, nothing stored.
+    pub fn without_keys() -> TestEnv {
+        let mut env = TestEnv::new();
+        env.keys = false;
+        env
     }
 
     pub fn places(&self) -> Places {
@@ -88,7 +99,7 @@ impl TestEnv {
 
     /// The environment every command of this test runs with: nothing from the host leaks in.
     pub fn envs(&self) -> Vec<(String, String)> {
-        vec![
+        let mut envs: Vec<(String, String)> = vec![
             ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
             ("HOME".into(), self.home.path().display().to_string()),
             (
@@ -117,7 +128,13 @@ impl TestEnv {
                 "STEPPER_LOG".into(),
                 "debug,sqlx=warn,hyper=warn,jsonrpsee=info".into(),
             ),
-        ]
+            // Where nothing listens: no test depends on a server the host may run.
+            ("OLLAMA_BASE_URL".into(), "http://127.0.0.1:9/v1".into()),
+        ];
+        if !self.keys {
+            envs.retain(|(k, _)| !k.ends_with("_API_KEY"));
+        }
+        envs
     }
 
     fn command(&self, bin: &str) -> Command {

@@ -195,6 +195,17 @@ pub fn stream_end() -> String {
         .to_string()
 }
 
+/// The models the fake lists at `GET /v1/models`, as OpenAI-compatible servers list them.
+pub const FAKE_MODELS: [&str; 2] = ["qwen3:8b", "llama3.2:3b"];
+
+async fn models() -> axum::Json<serde_json::Value> {
+    let data: Vec<serde_json::Value> = FAKE_MODELS
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "object": "model", "owned_by": "library"}))
+        .collect();
+    axum::Json(serde_json::json!({"object": "list", "data": data}))
+}
+
 /// A request as the fake saw it.
 #[derive(Debug, Clone)]
 pub struct Seen {
@@ -265,6 +276,7 @@ impl FakeLlm {
                         post(|s, h, b| serve(Route::Codex, s, h, b)),
                     )
                     .route("/oauth/token", post(token))
+                    .route("/v1/models", axum::routing::get(models))
                     .with_state(state);
                 // Without TCP_NODELAY each small SSE write waits on the client's delayed ACK
                 // (~40 ms): real API servers stream with it set.

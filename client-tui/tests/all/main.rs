@@ -5,5 +5,6 @@
 
 mod behaviour;
 mod run_loop;
+mod setup;
 mod snapshots;
 mod support;

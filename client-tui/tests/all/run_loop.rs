@@ -11,23 +11,11 @@ use ratatui::backend::{Backend, ClearType, TestBackend, WindowSize};
 use ratatui::layout::{Position, Size};
 use stepper_protocol::PermissionMode;
 use stepper_protocol::event::{AppEvent, TurnStatus};
-use stepper_tui::{Action, CoreEvent, Exit, KeySource, Screen, TuiOptions, run_with};
+use stepper_tui::{Action, CoreEvent, Exit, Screen, TuiOptions, run_with};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::*;
-
-struct Keys(mpsc::UnboundedReceiver<Event>);
-
-impl KeySource for Keys {
-    async fn next(&mut self) -> Option<io::Result<Event>> {
-        self.0.recv().await.map(Ok)
-    }
-
-    async fn cursor_row(&mut self) -> Option<u16> {
-        None
-    }
-}
 
 /// A `TestBackend` the test keeps a handle on while the loop owns the screen.
 #[derive(Clone)]

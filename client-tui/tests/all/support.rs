@@ -145,3 +145,16 @@ pub fn frame_sized(app: &App, width: u16, height: u16) -> String {
     terminal.draw(|f| app.render_frame(f)).unwrap();
     buffer_text(terminal.backend().buffer())
 }
+
+/// Keys a test sends, as the terminal would.
+pub struct Keys(pub tokio::sync::mpsc::UnboundedReceiver<crossterm::event::Event>);
+
+impl stepper_tui::KeySource for Keys {
+    async fn next(&mut self) -> Option<std::io::Result<crossterm::event::Event>> {
+        self.0.recv().await.map(Ok)
+    }
+
+    async fn cursor_row(&mut self) -> Option<u16> {
+        None
+    }
+}

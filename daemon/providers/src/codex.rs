@@ -43,7 +43,7 @@ impl Codex {
     }
 }
 
-fn not_signed_in() -> ProviderError {
+pub(crate) fn not_signed_in() -> ProviderError {
     ProviderError::Config("not signed in to ChatGPT — run 'stepper auth login --codex'".into())
 }
 

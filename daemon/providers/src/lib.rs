@@ -12,6 +12,7 @@ pub mod openai;
 pub mod openai_chat;
 pub mod replay;
 pub mod sse;
+pub mod status;
 pub mod stream;
 
 /// The HTTP client providers share, for the daemon's sign-in flow.
@@ -79,6 +80,17 @@ fn convention(name: &str) -> Option<ProviderConfig> {
     })
 }
 
+/// Whether `name` may name a provider of the user's own (a local server): plain, and not a
+/// built-in provider's.
+pub fn is_free_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && convention(name).is_none()
+}
+
 /// The environment variable that overrides a conventional provider's base URL.
 fn base_url_env(name: &str) -> Option<&'static str> {
     match name {
@@ -129,19 +141,14 @@ impl Providers {
         cx: &ResolveContext<'_>,
     ) -> Result<Resolved, ProviderError> {
         let name = model.provider.as_str();
-        let config = match cx
-            .settings
-            .providers
-            .get(name)
-            .cloned()
-            .or_else(|| convention(name))
-        {
+        let config = match self.config_for(name, cx.settings) {
             Some(c) => c,
             None => {
                 return Err(ProviderError::Config(format!(
                     "unknown provider {name:?} in model '{model}' — add it under \"providers\" in \
-                     setting.json (kind, baseUrl, apiKeyEnv), or use anthropic/…, openai/…, \
-                     codex/…, ollama/…, openrouter/… or replay/<file>"
+                     setting.json (kind, baseUrl, apiKeyEnv), store a local server with \
+                     'stepper auth login --local URL', or use anthropic/…, openai/…, codex/…, \
+                     ollama/…, openrouter/… or replay/<file>"
                 )));
             }
         };
@@ -152,10 +159,7 @@ impl Providers {
                 .or_else(|| std::env::var(var_name).ok())
                 .filter(|v| !v.trim().is_empty())
         };
-        let base_url = config
-            .base_url
-            .clone()
-            .or_else(|| base_url_env(name).and_then(var));
+        let base_url = base_url_of(name, &config, cx.settings, var);
         let headers = header_map(&config)?;
         let key = match &config.api_key_env {
             // The client's environment wins over a stored key.
@@ -240,6 +244,44 @@ impl Providers {
         })
     }
 
+    /// How `name` is set up: the settings' entry, else the convention, else a local server
+    /// stored with `stepper auth login --local`.
+    pub(crate) fn config_for(&self, name: &str, settings: &Settings) -> Option<ProviderConfig> {
+        settings
+            .providers
+            .get(name)
+            .cloned()
+            .or_else(|| convention(name))
+            .or_else(|| {
+                let store = auth::CredentialStore::load(self.credentials.clone()).ok()?;
+                let server = store.local_server(name)?;
+                Some(ProviderConfig {
+                    kind: ProviderKind::OpenaiChat,
+                    base_url: Some(server.base_url.clone()),
+                    api_key_env: None,
+                    headers: Default::default(),
+                    models: Default::default(),
+                })
+            })
+    }
+
+    /// Whether `model` can be used now, without a request: what [`Providers::resolve`]
+    /// checks, and for ChatGPT models the sign-in. The error says how to set it up.
+    pub fn check(&self, model: &ModelRef, cx: &ResolveContext<'_>) -> Result<(), ProviderError> {
+        let kind = self
+            .config_for(&model.provider, cx.settings)
+            .map(|c| c.kind);
+        self.resolve(model, cx)?;
+        if kind == Some(ProviderKind::Codex) {
+            let store = auth::CredentialStore::load(self.credentials.clone())
+                .map_err(|e| ProviderError::Config(e.to_string()))?;
+            if store.codex().is_none() {
+                return Err(codex::not_signed_in());
+            }
+        }
+        Ok(())
+    }
+
     /// The variables that hold provider keys: the conventional providers' and those the
     /// settings name (`apiKeyEnv`).
     pub fn key_variables(settings: &Settings) -> std::collections::BTreeSet<String> {
@@ -279,6 +321,22 @@ impl Providers {
         let store = auth::CredentialStore::load(self.credentials.clone()).ok()?;
         store.api_key(name).map(str::to_string)
     }
+}
+
+/// Where a provider is: the settings' `baseUrl`, else the provider's variable
+/// (`OLLAMA_BASE_URL`, ...), else where its convention or a stored server puts it.
+pub(crate) fn base_url_of(
+    name: &str,
+    config: &ProviderConfig,
+    settings: &Settings,
+    var: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    settings
+        .providers
+        .get(name)
+        .and_then(|p| p.base_url.clone())
+        .or_else(|| base_url_env(name).and_then(var))
+        .or_else(|| config.base_url.clone())
 }
 
 fn header_map(config: &ProviderConfig) -> Result<HeaderMap, ProviderError> {

@@ -12,8 +12,9 @@ use axum::extract::State;
 use axum::http::Uri;
 use axum::response::Html;
 use axum::routing::get;
-use stepper_protocol::methods::{AuthStatusResponse, CodexAccount};
+use stepper_protocol::methods::{AuthStatusResponse, CodexAccount, LocalServer};
 use stepper_providers::HttpClient;
+use stepper_providers::auth::store::StoredServer;
 use stepper_providers::auth::{CodexOAuth, CredentialStore, Pkce, codex, random_state};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -46,6 +47,9 @@ pub struct Logins {
     http: HttpClient,
     credentials: PathBuf,
     pending: Mutex<HashMap<String, oneshot::Receiver<Outcome>>>,
+    /// The callback server of the sign-in under way, if any: a new sign-in ends it (a client
+    /// that went back from one must be able to start another on the same port).
+    serving: tokio::sync::Mutex<Option<(CancellationToken, tokio::task::JoinHandle<()>)>>,
     tasks: TaskTracker,
     shutdown: CancellationToken,
 }
@@ -56,6 +60,7 @@ impl Logins {
             http,
             credentials,
             pending: Mutex::new(HashMap::new()),
+            serving: tokio::sync::Mutex::new(None),
             tasks: TaskTracker::new(),
             shutdown,
         }
@@ -91,6 +96,21 @@ impl Logins {
         .await
     }
 
+    /// Store a local server under `name`, with the model new sessions on it start on.
+    pub async fn store_local(
+        &self,
+        name: String,
+        base_url: String,
+        model: Option<String>,
+    ) -> Outcome {
+        self.with_store(move |store| {
+            store.set_local_server(&name, StoredServer { base_url, model });
+            store.save().map_err(failed)?;
+            Ok(status_of(store))
+        })
+        .await
+    }
+
     pub async fn logout(&self, provider: String) -> Result<bool, AuthError> {
         self.with_store(move |store| {
             let removed = store.remove(&provider);
@@ -103,6 +123,17 @@ impl Logins {
     /// Begin signing in with ChatGPT: listen for the callback, return the login id and the
     /// URL to open.
     pub async fn begin_codex(&self) -> Result<(String, String), AuthError> {
+        let mut serving = self.serving.lock().await;
+        if let Some((finished, server)) = serving.take() {
+            finished.cancel();
+            // Its waiter, if any, hears that the sign-in ended without an answer.
+            let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+        }
+        // Sign-ins begun but never waited for end with it.
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         let port: u16 = std::env::var("STEPPER_CODEX_CALLBACK_PORT")
             .ok()
             .and_then(|p| p.parse().ok())
@@ -145,7 +176,8 @@ impl Logins {
             .route("/auth/callback", get(on_callback))
             .with_state(callback);
         let shutdown = self.shutdown.clone();
-        self.tasks.spawn(async move {
+        let stopping = finished.clone();
+        let server = self.tasks.spawn(async move {
             let stop = async move {
                 tokio::select! {
                     () = finished.cancelled() => {}
@@ -160,6 +192,7 @@ impl Logins {
                 tracing::error!(error = %e, "sign-in callback server failed");
             }
         });
+        *serving = Some((stopping, server));
         tracing::info!(port, "waiting for the ChatGPT sign-in callback");
         Ok((login_id, url))
     }
@@ -175,7 +208,7 @@ impl Logins {
         match rx.await {
             Ok(outcome) => outcome,
             Err(_) => Err(failed(
-                "the sign-in ended without an answer from the browser (it timed out after 10 minutes, or the daemon is stopping) — run 'stepper auth login --codex' again",
+                "the sign-in ended without an answer from the browser (it timed out after 10 minutes, another sign-in began, or the daemon is stopping) — run 'stepper auth login --codex' again",
             )),
         }
     }
@@ -192,6 +225,14 @@ fn status_of(store: &CredentialStore) -> AuthStatusResponse {
             .iter()
             .filter(|p| store.api_key(p).is_some())
             .map(|p| p.to_string())
+            .collect(),
+        local_servers: store
+            .local_servers()
+            .map(|(name, server)| LocalServer {
+                name: name.to_string(),
+                base_url: server.base_url.clone(),
+                model: server.model.clone(),
+            })
             .collect(),
     }
 }

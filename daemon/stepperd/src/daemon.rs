@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use stepper_protocol::PROTOCOL_VERSION;
-use stepper_protocol::methods::DaemonInfoResponse;
+use stepper_protocol::methods::{DaemonInfoResponse, LoginEnvInfo, LoginEnvState};
 use stepper_protocol::places::Places;
 use stepper_protocol::server::{ConnectionServer, LocalListener, StopHandle, stop_channel};
 use stepper_providers::Providers;
@@ -48,6 +48,14 @@ impl Daemon {
             live_sessions: u32::try_from(self.hub.live_count()).unwrap_or(u32::MAX),
             running_turns: u32::try_from(*self.hub.deps().running.borrow()).unwrap_or(u32::MAX),
             clients: self.clients.load(Ordering::Relaxed),
+            login_env: Some(self.hub.deps().login_env_info.get().cloned().unwrap_or(
+                LoginEnvInfo {
+                    state: LoginEnvState::Pending,
+                    shell: None,
+                    variables: 0,
+                    error: None,
+                },
+            )),
         }
     }
 }
@@ -85,6 +93,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         tasks: tasks.clone(),
         settings: std::sync::Arc::new(crate::hub::SettingsCache::new(places.config_dir.clone())),
         login_env: Default::default(),
+        login_env_info: Default::default(),
         tools: stepper_tools::all(),
         shutdown: shutdown.clone(),
         sandboxes: std::sync::Arc::new(crate::hub::sandbox::Sandboxes::from_env()),

@@ -41,6 +41,19 @@ struct Credentials {
     codex: Option<CodexTokens>,
     #[serde(default)]
     api_keys: BTreeMap<String, String>,
+    /// Local OpenAI-compatible servers by provider name. Not secret, but stored with the
+    /// keys: both say how the daemon reaches a provider, and both are set by `stepper auth`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    local_servers: BTreeMap<String, StoredServer>,
+}
+
+/// A local server as the file keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredServer {
+    pub base_url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl CredentialStore {
@@ -138,13 +151,33 @@ impl CredentialStore {
         Ok(())
     }
 
+    /// The local server stored under `name`.
+    pub fn local_server(&self, name: &str) -> Option<&StoredServer> {
+        self.data.local_servers.get(name)
+    }
+
+    /// Every stored local server, by name.
+    pub fn local_servers(&self) -> impl Iterator<Item = (&str, &StoredServer)> {
+        self.data
+            .local_servers
+            .iter()
+            .map(|(name, server)| (name.as_str(), server))
+    }
+
+    pub fn set_local_server(&mut self, name: &str, server: StoredServer) {
+        self.data.local_servers.insert(name.to_string(), server);
+    }
+
     /// Forgets the credentials of `provider` ([`CODEX`] for the ChatGPT sign-in, else an API
-    /// key's provider), for logout. Returns whether there was anything to forget.
+    /// key's provider and a local server of that name), for logout. Returns whether there
+    /// was anything to forget.
     pub fn remove(&mut self, provider: &str) -> bool {
         if provider == CODEX {
             self.data.codex.take().is_some()
         } else {
-            self.data.api_keys.remove(provider).is_some()
+            let key = self.data.api_keys.remove(provider).is_some();
+            let server = self.data.local_servers.remove(provider).is_some();
+            key || server
         }
     }
 }

@@ -2,6 +2,7 @@
 //! written to disk.
 
 use stepper_engine::config::Settings;
+use stepper_protocol::methods::{LoginEnvInfo, LoginEnvState};
 use stepper_protocol::session::Env;
 use stepper_providers::Providers;
 
@@ -12,7 +13,16 @@ use super::HubDeps;
 pub(crate) async fn login_env(deps: &HubDeps) -> &Env {
     deps.login_env
         .get_or_init(|| async {
+            let report = |state, shell: Option<&str>, variables: usize, error: Option<String>| {
+                let _ = deps.login_env_info.set(LoginEnvInfo {
+                    state,
+                    shell: shell.map(str::to_string),
+                    variables: u32::try_from(variables).unwrap_or(u32::MAX),
+                    error,
+                });
+            };
             if std::env::var("STEPPER_LOGIN_ENV").is_ok_and(|v| v == "off") {
+                report(LoginEnvState::Off, None, 0, None);
                 return Env::new();
             }
             let shell = stepper_process::login_env::login_shell();
@@ -23,6 +33,7 @@ pub(crate) async fn login_env(deps: &HubDeps) -> &Env {
                 .unwrap_or(std::time::Duration::from_secs(5));
             match stepper_process::login_env::resolve(&shell, timeout).await {
                 Ok(env) => {
+                    report(LoginEnvState::Read, Some(&shell), env.len(), None);
                     tracing::info!(
                         shell,
                         vars = env.len(),
@@ -31,6 +42,7 @@ pub(crate) async fn login_env(deps: &HubDeps) -> &Env {
                     env
                 }
                 Err(e) => {
+                    report(LoginEnvState::Failed, Some(&shell), 0, Some(e.to_string()));
                     tracing::warn!(error = %e, "no login environment; sessions use their own only");
                     Env::new()
                 }

@@ -23,7 +23,6 @@ use std::time::Duration;
 
 use stepper_engine::ModelRef;
 use stepper_engine::config::{PermissionMode, SandboxMode};
-use stepper_engine::model::DEFAULT_MODEL;
 use stepper_engine::tool::Tool;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, SandboxInfo, TurnStatus};
@@ -77,6 +76,9 @@ pub enum HubError {
     NoSuchTurn { turn: u32, range: String },
     #[error("{0}")]
     Invalid(String),
+    /// The model's provider is not set up; the message says how.
+    #[error("{0}")]
+    ProviderUnavailable(String),
     #[error("stepperd is shutting down and takes no new work — run the command again in a moment")]
     ShuttingDown,
 }
@@ -94,6 +96,8 @@ pub struct HubDeps {
     /// The login shell's environment, resolved on first need: what a session's own
     /// environment lacks comes from here (a daemon started at login has little of its own).
     pub login_env: Arc<tokio::sync::OnceCell<Env>>,
+    /// How reading the login shell's environment went, once it has.
+    pub login_env_info: Arc<std::sync::OnceLock<stepper_protocol::methods::LoginEnvInfo>>,
     /// The tools every turn offers, built once (web_fetch holds an HTTP client and its
     /// connection pool).
     pub tools: Vec<Arc<dyn Tool>>,
@@ -179,12 +183,9 @@ impl Hub {
             )));
         }
         let settings = self.deps.settings.get(Some(cwd)).await?;
-        let requested = request
-            .model
-            .as_deref()
-            .or(settings.model.as_deref())
-            .unwrap_or(DEFAULT_MODEL);
-        let model = ModelRef::parse(requested).map_err(|e| HubError::Invalid(e.to_string()))?;
+        let model = self
+            .check_model(request.model.as_deref(), &settings, cwd, &request.env)
+            .await?;
         let record = match request.record.as_deref() {
             Some(r) if !Path::new(r).is_absolute() => {
                 return Err(HubError::Invalid(format!(
@@ -309,6 +310,45 @@ impl Hub {
         tracing::info!(session = %forked.id, from = %source_id, turn = from_turn, "session forked");
         let mode = self.mode_of(&live).await?;
         Ok((forked, mode))
+    }
+
+    /// The model a session asks for (else the settings', else the first provider set up),
+    /// checked now so that a missing key is said at once rather than by its first turn.
+    /// The environment is the client's, over the login shell's when that is read already; a
+    /// client that gives none waits for the login shell's, as its turns would.
+    pub async fn check_model(
+        &self,
+        requested: Option<&str>,
+        settings: &stepper_engine::config::Settings,
+        cwd: &Path,
+        client: &Env,
+    ) -> Result<ModelRef, HubError> {
+        let login = match self.deps.login_env.get() {
+            Some(login) => Some(login),
+            None if client.is_empty() => Some(env::login_env(&self.deps).await),
+            None => None,
+        };
+        let envs = stepper_providers::status::Environments { client, login };
+        let chosen = match requested {
+            Some(model) => model.to_string(),
+            None => self.deps.providers.default_model(settings, &envs),
+        };
+        let model = ModelRef::parse(&chosen).map_err(|e| HubError::Invalid(e.to_string()))?;
+        let mut effective = login.cloned().unwrap_or_default();
+        effective.extend(client.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let cx = stepper_providers::ResolveContext {
+            env: &effective,
+            settings,
+            cwd,
+        };
+        match self.deps.providers.check(&model, &cx) {
+            Ok(()) => Ok(model),
+            // Nothing asked for a model and nothing is set up: say every way to set one up.
+            Err(_) if requested.is_none() && settings.model.is_none() => Err(
+                HubError::ProviderUnavailable(stepper_providers::status::nothing_set_up()),
+            ),
+            Err(e) => Err(HubError::ProviderUnavailable(e.to_string())),
+        }
     }
 
     /// The mode a session's next tool call runs under: its own, else its folder's settings'.

@@ -4,6 +4,7 @@ use jsonrpsee::RpcModule;
 use stepper_protocol::methods::*;
 
 use super::{Conn, RpcError, register};
+use crate::hub::HubError;
 
 pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<AuthStatus, _, _>(m, |conn, _| async move {
@@ -12,6 +13,42 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
 
     register::<AuthLogin, _, _>(m, |conn, p| async move {
         let logins = &conn.daemon.logins;
+        if let Some(base_url) = p.base_url {
+            let name = p.provider;
+            if !stepper_providers::is_free_name(&name) {
+                return Err(RpcError::InvalidParams(format!(
+                    "{name:?} cannot name a local server: give a name of letters, digits, '-' \
+                     and '_' that no built-in provider has, such as \"local\""
+                )));
+            }
+            let base_url = base_url.trim().trim_end_matches('/').to_string();
+            let models = conn
+                .daemon
+                .hub
+                .deps()
+                .providers
+                .probe(&base_url, None)
+                .await
+                .map_err(|e| HubError::ProviderUnavailable(e.to_string()))?;
+            let model = match p.model {
+                Some(model) if !models.contains(&model) => {
+                    return Err(RpcError::InvalidParams(format!(
+                        "{base_url} does not serve {model:?}; it serves {}",
+                        models.join(", ")
+                    )));
+                }
+                Some(model) => Some(model),
+                None => models.first().cloned(),
+            };
+            logins
+                .store_local(name.clone(), base_url.clone(), model)
+                .await?;
+            tracing::info!(provider = %name, %base_url, "stored a local server");
+            return Ok(AuthLoginResponse {
+                url: None,
+                login_id: None,
+            });
+        }
         match (p.provider.as_str(), p.api_key) {
             ("codex", _) => {
                 let (login_id, url) = logins.begin_codex().await?;

@@ -82,6 +82,7 @@ impl RpcError {
                 HubError::TurnRunning { .. } => ErrorKind::TurnRunning,
                 HubError::NoSuchTurn { .. } => ErrorKind::NoSuchTurn,
                 HubError::Invalid(_) => ErrorKind::InvalidParams,
+                HubError::ProviderUnavailable(_) => ErrorKind::ProviderUnavailable,
                 HubError::ShuttingDown => ErrorKind::ShuttingDown,
             },
         }
@@ -114,6 +115,9 @@ fn hint(kind: ErrorKind) -> Option<&'static str> {
         ErrorKind::QueueFull => "wait for queued inputs to run (each ends with TurnFinished)",
         ErrorKind::ShuttingDown => {
             "retry once a daemon is running again (any stepper command starts one)"
+        }
+        ErrorKind::ProviderUnavailable => {
+            "'providers/status' says which providers are set up and how to set up the others"
         }
         ErrorKind::InvalidCursor => {
             "pass a cursor exactly as a previous page returned it, or none for the first page"

@@ -1,6 +1,7 @@
 //! The method handlers, one file per resource: `daemon` (initialize, info, shutdown),
 //! `session` (create, list, get, change, rewind, fork, export), `subscribe` (the event
-//! stream), `config` (settings, models, project scaffold) and `auth`. Each connection gets
+//! stream), `config` (settings, models, project scaffold), `auth` and `providers` (which are set
+//! up). Each connection gets
 //! one `RpcModule` built from the protocol's method table, with its own state (who the client
 //! is, whether it said `initialize`). Every error becomes a protocol error in `error`.
 
@@ -8,6 +9,7 @@ mod auth;
 mod config;
 mod daemon;
 pub mod error;
+mod providers;
 mod session;
 mod subscribe;
 
@@ -117,5 +119,6 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
     subscribe::register_all(&mut m);
     config::register_all(&mut m);
     auth::register_all(&mut m);
+    providers::register_all(&mut m);
     m
 }

@@ -1,0 +1,65 @@
+//! `providers/status`, `providers/probe`: which providers are set up, and what a local
+//! server serves.
+
+use std::path::Path;
+
+use jsonrpsee::RpcModule;
+use stepper_protocol::methods::*;
+use stepper_providers::status::Environments;
+
+use super::{Conn, RpcError, register};
+use crate::hub::HubError;
+
+pub(super) fn register_all(m: &mut RpcModule<Conn>) {
+    register::<ProvidersStatus, _, _>(m, |conn, p| async move {
+        let deps = conn.daemon.hub.deps();
+        let cwd = match p.cwd.as_deref().map(Path::new) {
+            Some(cwd) if !cwd.is_absolute() => {
+                return Err(RpcError::InvalidParams(format!(
+                    "cwd {:?} must be an absolute path",
+                    cwd.display()
+                )));
+            }
+            cwd => cwd,
+        };
+        let settings = deps.settings.get(cwd).await?;
+        let login = match deps.login_env.get() {
+            Some(login) => Some(login),
+            None if p.env.is_empty() => Some(crate::hub::env::login_env(deps).await),
+            None => None,
+        };
+        let envs = Environments {
+            client: &p.env,
+            login,
+        };
+        let providers = deps.providers.status(&settings, &envs, p.probe).await;
+        let default_model = deps.providers.default_model(&settings, &envs);
+        let here = cwd
+            .map(Path::to_path_buf)
+            .unwrap_or_else(std::env::temp_dir);
+        let default_usable = conn
+            .daemon
+            .hub
+            .check_model(Some(&default_model), &settings, &here, &p.env)
+            .await
+            .is_ok();
+        Ok(ProvidersStatusResponse {
+            providers,
+            default_model,
+            default_usable,
+        })
+    });
+
+    register::<ProvidersProbe, _, _>(m, |conn, p| async move {
+        let base_url = p.base_url.trim().trim_end_matches('/').to_string();
+        let models = conn
+            .daemon
+            .hub
+            .deps()
+            .providers
+            .probe(&base_url, None)
+            .await
+            .map_err(|e| HubError::ProviderUnavailable(e.to_string()))?;
+        Ok(ProvidersProbeResponse { base_url, models })
+    });
+}
