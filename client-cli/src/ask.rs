@@ -160,7 +160,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             prompt.len()
         );
     }
-    let cwd = std::env::current_dir().context("finding the current directory")?;
+    let cwd = crate::connect::working_dir()?;
     let places = places()?;
     let client = connect_or_start(&places, "stepper ask").await?;
 

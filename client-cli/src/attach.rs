@@ -54,7 +54,7 @@ pub async fn run(args: AttachArgs, new: bool) -> anyhow::Result<ExitCode> {
              'stepper sessions show ID' to read a session"
         );
     }
-    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let cwd = crate::connect::working_dir()?;
     let name = format!("{ATTACH_CLIENT} {}", std::process::id());
     let client = connect_or_start(&places()?, &name).await?;
     let session = match choose(&client, &args, new, &cwd).await? {
@@ -461,7 +461,7 @@ async fn perform(
 }
 
 /// The context window of `model`, when the daemon knows it.
-async fn context_window(client: &DaemonClient, model: &str, cwd: &Path) -> Option<u64> {
+pub(crate) async fn context_window(client: &DaemonClient, model: &str, cwd: &Path) -> Option<u64> {
     let list = client
         .call::<ModelsList>(ModelsListParams {
             cwd: Some(cwd.display().to_string()),

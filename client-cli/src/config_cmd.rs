@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Args;
 use stepper_protocol::methods::{
     ConfigSchema, ConfigValidate, CwdParams, Empty, ProjectInit, ProjectInitParams,
@@ -29,10 +29,7 @@ pub struct ConfigArgs {
 }
 
 fn cwd() -> anyhow::Result<String> {
-    Ok(std::env::current_dir()
-        .context("finding the current directory")?
-        .display()
-        .to_string())
+    Ok(crate::connect::working_dir()?.display().to_string())
 }
 
 pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {

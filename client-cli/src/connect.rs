@@ -22,11 +22,16 @@ const READY_TIMEOUT: Duration = Duration::from_secs(15);
 /// name, and lists this one as a TUI.
 pub const ATTACH_CLIENT: &str = "stepper attach";
 
+/// The name `stepper acp` gives itself (with its pid): an editor's client.
+pub const ACP_CLIENT: &str = "stepper acp";
+
 pub fn client_info(name: &str) -> ClientInfo {
     ClientInfo {
         name: name.into(),
         kind: if name.starts_with(ATTACH_CLIENT) {
             ClientKind::Tui
+        } else if name.starts_with(ACP_CLIENT) {
+            ClientKind::Other
         } else {
             ClientKind::Cli
         },
@@ -35,8 +40,22 @@ pub fn client_info(name: &str) -> ClientInfo {
     }
 }
 
+/// Where the daemon is: this machine's places, or with `--host` the forwarded socket of
+/// the remote one.
 pub fn places() -> anyhow::Result<Places> {
-    Ok(Places::from_env()?)
+    let mut places = Places::from_env()?;
+    if let Some(remote) = crate::remote::get() {
+        places.socket = remote.local_socket.clone();
+    }
+    Ok(places)
+}
+
+/// The folder new sessions work in: this one, or with `--host` the remote folder.
+pub fn working_dir() -> anyhow::Result<PathBuf> {
+    match crate::remote::get() {
+        Some(remote) => Ok(PathBuf::from(&remote.dir)),
+        None => std::env::current_dir().context("reading the current directory"),
+    }
 }
 
 /// Connect to the running daemon, starting one first if nobody listens on the socket. A
@@ -44,6 +63,17 @@ pub fn places() -> anyhow::Result<Places> {
 /// client always talks to the stepperd installed beside it; a busy one is left alone, with
 /// a word on what to run.
 pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<DaemonClient> {
+    if let Some(remote) = crate::remote::get() {
+        // Started (if it was not running) when the socket was forwarded; never restarted
+        // from here.
+        let client = DaemonClient::connect(&places.socket, client_info(name))
+            .await
+            .with_context(|| format!("reaching the stepperd on {} through ssh", remote.host))?;
+        if let Some(skew) = remote.skew() {
+            eprintln!("stepper: {skew}");
+        }
+        return Ok(client);
+    }
     let client = connect_or_start_once(places, name).await?;
     let Some(why) = outdated(&client) else {
         return Ok(client);

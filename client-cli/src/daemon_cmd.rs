@@ -62,7 +62,8 @@ pub async fn run(command: DaemonCommand) -> anyhow::Result<ExitCode> {
                 Ok(c) => c,
                 Err(e) if e.is_not_running() => {
                     if json {
-                        println!("{{\"running\":false}}");
+                        let socket = serde_json::to_string(&places.socket.display().to_string())?;
+                        println!("{{\"running\":false,\"socket\":{socket}}}");
                     } else {
                         println!(
                             "stepperd is not running (socket {})",

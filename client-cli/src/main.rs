@@ -1,5 +1,6 @@
 //! `stepper`: the command-line front door. A thin client: every decision lives in the daemon.
 
+mod acp;
 mod ask;
 mod attach;
 mod auth;
@@ -9,6 +10,7 @@ mod daemon_cmd;
 mod doctor;
 mod first_run;
 mod models;
+mod remote;
 mod service;
 mod session;
 mod sessions;
@@ -25,6 +27,14 @@ struct Cli {
     /// With no command: a new session in this folder, in the terminal UI.
     #[command(subcommand)]
     command: Option<Command>,
+    /// Use the stepperd on another machine, through ssh (user@box, or an ssh config alias):
+    /// its socket is forwarded here, and it is started there when absent. Also STEPPER_HOST.
+    #[arg(long, global = true, value_name = "HOST")]
+    host: Option<String>,
+    /// With --host: the folder on that machine new sessions work in (default: the login
+    /// folder there). Also STEPPER_REMOTE_DIR.
+    #[arg(long, global = true, value_name = "DIR", requires = "host")]
+    remote_dir: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -34,6 +44,9 @@ enum Command {
     Attach(attach::AttachArgs),
     /// Ask once and print the answer (scriptable). The prompt comes from PROMPT or stdin.
     Ask(ask::AskArgs),
+    /// Serve an editor over the Agent Client Protocol on stdin/stdout (Zed, JetBrains,
+    /// Neovim…): its sessions are ordinary sessions, which `stepper attach` can join.
+    Acp,
     /// Answer a tool's request for approval in a session (from any terminal).
     Approve {
         session: String,
@@ -84,6 +97,35 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let host = cli
+        .host
+        .clone()
+        .or_else(|| std::env::var("STEPPER_HOST").ok().filter(|h| !h.is_empty()));
+    if let Some(host) = host {
+        if let Some(Command::Daemon { .. } | Command::Doctor) = cli.command {
+            eprintln!(
+                "stepper: 'daemon' and 'doctor' look at this machine — for {host}'s, run \
+                 'ssh {host} stepper daemon …' or 'ssh {host} stepper doctor'"
+            );
+            return ExitCode::from(2);
+        }
+        let dir = cli.remote_dir.clone().or_else(|| {
+            std::env::var("STEPPER_REMOTE_DIR")
+                .ok()
+                .filter(|d| !d.is_empty())
+        });
+        if let Err(e) = remote::open(&host, dir) {
+            eprintln!("stepper: {e:#}");
+            remote::close();
+            return ExitCode::FAILURE;
+        }
+    }
+    let code = run(cli);
+    remote::close();
+    code
+}
+
+fn run(cli: Cli) -> ExitCode {
     // `ask` is one request after another: one thread does it without handing work between
     // threads, and starts sooner. The TUI and the rest keep two workers.
     let mut builder = match cli.command {
@@ -106,6 +148,7 @@ fn main() -> ExitCode {
             None => attach::run(attach::AttachArgs::default(), true).await,
             Some(Command::Attach(args)) => attach::run(args, false).await,
             Some(Command::Ask(args)) => ask::run(args).await,
+            Some(Command::Acp) => acp::run().await,
             Some(Command::Sessions(args)) => sessions::run(args).await,
             Some(Command::Approve {
                 session,

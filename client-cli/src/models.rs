@@ -15,7 +15,7 @@ pub struct ModelsArgs {
 
 pub async fn run(args: ModelsArgs) -> anyhow::Result<ExitCode> {
     let client = connect_or_start(&places()?, "stepper models").await?;
-    let cwd = std::env::current_dir()
+    let cwd = crate::connect::working_dir()
         .ok()
         .map(|d| d.display().to_string());
     let list = client.call::<ModelsList>(ModelsListParams { cwd }).await?;

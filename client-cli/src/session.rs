@@ -6,8 +6,13 @@ use stepper_protocol::client::DaemonClient;
 use stepper_protocol::methods::{SessionCreate, SessionCreateParams, SessionResponse};
 use stepper_protocol::session::{Env, PermissionMode, SandboxMode};
 
-/// This process's environment, which the session's tools and provider keys will use.
+/// This process's environment, which the session's tools and provider keys will use. None
+/// of it goes to a daemon on another machine (`--host`): its sessions run with that
+/// machine's login environment, and this one's keys stay here.
 pub fn client_env() -> Env {
+    if crate::remote::get().is_some() {
+        return Env::new();
+    }
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect()

@@ -3,6 +3,7 @@
 // Test code: a panic with a message is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod ask;
 mod attach;
 mod boundaries;

@@ -1,0 +1,507 @@
+//! stepper's session events as ACP `session/update`s: what an editor is shown.
+//!
+//! One [`View`] per session and connection. It is fed every event in seq order — a replay
+//! for `session/load`, then live — and returns the updates to send. It keeps what a mapping
+//! needs across events: whether a message's text already streamed, each open tool call, the
+//! usage base of the current model call.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use stepper_protocol::{AppEvent, TodoStatus, ToolCallStatus, Usage};
+
+/// What an event asks the connection to do beyond sending updates.
+#[derive(Debug, PartialEq)]
+pub enum Effect {
+    /// A turn began for an input; `own`: this connection queued it.
+    TurnStarted { input: String, own: bool },
+    /// The current turn ended.
+    TurnFinished {
+        status: stepper_protocol::TurnStatus,
+        error: Option<String>,
+    },
+    /// The gate asks: put `session/request_permission` to the editor.
+    Ask {
+        request_id: String,
+        tool_call: Value,
+    },
+    /// An approval was answered (here or anywhere): close the editor's request.
+    Answered(String),
+}
+
+#[derive(Default)]
+pub struct View {
+    cwd: String,
+    /// Text of the current message already sent as chunks.
+    streamed_text: bool,
+    /// Open tool calls: id → (tool, whether output began).
+    calls: Vec<(String, String, bool)>,
+    /// The context window of the session's model, when known.
+    pub window: Option<u64>,
+    /// Input tokens counted before this model call (usage is per turn, summed).
+    step_base: u64,
+    last_usage: Usage,
+    cost_done: f64,
+    cost_turn: f64,
+    /// The name this connection gave the daemon: inputs it queued are the editor's own, and
+    /// not echoed back to it.
+    client: String,
+    own_inputs: std::collections::HashSet<String>,
+}
+
+impl View {
+    pub fn new(cwd: &str, window: Option<u64>, client: &str) -> View {
+        View {
+            cwd: cwd.to_string(),
+            window,
+            client: client.to_string(),
+            ..View::default()
+        }
+    }
+
+    /// The updates (`update` objects of `session/update`) and effects of one event.
+    pub fn apply(&mut self, event: AppEvent) -> (Vec<Value>, Vec<Effect>) {
+        let mut updates = Vec::new();
+        let mut effects = Vec::new();
+        match event {
+            AppEvent::TurnStarted { input_id, text, .. } => {
+                self.streamed_text = false;
+                self.step_base = 0;
+                self.last_usage = Usage::default();
+                self.cost_turn = 0.0;
+                let own = self.own_inputs.remove(&input_id);
+                if !own {
+                    updates.push(json!({
+                        "sessionUpdate": "user_message_chunk",
+                        "content": {"type": "text", "text": text},
+                    }));
+                }
+                effects.push(Effect::TurnStarted {
+                    input: input_id,
+                    own,
+                });
+            }
+            AppEvent::TextDelta { text } => {
+                self.streamed_text = true;
+                updates.push(chunk("agent_message_chunk", &text));
+            }
+            AppEvent::ReasoningDelta { text } => updates.push(chunk("agent_thought_chunk", &text)),
+            AppEvent::MessageCompleted { text, .. } => {
+                // A replayed finished turn has no deltas: its text comes whole.
+                if !self.streamed_text && !text.is_empty() {
+                    updates.push(chunk("agent_message_chunk", &text));
+                }
+                self.streamed_text = false;
+                self.step_base = input_side(&self.last_usage);
+            }
+            AppEvent::ToolCallStarted {
+                call_id,
+                tool,
+                input,
+            } => {
+                let mut call = json!({
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": call_id,
+                    "title": title(&tool, &input),
+                    "kind": kind(&tool),
+                    "status": "pending",
+                    "rawInput": input,
+                });
+                if let Some(path) = input_path(&input, &self.cwd) {
+                    call["locations"] = json!([{"path": path}]);
+                }
+                if let Some(diff) = proposed_diff(&tool, &input, &self.cwd) {
+                    call["content"] = json!([diff]);
+                }
+                self.calls.push((call_id, tool, false));
+                updates.push(call);
+            }
+            AppEvent::ToolOutputDelta { call_id, .. } => {
+                if let Some(call) = self.calls.iter_mut().find(|c| c.0 == call_id)
+                    && !call.2
+                {
+                    call.2 = true;
+                    updates.push(json!({
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": call_id,
+                        "status": "in_progress",
+                    }));
+                }
+            }
+            AppEvent::ToolCallFinished {
+                call_id,
+                status,
+                output,
+                exit_code,
+                diff,
+                ..
+            } => {
+                self.calls.retain(|c| c.0 != call_id);
+                let mut content = Vec::new();
+                if let Some(diff) = diff.filter(|d| !d.is_empty()) {
+                    content.push(text_content(&format!("```diff\n{diff}\n```")));
+                }
+                if !output.is_empty() {
+                    content.push(text_content(&output));
+                }
+                let mut raw = json!({"output": output});
+                if let Some(code) = exit_code {
+                    raw["exitCode"] = json!(code);
+                }
+                updates.push(json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call_id,
+                    "status": if status == ToolCallStatus::Ok { "completed" } else { "failed" },
+                    "content": content,
+                    "rawOutput": raw,
+                }));
+            }
+            AppEvent::ApprovalRequested {
+                request_id,
+                tool,
+                summary,
+                command,
+                diff,
+            } => {
+                let call_id = self.call_for(&tool).unwrap_or_else(|| request_id.clone());
+                let mut content = vec![text_content(&summary)];
+                if let Some(diff) = diff.filter(|d| !d.is_empty()) {
+                    content.push(text_content(&format!("```diff\n{diff}\n```")));
+                }
+                let tool_call = json!({
+                    "toolCallId": call_id,
+                    "title": command.unwrap_or_else(|| summary.clone()),
+                    "kind": kind(&tool),
+                    "status": "pending",
+                    "content": content,
+                });
+                effects.push(Effect::Ask {
+                    request_id,
+                    tool_call,
+                });
+            }
+            AppEvent::ApprovalResolved { request_id, .. } => {
+                effects.push(Effect::Answered(request_id));
+            }
+            AppEvent::TodosUpdated { todos } => {
+                let entries: Vec<Value> = todos
+                    .iter()
+                    .map(|t| {
+                        json!({
+                            "content": t.content,
+                            "priority": "medium",
+                            "status": match t.status {
+                                TodoStatus::Pending => "pending",
+                                TodoStatus::InProgress => "in_progress",
+                                TodoStatus::Completed => "completed",
+                            },
+                        })
+                    })
+                    .collect();
+                updates.push(json!({"sessionUpdate": "plan", "entries": entries}));
+            }
+            AppEvent::UsageUpdated { usage, cost_usd } => {
+                self.last_usage = usage;
+                self.cost_turn = cost_usd.unwrap_or(0.0);
+                if let Some(size) = self.window {
+                    let used = input_side(&usage).saturating_sub(self.step_base);
+                    let mut update = json!({
+                        "sessionUpdate": "usage_update",
+                        "used": used,
+                        "size": size,
+                    });
+                    if cost_usd.is_some() {
+                        update["cost"] = json!({
+                            "amount": self.cost_done + self.cost_turn,
+                            "currency": "USD",
+                        });
+                    }
+                    updates.push(update);
+                }
+            }
+            AppEvent::ModeChanged { mode, .. } => updates.push(json!({
+                "sessionUpdate": "current_mode_update",
+                "currentModeId": mode.as_str(),
+            })),
+            AppEvent::Notice { message } => {
+                updates.push(chunk("agent_thought_chunk", &format!("{message}\n")));
+            }
+            AppEvent::Error { message } => {
+                updates.push(chunk(
+                    "agent_message_chunk",
+                    &format!("\n\n**error:** {message}\n"),
+                ));
+            }
+            AppEvent::TurnFinished { status, error } => {
+                // Calls still open when a turn ends never finish now.
+                for (call_id, _, _) in self.calls.drain(..) {
+                    updates.push(json!({
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": call_id,
+                        "status": "failed",
+                    }));
+                }
+                self.cost_done += self.cost_turn;
+                self.cost_turn = 0.0;
+                effects.push(Effect::TurnFinished { status, error });
+            }
+            AppEvent::InputQueued {
+                input_id, client, ..
+            } => {
+                if client.as_deref() == Some(self.client.as_str()) {
+                    self.own_inputs.insert(input_id);
+                }
+            }
+            AppEvent::SessionCreated { .. }
+            | AppEvent::Steered { .. }
+            | AppEvent::CheckpointCreated { .. }
+            | AppEvent::Rewound { .. }
+            | AppEvent::ClientAttached { .. }
+            | AppEvent::ClientDetached { .. }
+            | AppEvent::ModelChanged { .. }
+            | AppEvent::Unknown => {}
+        }
+        (updates, effects)
+    }
+
+    /// The open call an approval is about: the newest one of the tool the gate names (an
+    /// approval follows its call's start; read-only calls are the only ones that run side
+    /// by side).
+    fn call_for(&self, gate_tool: &str) -> Option<String> {
+        let same = |tool: &str| match gate_tool {
+            "edit" => matches!(tool, "edit" | "multi_edit" | "write"),
+            "read" => matches!(tool, "read" | "ls" | "glob" | "grep"),
+            other => tool == other,
+        };
+        self.calls
+            .iter()
+            .rev()
+            .find(|(_, tool, _)| same(tool))
+            .or(self.calls.last())
+            .map(|(id, _, _)| id.clone())
+    }
+}
+
+fn chunk(kind: &str, text: &str) -> Value {
+    json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+}
+
+fn text_content(text: &str) -> Value {
+    json!({"type": "content", "content": {"type": "text", "text": text}})
+}
+
+fn input_side(u: &Usage) -> u64 {
+    u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+}
+
+/// ACP's tool kinds, for the editor's icons.
+pub fn kind(tool: &str) -> &'static str {
+    match tool {
+        "read" | "ls" => "read",
+        "edit" | "multi_edit" | "write" => "edit",
+        "grep" | "glob" => "search",
+        "bash" => "execute",
+        "web_fetch" => "fetch",
+        "todo_write" => "think",
+        _ => "other",
+    }
+}
+
+fn title(tool: &str, input: &Value) -> String {
+    let field = |name: &str| input.get(name).and_then(Value::as_str);
+    match tool {
+        "bash" => field("command").unwrap_or("bash").to_string(),
+        "read" | "ls" | "edit" | "multi_edit" | "write" => {
+            let verb = match tool {
+                "read" => "Read",
+                "ls" => "List",
+                "write" => "Write",
+                _ => "Edit",
+            };
+            format!("{verb} {}", field("path").unwrap_or("?"))
+        }
+        "grep" | "glob" => format!("{tool} {}", field("pattern").unwrap_or("")),
+        "web_fetch" => format!("Fetch {}", field("url").unwrap_or("")),
+        "todo_write" => "Update the plan".into(),
+        other => other.to_string(),
+    }
+}
+
+fn absolute(path: &str, cwd: &str) -> String {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        path.to_string()
+    } else {
+        Path::new(cwd).join(p).display().to_string()
+    }
+}
+
+fn input_path(input: &Value, cwd: &str) -> Option<String> {
+    let path = input.get("path").and_then(Value::as_str)?;
+    Some(absolute(path, cwd))
+}
+
+/// The change an edit proposes, as ACP's `diff` content: the editor shows it before and
+/// while it is approved.
+fn proposed_diff(tool: &str, input: &Value, cwd: &str) -> Option<Value> {
+    let path = input_path(input, cwd)?;
+    let field = |name: &str| input.get(name).and_then(Value::as_str);
+    match tool {
+        "edit" => Some(json!({
+            "type": "diff",
+            "path": path,
+            "oldText": field("old_string")?,
+            "newText": field("new_string")?,
+        })),
+        "write" => Some(json!({
+            "type": "diff",
+            "path": path,
+            "oldText": Value::Null,
+            "newText": field("content")?,
+        })),
+        _ => None,
+    }
+}
+
+/// `ms` since the epoch as ISO 8601 in UTC (`2026-12-03T14:22:15Z`).
+pub fn iso8601(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A permission mode as ACP shows it.
+pub fn modes(current: stepper_protocol::PermissionMode) -> Value {
+    use stepper_protocol::PermissionMode as M;
+    let describe = |m: M| match m {
+        M::Default => (
+            "Default",
+            "Ask before edits and commands that are not read-only",
+        ),
+        M::AcceptEdits => (
+            "Accept edits",
+            "Edits run without asking; commands still ask",
+        ),
+        M::Plan => ("Plan", "Read-only: nothing is changed"),
+        M::Auto => ("Auto", "Nothing asks; deny rules still hold"),
+    };
+    let available: Vec<Value> = M::ALL
+        .into_iter()
+        .map(|m| {
+            let (name, description) = describe(m);
+            json!({"id": m.as_str(), "name": name, "description": description})
+        })
+        .collect();
+    json!({"currentModeId": current.as_str(), "availableModes": available})
+}
+
+/// The choices of `session/request_permission`; the answer names one by its id.
+pub fn permission_options() -> Value {
+    json!([
+        {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "always", "name": "Allow always (this session)", "kind": "allow_always"},
+        {"optionId": "deny", "name": "Reject", "kind": "reject_once"},
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stepper_protocol::TurnStatus;
+
+    #[test]
+    fn a_replayed_message_comes_whole_and_a_streamed_one_once() {
+        let mut view = View::new("/p", Some(1000), "me");
+        let (u, _) = view.apply(AppEvent::MessageCompleted {
+            text: "whole".into(),
+            stop_reason: None,
+        });
+        assert_eq!(u[0]["content"]["text"], "whole");
+        let (u, _) = view.apply(AppEvent::TextDelta { text: "a".into() });
+        assert_eq!(u[0]["sessionUpdate"], "agent_message_chunk");
+        let (u, _) = view.apply(AppEvent::MessageCompleted {
+            text: "a".into(),
+            stop_reason: None,
+        });
+        assert!(u.is_empty(), "{u:?}");
+    }
+
+    #[test]
+    fn an_approval_names_its_call_and_a_turn_end_fails_open_calls() {
+        let mut view = View::new("/p", None, "me");
+        let (u, _) = view.apply(AppEvent::ToolCallStarted {
+            call_id: "c1".into(),
+            tool: "write".into(),
+            input: json!({"path": "a.txt", "content": "hi"}),
+        });
+        assert_eq!(u[0]["kind"], "edit");
+        assert_eq!(u[0]["locations"][0]["path"], "/p/a.txt");
+        assert_eq!(u[0]["content"][0]["newText"], "hi");
+        let (_, effects) = view.apply(AppEvent::ApprovalRequested {
+            request_id: "r1".into(),
+            tool: "edit".into(),
+            summary: "write a.txt".into(),
+            command: Some("/p/a.txt".into()),
+            diff: None,
+        });
+        let Effect::Ask { tool_call, .. } = &effects[0] else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(tool_call["toolCallId"], "c1");
+        assert_eq!(view.calls.len(), 1);
+        let (u, effects) = view.apply(AppEvent::TurnFinished {
+            status: TurnStatus::Interrupted,
+            error: None,
+        });
+        assert_eq!(u[0]["status"], "failed");
+        assert_eq!(
+            effects,
+            [Effect::TurnFinished {
+                status: TurnStatus::Interrupted,
+                error: None
+            }]
+        );
+    }
+
+    #[test]
+    fn own_inputs_are_not_echoed() {
+        let mut view = View::new("/p", None, "stepper acp 7");
+        view.apply(AppEvent::InputQueued {
+            input_id: "i1".into(),
+            text: "hello".into(),
+            client: Some("stepper acp 7".into()),
+        });
+        let started = |id: &str| AppEvent::TurnStarted {
+            input_id: id.into(),
+            text: "hello".into(),
+            model: "m".into(),
+        };
+        assert!(view.apply(started("i1")).0.is_empty());
+        assert_eq!(
+            view.apply(started("i2")).0[0]["sessionUpdate"],
+            "user_message_chunk"
+        );
+    }
+
+    #[test]
+    fn iso_dates() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601(1_796_102_226_291), "2026-12-01T05:17:06Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
+}
