@@ -80,30 +80,24 @@ pub fn open(host: &str, dir: Option<String>) -> anyhow::Result<&'static Remote> 
     let local_socket = ssh.dir.join(format!("fwd-{}.sock", std::process::id()));
     let _ = std::fs::remove_file(&local_socket);
     let spec = format!("{}:{remote_socket}", local_socket.display());
-    let forward = if ssh.control && ssh.master_alive() {
-        let out = ssh
-            .command()
-            .args(["-O", "forward", "-L", &spec, host])
-            .stdin(Stdio::null())
-            .output()
-            .context("running ssh -O forward")?;
-        if !out.status.success() {
-            bail!(
-                "ssh could not forward {host}'s daemon socket: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+    // Through the master the first call left (no new connection), else an `ssh -N -L` of
+    // our own.
+    let forward = match ssh.control.then(|| ssh.forward_through_master(&spec)) {
+        Some(Ok(())) => Forward::Master(spec),
+        Some(Err(why)) if ssh.master_alive() => {
+            bail!("ssh could not forward {host}'s daemon socket: {why}")
         }
-        Forward::Master(spec)
-    } else {
-        let child = ssh
-            .command()
-            .args(["-N", "-o", "ExitOnForwardFailure=yes", "-L", &spec, host])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("running ssh -N -L")?;
-        Forward::Child(std::sync::Mutex::new(child))
+        _ => {
+            let child = ssh
+                .command()
+                .args(["-N", "-o", "ExitOnForwardFailure=yes", "-L", &spec, host])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .context("running ssh -N -L")?;
+            Forward::Child(std::sync::Mutex::new(child))
+        }
     };
     let remote = Remote {
         host: host.to_string(),
@@ -251,6 +245,21 @@ impl Ssh {
         Ok(out)
     }
 
+    /// Ask the control master to listen on `spec`'s local socket.
+    fn forward_through_master(&self, spec: &str) -> Result<(), String> {
+        let out = self
+            .command()
+            .args(["-O", "forward", "-L", spec, &self.host])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    }
+
     fn master_alive(&self) -> bool {
         self.command()
             .args(["-O", "check", &self.host])
@@ -306,7 +315,9 @@ fn private_dir() -> anyhow::Result<PathBuf> {
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(run) => PathBuf::from(run).join("stepper"),
         None => {
-            let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+            let user = std::env::var("USER")
+                .or_else(|_| std::env::var("LOGNAME"))
+                .unwrap_or_else(|_| uid().unwrap_or_else(|| "user".into()));
             // Short: ssh's socket paths must fit in about 100 bytes.
             PathBuf::from("/tmp").join(format!("stepper-{user}"))
         }
@@ -314,6 +325,19 @@ fn private_dir() -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     check_private(&dir)?;
     Ok(dir)
+}
+
+/// This process's user id, where `/proc` tells it.
+fn uid() -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self")
+            .ok()
+            .map(|m| m.uid().to_string())
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 #[cfg(unix)]

@@ -16,6 +16,7 @@ mod gate_corpus;
 mod lifecycle;
 mod protocol;
 mod providers;
+mod remote;
 mod resume;
 mod sandbox;
 mod security;

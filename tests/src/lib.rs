@@ -9,6 +9,7 @@ pub mod env;
 pub mod events;
 pub mod fake_llm;
 pub mod needs;
+pub mod sshd;
 pub mod tmux;
 pub mod wait;
 pub mod ws;
