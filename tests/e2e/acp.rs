@@ -392,3 +392,161 @@ fn cancel_ends_the_prompt_as_cancelled_and_modes_change() {
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     gate.open();
 }
+
+#[test]
+fn with_no_provider_set_up_the_editor_is_told_how_to_sign_in() {
+    let env = TestEnv::without_keys();
+    let mut editor = Editor::start(&env);
+    let init = editor.initialize();
+    assert_eq!(init["authMethods"][0]["id"], "stepper", "{init}");
+    let id = editor.request(
+        "session/new",
+        json!({"cwd": env.project.path(), "mcpServers": []}),
+    );
+    let refused = editor.response(id);
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stepper auth login"),
+        "{refused}"
+    );
+    let id = editor.request("authenticate", json!({"methodId": "stepper"}));
+    assert_eq!(editor.response(id)["error"]["code"], -32000);
+    let id = editor.request("session/new", json!({"cwd": "relative/path"}));
+    assert_eq!(editor.response(id)["error"]["code"], -32602);
+}
+
+/// The official TypeScript SDK as the editor: its schema checks every message stepper sends.
+/// `.ci/run` installs it and names it in `STEPPER_TEST_ACP_SDK` (its `node_modules`).
+#[test]
+fn the_official_acp_sdk_accepts_every_message() {
+    let sdk = std::env::var_os("STEPPER_TEST_ACP_SDK").map(std::path::PathBuf::from);
+    let Some(sdk) = sdk.filter(|p| p.join("@agentclientprotocol/sdk").exists()) else {
+        assert!(
+            !stepper_e2e::needs::strict(),
+            "STEPPER_TEST_ACP_SDK must name a node_modules with @agentclientprotocol/sdk"
+        );
+        eprintln!(
+            "skipped: needs the ACP SDK (npm install --prefix DIR @agentclientprotocol/sdk, \
+             then STEPPER_TEST_ACP_SDK=DIR/node_modules)"
+        );
+        return;
+    };
+    if !stepper_e2e::needs::program("node", "the ACP SDK test", "install Node.js") {
+        return;
+    }
+    let env = TestEnv::new();
+    env.fake.push(Reply::text(&["Hello ", "from stepper"]));
+    env.fake.push(Reply::Sse(tool_use_stream(&[
+        (
+            "t1",
+            "write",
+            json!({"path": "notes.txt", "content": "from the editor\n"}),
+        ),
+        (
+            "t2",
+            "todo_write",
+            json!({"todos": [{"content": "write notes", "status": "completed"}]}),
+        ),
+    ])));
+    env.fake.push(Reply::text(&["Wrote it."]));
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&sdk, dir.path().join("node_modules")).unwrap();
+    let script = dir.path().join("client.mjs");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/acp-client/client.mjs"),
+        &script,
+    )
+    .unwrap();
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .arg(stepper_e2e::bin_dir().join("stepper"))
+        .arg(env.project.path())
+        .env_clear()
+        .envs(env.envs())
+        .current_dir(env.project.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the SDK client failed: {stderr}");
+    assert!(
+        !stderr.contains("Error handling") && !stderr.contains("Invalid"),
+        "the SDK refused a message: {stderr}"
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("the client's summary");
+    assert_eq!(seen["init"]["protocolVersion"], 1);
+    assert_eq!(seen["first"]["stopReason"], "end_turn");
+    assert_eq!(seen["second"]["stopReason"], "end_turn");
+    assert_eq!(seen["asked"][0]["toolCall"]["toolCallId"], "t1", "{seen:#}");
+    assert_eq!(
+        std::fs::read_to_string(env.project.path().join("notes.txt")).unwrap(),
+        "from the editor\n"
+    );
+    let updates = seen["updates"].as_array().unwrap();
+    let kinds: std::collections::BTreeSet<&str> = updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
+    for kind in [
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "user_message_chunk",
+        "available_commands_update",
+        "usage_update",
+    ] {
+        assert!(kinds.contains(kind), "no {kind} among {kinds:?}");
+    }
+    let diff = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "t1")
+        .unwrap();
+    assert_eq!(diff["content"][0]["type"], "diff");
+    // The SDK drops what its schema refuses inside a message (a list item, a field): what
+    // it parsed must still hold what was sent.
+    let of = |kind: &str| {
+        updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == kind)
+            .unwrap_or_else(|| panic!("no {kind}"))
+    };
+    assert_eq!(
+        of("plan")["entries"],
+        json!([{"content": "write notes", "priority": "medium", "status": "completed"}])
+    );
+    assert_eq!(diff["content"][0]["newText"], "from the editor\n");
+    assert_eq!(diff["kind"], "edit");
+    assert_eq!(
+        diff["locations"][0]["path"],
+        env.project.path().join("notes.txt").display().to_string()
+    );
+    assert!(of("usage_update")["size"].as_u64().unwrap() > 0);
+    assert_eq!(
+        of("available_commands_update")["availableCommands"][0]["name"],
+        "model"
+    );
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == "t1"
+                && u["status"] == "completed"),
+        "{updates:#?}"
+    );
+    assert_eq!(
+        seen["session"]["modes"]["availableModes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    assert_eq!(seen["asked"][0]["options"].as_array().unwrap().len(), 3);
+    assert!(seen["replayed"].as_u64().unwrap() >= 4, "{seen:#}");
+    assert_eq!(
+        seen["list"]["sessions"][0]["sessionId"],
+        seen["session"]["sessionId"]
+    );
+}

@@ -76,8 +76,15 @@ fn ask_sessions_and_attach_reach_a_daemon_on_another_machine() {
     );
     assert_eq!(r.sshd.forwarded_sockets(), Vec::<String>::new());
 
-    // The session is there, in the folder asked for.
-    let out = r.stepper(&["sessions", "--json"]);
+    // The session is there, in the folder asked for (the host from STEPPER_HOST this time).
+    let out = r
+        .here
+        .stepper()
+        .envs(r.sshd.client_envs())
+        .env("STEPPER_HOST", "box")
+        .args(["sessions", "--json"])
+        .output()
+        .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     let sessions: serde_json::Value = serde_json::from_str(&stdout).expect("sessions --json");

@@ -47,6 +47,9 @@ pub struct View {
     /// not echoed back to it.
     client: String,
     own_inputs: std::collections::HashSet<String>,
+    /// Set while a history is replayed (`session/load`): every input is shown then, the
+    /// editor's own too — the editor asked for the whole conversation.
+    pub replaying: bool,
 }
 
 impl View {
@@ -70,7 +73,7 @@ impl View {
                 self.last_usage = Usage::default();
                 self.cost_turn = 0.0;
                 let own = self.own_inputs.remove(&input_id);
-                if !own {
+                if !own || self.replaying {
                     updates.push(json!({
                         "sessionUpdate": "user_message_chunk",
                         "content": {"type": "text", "text": text},

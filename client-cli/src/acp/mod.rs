@@ -718,11 +718,11 @@ async fn pump(
             }
         };
         let seq = envelope.seq;
-        let (updates, effects) = live
-            .view
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .apply(envelope.event);
+        let (updates, effects) = {
+            let mut view = live.view.lock().unwrap_or_else(|p| p.into_inner());
+            view.replaying = replaying;
+            view.apply(envelope.event)
+        };
         for update in updates {
             conn.notify(
                 "session/update",
