@@ -882,3 +882,37 @@ fn prompt_text(blocks: &[Value]) -> Result<String, AcpError> {
     }
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_joins_text_links_and_embedded_files() {
+        let blocks = [
+            json!({"type": "text", "text": "review this"}),
+            json!({"type": "resource_link", "uri": "file:///p/src/lib.rs", "name": "lib.rs"}),
+            json!({"type": "resource", "resource": {"uri": "file:///p/a.md", "text": "# A"}}),
+        ];
+        assert_eq!(
+            prompt_text(&blocks).unwrap(),
+            "review this\n@/p/src/lib.rs\n<file uri=\"file:///p/a.md\">\n# A\n</file>"
+        );
+        let image = [json!({"type": "image", "data": "", "mimeType": "image/png"})];
+        assert_eq!(prompt_text(&image).unwrap_err().code, -32602);
+        assert!(prompt_text(&[json!({"type": "text", "text": "  "})]).is_err());
+    }
+
+    #[test]
+    fn modes_and_cwds_are_checked() {
+        assert_eq!(parse_mode(Some("plan")).unwrap(), PermissionMode::Plan);
+        assert!(
+            parse_mode(Some("yolo"))
+                .unwrap_err()
+                .message
+                .contains("accept-edits")
+        );
+        assert!(absolute_cwd(&json!({"cwd": "rel"})).is_err());
+        assert_eq!(absolute_cwd(&json!({"cwd": "/abs"})).unwrap(), "/abs");
+    }
+}
