@@ -163,6 +163,18 @@ impl Drop for Editor {
     }
 }
 
+/// The call `id` was reported completed.
+fn assert_completed(updates: &[Value], id: &str) {
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == id
+                && u["status"] == "completed"),
+        "{id} did not complete: {updates:#?}"
+    );
+}
+
 fn texts(updates: &[Value], kind: &str) -> String {
     updates
         .iter()
@@ -305,14 +317,7 @@ fn approvals_are_answered_by_the_editor_or_by_a_terminal() {
         .expect("the tool call is shown");
     assert_eq!(call["kind"], "execute");
     assert_eq!(call["title"], "touch made.txt");
-    assert!(
-        updates
-            .iter()
-            .any(|u| u["sessionUpdate"] == "tool_call_update"
-                && u["toolCallId"] == "t1"
-                && u["status"] == "completed"),
-        "{updates:#?}"
-    );
+    assert_completed(&updates, "t1");
 
     // A terminal answers first: the editor's question is withdrawn.
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -528,14 +533,7 @@ fn the_official_acp_sdk_accepts_every_message() {
         of("available_commands_update")["availableCommands"][0]["name"],
         "model"
     );
-    assert!(
-        updates
-            .iter()
-            .any(|u| u["sessionUpdate"] == "tool_call_update"
-                && u["toolCallId"] == "t1"
-                && u["status"] == "completed"),
-        "{updates:#?}"
-    );
+    assert_completed(updates, "t1");
     assert_eq!(
         seen["session"]["modes"]["availableModes"]
             .as_array()
