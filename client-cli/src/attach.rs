@@ -452,12 +452,48 @@ async fn perform(
             })
             .await
             .map(drop),
+        Action::Command { name, .. } if name == "memory" => {
+            match client
+                .call::<SessionMemory>(SessionParams { session_id })
+                .await
+            {
+                Ok(memory) => {
+                    let _ = core.send(CoreEvent::Info(memory_summary(&memory))).await;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        }
         Action::Command { name, .. } => {
             return Some(format!("/{name} is not a command here — /help lists them"));
         }
         Action::Detach => Ok(()),
     };
     result.err().map(|e| e.to_string())
+}
+
+/// What `/memory` shows: each file the instructions come from, then what went wrong.
+fn memory_summary(memory: &stepper_protocol::methods::SessionMemoryResponse) -> String {
+    if memory.files.is_empty() {
+        return "no instructions: add AGENTS.md (or CLAUDE.md) to the project, or \
+                .stepper/stepper.md"
+            .into();
+    }
+    let mut text = format!(
+        "instructions: {} of {} bytes, from\n",
+        memory.bytes, memory.cap
+    );
+    for file in &memory.files {
+        let cut = if file.cut { ", cut" } else { "" };
+        text.push_str(&format!(
+            "  {} ({}, {} bytes{cut})\n",
+            file.path, file.source, file.bytes
+        ));
+    }
+    for notice in &memory.notices {
+        text.push_str(&format!("  ! {notice}\n"));
+    }
+    text.trim_end().to_string()
 }
 
 /// The context window of `model`, when the daemon knows it.

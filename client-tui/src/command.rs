@@ -40,6 +40,11 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         takes_args: false,
     },
     CommandSpec {
+        name: "/memory",
+        help: "the instructions turns get, and their files",
+        takes_args: false,
+    },
+    CommandSpec {
         name: "/clear",
         help: "a new session here (this one stays in stepper sessions)",
         takes_args: false,

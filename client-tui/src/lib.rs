@@ -93,6 +93,8 @@ pub enum CoreEvent {
     Files(Vec<String>),
     /// An action failed (an approval already answered elsewhere): shown, not fatal.
     Error(String),
+    /// What a command asked to see (`/memory`), shown in the transcript.
+    Info(String),
     /// The connection to the daemon dropped for good.
     Disconnected(String),
 }

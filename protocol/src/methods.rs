@@ -114,6 +114,8 @@ method_table! {
         SessionSetMode = "session/setMode" (SessionSetModeParams) -> Empty;
         /// The clients attached to a session right now.
         SessionClients = "session/clients" (SessionParams) -> SessionClientsResponse;
+        /// The instructions the session's next turn is given, and the files they come from.
+        SessionMemory = "session/memory" (SessionParams) -> SessionMemoryResponse;
         /// Add to the running turn: the text reaches the model at its next call. With no turn
         /// running it is queued like `session/submit`.
         SessionSteer = "session/steer" (SessionSubmitParams) -> SessionSubmitResponse;
@@ -681,6 +683,31 @@ pub struct AttachedClient {
 #[serde(rename_all = "camelCase")]
 pub struct SessionClientsResponse {
     pub clients: Vec<AttachedClient>,
+}
+
+/// What `session/memory` found, in the order the model reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMemoryResponse {
+    pub files: Vec<MemoryFileInfo>,
+    /// The bytes of the joined instructions.
+    pub bytes: u64,
+    /// The most they may have (`memoryMaxBytes` in settings).
+    pub cap: u64,
+    /// What went wrong: an import cycle, an import too deep, an unreadable file, the cap.
+    pub notices: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryFileInfo {
+    pub path: String,
+    /// `stepper` (`.stepper/stepper.md`), `user` (`<config>/AGENTS.md`), `agents`
+    /// (`AGENTS.md`), `claude` (`CLAUDE.md`, `CLAUDE.local.md`) or `import` (`@path`).
+    pub source: String,
+    pub bytes: u64,
+    /// Cut by the cap, in part or whole.
+    pub cut: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

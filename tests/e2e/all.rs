@@ -14,6 +14,7 @@ mod first_run;
 mod gate;
 mod gate_corpus;
 mod lifecycle;
+mod memory;
 mod protocol;
 mod providers;
 mod remote;

@@ -60,6 +60,7 @@ impl App {
                 self.mode_asked = None;
                 self.push(Cell::note("✗", message, theme::error()));
             }
+            CoreEvent::Info(message) => self.push(Cell::note("ℹ", message, theme::dim())),
             CoreEvent::Disconnected(reason) => self.exit = Some(Exit::Disconnected(reason)),
         }
     }

@@ -7,6 +7,7 @@
 
 pub mod jsonc;
 pub mod locate;
+pub mod memory;
 pub mod templates;
 pub mod validate;
 
@@ -89,6 +90,10 @@ pub struct Settings {
     /// `writableRoots`, `readableRoots` and `network`.
     #[serde(default)]
     pub sandbox: Option<SandboxSetting>,
+    /// The most bytes of instructions (`stepper.md`, `AGENTS.md`, `CLAUDE.md` and their
+    /// imports) a turn is given; what is over is cut, with a notice. Default 32768.
+    #[serde(default)]
+    pub memory_max_bytes: Option<usize>,
 }
 
 /// The OS sandbox's names: the protocol's type, as for permission modes.
@@ -255,6 +260,9 @@ impl Settings {
         }
         if later.compaction.is_some() {
             self.compaction = later.compaction;
+        }
+        if later.memory_max_bytes.is_some() {
+            self.memory_max_bytes = later.memory_max_bytes;
         }
         if let Some(later) = later.sandbox {
             // The last mode and network win; roots accumulate, as rules do.

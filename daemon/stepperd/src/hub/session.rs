@@ -63,6 +63,8 @@ pub(super) struct State {
     pub(super) sandbox: Option<SandboxMode>,
     /// The session was told its sandbox is unavailable (it is told once).
     pub(super) sandbox_noticed: bool,
+    /// Problems with the session's instructions already said (each is said once).
+    pub(super) memory_noticed: std::collections::HashSet<String>,
     /// The running turn's policy, so a mode change reaches its next tool call.
     pub(super) active_policy: Option<Arc<Mutex<Policy>>>,
     pub(super) model: String,
@@ -127,6 +129,7 @@ impl LiveSession {
                 mode: chosen.mode,
                 sandbox: chosen.sandbox,
                 sandbox_noticed: false,
+                memory_noticed: Default::default(),
                 active_policy: None,
                 model: info.model.clone(),
                 turns: info.turns,

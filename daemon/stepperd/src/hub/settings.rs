@@ -43,6 +43,11 @@ impl SettingsCache {
         }
     }
 
+    /// The user's config folder (`setting.json`, `AGENTS.md`).
+    pub fn config_dir(&self) -> &Path {
+        &self.config_dir
+    }
+
     /// The merged settings for a folder, or the user's alone (`None`). The files are stat'ed
     /// in place (three stats); only reading them again goes off the runtime.
     pub async fn get(&self, cwd: Option<&Path>) -> Result<Arc<Settings>, SettingsError> {

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
+use stepper_engine::config::memory;
 
 use stepper_engine::config::Settings;
 use stepper_engine::gate::Policy;
@@ -118,6 +119,21 @@ impl LiveSession {
                 messages.push(ChatMessage::user(input.text.clone()));
                 let mut request = ChatRequest::new(model_ref.model, messages);
                 request.max_tokens = resolved.info.max_output().min(MAX_TOKENS);
+                let home = env.get("HOME").map(PathBuf::from);
+                let memory =
+                    instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir())
+                        .await;
+                if !memory.text.is_empty() {
+                    request.system = Some(memory.text);
+                }
+                for message in memory.notices {
+                    if self.state().memory_noticed.insert(message.clone()) {
+                        let _ = self
+                            .log
+                            .append(Some(turn), AppEvent::Notice { message })
+                            .await;
+                    }
+                }
                 let sink = TurnSink {
                     log: &self.log,
                     turn,
@@ -329,6 +345,25 @@ impl LiveSession {
             cwd,
         })
     }
+}
+
+/// The instructions a turn in `cwd` is given (`stepper.md`, `AGENTS.md`, `CLAUDE.md` and
+/// their imports), read off the runtime.
+pub(crate) async fn instructions(
+    cwd: &std::path::Path,
+    home: Option<&std::path::Path>,
+    settings: &stepper_engine::config::Settings,
+    config_dir: &std::path::Path,
+) -> memory::Memory {
+    let (cwd, home, config_dir) = (
+        cwd.to_path_buf(),
+        home.map(std::path::Path::to_path_buf),
+        config_dir.to_path_buf(),
+    );
+    let cap = settings.memory_max_bytes.unwrap_or(memory::DEFAULT_CAP);
+    tokio::task::spawn_blocking(move || memory::load(&cwd, &config_dir, home.as_deref(), cap))
+        .await
+        .unwrap_or_default()
 }
 
 pub(super) async fn run_inputs(

@@ -166,6 +166,43 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         Ok(Empty {})
     });
 
+    register::<SessionMemory, _, _>(m, |conn, p| async move {
+        let hub = &conn.daemon.hub;
+        let session = hub.get(&p.session_id).await?;
+        let cwd = session.cwd();
+        let home = session
+            .env_and_mode()
+            .0
+            .get("HOME")
+            .map(std::path::PathBuf::from);
+        let settings = hub.deps().settings.get(Some(&cwd)).await?;
+        let cap = settings
+            .memory_max_bytes
+            .unwrap_or(stepper_engine::config::memory::DEFAULT_CAP);
+        let memory = crate::hub::instructions(
+            &cwd,
+            home.as_deref(),
+            &settings,
+            hub.deps().settings.config_dir(),
+        )
+        .await;
+        Ok(SessionMemoryResponse {
+            files: memory
+                .files
+                .iter()
+                .map(|f| MemoryFileInfo {
+                    path: f.path.display().to_string(),
+                    source: f.source.as_str().into(),
+                    bytes: f.bytes as u64,
+                    cut: f.cut,
+                })
+                .collect(),
+            bytes: memory.text.len() as u64,
+            cap: cap as u64,
+            notices: memory.notices,
+        })
+    });
+
     register::<SessionClients, _, _>(m, |conn, p| async move {
         let session = conn.daemon.hub.get(&p.session_id).await?;
         Ok(SessionClientsResponse {

@@ -1,0 +1,472 @@
+//! Instructions a session's model gets with every turn, from the files users already keep:
+//! the project's `.stepper/stepper.md`, the user's `<config>/AGENTS.md`, and `AGENTS.md` in
+//! every folder from the repository root (the filesystem root outside a repository) down to
+//! the session's folder — Claude Code's `CLAUDE.md` and `CLAUDE.local.md` where a folder has
+//! no `AGENTS.md`. `@path` in a file imports another (relative to the file, `~/` from home),
+//! at most [`MAX_HOPS`] deep; a cycle is refused. The whole is capped, and what the cap
+//! cut is said.
+
+use std::path::{Path, PathBuf};
+
+/// How deep `@path` imports go: a file, what it imports, … four hops down.
+pub const MAX_HOPS: usize = 4;
+
+/// The default cap on the joined instructions.
+pub const DEFAULT_CAP: usize = 32 * 1024;
+
+/// A file of memory larger than this is not read (it is not instructions).
+const MAX_FILE: u64 = 1 << 20;
+
+/// Where a piece of the instructions came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `.stepper/stepper.md` (its prose; layers' front matter is not instructions).
+    Stepper,
+    /// `<config>/AGENTS.md`: the user's own, for every project.
+    User,
+    /// `AGENTS.md` of a folder.
+    Agents,
+    /// `CLAUDE.md` or `CLAUDE.local.md` of a folder that has no `AGENTS.md`.
+    Claude,
+    /// Brought in by `@path` from one of the others.
+    Import,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Stepper => "stepper",
+            Source::User => "user",
+            Source::Agents => "agents",
+            Source::Claude => "claude",
+            Source::Import => "import",
+        }
+    }
+}
+
+/// One file that was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryFile {
+    pub path: PathBuf,
+    pub source: Source,
+    /// Its bytes as read (imports expanded in its importer, not counted here).
+    pub bytes: usize,
+    /// Whether the cap cut it (in part or whole).
+    pub cut: bool,
+}
+
+/// The instructions of a turn, and how they were made.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Memory {
+    /// The joined text, root first; empty when there is nothing.
+    pub text: String,
+    pub files: Vec<MemoryFile>,
+    /// Problems worth a notice: a cycle, an import too deep, an unreadable file, the cap.
+    pub notices: Vec<String>,
+}
+
+/// The instructions for a session in `cwd`, with the user's config folder `config_dir`,
+/// `home` for `~/` imports, and `cap` bytes at most.
+pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>, cap: usize) -> Memory {
+    let mut loader = Loader {
+        home: home.map(Path::to_path_buf),
+        memory: Memory::default(),
+        parts: Vec::new(),
+    };
+    let root = repository_root(cwd);
+    let stepper = root.join(".stepper").join("stepper.md");
+    let stepper = if stepper.is_file() {
+        stepper
+    } else {
+        cwd.join(".stepper").join("stepper.md")
+    };
+    loader.top(&stepper, Source::Stepper);
+    loader.top(&config_dir.join("AGENTS.md"), Source::User);
+    for folder in folders(&root, cwd) {
+        let agents = folder.join("AGENTS.md");
+        if agents.is_file() {
+            loader.top(&agents, Source::Agents);
+        } else {
+            loader.top(&folder.join("CLAUDE.md"), Source::Claude);
+            loader.top(&folder.join("CLAUDE.local.md"), Source::Claude);
+        }
+    }
+    loader.finish(cap)
+}
+
+/// The folder holding `.git` at or above `cwd`, else the filesystem root.
+pub fn repository_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .or_else(|| cwd.ancestors().last())
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+/// `root`, then each folder below it down to `cwd`.
+fn folders(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+    let mut below: Vec<PathBuf> = cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(root))
+        .map(Path::to_path_buf)
+        .collect();
+    below.reverse();
+    below
+}
+
+struct Loader {
+    home: Option<PathBuf>,
+    memory: Memory,
+    /// (file index, its text with imports expanded).
+    parts: Vec<(usize, String)>,
+}
+
+impl Loader {
+    fn top(&mut self, path: &Path, source: Source) {
+        let Some(text) = self.read(path) else { return };
+        let text = if source == Source::Stepper {
+            prose(&text)
+        } else {
+            text
+        };
+        if text.trim().is_empty() {
+            return;
+        }
+        let index = self.memory.files.len();
+        self.memory.files.push(MemoryFile {
+            path: path.to_path_buf(),
+            source,
+            bytes: text.len(),
+            cut: false,
+        });
+        let mut chain = vec![canonical(path)];
+        let expanded = self.expand(&text, path, &mut chain);
+        self.parts.push((index, expanded));
+    }
+
+    fn read(&mut self, path: &Path) -> Option<String> {
+        let meta = std::fs::metadata(path).ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        if meta.len() > MAX_FILE {
+            self.memory.notices.push(format!(
+                "{} is not read as instructions: {} bytes is over the {} bytes a memory file \
+                 may have",
+                path.display(),
+                meta.len(),
+                MAX_FILE
+            ));
+            return None;
+        }
+        match std::fs::read(path) {
+            Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(e) => {
+                self.memory
+                    .notices
+                    .push(format!("cannot read {}: {e}", path.display()));
+                None
+            }
+        }
+    }
+
+    /// `text` of `file` with each `@path` that names a file replaced by that file's text
+    /// (itself expanded), outside code.
+    fn expand(&mut self, text: &str, file: &Path, chain: &mut Vec<PathBuf>) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut fenced = false;
+        for line in text.split_inclusive('\n') {
+            if line.trim_start().starts_with("```") || line.trim_start().starts_with("~~~") {
+                fenced = !fenced;
+                out.push_str(line);
+                continue;
+            }
+            if fenced || !line.contains('@') {
+                out.push_str(line);
+                continue;
+            }
+            self.expand_line(line, file, chain, &mut out);
+        }
+        out
+    }
+
+    fn expand_line(&mut self, line: &str, file: &Path, chain: &mut Vec<PathBuf>, out: &mut String) {
+        let mut in_code = false;
+        let mut rest = line;
+        while let Some(i) = rest.find(['@', '`']) {
+            let (before, at) = rest.split_at(i);
+            out.push_str(before);
+            if let Some(after) = at.strip_prefix('`') {
+                in_code = !in_code;
+                out.push('`');
+                rest = after;
+                continue;
+            }
+            // `@` starts an import only at a word's start, outside inline code.
+            let word_start = before.is_empty() && out.is_empty()
+                || out.ends_with(|c: char| c.is_whitespace() || c == '(');
+            let token: &str = at[1..]
+                .split(|c: char| c.is_whitespace() || c == ')' || c == ',')
+                .next()
+                .unwrap_or("");
+            let token = token.trim_end_matches(['.', ';', ':']);
+            let target = (!in_code && word_start && !token.is_empty())
+                .then(|| self.resolve(token, file))
+                .flatten();
+            match target {
+                Some(target) => {
+                    out.push_str(&self.import(&target, chain, token));
+                    rest = &at[1 + token.len()..];
+                }
+                None => {
+                    out.push('@');
+                    rest = &at[1..];
+                }
+            }
+        }
+        out.push_str(rest);
+    }
+
+    /// The file `token` names from `file`, if there is one.
+    fn resolve(&self, token: &str, file: &Path) -> Option<PathBuf> {
+        let path = if let Some(rest) = token.strip_prefix("~/") {
+            self.home.as_ref()?.join(rest)
+        } else if Path::new(token).is_absolute() {
+            PathBuf::from(token)
+        } else {
+            file.parent()?.join(token)
+        };
+        path.is_file().then_some(path)
+    }
+
+    /// The text an import brings, or the token back when it may not be imported.
+    fn import(&mut self, target: &Path, chain: &mut Vec<PathBuf>, token: &str) -> String {
+        let key = canonical(target);
+        if chain.contains(&key) {
+            self.memory.notices.push(format!(
+                "{} imports itself through {}: the import is left out",
+                target.display(),
+                chain
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            ));
+            return format!("@{token}");
+        }
+        if chain.len() > MAX_HOPS {
+            self.memory.notices.push(format!(
+                "@{token} is not imported: imports go at most {MAX_HOPS} deep"
+            ));
+            return format!("@{token}");
+        }
+        let Some(text) = self.read(target) else {
+            return format!("@{token}");
+        };
+        self.memory.files.push(MemoryFile {
+            path: target.to_path_buf(),
+            source: Source::Import,
+            bytes: text.len(),
+            cut: false,
+        });
+        chain.push(key);
+        let expanded = self.expand(&text, target, chain);
+        chain.pop();
+        expanded
+    }
+
+    fn finish(mut self, cap: usize) -> Memory {
+        let mut text = String::new();
+        let mut cut_files = Vec::new();
+        for (index, part) in &self.parts {
+            let file = &mut self.memory.files[*index];
+            let header = format!("# From {}\n\n", file.path.display());
+            let room = cap.saturating_sub(text.len());
+            let whole = header.len() + part.len() + 2;
+            if whole <= room {
+                text.push_str(&header);
+                text.push_str(part.trim_end());
+                text.push_str("\n\n");
+                continue;
+            }
+            file.cut = true;
+            cut_files.push(file.path.display().to_string());
+            if room > header.len() + 64 {
+                let keep = floor_char_boundary(part, room - header.len() - 2);
+                text.push_str(&header);
+                text.push_str(&part[..keep]);
+                text.push_str("\n\n");
+            }
+        }
+        if !cut_files.is_empty() {
+            self.memory.notices.push(format!(
+                "the instructions are over {cap} bytes: cut {} — shorten them, or split what \
+                 only some folders need into those folders' AGENTS.md",
+                cut_files.join(", ")
+            ));
+        }
+        self.memory.text = text.trim_end().to_string();
+        self.memory
+    }
+}
+
+/// `stepper.md` without its front matter blocks (they describe layers, not instructions).
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_front = false;
+    let mut at_block_start = true;
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "---" && (in_front || at_block_start) {
+            in_front = !in_front;
+            at_block_start = false;
+            continue;
+        }
+        if !in_front {
+            out.push_str(line);
+            // A later `---` opens a block only where a layer may start: after a blank line.
+            at_block_start = line.trim().is_empty();
+        }
+    }
+    out
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn root_first_claude_where_no_agents_and_imports_expanded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let cwd = root.join("a").join("b");
+        std::fs::create_dir_all(&cwd).unwrap();
+        write(
+            &root.join("AGENTS.md"),
+            "root rules\nsee @docs/style.md for style\n",
+        );
+        write(&root.join("CLAUDE.md"), "not read: AGENTS.md wins\n");
+        write(&root.join("docs/style.md"), "tabs, never spaces\n");
+        write(&root.join("a/CLAUDE.md"), "a's claude\n");
+        write(&root.join("a/CLAUDE.local.md"), "a's local\n");
+        write(
+            &cwd.join("AGENTS.md"),
+            "b rules, mail me @ home, `@docs/style.md` stays\n",
+        );
+        let config = tmp.path().join("config");
+        write(&config.join("AGENTS.md"), "user rules\n");
+        write(
+            &root.join(".stepper/stepper.md"),
+            "---\nname: plan\n---\nproject prose\n",
+        );
+        let memory = load(&cwd, &config, None, DEFAULT_CAP);
+        let order: Vec<&str> = [
+            "project prose",
+            "user rules",
+            "root rules",
+            "tabs",
+            "a's claude",
+            "a's local",
+            "b rules",
+        ]
+        .into_iter()
+        .collect();
+        let mut at = 0;
+        for piece in order {
+            let found = memory.text[at..]
+                .find(piece)
+                .unwrap_or_else(|| panic!("{piece:?} not in order in:\n{}", memory.text));
+            at += found;
+        }
+        assert!(!memory.text.contains("not read"));
+        assert!(!memory.text.contains("name: plan"));
+        assert!(memory.text.contains("`@docs/style.md` stays"));
+        assert!(memory.text.contains("mail me @ home"));
+        let sources: Vec<Source> = memory.files.iter().map(|f| f.source).collect();
+        assert_eq!(
+            sources,
+            [
+                Source::Stepper,
+                Source::User,
+                Source::Agents,
+                Source::Import,
+                Source::Claude,
+                Source::Claude,
+                Source::Agents
+            ]
+        );
+        assert!(memory.notices.is_empty(), "{:?}", memory.notices);
+    }
+
+    #[test]
+    fn cycles_and_deep_imports_are_refused_and_the_cap_says_what_it_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        write(&root.join("AGENTS.md"), "top @one.md\n");
+        write(&root.join("one.md"), "one @two.md\n");
+        write(&root.join("two.md"), "two @one.md @three.md\n");
+        write(&root.join("three.md"), "three @four.md\n");
+        write(&root.join("four.md"), "four @five.md\n");
+        write(&root.join("five.md"), "five\n");
+        let memory = load(root, &root.join("none"), None, DEFAULT_CAP);
+        assert!(memory.text.contains("four @five.md"), "{}", memory.text);
+        assert!(!memory.text.contains("five\n"));
+        assert!(
+            memory.notices.iter().any(|n| n.contains("imports itself")),
+            "{:?}",
+            memory.notices
+        );
+        assert!(
+            memory.notices.iter().any(|n| n.contains("at most 4 deep")),
+            "{:?}",
+            memory.notices
+        );
+
+        let sub = root.join("sub");
+        write(&sub.join("AGENTS.md"), &"x".repeat(600));
+        let memory = load(&sub, &root.join("none"), None, 400);
+        assert!(memory.text.len() <= 400, "{}", memory.text.len());
+        let cut: Vec<&MemoryFile> = memory.files.iter().filter(|f| f.cut).collect();
+        assert_eq!(cut.len(), 1);
+        assert!(cut[0].path.ends_with("sub/AGENTS.md"));
+        assert!(
+            memory
+                .notices
+                .iter()
+                .any(|n| n.contains("over 400 bytes") && n.contains("sub"))
+        );
+    }
+
+    #[test]
+    fn outside_a_repository_the_walk_starts_at_the_filesystem_root() {
+        assert_eq!(
+            repository_root(Path::new("/nonexistent/x")),
+            PathBuf::from("/")
+        );
+        let memory = load(
+            Path::new("/nonexistent/x"),
+            Path::new("/nonexistent/c"),
+            None,
+            100,
+        );
+        assert_eq!(memory, Memory::default());
+    }
+}

@@ -1,0 +1,175 @@
+//! Instructions from the files users keep — `.stepper/stepper.md`, the user's AGENTS.md, and
+//! AGENTS.md or Claude Code's CLAUDE.md from the repository root down to the session's
+//! folder, with `@path` imports — reach the model as the system prompt, root first.
+
+use stepper_e2e::{Reply, TestEnv, read_until};
+use stepper_protocol::AppEvent;
+use stepper_protocol::methods::{
+    SessionCreate, SessionCreateParams, SessionMemory, SessionParams, SessionSubmit,
+    SessionSubmitParams,
+};
+
+fn write(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
+    let env = TestEnv::new();
+    let root = env.project.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    write(&root.join(".stepper/stepper.md"), "STEPPER-PROSE\n");
+    write(&env.home.path().join("AGENTS.md"), "USER-RULES\n");
+    write(
+        &root.join("AGENTS.md"),
+        "ROOT-RULES; style in @docs/style.md\n",
+    );
+    write(
+        &root.join("docs/style.md"),
+        "STYLE-RULES, and again: @style.md\n",
+    );
+    write(
+        &root.join("CLAUDE.md"),
+        "NOT-READ: this folder has AGENTS.md\n",
+    );
+    let app = root.join("app");
+    write(&app.join("CLAUDE.md"), "APP-CLAUDE\n");
+    write(&app.join("CLAUDE.local.md"), "APP-LOCAL\n");
+
+    env.start_daemon();
+    let client = env.client().await;
+    let created = client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: app.display().to_string(),
+            env: env.envs().into_iter().collect(),
+            model: None,
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: None,
+        })
+        .await
+        .unwrap();
+    let id = created.session.id;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    for (text, reply) in [("one", "first"), ("two", "second")] {
+        env.fake.push(Reply::text(&[reply]));
+        client
+            .call::<SessionSubmit>(SessionSubmitParams {
+                session_id: id.clone(),
+                text: text.into(),
+                env: None,
+            })
+            .await
+            .unwrap();
+    }
+    let mut finished = 0;
+    let seen = read_until(&mut events, |e| {
+        finished += usize::from(matches!(e.event, AppEvent::TurnFinished { .. }));
+        finished == 2
+    })
+    .await;
+
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 2);
+    let system = requests[0]["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut at = 0;
+    for piece in [
+        "STEPPER-PROSE",
+        "USER-RULES",
+        "ROOT-RULES",
+        "STYLE-RULES",
+        "APP-CLAUDE",
+        "APP-LOCAL",
+    ] {
+        at += system[at..]
+            .find(piece)
+            .unwrap_or_else(|| panic!("{piece} is not in order in the system prompt:\n{system}"));
+    }
+    assert!(!system.contains("NOT-READ"), "{system}");
+    assert_eq!(requests[1]["system"], requests[0]["system"]);
+
+    // The import that comes back to itself is said once, not at every turn.
+    let cycles = seen
+        .iter()
+        .filter(|e| matches!(&e.event, AppEvent::Notice { message } if message.contains("imports itself")))
+        .count();
+    assert_eq!(cycles, 1, "{seen:#?}");
+
+    let memory = client
+        .call::<SessionMemory>(SessionParams {
+            session_id: id.clone(),
+        })
+        .await
+        .unwrap();
+    let sources: Vec<&str> = memory.files.iter().map(|f| f.source.as_str()).collect();
+    assert_eq!(
+        sources,
+        ["stepper", "user", "agents", "import", "claude", "claude"]
+    );
+    assert!(memory.files[4].path.ends_with("app/CLAUDE.md"));
+    assert_eq!(memory.cap, 32768);
+    assert_eq!(memory.bytes as usize, system.len());
+    assert!(memory.notices.iter().any(|n| n.contains("imports itself")));
+}
+
+#[test]
+fn the_cap_cuts_and_says_what_it_cut() {
+    let env = TestEnv::new();
+    write(
+        &env.project.path().join(".stepper/setting.json"),
+        r#"{"memoryMaxBytes": 2048}"#,
+    );
+    write(
+        &env.project.path().join("AGENTS.md"),
+        &format!("FIRST-LINE\n{}\n", "x".repeat(8000)),
+    );
+    env.fake.push(Reply::text(&["ok"]));
+    let out = env.run(&["ask", "--format", "stream-json", "hi"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = stepper_e2e::stream_json(&out);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.event, AppEvent::Notice { message }
+            if message.contains("over 2048 bytes") && message.contains("AGENTS.md"))),
+        "{events:#?}"
+    );
+    let system = env.fake.requests()[0]["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("FIRST-LINE") && system.len() <= 2048,
+        "{}",
+        system.len()
+    );
+}
+
+#[test]
+fn slash_memory_in_the_tui_lists_where_the_instructions_come_from() {
+    if !stepper_e2e::Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new();
+    write(&env.project.path().join("AGENTS.md"), "RULES\n");
+    let tmux = stepper_e2e::Tmux::new(&env);
+    let pane = tmux.shell();
+    pane.run("stepper");
+    pane.wait_for_text("● idle");
+    pane.type_text("/memory");
+    pane.press("Enter");
+    pane.wait_for_history("the instructions' files", |s| {
+        s.contains("AGENTS.md (agents, 6 bytes)")
+    });
+    pane.press("C-d");
+}
