@@ -245,6 +245,20 @@ pub enum AppEvent {
     Error { message: String },
     /// Something worth telling the user that is not an error.
     Notice { message: String },
+    /// A hook of the user's ran (`setting.json`'s `hooks`, Claude Code's format).
+    HookRan {
+        /// The hook event: `PreToolUse`, `UserPromptSubmit`, `Stop`, …
+        event: String,
+        /// The handler's command line (shortened).
+        command: String,
+        /// `ok`, `blocked` (exit 2), `error` (another exit code; nothing was blocked) or
+        /// `timeout` (it was killed).
+        outcome: String,
+        duration_ms: u64,
+        /// What it said: its stderr when it blocked or failed, its `systemMessage` when ok.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// An event of a newer daemon that this client does not know; never sent, only
     /// received. Clients skip it, so a minor protocol version can add variants.
     #[serde(other)]
@@ -278,6 +292,7 @@ impl AppEvent {
             AppEvent::TurnFinished { .. } => "TurnFinished",
             AppEvent::Error { .. } => "Error",
             AppEvent::Notice { .. } => "Notice",
+            AppEvent::HookRan { .. } => "HookRan",
             AppEvent::Unknown => "Unknown",
         }
     }

@@ -13,6 +13,7 @@ mod crash;
 mod first_run;
 mod gate;
 mod gate_corpus;
+mod hooks;
 mod lifecycle;
 mod memory;
 mod protocol;

@@ -255,7 +255,20 @@ impl View {
                     self.own_inputs.insert(input_id);
                 }
             }
+            AppEvent::HookRan {
+                event,
+                outcome,
+                message,
+                ..
+            } if outcome != "ok" => {
+                let said = message.map(|m| format!(": {m}")).unwrap_or_default();
+                updates.push(chunk(
+                    "agent_thought_chunk",
+                    &format!("{event} hook {outcome}{said}\n"),
+                ));
+            }
             AppEvent::SessionCreated { .. }
+            | AppEvent::HookRan { .. }
             | AppEvent::Steered { .. }
             | AppEvent::CheckpointCreated { .. }
             | AppEvent::Rewound { .. }

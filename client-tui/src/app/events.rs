@@ -350,6 +350,32 @@ impl App {
             AppEvent::Notice { message } => {
                 self.push_aside(Cell::note("ℹ", message, theme::warning()))
             }
+            // A hook that did its work quietly is not news; one that blocked, failed or hung is.
+            AppEvent::HookRan {
+                event,
+                command,
+                outcome,
+                duration_ms,
+                message,
+            } => {
+                if outcome != "ok" || message.is_some() {
+                    let said = message
+                        .map(|m| format!(": {}", sanitize(&m)))
+                        .unwrap_or_default();
+                    let line = format!(
+                        "{} hook {} ({}, {duration_ms} ms){said}",
+                        sanitize(&event),
+                        sanitize(&outcome),
+                        sanitize(&command)
+                    );
+                    let style = if outcome == "ok" {
+                        theme::dim()
+                    } else {
+                        theme::warning()
+                    };
+                    self.push_aside(Cell::note("⚓", line, style));
+                }
+            }
             AppEvent::Unknown => {}
         }
     }

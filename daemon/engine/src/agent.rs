@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::accumulator::MessageAccumulator;
 use crate::catalogue::ModelInfo;
+use crate::hooks::{BeforeTool, TurnHooks};
 use crate::provider::{
     ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
 };
@@ -60,7 +61,12 @@ pub struct AgentLoop {
     steering: Option<Arc<dyn Fn() -> Vec<String> + Send + Sync>>,
     /// Secrets taken out of tool output before anyone sees it.
     redactor: Redactor,
+    /// The user's hooks around tool calls and the turn's end.
+    hooks: Option<Arc<dyn TurnHooks>>,
 }
+
+/// How many times `Stop` hooks may keep one turn going.
+const MAX_STOP_BLOCKS: u32 = 3;
 
 /// Model calls a turn may make before it is stopped.
 pub const DEFAULT_MAX_STEPS: u32 = 100;
@@ -75,7 +81,14 @@ impl AgentLoop {
             max_steps: DEFAULT_MAX_STEPS,
             steering: None,
             redactor: Redactor::default(),
+            hooks: None,
         }
+    }
+
+    /// Ask `hooks` before and after each tool call and before the turn ends.
+    pub fn with_hooks(mut self, hooks: Arc<dyn TurnHooks>) -> AgentLoop {
+        self.hooks = Some(hooks);
+        self
     }
 
     /// Offer `tools` to the model and run its calls in `cx`.
@@ -240,6 +253,7 @@ impl AgentLoop {
         let mut usage = Usage::default();
         let mut text = String::new();
         let mut last_message = None;
+        let mut stop_blocks = 0;
         // What the turn adds to the context: assistant messages and tool results, in order.
         let transcript = |messages: &[ChatMessage], end: Option<ChatMessage>| {
             let mut t: Vec<ChatMessage> = messages[start..].to_vec();
@@ -296,13 +310,41 @@ impl AgentLoop {
                 .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
                 .collect();
             let Some(cx) = self.tool_cx.as_ref().filter(|_| !calls.is_empty()) else {
+                // A Stop hook may keep the turn going, with its reason as the user's words.
+                let kept = match &self.hooks {
+                    Some(hooks) if stop_blocks < MAX_STOP_BLOCKS => {
+                        hooks.before_stop(stop_blocks > 0, &text).await
+                    }
+                    _ => None,
+                };
+                if let Some(reason) = kept {
+                    stop_blocks += 1;
+                    request.messages.push(message.clone());
+                    request.messages.push(ChatMessage::user(reason));
+                    last_message = Some(message);
+                    continue;
+                }
                 let t = transcript(&request.messages, Some(message.clone()));
                 return outcome(TurnStatus::Completed, None, text, Some(message), t);
             };
             request.messages.push(message.clone());
             last_message = Some(message);
             let results = match self.run_tools(calls, cx, &cancel, sink).await {
-                Ok(results) => results,
+                Ok((results, None)) => results,
+                Ok((results, Some(reason))) => {
+                    // A hook ended the turn: the calls' results close the step.
+                    request.messages.push(ChatMessage {
+                        role: Role::User,
+                        content: results,
+                    });
+                    let _ = sink
+                        .emit(AppEvent::Notice {
+                            message: format!("a hook ended the turn: {reason}"),
+                        })
+                        .await;
+                    let t = transcript(&request.messages, None);
+                    return outcome(TurnStatus::Completed, None, text, last_message, t);
+                }
                 Err(e) => {
                     // The calls have no results: the message that made them is left out.
                     request.messages.pop();
@@ -349,13 +391,15 @@ impl AgentLoop {
         cx: &ToolCx,
         cancel: &CancellationToken,
         sink: &impl EventSink,
-    ) -> Result<Vec<ContentPart>, SinkError> {
+    ) -> Result<(Vec<ContentPart>, Option<String>), SinkError> {
         // Deltas are display only: when clients fall this far behind, some are dropped
         // (the result keeps the whole output).
         let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, String)>(1024);
         let mut results = Vec::with_capacity(calls.len());
         let mut batch: Vec<(String, String, serde_json::Value)> = Vec::new();
         let mut pending = calls.into_iter().peekable();
+        // Set when a hook ends the turn: the step finishes, then the turn.
+        let stopping: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
         while pending.peek().is_some() || !batch.is_empty() {
             // Gather a batch: a run of read-only calls, or one other call.
             while let Some((_, name, _)) = pending.peek() {
@@ -385,10 +429,50 @@ impl AgentLoop {
                     call_id: id.clone(),
                     tx: tx.clone(),
                 });
+                let stopping = &stopping;
                 async move {
                     let started = Instant::now();
+                    let ending = stopping.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    let before = match (&self.hooks, ending) {
+                        (_, Some(reason)) => {
+                            BeforeTool::Block(format!("the turn is ending: {reason}"))
+                        }
+                        (Some(hooks), None) => hooks.before_tool(&id, &name, &input).await,
+                        (None, None) => BeforeTool::RUN,
+                    };
+                    let input = match before {
+                        BeforeTool::Run {
+                            input: changed,
+                            hint,
+                        } => {
+                            call_cx.hint = hint;
+                            changed.unwrap_or(input)
+                        }
+                        BeforeTool::Block(reason) => {
+                            return (
+                                id,
+                                name,
+                                input,
+                                Err(ToolError::Blocked(reason)),
+                                started.elapsed(),
+                            );
+                        }
+                        BeforeTool::StopTurn(reason) => {
+                            stopping
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get_or_insert_with(|| reason.clone());
+                            return (
+                                id,
+                                name,
+                                input,
+                                Err(ToolError::Blocked(reason)),
+                                started.elapsed(),
+                            );
+                        }
+                    };
                     let result = match self.tool(&name) {
-                        Some(tool) => tool.call(input, &call_cx).await,
+                        Some(tool) => tool.call(input.clone(), &call_cx).await,
                         None => Err(ToolError::InvalidArguments(format!(
                             "there is no tool named {name:?}; the tools are: {}",
                             self.tools
@@ -398,7 +482,7 @@ impl AgentLoop {
                                 .join(", ")
                         ))),
                     };
-                    (id, result, started.elapsed())
+                    (id, name, input, result, started.elapsed())
                 }
             }));
             tokio::pin!(running);
@@ -425,7 +509,7 @@ impl AgentLoop {
                 sink.emit(AppEvent::ToolOutputDelta { call_id, text })
                     .await?;
             }
-            for (id, result, took) in finished {
+            for (id, name, input, result, took) in finished {
                 let (status, content, is_error, mut details) = match result {
                     Ok(out) => (ToolCallStatus::Ok, out.content, false, out.details),
                     Err(ToolError::Denied(why)) => (
@@ -433,6 +517,12 @@ impl AgentLoop {
                         format!(
                             "The user did not allow this ({why}). Do not retry it; ask or take another way."
                         ),
+                        true,
+                        Default::default(),
+                    ),
+                    Err(ToolError::Blocked(why)) => (
+                        ToolCallStatus::Denied,
+                        format!("A hook blocked this call: {why}"),
                         true,
                         Default::default(),
                     ),
@@ -449,7 +539,18 @@ impl AgentLoop {
                         Default::default(),
                     ),
                 };
-                let content = self.redactor.redact(&content);
+                let mut content = self.redactor.redact(&content);
+                // PostToolUse hooks see what the model would, and may add to it.
+                if let Some(hooks) = &self.hooks
+                    && status != ToolCallStatus::Denied
+                    && status != ToolCallStatus::Cancelled
+                    && let Some(feedback) = hooks
+                        .after_tool(&id, &name, &input, &content, !is_error)
+                        .await
+                {
+                    content.push_str("\n\n");
+                    content.push_str(&self.redactor.redact(&feedback));
+                }
                 let todos = details.todos.take();
                 sink.emit(AppEvent::ToolCallFinished {
                     call_id: id.clone(),
@@ -470,7 +571,8 @@ impl AgentLoop {
                 });
             }
         }
-        Ok(results)
+        let stopped = stopping.into_inner().unwrap_or_else(|p| p.into_inner());
+        Ok((results, stopped))
     }
 
     fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {

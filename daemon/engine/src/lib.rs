@@ -9,6 +9,7 @@ pub mod agent;
 pub mod catalogue;
 pub mod config;
 pub mod gate;
+pub mod hooks;
 pub mod model;
 pub mod provider;
 pub mod recovery;

@@ -65,6 +65,17 @@ pub enum Decision {
 /// Decides whether a request may proceed, asking a person when the rules say so.
 pub trait Gate: Send + Sync {
     fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision>;
+
+    /// `check`, with what a hook settled (`None`: nothing). A gate that knows no rules may
+    /// ignore it.
+    fn check_hinted<'a>(
+        &'a self,
+        request: &'a GateRequest,
+        hint: Option<&'a crate::hooks::GateHint>,
+    ) -> BoxFuture<'a, Decision> {
+        let _ = hint;
+        self.check(request)
+    }
 }
 
 /// A gate that allows everything: `auto` mode with no rules, and tests.
@@ -113,6 +124,8 @@ pub struct ToolCx {
     pub output: Arc<dyn OutputSink>,
     /// The OS sandbox commands run in; `None` runs them as they are.
     pub sandbox: Option<Arc<CommandSandbox>>,
+    /// What a hook settled about this call's permission.
+    pub hint: Option<crate::hooks::GateHint>,
 }
 
 impl ToolCx {
@@ -126,12 +139,13 @@ impl ToolCx {
             gate: Arc::new(AllowAll),
             output: Arc::new(NoOutput),
             sandbox: None,
+            hint: None,
         }
     }
 
     /// Ask permission; the only way a tool does.
     pub async fn gate(&self, request: GateRequest) -> Result<(), ToolError> {
-        match self.gate.check(&request).await {
+        match self.gate.check_hinted(&request, self.hint.as_ref()).await {
             Decision::Allow => Ok(()),
             Decision::Deny(why) => Err(ToolError::Denied(why)),
         }
@@ -155,6 +169,9 @@ pub enum ToolError {
     InvalidArguments(String),
     #[error("not allowed: {0}")]
     Denied(String),
+    /// A hook refused the call.
+    #[error("blocked by a hook: {0}")]
+    Blocked(String),
     #[error("{0}")]
     Failed(String),
     #[error("cancelled")]

@@ -60,6 +60,7 @@ const KEYS: &[&str] = &[
     "passKeysToTools",
     "mcpServers",
     "hooks",
+    "memoryMaxBytes",
     "compaction",
     "sandbox",
 ];
@@ -261,6 +262,12 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             "compaction" => {
                 c.typed::<Compaction>(&p("compaction"), value, &no_hint);
             }
+            "memoryMaxBytes" => {
+                c.typed::<usize>(&p("memoryMaxBytes"), value, &|_| {
+                    Some("a number of bytes, such as 32768".into())
+                });
+            }
+            "hooks" => check_hooks(&mut c, value),
             "sandbox" => {
                 c.typed::<super::SandboxSetting>(&p("sandbox"), value, &|_| {
                     Some(
@@ -277,6 +284,116 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
     }
     c.problems.sort_by_key(|p| (p.line, p.column));
     c.problems
+}
+
+/// `hooks` in Claude Code's schema: known events, `{matcher, hooks: [{type, command,
+/// timeout}]}` groups, matchers that compile.
+fn check_hooks(c: &mut Checker<'_>, value: &Value) {
+    let at = |parts: &[&str]| -> Vec<String> { parts.iter().map(|s| s.to_string()).collect() };
+    let Some(events) = value.as_object() else {
+        c.at(
+            &at(&["hooks"]),
+            false,
+            Severity::Error,
+            "hooks must be an object of events".into(),
+            Some("{\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}".into()),
+        );
+        return;
+    };
+    for (event, groups) in events {
+        if !crate::hooks::EVENTS.contains(&event.as_str()) {
+            c.at(
+                &at(&["hooks", event]),
+                true,
+                Severity::Error,
+                format!("{event:?} is not a hook event"),
+                Some(match closest(event, crate::hooks::EVENTS) {
+                    Some(near) => format!("did you mean {near:?}?"),
+                    None => format!("the events are {}", crate::hooks::EVENTS.join(", ")),
+                }),
+            );
+            continue;
+        }
+        let Some(groups) = groups.as_array() else {
+            c.at(
+                &at(&["hooks", event]),
+                false,
+                Severity::Error,
+                format!("hooks.{event} must be a list"),
+                Some("a list of {\"matcher\": ..., \"hooks\": [...]}".into()),
+            );
+            continue;
+        };
+        for (i, group) in groups.iter().enumerate() {
+            let i = i.to_string();
+            if let Some(matcher) = group.get("matcher").and_then(Value::as_str)
+                && let Err(e) = crate::hooks::matcher_problem(matcher)
+            {
+                c.at(
+                    &at(&["hooks", event, &i, "matcher"]),
+                    false,
+                    Severity::Error,
+                    e,
+                    Some("tool names (\"Bash\"), a list (\"Edit|Write\") or a regex".into()),
+                );
+            }
+            let handlers = group.get("hooks").and_then(Value::as_array);
+            if handlers.is_none_or(|h| h.is_empty()) {
+                c.at(
+                    &at(&["hooks", event, &i]),
+                    false,
+                    Severity::Error,
+                    "a hook group needs \"hooks\": a list of handlers".into(),
+                    Some("[{\"type\": \"command\", \"command\": \"./check.sh\"}]".into()),
+                );
+                continue;
+            }
+            for (j, handler) in handlers.into_iter().flatten().enumerate() {
+                let j = j.to_string();
+                let path = at(&["hooks", event, &i, "hooks", &j]);
+                match handler.get("type").and_then(Value::as_str) {
+                    Some("command") => {}
+                    other => c.at(
+                        &path,
+                        false,
+                        Severity::Warning,
+                        format!(
+                            "type {:?} is not run: stepper runs type \"command\"",
+                            other.unwrap_or("")
+                        ),
+                        None,
+                    ),
+                }
+                if handler
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .is_none_or(|c| c.trim().is_empty())
+                    && handler.get("type").and_then(Value::as_str) == Some("command")
+                {
+                    c.at(
+                        &path,
+                        false,
+                        Severity::Error,
+                        "this hook has no command".into(),
+                        Some("\"command\": \"./script.sh\" (run by /bin/sh in the project)".into()),
+                    );
+                }
+                if let Some(t) = handler.get("timeout")
+                    && t.as_f64().is_none_or(|t| t <= 0.0)
+                {
+                    let mut tp = path.clone();
+                    tp.push("timeout".into());
+                    c.at(
+                        &tp,
+                        false,
+                        Severity::Error,
+                        "timeout must be a number of seconds above 0".into(),
+                        None,
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Roots must be absolute (or start with `~/`): a relative one would depend on where the
@@ -410,6 +527,33 @@ mod tests {
   "env": { "DEBUG": 1 },
 }"#;
         insta::assert_snapshot!(report(text));
+    }
+
+    #[test]
+    fn hook_problems_are_placed() {
+        let text = r#"{
+  "hooks": {
+    "PreToolUs": [],
+    "PreToolUse": [
+      {"matcher": "(", "hooks": [{"type": "command", "command": "a"}]},
+      {"matcher": "Bash", "hooks": [{"type": "command", "timeout": 0}]},
+      {"matcher": "Read"}
+    ]
+  },
+  "memoryMaxBytes": "lots"
+}"#;
+        let report = report(text);
+        for expected in [
+            "setting.json:3:5: error: \"PreToolUs\" is not a hook event",
+            "did you mean \"PreToolUse\"?",
+            "setting.json:5:19: error: the matcher \"(\" is not a valid regex: unclosed group",
+            "setting.json:6:37: error: this hook has no command",
+            "timeout must be a number of seconds above 0",
+            "setting.json:7:7: error: a hook group needs",
+            "setting.json:10:21:",
+        ] {
+            assert!(report.contains(expected), "{expected:?} not in:\n{report}");
+        }
     }
 
     #[test]

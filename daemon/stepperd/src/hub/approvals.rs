@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use stepper_engine::gate::{Policy, Verdict};
+use stepper_engine::hooks::GateHint;
 use stepper_engine::tool::{Decision, Gate, GateRequest};
 use stepper_protocol::{AppEvent, ApprovalDecision};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::hooks::HookRunner;
 use super::log::EventLog;
 
 type Answer = (ApprovalDecision, Option<String>);
@@ -63,10 +65,20 @@ pub struct SessionGate {
     /// True once the turn's checkpoint baseline is taken. It is taken while the model
     /// thinks; a tool may act only after it, or its changes would be missed by rewind.
     pub baseline: tokio::sync::watch::Receiver<bool>,
+    /// The user's hooks: `PermissionRequest` before a question, `Notification` with it.
+    pub hooks: Option<Arc<HookRunner>>,
 }
 
 impl Gate for SessionGate {
     fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision> {
+        self.check_hinted(request, None)
+    }
+
+    fn check_hinted<'a>(
+        &'a self,
+        request: &'a GateRequest,
+        hint: Option<&'a GateHint>,
+    ) -> BoxFuture<'a, Decision> {
         Box::pin(async move {
             self.consulted
                 .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -111,11 +123,38 @@ impl Gate for SessionGate {
                     }
                 },
             };
+            // What a PreToolUse hook settled: deny rules hold either way.
+            let verdict = match (verdict, hint) {
+                (Verdict::Deny(why), _) => Verdict::Deny(why),
+                (_, Some(GateHint::Allow)) => Verdict::Allow,
+                (Verdict::Allow, Some(GateHint::Ask(why))) => Verdict::Ask(why.clone()),
+                (verdict, _) => verdict,
+            };
             let summary = match verdict {
                 Verdict::Allow => return Decision::Allow,
                 Verdict::Deny(why) => return Decision::Deny(why),
                 Verdict::Ask(summary) => summary,
             };
+            // A PermissionRequest hook may answer before anyone is asked.
+            if let Some(runner) = self
+                .hooks
+                .as_ref()
+                .filter(|r| r.set.has("PermissionRequest"))
+            {
+                let (name, input) = claude_request(request);
+                let ran = runner
+                    .run(
+                        "PermissionRequest",
+                        Some(&name),
+                        serde_json::json!({"tool_name": name, "tool_input": input}),
+                    )
+                    .await;
+                match HookRunner::permission(&ran) {
+                    Some(Ok(())) => return Decision::Allow,
+                    Some(Err(why)) => return Decision::Deny(why),
+                    None => {}
+                }
+            }
             let request_id = uuid::Uuid::now_v7().to_string();
             let (tx, rx) = oneshot::channel();
             self.approvals.pending().insert(request_id.clone(), tx);
@@ -130,6 +169,24 @@ impl Gate for SessionGate {
             if let Err(e) = self.log.append_committed(Some(self.turn), asked).await {
                 self.approvals.pending().remove(&request_id);
                 return Decision::Deny(format!("the approval could not be recorded: {e}"));
+            }
+            // Notification hooks hear of the question; nobody waits for them.
+            if let Some(runner) = self.hooks.as_ref().filter(|r| r.set.has("Notification")) {
+                let runner = Arc::clone(runner);
+                let (name, _) = claude_request(request);
+                tokio::spawn(async move {
+                    let message = format!("stepper needs your permission to use {name}");
+                    runner
+                        .run(
+                            "Notification",
+                            Some("permission_prompt"),
+                            serde_json::json!({
+                                "message": message,
+                                "notification_type": "permission_prompt",
+                            }),
+                        )
+                        .await;
+                });
             }
             // Nobody attached? The turn waits: someone may attach and answer.
             let answer = tokio::select! {
@@ -174,6 +231,27 @@ impl Gate for SessionGate {
                 )),
             }
         })
+    }
+}
+
+/// A request as Claude Code's hooks name it: the tool, and its input.
+fn claude_request(request: &GateRequest) -> (String, serde_json::Value) {
+    use serde_json::json;
+    match request {
+        GateRequest::Bash { command, .. } | GateRequest::Unsandboxed { command, .. } => {
+            ("Bash".into(), json!({"command": command}))
+        }
+        GateRequest::Edit { path, .. } => ("Edit".into(), json!({"file_path": path})),
+        GateRequest::Read { path } => ("Read".into(), json!({"file_path": path})),
+        GateRequest::WebFetch { url } => ("WebFetch".into(), json!({"url": url})),
+        GateRequest::Mcp {
+            server,
+            tool,
+            arguments,
+        } => (
+            format!("mcp__{server}__{tool}"),
+            serde_json::from_str(arguments).unwrap_or_else(|_| json!({})),
+        ),
     }
 }
 

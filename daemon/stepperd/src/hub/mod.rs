@@ -9,6 +9,7 @@ pub mod approvals;
 pub mod checkpoint;
 pub mod context;
 pub mod env;
+pub mod hooks;
 pub mod log;
 pub mod replay;
 pub mod sandbox;

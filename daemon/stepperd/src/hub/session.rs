@@ -65,6 +65,8 @@ pub(super) struct State {
     pub(super) sandbox_noticed: bool,
     /// Problems with the session's instructions already said (each is said once).
     pub(super) memory_noticed: std::collections::HashSet<String>,
+    /// Whether this daemon ran the session's `SessionStart` hooks.
+    pub(super) hooks_started: bool,
     /// The running turn's policy, so a mode change reaches its next tool call.
     pub(super) active_policy: Option<Arc<Mutex<Policy>>>,
     pub(super) model: String,
@@ -130,6 +132,7 @@ impl LiveSession {
                 sandbox: chosen.sandbox,
                 sandbox_noticed: false,
                 memory_noticed: Default::default(),
+                hooks_started: false,
                 active_policy: None,
                 model: info.model.clone(),
                 turns: info.turns,

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use stepper_engine::config::memory;
 
+use super::hooks::{HookRunner, HookSet, SessionHooks};
+
 use stepper_engine::config::Settings;
 use stepper_engine::gate::Policy;
 use stepper_engine::redact::Redactor;
@@ -123,16 +125,63 @@ impl LiveSession {
                 let memory =
                     instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir())
                         .await;
-                if !memory.text.is_empty() {
-                    request.system = Some(memory.text);
-                }
-                for message in memory.notices {
-                    if self.state().memory_noticed.insert(message.clone()) {
-                        let _ = self
-                            .log
-                            .append(Some(turn), AppEvent::Notice { message })
+                let mut system = memory.text;
+                let hook_set = Arc::new(HookSet::parse(settings.hooks.as_ref()));
+                let mode = self.state().mode.unwrap_or_else(|| settings.mode());
+                let hooks = (!hook_set.is_empty()).then(|| {
+                    Arc::new(HookRunner {
+                        set: Arc::clone(&hook_set),
+                        session_id: self.id.clone(),
+                        cwd: cwd.clone(),
+                        env: env.clone(),
+                        mode,
+                        log: self.log.clone(),
+                        turn: Some(turn),
+                        redactor: Redactor::new(secrets.clone()),
+                    })
+                });
+                let mut notices = memory.notices;
+                notices.extend(
+                    hook_set
+                        .problems
+                        .iter()
+                        .map(|p| format!("setting.json: {p}")),
+                );
+                let blocked = match &hooks {
+                    Some(runner) => self.prompt_hooks(runner, turn, &input.text).await,
+                    None => Ok(Vec::new()),
+                };
+                let added = match blocked {
+                    Ok(added) => added,
+                    Err(reason) => {
+                        for message in notices {
+                            self.notice_once(turn, message).await;
+                        }
+                        return self
+                            .finish_turn(
+                                turn,
+                                input,
+                                TurnStatus::Failed,
+                                Some(format!(
+                                    "a UserPromptSubmit hook blocked this prompt: {reason}"
+                                )),
+                                Vec::new(),
+                            )
                             .await;
                     }
+                };
+                if !added.is_empty() {
+                    if !system.is_empty() {
+                        system.push_str("\n\n");
+                    }
+                    system.push_str("# From the user's hooks\n\n");
+                    system.push_str(&added.join("\n\n"));
+                }
+                if !system.is_empty() {
+                    request.system = Some(system);
+                }
+                for message in notices {
+                    self.notice_once(turn, message).await;
                 }
                 let sink = TurnSink {
                     log: &self.log,
@@ -169,6 +218,7 @@ impl LiveSession {
                     turn,
                     cancel: cancel.clone(),
                     baseline,
+                    hooks: hooks.clone(),
                 };
                 let cx = ToolCx {
                     cwd: cwd.clone(),
@@ -178,6 +228,7 @@ impl LiveSession {
                     gate: Arc::new(gate),
                     output: Arc::new(NoOutput),
                     sandbox: sandbox.command.map(Arc::new),
+                    hint: None,
                 };
                 // What the project holds before the turn (changes made outside stepper since
                 // the last turn are taken as they are), walked while the model is called:
@@ -196,11 +247,14 @@ impl LiveSession {
                 let take = Arc::new(move || {
                     std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
                 });
-                let agent = AgentLoop::new(resolved.provider)
+                let mut agent = AgentLoop::new(resolved.provider)
                     .with_redactor(Redactor::new(secrets))
                     .with_steering(take)
                     .with_model_info(resolved.info)
                     .with_tools(deps.tools.clone(), cx);
+                if let Some(runner) = hooks {
+                    agent = agent.with_hooks(Arc::new(SessionHooks { runner }));
+                }
                 let ((), outcome) = tokio::join!(baseline, agent.run(request, cancel, &sink));
                 (outcome.status, outcome.error, outcome.transcript)
             }
@@ -233,8 +287,20 @@ impl LiveSession {
             }
             Err(e) => tracing::error!(session = %self.id, turn, error = %e, "checkpoint failed"),
         }
-        // The context and the end of the turn in one commit: a client that sees
-        // TurnFinished can count on the next turn seeing this one whole.
+        self.finish_turn(turn, input, status, error, transcript)
+            .await
+    }
+
+    /// The context and the end of the turn in one commit: a client that sees
+    /// TurnFinished can count on the next turn seeing this one whole.
+    async fn finish_turn(
+        &self,
+        turn: u32,
+        input: &QueuedInput,
+        status: TurnStatus,
+        error: Option<String>,
+        transcript: Vec<ChatMessage>,
+    ) -> Result<(), LogError> {
         let mut added = vec![ChatMessage::user(input.text.clone())];
         added.extend(transcript);
         self.log
@@ -246,6 +312,50 @@ impl LiveSession {
             .await?;
         self.log.flush().await?;
         Ok(())
+    }
+
+    /// Say `message` in the session unless it was said already.
+    async fn notice_once(&self, turn: u32, message: String) {
+        if self.state().memory_noticed.insert(message.clone()) {
+            let _ = self
+                .log
+                .append(Some(turn), AppEvent::Notice { message })
+                .await;
+        }
+    }
+
+    /// `SessionStart` (the first turn this daemon runs of the session) and
+    /// `UserPromptSubmit`: what they add to the context, or why the prompt is blocked.
+    async fn prompt_hooks(
+        &self,
+        runner: &HookRunner,
+        turn: u32,
+        prompt: &str,
+    ) -> Result<Vec<String>, String> {
+        let mut added = Vec::new();
+        let first = !std::mem::replace(&mut self.state().hooks_started, true);
+        if first && runner.set.has("SessionStart") {
+            let source = if turn == 1 { "startup" } else { "resume" };
+            let ran = runner
+                .run(
+                    "SessionStart",
+                    Some(source),
+                    serde_json::json!({"source": source}),
+                )
+                .await;
+            added.extend(HookRunner::context_or_block("SessionStart", &ran).unwrap_or_default());
+        }
+        if runner.set.has("UserPromptSubmit") {
+            let ran = runner
+                .run(
+                    "UserPromptSubmit",
+                    None,
+                    serde_json::json!({"prompt": prompt}),
+                )
+                .await;
+            added.extend(HookRunner::context_or_block("UserPromptSubmit", &ran)?);
+        }
+        Ok(added)
     }
 
     /// The sandbox of this turn's commands. A sandbox that is wanted but cannot be applied

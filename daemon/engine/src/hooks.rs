@@ -1,0 +1,104 @@
+//! What a turn asks of the user's hooks (Claude Code's `PreToolUse`, `PostToolUse`, `Stop`):
+//! the engine says when, the daemon runs them. A hook can change a call's input, settle its
+//! permission, block it, give the model feedback on a result, or keep the turn going.
+
+use futures::future::BoxFuture;
+
+/// The events hooks may be configured for (Claude Code's names).
+pub const EVENTS: &[&str] = &[
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "SessionEnd",
+];
+
+/// A matcher as Claude Code reads it: empty or `*` (everything), tool names joined by `|`,
+/// or else a regex over the whole name.
+pub fn matcher_regex(text: &str) -> Result<Option<regex::Regex>, String> {
+    let text = text.trim();
+    if text.is_empty()
+        || text == "*"
+        || text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|')
+    {
+        return Ok(None);
+    }
+    regex::Regex::new(&format!("^(?:{text})$"))
+        .map(Some)
+        .map_err(|e| {
+            let e = e.to_string();
+            let why = e.lines().last().unwrap_or(&e).trim_start_matches("error: ");
+            format!("the matcher {text:?} is not a valid regex: {why}")
+        })
+}
+
+/// Why a matcher is unusable, if it is.
+pub fn matcher_problem(text: &str) -> Result<(), String> {
+    matcher_regex(text).map(drop)
+}
+
+/// What a `PreToolUse` hook settled about a call's permission. Deny rules hold either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateHint {
+    /// Run without asking (unless a deny rule refuses it).
+    Allow,
+    /// Ask the user, even where the gate would allow it; the reason is shown.
+    Ask(String),
+}
+
+/// Before a tool call runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BeforeTool {
+    /// Run it: with this input instead of the model's, and this permission, when given.
+    Run {
+        input: Option<serde_json::Value>,
+        hint: Option<GateHint>,
+    },
+    /// Do not run it; the reason goes to the model.
+    Block(String),
+    /// Do not run it, and end the turn after this step; the reason is said to the user.
+    StopTurn(String),
+}
+
+impl BeforeTool {
+    pub const RUN: BeforeTool = BeforeTool::Run {
+        input: None,
+        hint: None,
+    };
+}
+
+pub trait TurnHooks: Send + Sync {
+    /// `tool` is about to run with `input` (the names are stepper's: `bash`, `edit`, …).
+    fn before_tool<'a>(
+        &'a self,
+        call_id: &'a str,
+        tool: &'a str,
+        input: &'a serde_json::Value,
+    ) -> BoxFuture<'a, BeforeTool>;
+
+    /// `tool` ran (`ok`: it succeeded) and gave `output`; what is returned is added to what
+    /// the model reads of it.
+    fn after_tool<'a>(
+        &'a self,
+        call_id: &'a str,
+        tool: &'a str,
+        input: &'a serde_json::Value,
+        output: &'a str,
+        ok: bool,
+    ) -> BoxFuture<'a, Option<String>>;
+
+    /// The model is done; `Some(reason)` keeps the turn going with the reason as the user's
+    /// words. `active`: a hook already kept it going once in this turn.
+    fn before_stop<'a>(&'a self, active: bool, last_text: &'a str)
+    -> BoxFuture<'a, Option<String>>;
+}

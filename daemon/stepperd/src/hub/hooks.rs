@@ -1,0 +1,713 @@
+//! The user's hooks, in Claude Code's format and with its semantics, run by the daemon so
+//! every client behaves the same:
+//!
+//! ```json
+//! "hooks": {"PreToolUse": [{"matcher": "Bash|Write", "hooks": [
+//!     {"type": "command", "command": "./guard.sh", "timeout": 30}]}]}
+//! ```
+//!
+//! A handler gets the event as JSON on stdin (`session_id`, `cwd`, `hook_event_name`,
+//! `tool_name`, `tool_input`, …) and answers by its exit code — 0 goes on (stdout may be JSON
+//! with `decision`, `hookSpecificOutput`, `continue`, `systemMessage`…), 2 blocks with stderr
+//! as the reason, anything else is an error shown to clients that blocks nothing — within
+//! its timeout (60 s by default), in a process group of its own. Every run is a `HookRan`
+//! event.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use stepper_engine::hooks::{BeforeTool, GateHint, TurnHooks};
+use stepper_engine::redact::Redactor;
+use stepper_protocol::session::Env;
+use stepper_protocol::{AppEvent, PermissionMode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::EventLog;
+
+pub use stepper_engine::hooks::EVENTS;
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// What is kept of a hook's stdout and stderr.
+const MAX_OUTPUT: usize = 1 << 20;
+
+/// The hooks of a session's settings, parsed.
+#[derive(Debug, Default)]
+pub struct HookSet {
+    by_event: BTreeMap<String, Vec<Group>>,
+    /// What could not be understood (each is said as a notice; the rest still runs).
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Group {
+    matcher: Matcher,
+    handlers: Vec<Handler>,
+}
+
+#[derive(Debug)]
+enum Matcher {
+    Any,
+    Names(Vec<String>),
+    Pattern(regex::Regex),
+}
+
+#[derive(Debug, Clone)]
+struct Handler {
+    command: String,
+    timeout: Duration,
+}
+
+impl Matcher {
+    fn parse(text: Option<&str>) -> Result<Matcher, String> {
+        let text = text.unwrap_or("").trim();
+        if text.is_empty() || text == "*" {
+            return Ok(Matcher::Any);
+        }
+        Ok(match stepper_engine::hooks::matcher_regex(text)? {
+            Some(re) => Matcher::Pattern(re),
+            None => Matcher::Names(text.split('|').map(str::to_string).collect()),
+        })
+    }
+
+    fn matches(&self, key: Option<&str>) -> bool {
+        match (self, key) {
+            (Matcher::Any, _) => true,
+            (_, None) => true,
+            (Matcher::Names(names), Some(key)) => names.iter().any(|n| n == key),
+            (Matcher::Pattern(re), Some(key)) => re.is_match(key),
+        }
+    }
+}
+
+impl HookSet {
+    /// `hooks` as `setting.json` has it; problems are kept, never fatal.
+    pub fn parse(hooks: Option<&Value>) -> HookSet {
+        let mut set = HookSet::default();
+        let Some(hooks) = hooks else { return set };
+        let Some(events) = hooks.as_object() else {
+            set.problems
+                .push("hooks must be an object of events (\"PreToolUse\": [...])".into());
+            return set;
+        };
+        for (event, groups) in events {
+            if !EVENTS.contains(&event.as_str()) {
+                set.problems.push(format!(
+                    "hooks: {event:?} is not a hook event; the events are {}",
+                    EVENTS.join(", ")
+                ));
+                continue;
+            }
+            let Some(groups) = groups.as_array() else {
+                set.problems.push(format!(
+                    "hooks.{event} must be a list of {{matcher, hooks}}"
+                ));
+                continue;
+            };
+            for (i, group) in groups.iter().enumerate() {
+                let matcher = match Matcher::parse(group.get("matcher").and_then(Value::as_str)) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        set.problems.push(format!("hooks.{event}[{i}]: {e}"));
+                        continue;
+                    }
+                };
+                let mut handlers = Vec::new();
+                for (j, handler) in group
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
+                    let command = handler.get("command").and_then(Value::as_str);
+                    match (kind, command) {
+                        ("command", Some(command)) if !command.trim().is_empty() => {
+                            let timeout = handler
+                                .get("timeout")
+                                .and_then(Value::as_f64)
+                                .filter(|t| *t > 0.0)
+                                .map(Duration::from_secs_f64)
+                                .unwrap_or(DEFAULT_TIMEOUT);
+                            handlers.push(Handler {
+                                command: command.to_string(),
+                                timeout,
+                            });
+                        }
+                        ("command", _) => set
+                            .problems
+                            .push(format!("hooks.{event}[{i}].hooks[{j}] has no command")),
+                        (other, _) => set.problems.push(format!(
+                            "hooks.{event}[{i}].hooks[{j}]: type {other:?} is not run (stepper \
+                             runs type \"command\")"
+                        )),
+                    }
+                }
+                if handlers.is_empty() {
+                    continue;
+                }
+                set.by_event
+                    .entry(event.clone())
+                    .or_default()
+                    .push(Group { matcher, handlers });
+            }
+        }
+        set
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_event.is_empty()
+    }
+
+    pub fn has(&self, event: &str) -> bool {
+        self.by_event.contains_key(event)
+    }
+
+    fn matching(&self, event: &str, key: Option<&str>) -> Vec<Handler> {
+        self.by_event
+            .get(event)
+            .into_iter()
+            .flatten()
+            .filter(|g| g.matcher.matches(key))
+            .flat_map(|g| g.handlers.iter().cloned())
+            .collect()
+    }
+}
+
+/// One handler's run.
+#[derive(Debug, Clone, Default)]
+pub struct HookResult {
+    pub exit: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+    /// stdout, when it is a JSON object.
+    pub json: Option<Value>,
+}
+
+impl HookResult {
+    fn blocks(&self) -> bool {
+        self.exit == Some(2)
+    }
+
+    fn field(&self, name: &str) -> Option<&Value> {
+        self.json.as_ref()?.get(name)
+    }
+
+    fn specific(&self, name: &str) -> Option<&Value> {
+        self.json.as_ref()?.get("hookSpecificOutput")?.get(name)
+    }
+
+    fn text(&self, name: &str) -> Option<String> {
+        self.field(name).and_then(Value::as_str).map(str::to_string)
+    }
+
+    /// `continue: false`: stop, with `stopReason`.
+    fn stops(&self) -> Option<String> {
+        (self.field("continue").and_then(Value::as_bool) == Some(false)).then(|| {
+            self.text("stopReason")
+                .unwrap_or_else(|| "a hook said not to continue".into())
+        })
+    }
+
+    /// `decision: "block"` with its `reason`.
+    fn decision_block(&self) -> Option<String> {
+        (self.text("decision").as_deref() == Some("block")).then(|| {
+            self.text("reason")
+                .unwrap_or_else(|| "a hook blocked it".into())
+        })
+    }
+
+    fn reason(&self) -> String {
+        match self.stderr.trim() {
+            "" => "a hook blocked it (exit 2)".into(),
+            said => said.to_string(),
+        }
+    }
+
+    fn context(&self) -> Option<String> {
+        self.specific("additionalContext")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+}
+
+/// Hooks of one turn (or one session event): where they run, with what, and where their
+/// runs are told.
+pub struct HookRunner {
+    pub set: Arc<HookSet>,
+    pub session_id: String,
+    pub cwd: PathBuf,
+    pub env: Env,
+    pub mode: PermissionMode,
+    pub log: EventLog,
+    pub turn: Option<u32>,
+    pub redactor: Redactor,
+}
+
+impl HookRunner {
+    /// Run the handlers of `event` matching `key` (a tool's name) at once, each with
+    /// `input` plus the common fields; every run is a `HookRan` event.
+    pub async fn run(&self, event: &str, key: Option<&str>, mut input: Value) -> Vec<HookResult> {
+        let handlers = self.set.matching(event, key);
+        if handlers.is_empty() {
+            return Vec::new();
+        }
+        if let Some(fields) = input.as_object_mut() {
+            fields.insert("session_id".into(), json!(self.session_id));
+            fields.insert("transcript_path".into(), json!(""));
+            fields.insert("cwd".into(), json!(self.cwd.display().to_string()));
+            fields.insert("permission_mode".into(), json!(claude_mode(self.mode)));
+            fields.insert("hook_event_name".into(), json!(event));
+        }
+        let stdin = input.to_string();
+        let runs = handlers.iter().map(|h| self.run_one(event, h, &stdin));
+        futures::future::join_all(runs).await
+    }
+
+    async fn run_one(&self, event: &str, handler: &Handler, stdin: &str) -> HookResult {
+        let started = Instant::now();
+        let result = self.execute(handler, stdin).await;
+        let outcome = if result.timed_out {
+            "timeout"
+        } else if result.blocks() {
+            "blocked"
+        } else if result.exit == Some(0) {
+            "ok"
+        } else {
+            "error"
+        };
+        let message = match outcome {
+            "timeout" => Some(format!(
+                "killed after {}s (its timeout)",
+                handler.timeout.as_secs_f64()
+            )),
+            "ok" => result.text("systemMessage"),
+            _ => Some(match result.stderr.trim() {
+                "" => format!("exit {}", result.exit.map_or("?".into(), |c| c.to_string())),
+                said => said.to_string(),
+            }),
+        };
+        let event = AppEvent::HookRan {
+            event: event.to_string(),
+            command: self.redactor.redact(&shorten(&handler.command, 200)),
+            outcome: outcome.to_string(),
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            message: message.map(|m| self.redactor.redact(&shorten(&m, 2000))),
+        };
+        if let Err(e) = self.log.append(self.turn, event).await {
+            tracing::error!(error = %e, "cannot record a hook's run");
+        }
+        result
+    }
+
+    async fn execute(&self, handler: &Handler, stdin: &str) -> HookResult {
+        let mut command = shell(&handler.command);
+        command
+            .env_clear()
+            .envs(&self.env)
+            .env("CLAUDE_PROJECT_DIR", &self.cwd)
+            .env("STEPPER_PROJECT_DIR", &self.cwd)
+            .current_dir(&self.cwd)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = match stepper_process::group::spawn(command) {
+            Ok(child) => child,
+            Err(e) => {
+                return HookResult {
+                    stderr: format!("cannot run the hook {:?}: {e}", handler.command),
+                    ..HookResult::default()
+                };
+            }
+        };
+        let process = child.child_mut();
+        let (mut input, stdout, stderr) = (
+            process.stdin.take(),
+            process.stdout.take(),
+            process.stderr.take(),
+        );
+        let io = async {
+            let feed = async {
+                if let Some(input) = input.as_mut() {
+                    // A hook that does not read its input is not an error.
+                    let _ = input.write_all(stdin.as_bytes()).await;
+                }
+                drop(input);
+            };
+            let (_, out, err) = tokio::join!(feed, read_capped(stdout), read_capped(stderr));
+            (out, err)
+        };
+        let ran = tokio::time::timeout(handler.timeout, async {
+            let (out, err) = io.await;
+            let status = child.wait().await;
+            (out, err, status)
+        })
+        .await;
+        match ran {
+            Ok((stdout, stderr, status)) => {
+                let json = serde_json::from_str::<Value>(stdout.trim())
+                    .ok()
+                    .filter(Value::is_object);
+                HookResult {
+                    exit: status.ok().and_then(|s| s.code()),
+                    stdout,
+                    stderr,
+                    timed_out: false,
+                    json,
+                }
+            }
+            Err(_) => {
+                child.terminate(Duration::from_secs(1)).await;
+                HookResult {
+                    timed_out: true,
+                    ..HookResult::default()
+                }
+            }
+        }
+    }
+
+    /// `SessionStart` and `UserPromptSubmit`: what they add to the model's context, or why
+    /// the prompt is blocked.
+    pub fn context_or_block(event: &str, results: &[HookResult]) -> Result<Vec<String>, String> {
+        let mut context = Vec::new();
+        for r in results {
+            if event == "UserPromptSubmit" {
+                if r.blocks() {
+                    return Err(r.reason());
+                }
+                if let Some(why) = r.decision_block().or_else(|| r.stops()) {
+                    return Err(why);
+                }
+            }
+            if r.exit != Some(0) {
+                continue;
+            }
+            match (&r.json, r.context()) {
+                (_, Some(more)) => context.push(more),
+                (None, None) if !r.stdout.trim().is_empty() => {
+                    context.push(r.stdout.trim().to_string());
+                }
+                _ => {}
+            }
+        }
+        Ok(context)
+    }
+
+    /// `PermissionRequest`: allow or deny without asking, or `None` to ask.
+    pub fn permission(results: &[HookResult]) -> Option<Result<(), String>> {
+        let mut allowed = false;
+        for r in results {
+            if r.blocks() {
+                return Some(Err(r.reason()));
+            }
+            let decision = r.specific("decision");
+            match decision
+                .and_then(|d| d.get("behavior"))
+                .and_then(Value::as_str)
+            {
+                Some("deny") => {
+                    let why = decision
+                        .and_then(|d| d.get("message"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("a PermissionRequest hook denied it");
+                    return Some(Err(why.to_string()));
+                }
+                Some("allow") => allowed = true,
+                _ => {}
+            }
+        }
+        allowed.then_some(Ok(()))
+    }
+}
+
+/// The hooks a turn runs around its tool calls and its end.
+pub struct SessionHooks {
+    pub runner: Arc<HookRunner>,
+}
+
+impl TurnHooks for SessionHooks {
+    fn before_tool<'a>(
+        &'a self,
+        call_id: &'a str,
+        tool: &'a str,
+        input: &'a Value,
+    ) -> BoxFuture<'a, BeforeTool> {
+        Box::pin(async move {
+            let name = claude_name(tool);
+            if !self.runner.set.has("PreToolUse") {
+                return BeforeTool::RUN;
+            }
+            let results = self
+                .runner
+                .run(
+                    "PreToolUse",
+                    Some(&name),
+                    json!({
+                        "tool_name": name,
+                        "tool_input": claude_input(tool, input, &self.runner.cwd),
+                        "tool_use_id": call_id,
+                    }),
+                )
+                .await;
+            let mut updated = None;
+            let mut hint = None;
+            for r in &results {
+                if r.blocks() {
+                    return BeforeTool::Block(r.reason());
+                }
+                if let Some(why) = r.stops() {
+                    return BeforeTool::StopTurn(why);
+                }
+                let reason = r
+                    .specific("permissionDecisionReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                // The current field, then the older top-level `decision`.
+                let decision = r
+                    .specific("permissionDecision")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .or_else(|| match r.text("decision").as_deref() {
+                        Some("approve") => Some("allow".into()),
+                        Some("block") => Some("deny".into()),
+                        _ => None,
+                    });
+                match decision.as_deref() {
+                    Some("deny") => {
+                        return BeforeTool::Block(
+                            reason
+                                .or_else(|| r.text("reason"))
+                                .unwrap_or_else(|| "a PreToolUse hook denied it".into()),
+                        );
+                    }
+                    Some("ask") => {
+                        hint = Some(GateHint::Ask(
+                            reason.unwrap_or_else(|| "a hook asks for this call".into()),
+                        ));
+                    }
+                    Some("allow") if hint.is_none() => hint = Some(GateHint::Allow),
+                    _ => {}
+                }
+                if let Some(changed) = r.specific("updatedInput").filter(|v| v.is_object()) {
+                    updated = Some(from_claude_input(tool, changed, input));
+                }
+            }
+            BeforeTool::Run {
+                input: updated,
+                hint,
+            }
+        })
+    }
+
+    fn after_tool<'a>(
+        &'a self,
+        call_id: &'a str,
+        tool: &'a str,
+        input: &'a Value,
+        output: &'a str,
+        ok: bool,
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let event = if ok {
+                "PostToolUse"
+            } else {
+                "PostToolUseFailure"
+            };
+            if !self.runner.set.has(event) {
+                return None;
+            }
+            let name = claude_name(tool);
+            let mut fields = json!({
+                "tool_name": name,
+                "tool_input": claude_input(tool, input, &self.runner.cwd),
+                "tool_use_id": call_id,
+            });
+            if ok {
+                fields["tool_response"] = json!(output);
+            } else {
+                fields["error"] = json!(output);
+            }
+            let results = self.runner.run(event, Some(&name), fields).await;
+            let said: Vec<String> = results
+                .iter()
+                .filter_map(|r| {
+                    if r.blocks() {
+                        Some(r.reason())
+                    } else {
+                        r.decision_block().or_else(|| r.context())
+                    }
+                })
+                .collect();
+            (!said.is_empty()).then(|| format!("[hook] {}", said.join("\n")))
+        })
+    }
+
+    fn before_stop<'a>(
+        &'a self,
+        active: bool,
+        _last_text: &'a str,
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            if !self.runner.set.has("Stop") {
+                return None;
+            }
+            let results = self
+                .runner
+                .run("Stop", None, json!({"stop_hook_active": active}))
+                .await;
+            results.iter().find_map(|r| {
+                if r.blocks() {
+                    Some(r.reason())
+                } else {
+                    r.decision_block()
+                }
+            })
+        })
+    }
+}
+
+/// Claude Code's name of a stepper tool (`bash` → `Bash`); MCP tools keep theirs.
+pub fn claude_name(tool: &str) -> String {
+    match tool {
+        "bash" => "Bash",
+        "read" => "Read",
+        "write" => "Write",
+        "edit" => "Edit",
+        "multi_edit" => "MultiEdit",
+        "glob" => "Glob",
+        "grep" => "Grep",
+        "ls" => "LS",
+        "web_fetch" => "WebFetch",
+        "todo_write" => "TodoWrite",
+        other => other,
+    }
+    .to_string()
+}
+
+/// A call's input as Claude Code spells it: its file tools take an absolute `file_path`.
+fn claude_input(tool: &str, input: &Value, cwd: &std::path::Path) -> Value {
+    let mut input = input.clone();
+    if matches!(tool, "read" | "write" | "edit" | "multi_edit")
+        && let Some(fields) = input.as_object_mut()
+        && let Some(path) = fields.remove("path")
+    {
+        let path = path
+            .as_str()
+            .map_or(path.clone(), |p| json!(cwd.join(p).display().to_string()));
+        fields.insert("file_path".into(), path);
+    }
+    input
+}
+
+/// An `updatedInput` back in stepper's spelling, over the call's own input.
+fn from_claude_input(tool: &str, updated: &Value, original: &Value) -> Value {
+    let mut merged = original.clone();
+    if let (Some(into), Some(from)) = (merged.as_object_mut(), updated.as_object()) {
+        for (key, value) in from {
+            let key =
+                if key == "file_path" && matches!(tool, "read" | "write" | "edit" | "multi_edit") {
+                    "path"
+                } else {
+                    key.as_str()
+                };
+            into.insert(key.to_string(), value.clone());
+        }
+    }
+    merged
+}
+
+fn claude_mode(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::Default => "default",
+        PermissionMode::AcceptEdits => "acceptEdits",
+        PermissionMode::Plan => "plan",
+        PermissionMode::Auto => "bypassPermissions",
+    }
+}
+
+fn shell(line: &str) -> tokio::process::Command {
+    #[cfg(unix)]
+    {
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command.arg("-c").arg(line);
+        command
+    }
+    #[cfg(not(unix))]
+    {
+        let mut command = tokio::process::Command::new("cmd");
+        command.arg("/C").arg(line);
+        command
+    }
+}
+
+async fn read_capped(stream: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+    let Some(stream) = stream else {
+        return String::new();
+    };
+    let mut bytes = Vec::new();
+    let _ = stream.take(MAX_OUTPUT as u64).read_to_end(&mut bytes).await;
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matchers_and_problems() {
+        let set = HookSet::parse(Some(&json!({
+            "PreToolUse": [
+                {"matcher": "Bash|Write", "hooks": [{"type": "command", "command": "a"}]},
+                {"matcher": "mcp__.*", "hooks": [{"type": "command", "command": "b", "timeout": 5}]},
+                {"hooks": [{"type": "command", "command": "c"}]},
+                {"matcher": "(", "hooks": [{"type": "command", "command": "d"}]},
+                {"matcher": "Read", "hooks": [{"type": "prompt", "prompt": "x"}]}
+            ],
+            "OnSunday": []
+        })));
+        let names = |key| -> Vec<String> {
+            set.matching("PreToolUse", Some(key))
+                .into_iter()
+                .map(|h| h.command)
+                .collect()
+        };
+        assert_eq!(names("Bash"), ["a", "c"]);
+        assert_eq!(names("mcp__fs__read"), ["b", "c"]);
+        assert_eq!(names("Edit"), ["c"]);
+        assert_eq!(set.problems.len(), 3, "{:?}", set.problems);
+        assert!(set.problems.iter().any(|p| p.contains("OnSunday")));
+        assert!(set.problems.iter().any(|p| p.contains("not a valid regex")));
+        assert!(
+            set.problems
+                .iter()
+                .any(|p| p.contains("\"prompt\" is not run"))
+        );
+    }
+
+    #[test]
+    fn inputs_in_claude_codes_spelling_and_back() {
+        let input = json!({"path": "a.txt", "content": "x"});
+        let claude = claude_input("write", &input, std::path::Path::new("/p"));
+        assert_eq!(claude, json!({"file_path": "/p/a.txt", "content": "x"}));
+        let back = from_claude_input("write", &json!({"file_path": "/p/b.txt"}), &input);
+        assert_eq!(back, json!({"path": "/p/b.txt", "content": "x"}));
+        assert_eq!(claude_name("multi_edit"), "MultiEdit");
+        assert_eq!(claude_name("mcp__s__t"), "mcp__s__t");
+    }
+}

@@ -1,0 +1,250 @@
+//! Hooks in Claude Code's format (`setting.json`'s `hooks`), run by the daemon: fixtures as a
+//! Claude Code user writes them — shell scripts reading the event's JSON on stdin, answering
+//! by exit code or JSON on stdout.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Output;
+
+use serde_json::{Value, json};
+use stepper_e2e::fake_llm::tool_use_stream;
+use stepper_e2e::{Reply, TestEnv, stream_json};
+use stepper_protocol::{AppEvent, ToolCallStatus};
+
+/// A hook script in the project's `.stepper/hooks/`, and `hooks` in its settings.
+fn setup(env: &TestEnv, scripts: &[(&str, &str)], hooks: Value) {
+    let dir = env.project.path().join(".stepper/hooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, body) in scripts {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(
+        env.project.path().join(".stepper/setting.json"),
+        json!({"hooks": hooks}).to_string(),
+    )
+    .unwrap();
+}
+
+fn hook(command: &str) -> Value {
+    json!({"type": "command", "command": format!("\"$CLAUDE_PROJECT_DIR\"/.stepper/hooks/{command}")})
+}
+
+fn ask(env: &TestEnv, args: &[&str]) -> (Output, Vec<stepper_protocol::EventEnvelope>) {
+    let mut all = vec!["ask", "--format", "stream-json"];
+    all.extend_from_slice(args);
+    let out = env.run(&all);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        env.daemon_log()
+    );
+    let events = stream_json(&out);
+    (out, events)
+}
+
+fn hook_runs(events: &[stepper_protocol::EventEnvelope]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::HookRan { event, outcome, .. } => Some((event.clone(), outcome.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the model was given back for its tool call, in the second request.
+fn tool_result(env: &TestEnv) -> String {
+    let requests = env.fake.requests();
+    let last = requests.last().unwrap();
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "tool_result")
+        .map(|c| c["content"].to_string())
+        .collect()
+}
+
+#[test]
+fn a_pre_tool_use_hook_blocks_rm_and_its_reason_reaches_the_model() {
+    let env = TestEnv::new();
+    std::fs::write(env.project.path().join("keep.txt"), "precious").unwrap();
+    setup(
+        &env,
+        &[(
+            "no-rm.sh",
+            r#"input=$(cat)
+case "$input" in
+  *'"command":"rm '*) echo "rm is not allowed in this project; move files to trash/ instead" >&2; exit 2;;
+esac
+exit 0"#,
+        )],
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [hook("no-rm.sh")]}]}),
+    );
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "rm keep.txt"}),
+    )])));
+    env.fake.push(Reply::text(&["understood"]));
+    let (_, events) = ask(&env, &["--yes", "clean up"]);
+    assert!(
+        env.project.path().join("keep.txt").exists(),
+        "nothing removed"
+    );
+    assert_eq!(
+        hook_runs(&events),
+        [("PreToolUse".into(), "blocked".into())]
+    );
+    assert!(events.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::ToolCallFinished {
+            status: ToolCallStatus::Denied,
+            ..
+        }
+    )));
+    let result = tool_result(&env);
+    assert!(result.contains("move files to trash/ instead"), "{result}");
+}
+
+#[test]
+fn a_hook_rewrites_a_calls_input_and_another_allows_without_asking() {
+    let env = TestEnv::new();
+    let redirected = env.project.path().join("redirected.txt");
+    setup(
+        &env,
+        &[
+            (
+                "redirect.sh",
+                &format!(
+                    r#"cat >/dev/null
+echo '{{"hookSpecificOutput": {{"hookEventName": "PreToolUse", "updatedInput": {{"file_path": "{}"}}}}}}'"#,
+                    redirected.display()
+                ),
+            ),
+            (
+                "allow.sh",
+                r#"cat >/dev/null
+echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "trusted"}}'"#,
+            ),
+        ],
+        json!({"PreToolUse": [
+            {"matcher": "Write", "hooks": [hook("redirect.sh")]},
+            {"matcher": "Bash", "hooks": [hook("allow.sh")]}
+        ]}),
+    );
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "write",
+        json!({"path": "asked-for.txt", "content": "hello"}),
+    )])));
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t2",
+        "bash",
+        json!({"command": "touch made-by-bash.txt"}),
+    )])));
+    env.fake.push(Reply::text(&["done"]));
+    // accept-edits lets the write through; the command would ask, but the hook allows it.
+    let (_, events) = ask(&env, &["--mode", "accept-edits", "write and touch"]);
+    assert_eq!(std::fs::read_to_string(&redirected).unwrap(), "hello");
+    assert!(!env.project.path().join("asked-for.txt").exists());
+    assert!(env.project.path().join("made-by-bash.txt").exists());
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.event, AppEvent::ApprovalRequested { .. })),
+        "the hook's allow means nobody is asked: {events:#?}"
+    );
+}
+
+#[test]
+fn user_prompt_submit_adds_context_and_a_hung_hook_is_killed_at_its_timeout() {
+    let env = TestEnv::new();
+    let marker = format!("hung-hook-{}", std::process::id());
+    setup(
+        &env,
+        &[
+            (
+                "context.sh",
+                "cat >/dev/null\necho 'CONTEXT-FROM-HOOK: the build uses make'",
+            ),
+            (
+                "hang.sh",
+                &format!("cat >/dev/null\nexec sleep 30 # {marker}"),
+            ),
+        ],
+        json!({
+            "UserPromptSubmit": [{"hooks": [hook("context.sh")]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": format!("\"$CLAUDE_PROJECT_DIR\"/.stepper/hooks/hang.sh {marker}"), "timeout": 1}
+            ]}]
+        }),
+    );
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "echo still-ran"}),
+    )])));
+    env.fake.push(Reply::text(&["ok"]));
+    let started = std::time::Instant::now();
+    let (_, events) = ask(&env, &["--yes", "build it"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let system = env.fake.requests()[0]["system"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(system.contains("CONTEXT-FROM-HOOK"), "{system}");
+    let runs = hook_runs(&events);
+    assert!(
+        runs.contains(&("UserPromptSubmit".into(), "ok".into())),
+        "{runs:?}"
+    );
+    assert!(
+        runs.contains(&("PreToolUse".into(), "timeout".into())),
+        "{runs:?}"
+    );
+    // A hook that hangs blocks nothing: the call ran.
+    assert!(tool_result(&env).contains("still-ran"));
+    assert!(
+        stepper_process::testing::processes_with(&marker).is_empty(),
+        "the hung hook's process is gone"
+    );
+}
+
+#[test]
+fn a_prompt_blocked_by_a_hook_and_a_broken_hook_setting() {
+    let env = TestEnv::new();
+    setup(
+        &env,
+        &[(
+            "gate.sh",
+            "cat >/dev/null\necho 'prompts about secrets are not sent' >&2\nexit 2",
+        )],
+        json!({
+            "UserPromptSubmit": [{"hooks": [hook("gate.sh")]}],
+            "OnFullMoon": [{"hooks": [hook("gate.sh")]}]
+        }),
+    );
+    let out = env.run(&["ask", "--format", "stream-json", "tell me the secrets"]);
+    let events = stream_json(&out);
+    assert!(env.fake.requests().is_empty(), "the model is not called");
+    let finished = events
+        .iter()
+        .find_map(|e| match &e.event {
+            AppEvent::TurnFinished { error, .. } => Some(error.clone().unwrap_or_default()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        finished.contains("prompts about secrets are not sent"),
+        "{finished}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(&e.event,
+            AppEvent::Notice { message } if message.contains("OnFullMoon"))),
+        "{events:#?}"
+    );
+}
