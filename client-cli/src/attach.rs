@@ -178,6 +178,25 @@ async fn attach(
             }
         })
     };
+    // The daemon's custom commands and skills, for completion.
+    {
+        let (core, client) = (core.clone(), client.clone());
+        let cwd = cwd.display().to_string();
+        tokio::spawn(async move {
+            if let Ok(list) = client.call::<CommandsList>(CwdParams { cwd }).await {
+                let commands = list
+                    .commands
+                    .into_iter()
+                    .filter(|c| c.kind != "builtin")
+                    .map(|c| stepper_tui::CommandEntry {
+                        name: c.name,
+                        description: c.description,
+                    })
+                    .collect();
+                let _ = core.send(CoreEvent::Commands(commands)).await;
+            }
+        });
+    }
     // Ends when the TUI drops its sender or leaves, handing back the session it was showing
     // last. A call still in flight when the user leaves is not waited for.
     let calls = {
@@ -464,8 +483,34 @@ async fn perform(
                 Err(e) => Err(e),
             }
         }
-        Action::Command { name, .. } => {
-            return Some(format!("/{name} is not a command here — /help lists them"));
+        Action::Command { name, args } => {
+            // A custom command or a skill: the daemon expands it, as it does for `ask`.
+            let known = client
+                .call::<CommandsList>(CwdParams {
+                    cwd: cwd.display().to_string(),
+                })
+                .await
+                .is_ok_and(|l| {
+                    l.commands
+                        .iter()
+                        .any(|c| c.name == name && c.kind != "builtin")
+                });
+            if !known {
+                return Some(format!("/{name} is not a command here — /help lists them"));
+            }
+            let text = if args.is_empty() {
+                format!("/{name}")
+            } else {
+                format!("/{name} {args}")
+            };
+            client
+                .call::<SessionSubmit>(SessionSubmitParams {
+                    session_id,
+                    text,
+                    env: Some(client_env()),
+                })
+                .await
+                .map(drop)
         }
         Action::Detach => Ok(()),
     };

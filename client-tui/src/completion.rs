@@ -35,16 +35,25 @@ pub(crate) struct Popup {
 }
 
 /// The popup for `text` with the cursor at `cursor`, if the word at the cursor asks for one.
-pub(crate) fn popup_for(text: &str, cursor: usize, files: &[String]) -> Option<Popup> {
+pub(crate) fn popup_for(
+    text: &str,
+    cursor: usize,
+    files: &[String],
+    more: &[crate::CommandEntry],
+) -> Option<Popup> {
     let before = &text[..cursor];
     if before.starts_with('/') && !before.contains(char::is_whitespace) {
-        let items: Vec<Item> = COMMANDS
+        let own = COMMANDS
             .iter()
-            .filter(|c| c.name.starts_with(before))
-            .map(|c| Item {
-                label: c.name.to_string(),
-                detail: c.help.to_string(),
-            })
+            .map(|c| (c.name.to_string(), c.help.to_string()));
+        let theirs = more
+            .iter()
+            .map(|c| (format!("/{}", c.name), c.description.clone()))
+            .filter(|(name, _)| !COMMANDS.iter().any(|c| c.name == name));
+        let items: Vec<Item> = own
+            .chain(theirs)
+            .filter(|(name, _)| name.starts_with(before))
+            .map(|(label, detail)| Item { label, detail })
             .collect();
         return (!items.is_empty()).then_some(Popup {
             kind: Kind::Slash,
@@ -156,11 +165,11 @@ mod tests {
 
     #[test]
     fn slash_commands_complete_by_prefix_until_a_space() {
-        let p = popup_for("/mo", 3, &[]).unwrap();
+        let p = popup_for("/mo", 3, &[], &[]).unwrap();
         let labels: Vec<_> = p.items.iter().map(|i| i.label.as_str()).collect();
         assert_eq!(labels, ["/model", "/mode"]);
-        assert!(popup_for("/model x", 8, &[]).is_none());
-        assert!(popup_for("/zzz", 4, &[]).is_none());
+        assert!(popup_for("/model x", 8, &[], &[]).is_none());
+        assert!(popup_for("/zzz", 4, &[], &[]).is_none());
     }
 
     #[test]
@@ -169,13 +178,13 @@ mod tests {
             .into_iter()
             .map(String::from)
             .collect();
-        let p = popup_for("look at @main", 13, &files).unwrap();
+        let p = popup_for("look at @main", 13, &files, &[]).unwrap();
         let labels: Vec<_> = p.items.iter().map(|i| i.label.as_str()).collect();
         assert_eq!(labels, ["@src/main.rs", "@docs/mainline.md"]);
         assert_eq!((p.start, p.end), (8, 13));
-        let p = popup_for("@sapp", 5, &files).unwrap();
+        let p = popup_for("@sapp", 5, &files, &[]).unwrap();
         assert_eq!(p.items[0].label, "@src/app.rs");
-        assert!(popup_for("no mention", 10, &files).is_none());
+        assert!(popup_for("no mention", 10, &files, &[]).is_none());
     }
 
     #[test]

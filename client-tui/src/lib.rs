@@ -70,6 +70,14 @@ pub enum Action {
     Detach,
 }
 
+/// A slash command the daemon knows beyond the TUI's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandEntry {
+    /// Without its `/`.
+    pub name: String,
+    pub description: String,
+}
+
 /// What the core tells the TUI.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CoreEvent {
@@ -95,6 +103,8 @@ pub enum CoreEvent {
     Error(String),
     /// What a command asked to see (`/memory`), shown in the transcript.
     Info(String),
+    /// The daemon's custom commands and skills (`/name`), for completion.
+    Commands(Vec<CommandEntry>),
     /// The connection to the daemon dropped for good.
     Disconnected(String),
 }

@@ -148,6 +148,8 @@ method_table! {
         ConfigSchema = "config/schema" (Empty) -> ConfigSchemaResponse;
         /// Every problem of the settings files that apply to a folder.
         ConfigValidate = "config/validate" (CwdParams) -> ConfigValidateResponse;
+        /// The slash commands a session in a folder has: built-in, custom and skills.
+        CommandsList = "commands/list" (CwdParams) -> CommandsListResponse;
         /// Scaffold `.stepper/stepper.md` and `.stepper/setting.json` in a folder.
         ProjectInit = "project/init" (ProjectInitParams) -> ProjectInitResponse;
     }
@@ -592,6 +594,28 @@ pub struct AuthLogoutParams {
 pub struct AuthLogoutResponse {
     /// Whether there was something to forget.
     pub removed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandsListResponse {
+    pub commands: Vec<CommandInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandInfo {
+    /// Without its `/`: `model`, `review`, `frontend:component`.
+    pub name: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+    /// `builtin` (a client runs it), `command` (a file, expanded by the daemon when
+    /// submitted as `/name args`) or `skill` (the same, from a skill).
+    pub kind: String,
+    /// `project` or `user`, for commands and skills.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

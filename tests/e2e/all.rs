@@ -10,6 +10,7 @@ mod boundaries;
 mod config;
 mod conformance;
 mod crash;
+mod extensions;
 mod first_run;
 mod gate;
 mod gate_corpus;

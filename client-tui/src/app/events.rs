@@ -60,6 +60,10 @@ impl App {
                 self.mode_asked = None;
                 self.push(Cell::note("✗", message, theme::error()));
             }
+            CoreEvent::Commands(commands) => {
+                self.commands = commands;
+                self.refresh_popup();
+            }
             CoreEvent::Info(message) => self.push(Cell::note("ℹ", message, theme::dim())),
             CoreEvent::Disconnected(reason) => self.exit = Some(Exit::Disconnected(reason)),
         }

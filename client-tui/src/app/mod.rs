@@ -49,6 +49,8 @@ pub struct App {
     /// here now, and replaying old attaches would count people twice.
     presence_after: u64,
     files: Vec<String>,
+    /// The daemon's own commands (custom and skills), for completion.
+    pub(crate) commands: Vec<crate::CommandEntry>,
     /// Finished cells not yet written to scrollback, in order. Once written they are the
     /// terminal's: the app keeps nothing of them.
     finished: Vec<Cell>,
@@ -90,6 +92,7 @@ impl App {
             others: Vec::new(),
             presence_after: 0,
             files: Vec::new(),
+            commands: Vec::new(),
             finished: Vec::new(),
             live: Vec::new(),
             queued: Vec::new(),
@@ -194,9 +197,10 @@ impl App {
         }
         self.popup_dismissed = None;
         let selected = self.popup.as_ref().map_or(0, |p| p.selected);
-        self.popup = popup_for(text, self.composer.cursor(), &self.files).map(|mut p| {
-            p.selected = selected.min(p.items.len().saturating_sub(1));
-            p
-        });
+        self.popup =
+            popup_for(text, self.composer.cursor(), &self.files, &self.commands).map(|mut p| {
+                p.selected = selected.min(p.items.len().saturating_sub(1));
+                p
+            });
     }
 }

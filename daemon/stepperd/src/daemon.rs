@@ -97,6 +97,9 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         tools: stepper_tools::all(),
         shutdown: shutdown.clone(),
         sandboxes: std::sync::Arc::new(crate::hub::sandbox::Sandboxes::from_env()),
+        extensions: std::sync::Arc::new(crate::hub::extensions::ExtensionsCache::new(
+            places.config_dir.clone(),
+        )),
     });
     // Children a crashed daemon left running go first: a recovered turn must not meet them.
     let registry = places.data_dir.join("children");

@@ -5,6 +5,7 @@
 //! are ignored when loading, so a file written for a newer stepper still loads, and reported
 //! as warnings by [`validate`]. The JSON Schema comes from these types.
 
+pub mod extensions;
 pub mod jsonc;
 pub mod locate;
 pub mod memory;

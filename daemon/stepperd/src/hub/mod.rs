@@ -9,6 +9,7 @@ pub mod approvals;
 pub mod checkpoint;
 pub mod context;
 pub mod env;
+pub mod extensions;
 pub mod hooks;
 pub mod log;
 pub mod replay;
@@ -107,6 +108,8 @@ pub struct HubDeps {
     pub shutdown: CancellationToken,
     /// The OS sandbox: whether this machine has one, and each session's.
     pub sandboxes: Arc<sandbox::Sandboxes>,
+    /// Custom commands and skills by folder, read again only when their files change.
+    pub extensions: Arc<extensions::ExtensionsCache>,
 }
 
 /// A session to create, as a client asks for it.

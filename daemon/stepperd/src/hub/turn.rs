@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use stepper_engine::config::memory;
 
+use super::extensions::{SkillTool, invoke, render};
 use super::hooks::{HookRunner, HookSet, SessionHooks};
+use stepper_engine::gate::Rule;
 
 use stepper_engine::config::Settings;
 use stepper_engine::gate::Policy;
@@ -95,6 +97,18 @@ impl LiveSession {
         // context) is committed before the next turn starts, and the other context writes
         // go to the store directly.
         let history = history(&deps.store, &self.id).await;
+        // A custom command or a skill the user typed: its model, if it names one, runs it.
+        let folder = self.state().cwd.clone();
+        let ext = deps
+            .extensions
+            .get(&folder, env.get("HOME").map(std::path::Path::new))
+            .await;
+        let invoked = invoke(&ext, &input.text);
+        let model = invoked
+            .as_ref()
+            .and_then(|i| i.model.clone())
+            .unwrap_or_else(|| model.to_string());
+        let model = model.as_str();
         let started = AppEvent::TurnStarted {
             input_id: input.input_id.clone(),
             text: input.text.clone(),
@@ -107,158 +121,206 @@ impl LiveSession {
             Ok(messages) => self.prepare(model, env, deps).await.map(|p| (p, messages)),
             Err(e) => Err(TurnError::from(e)),
         };
-        let (status, error, transcript) = match prepared {
-            Err(e) => (TurnStatus::Failed, Some(e.to_string()), Vec::new()),
-            Ok((prepared, mut messages)) => {
-                let Prepared {
-                    resolved,
-                    model_ref,
-                    settings,
-                    env,
-                    secrets,
-                    cwd,
-                } = prepared;
-                messages.push(ChatMessage::user(input.text.clone()));
-                let mut request = ChatRequest::new(model_ref.model, messages);
-                request.max_tokens = resolved.info.max_output().min(MAX_TOKENS);
-                let home = env.get("HOME").map(PathBuf::from);
-                let memory =
-                    instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir())
-                        .await;
-                let mut system = memory.text;
-                let hook_set = Arc::new(HookSet::parse(settings.hooks.as_ref()));
-                let mode = self.state().mode.unwrap_or_else(|| settings.mode());
-                let hooks = (!hook_set.is_empty()).then(|| {
-                    Arc::new(HookRunner {
-                        set: Arc::clone(&hook_set),
-                        session_id: self.id.clone(),
-                        cwd: cwd.clone(),
-                        env: env.clone(),
-                        mode,
-                        log: self.log.clone(),
-                        turn: Some(turn),
-                        redactor: Redactor::new(secrets.clone()),
-                    })
-                });
-                let mut notices = memory.notices;
-                notices.extend(
-                    hook_set
-                        .problems
+        let said = Mutex::new(input.text.clone());
+        let (status, error, transcript) =
+            match prepared {
+                Err(e) => (TurnStatus::Failed, Some(e.to_string()), Vec::new()),
+                Ok((prepared, mut messages)) => {
+                    let Prepared {
+                        resolved,
+                        model_ref,
+                        settings,
+                        env,
+                        secrets,
+                        cwd,
+                    } = prepared;
+                    messages.push(ChatMessage::user(input.text.clone()));
+                    let mut request = ChatRequest::new(model_ref.model, messages);
+                    request.max_tokens = resolved.info.max_output().min(MAX_TOKENS);
+                    let home = env.get("HOME").map(PathBuf::from);
+                    let memory =
+                        instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir())
+                            .await;
+                    let mut system = memory.text;
+                    let hook_set = Arc::new(HookSet::parse(settings.hooks.as_ref()));
+                    let mode = self.state().mode.unwrap_or_else(|| settings.mode());
+                    let hooks = (!hook_set.is_empty()).then(|| {
+                        Arc::new(HookRunner {
+                            set: Arc::clone(&hook_set),
+                            session_id: self.id.clone(),
+                            cwd: cwd.clone(),
+                            env: env.clone(),
+                            mode,
+                            log: self.log.clone(),
+                            turn: Some(turn),
+                            redactor: Redactor::new(secrets.clone()),
+                        })
+                    });
+                    let mut notices = memory.notices;
+                    notices.extend(
+                        hook_set
+                            .problems
+                            .iter()
+                            .map(|p| format!("setting.json: {p}")),
+                    );
+                    notices.extend(ext.problems.iter().map(|p| {
+                        format!("{p} — this command or skill is left out until it is fixed")
+                    }));
+                    // The skills the model may use: named in the system prompt, loaded by a tool.
+                    let skills: Vec<_> = ext
+                        .skills
                         .iter()
-                        .map(|p| format!("setting.json: {p}")),
-                );
-                let blocked = match &hooks {
-                    Some(runner) => self.prompt_hooks(runner, turn, &input.text).await,
-                    None => Ok(Vec::new()),
-                };
-                let added = match blocked {
-                    Ok(added) => added,
-                    Err(reason) => {
-                        for message in notices {
-                            self.notice_once(turn, message).await;
+                        .filter(|s| !s.disable_model_invocation)
+                        .cloned()
+                        .collect();
+                    let skill_tool = (!skills.is_empty()).then_some(SkillTool { skills });
+                    if let Some(tool) = &skill_tool {
+                        // About 1% of the window, at ~4 bytes a token.
+                        let budget = (resolved.info.context_window() as usize / 25).max(2000);
+                        if !system.is_empty() {
+                            system.push_str("\n\n");
                         }
-                        return self
-                            .finish_turn(
-                                turn,
-                                input,
-                                TurnStatus::Failed,
-                                Some(format!(
-                                    "a UserPromptSubmit hook blocked this prompt: {reason}"
-                                )),
-                                Vec::new(),
+                        system.push_str(&tool.listing(budget));
+                    }
+                    let blocked = match &hooks {
+                        Some(runner) => self.prompt_hooks(runner, turn, &input.text).await,
+                        None => Ok(Vec::new()),
+                    };
+                    let added = match blocked {
+                        Ok(added) => added,
+                        Err(reason) => {
+                            for message in notices {
+                                self.notice_once(turn, message).await;
+                            }
+                            return self
+                                .finish_turn(
+                                    turn,
+                                    &input.text,
+                                    TurnStatus::Failed,
+                                    Some(format!(
+                                        "a UserPromptSubmit hook blocked this prompt: {reason}"
+                                    )),
+                                    Vec::new(),
+                                )
+                                .await;
+                        }
+                    };
+                    if !added.is_empty() {
+                        if !system.is_empty() {
+                            system.push_str("\n\n");
+                        }
+                        system.push_str("# From the user's hooks\n\n");
+                        system.push_str(&added.join("\n\n"));
+                    }
+                    if !system.is_empty() {
+                        request.system = Some(system);
+                    }
+                    for message in notices {
+                        self.notice_once(turn, message).await;
+                    }
+                    let sink = TurnSink {
+                        log: &self.log,
+                        turn,
+                    };
+                    let home = env.get("HOME").map(PathBuf::from);
+                    let (mut policy, problems) =
+                        Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
+                    for problem in problems {
+                        let _ = self
+                            .log
+                            .append(
+                                Some(turn),
+                                AppEvent::Notice {
+                                    message: format!("setting.json: {problem}"),
+                                },
                             )
                             .await;
                     }
-                };
-                if !added.is_empty() {
-                    if !system.is_empty() {
-                        system.push_str("\n\n");
+                    if let Some(mode) = self.state().mode {
+                        policy.mode = mode;
                     }
-                    system.push_str("# From the user's hooks\n\n");
-                    system.push_str(&added.join("\n\n"));
-                }
-                if !system.is_empty() {
-                    request.system = Some(system);
-                }
-                for message in notices {
-                    self.notice_once(turn, message).await;
-                }
-                let sink = TurnSink {
-                    log: &self.log,
-                    turn,
-                };
-                let home = env.get("HOME").map(PathBuf::from);
-                let (mut policy, problems) =
-                    Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
-                for problem in problems {
-                    let _ = self
-                        .log
-                        .append(
-                            Some(turn),
-                            AppEvent::Notice {
-                                message: format!("setting.json: {problem}"),
-                            },
-                        )
-                        .await;
-                }
-                if let Some(mode) = self.state().mode {
-                    policy.mode = mode;
-                }
-                let sandbox = self.sandbox_plan(&settings, &cwd, &env, turn, deps).await;
-                policy.sandbox = sandbox.info.state;
-                policy.sandbox_confines_reads = sandbox.confines_reads;
-                let policy = Arc::new(Mutex::new(policy));
-                self.state().active_policy = Some(Arc::clone(&policy));
-                let (baseline_taken, baseline) = watch::channel(false);
-                let gate = SessionGate {
-                    consulted: Arc::clone(&consulted),
-                    policy,
-                    approvals: Arc::clone(&self.approvals),
-                    log: self.log.clone(),
-                    turn,
-                    cancel: cancel.clone(),
-                    baseline,
-                    hooks: hooks.clone(),
-                };
-                let cx = ToolCx {
-                    cwd: cwd.clone(),
-                    project_root: cwd,
-                    env,
-                    cancel: cancel.clone(),
-                    gate: Arc::new(gate),
-                    output: Arc::new(NoOutput),
-                    sandbox: sandbox.command.map(Arc::new),
-                    hint: None,
-                };
-                // What the project holds before the turn (changes made outside stepper since
-                // the last turn are taken as they are), walked while the model is called:
-                // the gate holds every tool until it is done.
-                let baseline = async {
-                    if let Err(e) = self.checkpoints.sync(&deps.store).await {
-                        let message = format!("file checkpoints are off for this turn: {e}");
-                        let _ = self
-                            .log
-                            .append(Some(turn), AppEvent::Notice { message })
-                            .await;
+                    // What the invoked command or skill may use without asking, for this turn.
+                    for text in invoked.iter().flat_map(|i| i.allowed_tools.iter()) {
+                        match Rule::parse(text, &cwd, home.as_deref()) {
+                            Ok(rule) => policy.allow.push(rule),
+                            Err(e) => {
+                                self.notice_once(turn, format!("allowed-tools: {text:?}: {e}"))
+                                    .await;
+                            }
+                        }
                     }
-                    let _ = baseline_taken.send(true);
-                };
-                let steering = Arc::clone(&self.steering);
-                let take = Arc::new(move || {
-                    std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
-                });
-                let mut agent = AgentLoop::new(resolved.provider)
-                    .with_redactor(Redactor::new(secrets))
-                    .with_steering(take)
-                    .with_model_info(resolved.info)
-                    .with_tools(deps.tools.clone(), cx);
-                if let Some(runner) = hooks {
-                    agent = agent.with_hooks(Arc::new(SessionHooks { runner }));
+                    let sandbox = self.sandbox_plan(&settings, &cwd, &env, turn, deps).await;
+                    policy.sandbox = sandbox.info.state;
+                    policy.sandbox_confines_reads = sandbox.confines_reads;
+                    let policy = Arc::new(Mutex::new(policy));
+                    self.state().active_policy = Some(Arc::clone(&policy));
+                    let (baseline_taken, baseline) = watch::channel(false);
+                    let gate = SessionGate {
+                        consulted: Arc::clone(&consulted),
+                        policy,
+                        approvals: Arc::clone(&self.approvals),
+                        log: self.log.clone(),
+                        turn,
+                        cancel: cancel.clone(),
+                        baseline,
+                        hooks: hooks.clone(),
+                    };
+                    let cx = ToolCx {
+                        cwd: cwd.clone(),
+                        project_root: cwd,
+                        env,
+                        cancel: cancel.clone(),
+                        gate: Arc::new(gate),
+                        output: Arc::new(NoOutput),
+                        sandbox: sandbox.command.map(Arc::new),
+                        hint: None,
+                    };
+                    // What the project holds before the turn (changes made outside stepper since
+                    // the last turn are taken as they are), walked while the model is called:
+                    // the gate holds every tool until it is done.
+                    let baseline = async {
+                        if let Err(e) = self.checkpoints.sync(&deps.store).await {
+                            let message = format!("file checkpoints are off for this turn: {e}");
+                            let _ = self
+                                .log
+                                .append(Some(turn), AppEvent::Notice { message })
+                                .await;
+                        }
+                        let _ = baseline_taken.send(true);
+                    };
+                    let steering = Arc::clone(&self.steering);
+                    let take = Arc::new(move || {
+                        std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
+                    });
+                    let mut tools = deps.tools.clone();
+                    if let Some(tool) = skill_tool {
+                        tools.push(Arc::new(tool));
+                    }
+                    let render_cx = cx.clone();
+                    let mut agent = AgentLoop::new(resolved.provider)
+                        .with_redactor(Redactor::new(secrets))
+                        .with_steering(take)
+                        .with_model_info(resolved.info)
+                        .with_tools(tools, cx);
+                    if let Some(runner) = hooks {
+                        agent = agent.with_hooks(Arc::new(SessionHooks { runner }));
+                    }
+                    // A command's `!` lines and `@` files are taken once the gate can answer
+                    // (after the baseline), then the model gets the whole.
+                    let run = async {
+                        if let Some(invoked) = &invoked {
+                            let text = render(&invoked.body, &deps.tools, &render_cx).await;
+                            if let Some(last) = request.messages.last_mut() {
+                                *last = ChatMessage::user(text.clone());
+                            }
+                            *said.lock().unwrap_or_else(|p| p.into_inner()) = text;
+                        }
+                        agent.run(request, cancel, &sink).await
+                    };
+                    let ((), outcome) = tokio::join!(baseline, run);
+                    (outcome.status, outcome.error, outcome.transcript)
                 }
-                let ((), outcome) = tokio::join!(baseline, agent.run(request, cancel, &sink));
-                (outcome.status, outcome.error, outcome.transcript)
-            }
-        };
+            };
         // What the turn's commands left running outside their groups (`setsid cmd &`) ends
         // with the turn; its registry entries go once nothing carries their token.
         if consulted.load(std::sync::atomic::Ordering::SeqCst) {
@@ -287,7 +349,8 @@ impl LiveSession {
             }
             Err(e) => tracing::error!(session = %self.id, turn, error = %e, "checkpoint failed"),
         }
-        self.finish_turn(turn, input, status, error, transcript)
+        let said = said.into_inner().unwrap_or_else(|p| p.into_inner());
+        self.finish_turn(turn, &said, status, error, transcript)
             .await
     }
 
@@ -296,12 +359,12 @@ impl LiveSession {
     async fn finish_turn(
         &self,
         turn: u32,
-        input: &QueuedInput,
+        said: &str,
         status: TurnStatus,
         error: Option<String>,
         transcript: Vec<ChatMessage>,
     ) -> Result<(), LogError> {
-        let mut added = vec![ChatMessage::user(input.text.clone())];
+        let mut added = vec![ChatMessage::user(said.to_string())];
         added.extend(transcript);
         self.log
             .append_with_context(

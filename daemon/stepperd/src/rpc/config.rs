@@ -29,6 +29,51 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         })
     });
 
+    register::<CommandsList, _, _>(m, |conn, p| async move {
+        let cwd = Path::new(&p.cwd);
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let ext = conn
+            .daemon
+            .hub
+            .deps()
+            .extensions
+            .get(cwd, home.as_deref())
+            .await;
+        let mut commands: Vec<CommandInfo> = BUILTINS
+            .iter()
+            .map(|(name, description)| CommandInfo {
+                name: (*name).into(),
+                description: (*description).into(),
+                argument_hint: None,
+                kind: "builtin".into(),
+                scope: None,
+            })
+            .collect();
+        commands.extend(ext.commands.iter().map(|c| CommandInfo {
+            name: c.name.clone(),
+            description: c.description.clone(),
+            argument_hint: c.argument_hint.clone(),
+            kind: "command".into(),
+            scope: Some(c.scope.into()),
+        }));
+        commands.extend(
+            ext.skills
+                .iter()
+                .filter(|s| s.user_invocable)
+                .map(|s| CommandInfo {
+                    name: s.name.clone(),
+                    description: s.description.clone(),
+                    argument_hint: s.argument_hint.clone(),
+                    kind: "skill".into(),
+                    scope: Some(s.scope.into()),
+                }),
+        );
+        // A built-in's name is taken: a file of the same name is listed after it and not run.
+        let mut seen = std::collections::HashSet::new();
+        commands.retain(|c| seen.insert(c.name.clone()));
+        Ok(CommandsListResponse { commands })
+    });
+
     register::<ConfigValidate, _, _>(m, |conn, p| async move {
         let files = Settings::files(&conn.daemon.places.config_dir, Path::new(&p.cwd));
         let checked = files.clone();
@@ -40,6 +85,23 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         })
         .await
         .map_err(|e| RpcError::Internal(e.to_string()))?;
+        // Commands and skills are checked with the settings.
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let ext = conn
+            .daemon
+            .hub
+            .deps()
+            .extensions
+            .get(Path::new(&p.cwd), home.as_deref())
+            .await;
+        let broken = ext.problems.iter().map(|p| ConfigProblem {
+            file: p.path.display().to_string(),
+            line: u32::try_from(p.line).unwrap_or(u32::MAX),
+            column: 1,
+            severity: "error".into(),
+            message: p.message.clone(),
+            hint: None,
+        });
         Ok(ConfigValidateResponse {
             files: files.iter().map(|f| f.display().to_string()).collect(),
             problems: problems
@@ -55,6 +117,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                     message: p.message,
                     hint: p.hint,
                 })
+                .chain(broken)
                 .collect(),
         })
     });
@@ -134,3 +197,20 @@ fn models_list(daemon: &Daemon, settings: &Settings) -> ModelsListResponse {
         models,
     }
 }
+
+/// The commands clients run themselves, as `commands/list` names them.
+const BUILTINS: &[(&str, &str)] = &[
+    ("help", "show keys and commands"),
+    ("model", "switch model: /model provider/model-id"),
+    ("mode", "permission mode: default, accept-edits, plan, auto"),
+    ("memory", "the instructions turns get, and their files"),
+    (
+        "rewind",
+        "undo turns: /rewind N [--files-only|--conversation-only]",
+    ),
+    ("continue", "resume an interrupted turn"),
+    (
+        "clear",
+        "a new session here (this one stays in stepper sessions)",
+    ),
+];
