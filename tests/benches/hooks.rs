@@ -1,10 +1,12 @@
-//! What hooks cost. One `PreToolUse` hook (a shell script that reads its input and says
+//! What hooks, commands and skills cost. One `PreToolUse` hook (a shell script that reads its input and says
 //! nothing) is measured next to the call it guards, `bash true`. Both times come from the
 //! same turn's events (`HookRan` and `ToolCallFinished`). Then the whole turn with that hook
 //! is set next to the same turn in a folder without hooks. Last, a turn that calls no tool
 //! is timed with 5 hooks configured (none of them fire before the model) and with none: the
-//! settings are parsed once per turn, and that parse is the start-up cost. Runs are
-//! interleaved, so the machine's noise falls on every column alike.
+//! settings are parsed once per turn, and that parse is the start-up cost. Then the same turn
+//! with 50 skills, 30 commands and those 5 hooks: the listing is cached on a stat of the
+//! files, so a turn pays for the stats and for the longer system prompt, not for reading
+//! the files. Runs are interleaved, so the machine's noise falls on every column alike.
 //!
 //! `cargo bench -p stepper-e2e --bench hooks`
 
@@ -133,13 +135,32 @@ fn main() {
         let client = env.client().await;
         let mut guarded = session(&env, &client, folder(root, "guarded", Some(guard))).await;
         let mut plain = session(&env, &client, folder(root, "plain", None)).await;
+        let loaded_dir = folder(root, "loaded", Some(five.clone()));
+        for i in 0..50 {
+            let dir = Path::new(&loaded_dir).join(format!(".stepper/skills/skill{i}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("SKILL.md"),
+                format!("---\nname: skill{i}\ndescription: Does task number {i} the house way\n---\n{}\n", "Step.\n".repeat(40)),
+            )
+            .unwrap();
+        }
+        for i in 0..30 {
+            let path = Path::new(&loaded_dir).join(format!(".claude/commands/group{}/cmd{i}.md", i % 3));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, format!("---\ndescription: Command {i}\n---\nDo $ARGUMENTS\n")).unwrap();
+        }
         let mut configured = session(&env, &client, folder(root, "five", Some(five))).await;
+        let mut loaded = session(&env, &client, loaded_dir).await;
         // Warm: each folder's settings read once, the daemon's paths taken.
-        for s in [&mut guarded, &mut plain, &mut configured] {
+        for s in [&mut guarded, &mut plain, &mut configured, &mut loaded] {
             turn(&env, &client, s, true).await;
         }
         let (mut hook, mut tool, mut with, mut without, mut five, mut none) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let mut all = vec![];
+        let mut edited = vec![];
+        let touched = Path::new(root).join("loaded/.stepper/skills/skill0/SKILL.md");
         for _ in 0..RUNS {
             let (t, h, b) = turn(&env, &client, &mut guarded, true).await;
             with.push(t);
@@ -148,10 +169,17 @@ fn main() {
             without.push(turn(&env, &client, &mut plain, true).await.0);
             five.push(turn(&env, &client, &mut configured, false).await.0);
             none.push(turn(&env, &client, &mut plain, false).await.0);
+            all.push(turn(&env, &client, &mut loaded, false).await.0);
+            // An edit between turns: the listing is read again.
+            let text = std::fs::read_to_string(&touched).unwrap();
+            std::fs::write(&touched, format!("{text}.")).unwrap();
+            edited.push(turn(&env, &client, &mut loaded, false).await.0);
         }
         let (hook, tool) = (median(&mut hook), median(&mut tool));
         let (with, without) = (median(&mut with), median(&mut without));
         let (five, none) = (median(&mut five), median(&mut none));
+        let all = median(&mut all);
+        let edited = median(&mut edited);
         println!("{RUNS} runs each, interleaved; medians:");
         println!(
             "  PreToolUse hook (sh script)         {:>7.1} ms   next to the call it guards (bash true): {:.1} ms ({:.2}x)",
@@ -171,6 +199,17 @@ fn main() {
             ms(five),
             ms(none),
             five.as_secs_f64() / none.as_secs_f64()
+        );
+        println!(
+            "  turn, 50 skills + 30 commands + 5 hooks {:>5.1} ms   none: {:.1} ms ({:.2}x)",
+            ms(all),
+            ms(none),
+            all.as_secs_f64() / none.as_secs_f64()
+        );
+        println!(
+            "  the same after a skill was edited  {:>7.1} ms   (the listing read again: +{:.1} ms over cached)",
+            ms(edited),
+            ms(edited.saturating_sub(all))
         );
     });
 }
