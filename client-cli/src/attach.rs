@@ -340,8 +340,55 @@ impl Follow {
                 Ok(()) => None,
                 Err(e) => Some(format!("/clear failed: {e:#}")),
             },
+            // The conversation so far (or before turn N) in a new session, shown here.
+            Action::Command { name, args } if name == "fork" => match self.fork(&args).await {
+                Ok(()) => None,
+                Err(e) => Some(format!("/fork failed: {e:#}")),
+            },
+            Action::Command { name, .. } if name == "init" => {
+                match self
+                    .client
+                    .call::<ProjectInit>(ProjectInitParams {
+                        cwd: self.cwd.display().to_string(),
+                        force: false,
+                    })
+                    .await
+                {
+                    Ok(done) => {
+                        let mut text = String::from("/init:");
+                        for file in &done.created {
+                            text.push_str(&format!("\n  wrote {file}"));
+                        }
+                        for file in &done.skipped {
+                            text.push_str(&format!("\n  kept {file} (it exists)"));
+                        }
+                        let _ = self.core.send(CoreEvent::Info(text)).await;
+                        None
+                    }
+                    Err(e) => Some(format!("/init failed: {e}")),
+                }
+            }
             action => perform(&self.client, &self.id, &self.cwd, action, &self.core).await,
         }
+    }
+
+    async fn fork(&mut self, args: &str) -> anyhow::Result<()> {
+        let current = get(&self.client, &self.id).await?;
+        let from_turn = match args.trim() {
+            "" => current.session.turns + 1,
+            n => n.parse().map_err(|_| {
+                anyhow::anyhow!("usage: /fork [TURN] (the fork holds the turns before TURN)")
+            })?,
+        };
+        let forked = self
+            .client
+            .call::<SessionFork>(SessionForkParams {
+                session_id: self.id.clone(),
+                from_turn,
+                title: None,
+            })
+            .await?;
+        self.show(forked).await
     }
 
     async fn fresh(&mut self) -> anyhow::Result<()> {

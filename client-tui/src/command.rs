@@ -40,6 +40,26 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         takes_args: false,
     },
     CommandSpec {
+        name: "/cost",
+        help: "tokens and cost of this session so far",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/context",
+        help: "how full the model's context window is",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/fork",
+        help: "continue in a copy of this session: /fork [TURN]",
+        takes_args: false,
+    },
+    CommandSpec {
+        name: "/init",
+        help: "scaffold .stepper/stepper.md and .stepper/setting.json",
+        takes_args: false,
+    },
+    CommandSpec {
         name: "/memory",
         help: "the instructions turns get, and their files",
         takes_args: false,
@@ -65,6 +85,10 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 pub(crate) enum Parsed {
     Action(Action),
     Help,
+    /// Show the session's tokens and cost (the TUI knows them).
+    Cost,
+    /// Show how full the context window is.
+    Context,
     /// The command was misused: say how to use it.
     Usage(String),
 }
@@ -96,6 +120,8 @@ pub(crate) fn parse(line: &str) -> Parsed {
     };
     match name {
         "/help" => Parsed::Help,
+        "/cost" => Parsed::Cost,
+        "/context" => Parsed::Context,
         "/detach" | "/quit" | "/exit" => Parsed::Action(Action::Detach),
         "/continue" => Parsed::Action(Action::Submit {
             text: CONTINUE_TEXT.to_string(),

@@ -171,5 +171,25 @@ fn slash_memory_in_the_tui_lists_where_the_instructions_come_from() {
     pane.wait_for_history("the instructions' files", |s| {
         s.contains("AGENTS.md (agents, 6 bytes)")
     });
+    // The other built-ins a TUI runs itself.
+    for (command, shown) in [
+        ("/cost", "this session: 0 input"),
+        ("/context", "context:"),
+        ("/init", "wrote"),
+    ] {
+        pane.type_text(command);
+        pane.press("Enter");
+        pane.wait_for_history(command, |s| s.contains(shown));
+    }
+    assert!(env.project.path().join(".stepper/stepper.md").exists());
+    pane.type_text("/fork");
+    pane.press("Enter");
+    stepper_e2e::wait_until("the fork", std::time::Duration::from_secs(20), || {
+        let out = env.run(&["sessions", "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v.as_array().map(Vec::len))
+            == Some(2)
+    });
     pane.press("C-d");
 }

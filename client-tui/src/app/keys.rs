@@ -218,6 +218,38 @@ impl App {
                     self.push(Cell::note("⚠", usage, theme::warning()));
                     Vec::new()
                 }
+                Parsed::Cost => {
+                    let mut used = self.usage_done;
+                    used.add(&self.usage_turn);
+                    let cost = match (self.cost_done, self.cost_turn) {
+                        (None, None) => "no price known for this model".to_string(),
+                        (a, b) => format!("${:.4}", a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+                    };
+                    let line = format!(
+                        "this session: {} input, {} output, {} cache read, {} cache write tokens; {cost}",
+                        used.input_tokens,
+                        used.output_tokens,
+                        used.cache_read_tokens,
+                        used.cache_write_tokens
+                    );
+                    self.push(Cell::note("ℹ", line, theme::dim()));
+                    Vec::new()
+                }
+                Parsed::Context => {
+                    let line = match (self.context_tokens, self.context_window) {
+                        (Some(used), Some(window)) if window > 0 => format!(
+                            "context: {used} of {window} tokens ({:.0}%), {} free",
+                            used as f64 * 100.0 / window as f64,
+                            window.saturating_sub(used)
+                        ),
+                        (None, Some(window)) => {
+                            format!("context: nothing sent yet; the window is {window} tokens")
+                        }
+                        _ => "context: the model's window is not known".to_string(),
+                    };
+                    self.push(Cell::note("ℹ", line, theme::dim()));
+                    Vec::new()
+                }
             };
         }
         if self.running && !queue {

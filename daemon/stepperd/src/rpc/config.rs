@@ -204,6 +204,13 @@ const BUILTINS: &[(&str, &str)] = &[
     ("model", "switch model: /model provider/model-id"),
     ("mode", "permission mode: default, accept-edits, plan, auto"),
     ("memory", "the instructions turns get, and their files"),
+    ("cost", "tokens and cost of this session so far"),
+    ("context", "how full the model's context window is"),
+    ("fork", "continue in a copy of this session: /fork [TURN]"),
+    (
+        "init",
+        "scaffold .stepper/stepper.md and .stepper/setting.json",
+    ),
     (
         "rewind",
         "undo turns: /rewind N [--files-only|--conversation-only]",
