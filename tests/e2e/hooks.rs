@@ -171,10 +171,7 @@ fn user_prompt_submit_adds_context_and_a_hung_hook_is_killed_at_its_timeout() {
                 "context.sh",
                 "cat >/dev/null\necho 'CONTEXT-FROM-HOOK: the build uses make'",
             ),
-            (
-                "hang.sh",
-                &format!("cat >/dev/null\nexec sleep 30 # {marker}"),
-            ),
+            ("hang.sh", "cat >/dev/null\nexec sh -c 'sleep 30; :' \"$1\""),
         ],
         json!({
             "UserPromptSubmit": [{"hooks": [hook("context.sh")]}],
@@ -247,4 +244,62 @@ fn a_prompt_blocked_by_a_hook_and_a_broken_hook_setting() {
             AppEvent::Notice { message } if message.contains("OnFullMoon"))),
         "{events:#?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_stops_a_running_hook() {
+    let env = TestEnv::new();
+    let marker = format!("interrupted-hook-{}", std::process::id());
+    setup(
+        &env,
+        &[("hang.sh", "cat >/dev/null\nexec sh -c 'sleep 60; :' \"$1\"")],
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": format!("\"$CLAUDE_PROJECT_DIR\"/.stepper/hooks/hang.sh {marker}")}
+        ]}]}),
+    );
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "touch never.txt"}),
+    )])));
+    env.fake.push(Reply::text(&["unused"]));
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    stepper_e2e::submit(&client, &id, "go").await;
+    stepper_e2e::wait_until_async(
+        "the hook to run",
+        std::time::Duration::from_secs(20),
+        || {
+            let marker = marker.clone();
+            async move { !stepper_process::testing::processes_with(&marker).is_empty() }
+        },
+    )
+    .await;
+    let started = std::time::Instant::now();
+    client
+        .call::<stepper_protocol::methods::SessionInterrupt>(
+            stepper_protocol::methods::SessionParams {
+                session_id: id.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    let seen = stepper_e2e::until_turn_finished(&mut events).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(
+        matches!(
+            seen.last().map(|e| &e.event),
+            Some(AppEvent::TurnFinished {
+                status: stepper_protocol::TurnStatus::Interrupted,
+                ..
+            })
+        ),
+        "{seen:#?}"
+    );
+    assert!(stepper_process::testing::processes_with(&marker).is_empty());
+    assert!(!env.project.path().join("never.txt").exists());
 }

@@ -172,7 +172,7 @@ impl Gate for SessionGate {
             }
             // Notification hooks hear of the question; nobody waits for them.
             if let Some(runner) = self.hooks.as_ref().filter(|r| r.set.has("Notification")) {
-                let runner = Arc::clone(runner);
+                let runner = runner.outside_turn();
                 let (name, _) = claude_request(request);
                 tokio::spawn(async move {
                     let message = format!("stepper needs your permission to use {name}");

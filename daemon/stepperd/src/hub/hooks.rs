@@ -247,9 +247,27 @@ pub struct HookRunner {
     pub log: EventLog,
     pub turn: Option<u32>,
     pub redactor: Redactor,
+    /// The turn's interruption: running hooks are stopped with it.
+    pub cancel: tokio_util::sync::CancellationToken,
 }
 
 impl HookRunner {
+    /// The same hooks, their runs told outside the turn: for a hook that may still run when
+    /// the turn has ended (`Notification`), since `TurnFinished` is a turn's last event.
+    pub fn outside_turn(&self) -> HookRunner {
+        HookRunner {
+            set: Arc::clone(&self.set),
+            session_id: self.session_id.clone(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+            mode: self.mode,
+            log: self.log.clone(),
+            turn: None,
+            redactor: self.redactor.clone(),
+            cancel: tokio_util::sync::CancellationToken::new(),
+        }
+    }
+
     /// Run the handlers of `event` matching `key` (a tool's name) at once, each with
     /// `input` plus the common fields; every run is a `HookRan` event.
     pub async fn run(&self, event: &str, key: Option<&str>, mut input: Value) -> Vec<HookResult> {
@@ -342,12 +360,20 @@ impl HookRunner {
             let (_, out, err) = tokio::join!(feed, read_capped(stdout), read_capped(stderr));
             (out, err)
         };
-        let ran = tokio::time::timeout(handler.timeout, async {
-            let (out, err) = io.await;
-            let status = child.wait().await;
-            (out, err, status)
-        })
-        .await;
+        let ran = tokio::select! {
+            ran = tokio::time::timeout(handler.timeout, async {
+                let (out, err) = io.await;
+                let status = child.wait().await;
+                (out, err, status)
+            }) => ran,
+            () = self.cancel.cancelled() => {
+                child.terminate(Duration::from_secs(1)).await;
+                return HookResult {
+                    stderr: "stopped: the turn was interrupted".into(),
+                    ..HookResult::default()
+                };
+            }
+        };
         match ran {
             Ok((stdout, stderr, status)) => {
                 let json = serde_json::from_str::<Value>(stdout.trim())
@@ -584,6 +610,7 @@ pub fn claude_name(tool: &str) -> String {
         "ls" => "LS",
         "web_fetch" => "WebFetch",
         "todo_write" => "TodoWrite",
+        "skill" => "Skill",
         other => other,
     }
     .to_string()

@@ -154,6 +154,7 @@ impl LiveSession {
                             log: self.log.clone(),
                             turn: Some(turn),
                             redactor: Redactor::new(secrets.clone()),
+                            cancel: cancel.clone(),
                         })
                     });
                     let mut notices = memory.notices;
