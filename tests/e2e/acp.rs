@@ -193,6 +193,13 @@ fn an_editor_starts_a_session_streams_a_turn_and_loads_it_again() {
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
     assert_eq!(init["authMethods"], json!([]), "the daemon has a key");
 
+    let commands = env.project.path().join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("review.md"),
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $1\n",
+    )
+    .unwrap();
     let session = editor.new_session(&env);
     let prompt = editor.prompt(&session, "say hello");
     let answer = editor.response(prompt);
@@ -208,12 +215,18 @@ fn an_editor_starts_a_session_streams_a_turn_and_loads_it_again() {
         texts(&updates, "user_message_chunk").is_empty(),
         "the editor's own prompt is not echoed: {updates:#?}"
     );
-    assert!(
-        updates
-            .iter()
-            .any(|u| u["sessionUpdate"] == "available_commands_update"),
-        "{updates:#?}"
-    );
+    let offered = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "available_commands_update")
+        .expect("the commands are offered");
+    let names: Vec<&str> = offered["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["model", "review"], "{offered}");
+    assert_eq!(offered["availableCommands"][1]["input"]["hint"], "FILE");
 
     // An ordinary session: the daemon lists it, and another editor loads its history.
     let rt = tokio::runtime::Runtime::new().unwrap();

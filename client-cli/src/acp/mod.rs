@@ -16,10 +16,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use stepper_protocol::client::{ClientError, DaemonClient, EventStream};
 use stepper_protocol::methods::{
-    ProvidersStatus, ProvidersStatusParams, SessionApprove, SessionApproveParams, SessionCreate,
-    SessionCreateParams, SessionGet, SessionInterrupt, SessionList, SessionListParams,
-    SessionParams, SessionSetMode, SessionSetModeParams, SessionSetModel, SessionSetModelParams,
-    SessionSubmit, SessionSubmitParams,
+    CommandInfo, CommandsList, CwdParams, ProvidersStatus, ProvidersStatusParams, SessionApprove,
+    SessionApproveParams, SessionCreate, SessionCreateParams, SessionGet, SessionInterrupt,
+    SessionList, SessionListParams, SessionParams, SessionSetMode, SessionSetModeParams,
+    SessionSetModel, SessionSetModelParams, SessionSubmit, SessionSubmitParams,
 };
 use stepper_protocol::{ApprovalDecision, PermissionMode, TurnStatus};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
@@ -412,7 +412,7 @@ impl Conn {
             .await;
         Ok(Reply {
             result: json!({"sessionId": id, "modes": map::modes(created.mode.unwrap_or(PermissionMode::Default))}),
-            then: vec![commands(&id)],
+            then: vec![commands(&id, &self.custom_commands(&cwd).await)],
         })
     }
 
@@ -437,8 +437,20 @@ impl Conn {
         let _ = handled.wait_for(|seq| *seq >= target).await;
         Ok(Reply {
             result: json!({"modes": map::modes(got.mode.unwrap_or(PermissionMode::Default))}),
-            then: vec![commands(&id)],
+            then: vec![commands(&id, &self.custom_commands(&got.session.cwd).await)],
         })
+    }
+
+    /// The custom commands and skills of sessions in `cwd` (none when the daemon cannot say).
+    async fn custom_commands(&self, cwd: &str) -> Vec<CommandInfo> {
+        let Ok(daemon) = self.daemon().await else {
+            return Vec::new();
+        };
+        daemon
+            .call::<CommandsList>(CwdParams { cwd: cwd.into() })
+            .await
+            .map(|l| l.commands)
+            .unwrap_or_default()
     }
 
     async fn list_sessions(&self, params: Value) -> Result<Value, AcpError> {
@@ -830,14 +842,24 @@ fn ignore_mcp_servers(params: &Value) {
     }
 }
 
-/// The slash commands this agent offers an editor.
-fn commands(session: &str) -> Value {
+/// The slash commands an editor is offered: `/model`, which this agent runs, and the
+/// project's custom commands and skills, which the daemon expands when they are submitted.
+fn commands(session: &str, custom: &[CommandInfo]) -> Value {
+    let mut available = vec![json!({
+        "name": "model",
+        "description": "Use another model for the next turns",
+        "input": {"hint": "provider/model-id"},
+    })];
+    for c in custom.iter().filter(|c| c.kind != "builtin") {
+        let mut entry = json!({"name": c.name, "description": c.description});
+        if let Some(hint) = &c.argument_hint {
+            entry["input"] = json!({"hint": hint});
+        }
+        available.push(entry);
+    }
     json!({"sessionId": session, "update": {
         "sessionUpdate": "available_commands_update",
-        "availableCommands": [
-            {"name": "model", "description": "Use another model for the next turns",
-             "input": {"hint": "provider/model-id"}},
-        ],
+        "availableCommands": available,
     }})
 }
 
