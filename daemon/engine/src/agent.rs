@@ -440,37 +440,31 @@ impl AgentLoop {
                         (Some(hooks), None) => hooks.before_tool(&id, &name, &input).await,
                         (None, None) => BeforeTool::RUN,
                     };
-                    let input = match before {
+                    let mut input = input;
+                    let blocked = match before {
                         BeforeTool::Run {
                             input: changed,
                             hint,
                         } => {
                             call_cx.hint = hint;
-                            changed.unwrap_or(input)
+                            if let Some(changed) = changed {
+                                input = changed;
+                            }
+                            None
                         }
-                        BeforeTool::Block(reason) => {
-                            return (
-                                id,
-                                name,
-                                input,
-                                Err(ToolError::Blocked(reason)),
-                                started.elapsed(),
-                            );
-                        }
+                        BeforeTool::Block(reason) => Some(reason),
                         BeforeTool::StopTurn(reason) => {
                             stopping
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
                                 .get_or_insert_with(|| reason.clone());
-                            return (
-                                id,
-                                name,
-                                input,
-                                Err(ToolError::Blocked(reason)),
-                                started.elapsed(),
-                            );
+                            Some(reason)
                         }
                     };
+                    if let Some(reason) = blocked {
+                        let result = Err(ToolError::Blocked(reason));
+                        return (id, name, input, result, started.elapsed());
+                    }
                     let result = match self.tool(&name) {
                         Some(tool) => tool.call(input.clone(), &call_cx).await,
                         None => Err(ToolError::InvalidArguments(format!(

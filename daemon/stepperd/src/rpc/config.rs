@@ -30,15 +30,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     });
 
     register::<CommandsList, _, _>(m, |conn, p| async move {
-        let cwd = Path::new(&p.cwd);
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let ext = conn
-            .daemon
-            .hub
-            .deps()
-            .extensions
-            .get(cwd, home.as_deref())
-            .await;
+        let ext = extensions_of(&conn, Path::new(&p.cwd)).await;
         let mut commands: Vec<CommandInfo> = BUILTINS
             .iter()
             .map(|(name, description)| CommandInfo {
@@ -86,14 +78,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         .await
         .map_err(|e| RpcError::Internal(e.to_string()))?;
         // Commands and skills are checked with the settings.
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let ext = conn
-            .daemon
-            .hub
-            .deps()
-            .extensions
-            .get(Path::new(&p.cwd), home.as_deref())
-            .await;
+        let ext = extensions_of(&conn, Path::new(&p.cwd)).await;
         let broken = ext.problems.iter().map(|p| ConfigProblem {
             file: p.path.display().to_string(),
             line: u32::try_from(p.line).unwrap_or(u32::MAX),
@@ -196,6 +181,20 @@ fn models_list(daemon: &Daemon, settings: &Settings) -> ModelsListResponse {
             .unwrap_or_else(|| DEFAULT_MODEL.into()),
         models,
     }
+}
+
+/// The custom commands and skills of a folder (with the daemon's home for `~/.claude`).
+async fn extensions_of(
+    conn: &Conn,
+    cwd: &Path,
+) -> std::sync::Arc<stepper_engine::config::extensions::Extensions> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    conn.daemon
+        .hub
+        .deps()
+        .extensions
+        .get(cwd, home.as_deref())
+        .await
 }
 
 /// The commands clients run themselves, as `commands/list` names them.
