@@ -303,3 +303,36 @@ async fn an_interrupt_stops_a_running_hook() {
     assert!(stepper_process::testing::processes_with(&marker).is_empty());
     assert!(!env.project.path().join("never.txt").exists());
 }
+
+#[test]
+fn session_end_hooks_run_when_a_session_is_deleted() {
+    let env = TestEnv::new();
+    setup(
+        &env,
+        &[("ended.sh", "cat > \"$CLAUDE_PROJECT_DIR/ended.json\"")],
+        json!({"SessionEnd": [{"hooks": [hook("ended.sh")]}]}),
+    );
+    env.fake.push(Reply::text(&["hi"]));
+    let out = env.run(&["ask", "--format", "json", "hello"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ended = env.project.path().join("ended.json");
+    assert!(!ended.exists(), "a session that goes on has not ended");
+    let out = env.run(&["sessions", "rm", &id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&ended).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "SessionEnd");
+    assert_eq!(input["session_id"], id.as_str());
+    assert_eq!(input["reason"], "other");
+}

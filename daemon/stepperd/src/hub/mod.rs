@@ -388,12 +388,44 @@ impl Hub {
                 then: "delete it",
             });
         }
+        self.session_end_hooks(id, &session).await;
         // Its subscriptions end and its queued inputs are dropped, before its rows go.
         session.end();
         self.forget(id);
         drop(session);
         self.deps.store.delete_session(id).await?;
         Ok(())
+    }
+
+    /// The user's `SessionEnd` hooks, for a session about to be deleted (`reason`: `other`).
+    async fn session_end_hooks(&self, id: &str, session: &LiveSession) {
+        let cwd = session.cwd();
+        let Ok(settings) = self.deps.settings.get(Some(&cwd)).await else {
+            return;
+        };
+        let set = hooks::HookSet::parse(settings.hooks.as_ref());
+        if !set.has("SessionEnd") {
+            return;
+        }
+        let (session_env, mode) = session.env_and_mode();
+        let runner = hooks::HookRunner {
+            set: Arc::new(set),
+            session_id: id.to_string(),
+            cwd,
+            env: env::tool_env(&session_env, &settings),
+            mode: mode.unwrap_or_else(|| settings.mode()),
+            log: session.log.clone(),
+            turn: None,
+            redactor: Default::default(),
+            cancel: CancellationToken::new(),
+        };
+        runner
+            .run(
+                "SessionEnd",
+                Some("other"),
+                serde_json::json!({"reason": "other"}),
+            )
+            .await;
     }
 
     /// Register a session just created, with its environment (and whether a client gave
