@@ -136,13 +136,25 @@ impl Cell {
             Cell::Reasoning { text, done } => reasoning(text, *done, width, &mut out),
             Cell::Tool(t) => tool(t, width, spinner, &mut out),
             Cell::Todos(items) => todos(items, width, &mut out),
+            // Each line of a note its own paragraph, under the glyph.
             Cell::Note { glyph, text, style } => {
-                Para::prefixed(
-                    Span::styled(format!("{glyph} "), *style),
-                    Span::raw("  "),
-                    vec![Span::styled(text.clone(), *style)],
-                )
-                .wrap(width, &mut out);
+                let lines: Vec<&str> = match text.lines().collect::<Vec<_>>() {
+                    lines if lines.is_empty() => vec![""],
+                    lines => lines,
+                };
+                for (i, line) in lines.into_iter().enumerate() {
+                    let first = if i == 0 {
+                        Span::styled(format!("{glyph} "), *style)
+                    } else {
+                        Span::raw("  ")
+                    };
+                    Para::prefixed(
+                        first,
+                        Span::raw("  "),
+                        vec![Span::styled(line.to_string(), *style)],
+                    )
+                    .wrap(width, &mut out);
+                }
             }
             Cell::Help => help(width, &mut out),
         }
