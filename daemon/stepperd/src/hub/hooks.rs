@@ -28,7 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::EventLog;
 
-pub use stepper_engine::hooks::EVENTS;
+use stepper_engine::hooks::EVENTS;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// What is kept of a hook's stdout and stderr.

@@ -223,7 +223,6 @@ impl LiveSession {
                         log: &self.log,
                         turn,
                     };
-                    let home = env.get("HOME").map(PathBuf::from);
                     let (mut policy, problems) =
                         Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
                     for problem in problems {

@@ -4,7 +4,6 @@ use jsonrpsee::RpcModule;
 use stepper_protocol::methods::*;
 
 use super::{Conn, RpcError, register};
-use crate::hub::HubError;
 
 pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<AuthStatus, _, _>(m, |conn, _| async move {
@@ -21,15 +20,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                      and '_' that no built-in provider has, such as \"local\""
                 )));
             }
-            let base_url = base_url.trim().trim_end_matches('/').to_string();
-            let models = conn
-                .daemon
-                .hub
-                .deps()
-                .providers
-                .probe(&base_url, None)
-                .await
-                .map_err(|e| HubError::ProviderUnavailable(e.to_string()))?;
+            let (base_url, models) = super::providers::probe(&conn, &base_url).await?;
             let model = match p.model {
                 Some(model) if !models.contains(&model) => {
                     return Err(RpcError::InvalidParams(format!(

@@ -51,15 +51,22 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     });
 
     register::<ProvidersProbe, _, _>(m, |conn, p| async move {
-        let base_url = p.base_url.trim().trim_end_matches('/').to_string();
-        let models = conn
-            .daemon
-            .hub
-            .deps()
-            .providers
-            .probe(&base_url, None)
-            .await
-            .map_err(|e| HubError::ProviderUnavailable(e.to_string()))?;
+        let (base_url, models) = probe(&conn, &p.base_url).await?;
         Ok(ProvidersProbeResponse { base_url, models })
     });
+}
+
+/// The models an OpenAI-compatible server at `base_url` lists, with the address as it is
+/// stored (no trailing `/`); a server that does not answer is `PROVIDER_UNAVAILABLE`.
+pub(super) async fn probe(conn: &Conn, base_url: &str) -> Result<(String, Vec<String>), RpcError> {
+    let base_url = base_url.trim().trim_end_matches('/').to_string();
+    let models = conn
+        .daemon
+        .hub
+        .deps()
+        .providers
+        .probe(&base_url, None)
+        .await
+        .map_err(|e| HubError::ProviderUnavailable(e.to_string()))?;
+    Ok((base_url, models))
 }
