@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use stepper_protocol::methods::{
-    AskResult, MAX_INPUT_BYTES, SessionGet, SessionInterrupt, SessionList, SessionListParams,
-    SessionParams, SessionSubmit, SessionSubmitParams,
+    AskResult, LayerResult, MAX_INPUT_BYTES, SessionGet, SessionInterrupt, SessionList,
+    SessionListParams, SessionParams, SessionSubmit, SessionSubmitParams,
 };
 use stepper_protocol::{AppEvent, PermissionMode, SandboxMode, TurnStatus, Usage};
 
@@ -241,6 +241,12 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let mut usage = Usage::default();
     let mut cost_usd = None;
     let mut interrupts = 0;
+    // Whether the answering agent's current message streamed (a parallel layer's joined
+    // results come whole).
+    let mut streamed = false;
+    let mut layers: Vec<LayerResult> = Vec::new();
+    // Layers and workers are told on a terminal; a pipe gets the answer alone.
+    let progress = args.format == Format::Text && std::io::stderr().is_terminal();
     // One listener for the whole turn, so no Ctrl-C falls between two waits.
     let mut ctrl_c = interrupt_signal()?;
     let (status, error) = loop {
@@ -279,21 +285,90 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         let ours = our_turn.is_some() && envelope.turn == our_turn;
+        // An agent inside the turn (an earlier layer, a worker, a subagent): progress, not
+        // the answer.
+        let agent = envelope.agent.clone();
+        let tagged = agent.is_some();
+        let tag = agent.map(|a| format!("[{a}] ")).unwrap_or_default();
         match envelope.event {
             AppEvent::TurnStarted { input_id, .. } if input_id == submitted.input_id => {
                 our_turn = envelope.turn;
             }
-            AppEvent::TextDelta { text: delta } if ours => {
+            AppEvent::TextDelta { text: delta } if ours && !tagged => {
                 if args.format == Format::Text {
                     out.write_all(delta.as_bytes())?;
                     out.flush()?;
                 }
                 text.push_str(&delta);
+                streamed = true;
+            }
+            AppEvent::MessageCompleted { text: whole, .. } if ours && !tagged => {
+                // A message that did not stream (a parallel layer's joined results).
+                if !streamed && !whole.is_empty() {
+                    if args.format == Format::Text {
+                        out.write_all(whole.as_bytes())?;
+                        out.flush()?;
+                    }
+                    text.push_str(&whole);
+                }
+                streamed = false;
+            }
+            AppEvent::LayerStarted {
+                index,
+                count,
+                name,
+                model,
+                ..
+            } if ours => {
+                if progress {
+                    eprintln!("▸ layer {index}/{count} {name} ({model})");
+                }
+                layers.push(LayerResult {
+                    index,
+                    name,
+                    model,
+                    status: TurnStatus::Interrupted,
+                    text: String::new(),
+                    error: None,
+                    workers: 0,
+                });
+            }
+            AppEvent::LayerFinished {
+                index,
+                status: s,
+                text: t,
+                error: e,
+                workers,
+                ..
+            } if ours => {
+                if progress {
+                    let first = t.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    eprintln!("  ⎿ layer {index} {s:?}: {}", shorten(first, 160));
+                }
+                if let Some(layer) = layers.iter_mut().find(|l| l.index == index) {
+                    layer.status = s;
+                    layer.text = t;
+                    layer.error = e;
+                    layer.workers = workers;
+                }
+            }
+            AppEvent::SubagentStarted { agent_id, task, .. } if ours && progress => {
+                let first = task.lines().next().unwrap_or("");
+                eprintln!("  ▸ {agent_id}: {}", shorten(first, 160));
+            }
+            AppEvent::SubagentFinished {
+                agent_id,
+                status: s,
+                error: e,
+                ..
+            } if ours && progress => {
+                let why = e.map(|e| format!(": {e}")).unwrap_or_default();
+                eprintln!("  ⎿ {agent_id} {s:?}{why}");
             }
             AppEvent::UsageUpdated {
                 usage: u,
                 cost_usd: c,
-            } if ours => {
+            } if ours && !tagged => {
                 usage = u;
                 cost_usd = c;
             }
@@ -329,7 +404,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             AppEvent::ToolCallStarted { tool, input, .. }
                 if ours && args.format == Format::Text =>
             {
-                eprintln!("⏺ {tool} {}", shorten(&input.to_string(), 200));
+                eprintln!("{tag}⏺ {tool} {}", shorten(&input.to_string(), 200));
             }
             AppEvent::ToolCallFinished {
                 status, exit_code, ..
@@ -337,7 +412,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 let code = exit_code
                     .map(|c| format!(" (exit {c})"))
                     .unwrap_or_default();
-                eprintln!("  ⎿ {status:?}{code}");
+                eprintln!("{tag}  ⎿ {status:?}{code}");
             }
             AppEvent::TurnFinished { status, error } if ours => break (status, error),
             _ => {}
@@ -358,6 +433,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 usage,
                 cost_usd,
                 error: error.clone(),
+                layers,
             };
             writeln!(out, "{}", serde_json::to_string(&result)?)?;
         }

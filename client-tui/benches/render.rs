@@ -70,6 +70,7 @@ impl Feed {
             seq: self.seq,
             at: 0,
             turn: Some(1),
+            agent: None,
             event,
         })
     }

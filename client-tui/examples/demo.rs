@@ -30,6 +30,7 @@ impl Core {
             seq: self.seq,
             at: now(),
             turn: Some(self.turn),
+            agent: None,
             event,
         };
         let _ = self.tx.send(CoreEvent::Event(env)).await;

@@ -7,7 +7,7 @@
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use stepper_protocol::{ApprovalDecision, TodoItem, TodoStatus, ToolCallStatus};
+use stepper_protocol::{ApprovalDecision, TodoItem, TodoStatus, ToolCallStatus, TurnStatus};
 
 use crate::markdown::{self, OpenFence};
 use crate::theme;
@@ -48,6 +48,8 @@ pub(crate) enum Cell {
         done: bool,
     },
     Tool(ToolCell),
+    /// A layer of the turn, a parallel layer's worker or a dispatched subagent.
+    Agent(AgentCell),
     Todos(Vec<TodoItem>),
     /// A one-line event: a notice, a mode change, a client attaching.
     Note {
@@ -65,6 +67,36 @@ pub(crate) struct ToolCell {
     pub summary: String,
     pub output: String,
     pub done: Option<ToolDone>,
+}
+
+/// Lines of an agent's activity kept (the last shown collapsed, all expanded).
+const AGENT_ACTIVITY: usize = 6;
+/// Lines of an agent's final text shown expanded.
+const AGENT_TEXT_LINES: usize = 12;
+
+#[derive(Debug, Clone)]
+pub(crate) struct AgentCell {
+    /// The agent id its events carry (`layer-1`, `layer-2.3`, `agent-1`).
+    pub id: String,
+    /// What it is: `layer 1/2 plan`, `worker layer-2.1`, `subagent reviewer`.
+    pub label: String,
+    pub model: String,
+    pub task: Option<String>,
+    /// What it did lately: tools it called, messages it wrote (first lines).
+    pub activity: Vec<String>,
+    /// How it ended and its final text.
+    pub done: Option<(TurnStatus, String)>,
+    /// Show its activity and final text, not only the last line (Ctrl-O).
+    pub expanded: bool,
+}
+
+impl AgentCell {
+    pub fn note(&mut self, line: String) {
+        self.activity.push(line);
+        if self.activity.len() > AGENT_ACTIVITY {
+            self.activity.remove(0);
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -105,6 +137,7 @@ impl Cell {
             Cell::Assistant { streaming, .. } => *streaming,
             Cell::Reasoning { done, .. } => !done,
             Cell::Tool(t) => t.done.is_none(),
+            Cell::Agent(a) => a.done.is_none(),
             _ => false,
         }
     }
@@ -135,6 +168,7 @@ impl Cell {
             Cell::Code { rows, .. } => markdown::code_lines(rows, &[], width, &mut out),
             Cell::Reasoning { text, done } => reasoning(text, *done, width, &mut out),
             Cell::Tool(t) => tool(t, width, spinner, &mut out),
+            Cell::Agent(a) => agent(a, width, spinner, &mut out),
             Cell::Todos(items) => todos(items, width, &mut out),
             // Each line of a note its own paragraph, under the glyph.
             Cell::Note { glyph, text, style } => {
@@ -363,6 +397,72 @@ pub(crate) fn diff_lines(
     }
 }
 
+fn agent(a: &AgentCell, width: u16, spinner: &str, out: &mut Vec<Line<'static>>) {
+    let (glyph, glyph_style, status) = match &a.done {
+        None => (format!("{spinner} "), theme::accent(), None),
+        Some((TurnStatus::Completed, _)) => ("◆ ".to_string(), theme::accent(), Some("done")),
+        Some((TurnStatus::Interrupted, _)) => {
+            ("■ ".to_string(), theme::warning(), Some("interrupted"))
+        }
+        Some((TurnStatus::Failed, _)) => ("✗ ".to_string(), theme::error(), Some("failed")),
+    };
+    let mut header = vec![
+        Span::styled(glyph, glyph_style),
+        Span::styled(a.label.clone(), theme::bold()),
+        Span::styled(format!(" · {}", a.model), theme::dim()),
+    ];
+    if let Some(status) = status {
+        header.push(Span::styled(format!(" · {status}"), theme::dim()));
+    }
+    out.push(Line::from(header));
+    let indented = |text: &str, style: Style, out: &mut Vec<Line<'static>>| {
+        Para {
+            first: vec![Span::raw("  ")],
+            rest: vec![Span::raw("  ")],
+            content: vec![Span::styled(text.to_string(), style)],
+            hard: false,
+        }
+        .wrap(width, out);
+    };
+    if let Some(task) = &a.task {
+        indented(
+            &format!("task: {}", task.lines().next().unwrap_or("")),
+            theme::dim(),
+            out,
+        );
+    }
+    match (&a.done, a.expanded) {
+        (None, false) => {
+            if let Some(last) = a.activity.last() {
+                indented(last, theme::dim(), out);
+            }
+        }
+        (Some((_, text)), false) => {
+            if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
+                indented(&truncate(line, 200), theme::dim(), out);
+            }
+        }
+        (done, true) => {
+            for line in &a.activity {
+                indented(line, theme::dim(), out);
+            }
+            if let Some((_, text)) = done {
+                let lines: Vec<&str> = text.lines().collect();
+                for line in lines.iter().take(AGENT_TEXT_LINES) {
+                    indented(line, Style::new(), out);
+                }
+                if lines.len() > AGENT_TEXT_LINES {
+                    indented(
+                        &format!("… {} more lines", lines.len() - AGENT_TEXT_LINES),
+                        theme::dim(),
+                        out,
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn todos(items: &[TodoItem], width: u16, out: &mut Vec<Line<'static>>) {
     let done = items
         .iter()
@@ -411,6 +511,7 @@ pub(crate) const HELP: &[(&str, &str)] = &[
     ("⇧⇥", "cycle mode: default → accept-edits → plan"),
     ("^C", "clear the input, or interrupt"),
     ("^D", "detach (the turn goes on)"),
+    ("^O", "show what layers and subagents did, or hide it"),
     ("@path", "mention a file"),
 ];
 

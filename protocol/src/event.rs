@@ -20,6 +20,11 @@ pub struct EventEnvelope {
     /// The turn the event belongs to, numbered from 1; absent for session-level events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// The agent inside the turn that produced it: a layer before the last, a parallel
+    /// layer's worker, or a dispatched subagent (see `LayerStarted`, `SubagentStarted`).
+    /// Absent for the turn's own agent, whose text is the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     pub event: AppEvent,
 }
 
@@ -36,11 +41,11 @@ impl RawEnvelope {
         session_id: &str,
         seq: u64,
         at: i64,
-        turn: Option<u32>,
+        (turn, agent): (Option<u32>, Option<&str>),
         payload: &str,
     ) -> serde_json::Result<RawEnvelope> {
         let payload: &serde_json::value::RawValue = serde_json::from_str(payload)?;
-        RawEnvelope::with_payload(session_id, seq, at, turn, payload)
+        RawEnvelope::with_payload(session_id, seq, at, (turn, agent), payload)
     }
 
     /// [`RawEnvelope::from_parts`] for a payload known to be JSON. Live and replayed
@@ -49,7 +54,7 @@ impl RawEnvelope {
         session_id: &str,
         seq: u64,
         at: i64,
-        turn: Option<u32>,
+        (turn, agent): (Option<u32>, Option<&str>),
         payload: &serde_json::value::RawValue,
     ) -> serde_json::Result<RawEnvelope> {
         /// `EventEnvelope`'s own encoding, with the event as text.
@@ -61,6 +66,8 @@ impl RawEnvelope {
             at: i64,
             #[serde(skip_serializing_if = "Option::is_none")]
             turn: Option<u32>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            agent: Option<&'a str>,
             event: &'a serde_json::value::RawValue,
         }
         serde_json::value::to_raw_value(&Parts {
@@ -68,6 +75,7 @@ impl RawEnvelope {
             seq,
             at,
             turn,
+            agent,
             event: payload,
         })
         .map(RawEnvelope)
@@ -259,6 +267,70 @@ pub enum AppEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// A layer of a layered turn (`.stepper/stepper.md` with front matter) began. Its
+    /// events carry `agentId` (the last layer's do not: its text is the answer); a parallel
+    /// layer's come from its workers (`SubagentStarted`).
+    LayerStarted {
+        /// From 1.
+        index: u32,
+        /// How many layers the turn has.
+        count: u32,
+        name: String,
+        model: String,
+        parallel: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_id: Option<String>,
+    },
+    /// A layer ended; `text` is what it hands to the next layer (the last one's is the
+    /// turn's answer).
+    LayerFinished {
+        index: u32,
+        name: String,
+        status: TurnStatus,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The workers a parallel layer ran (0 otherwise).
+        workers: u32,
+    },
+    /// A subagent began: a parallel layer's worker (`layer` is that layer's index) or one
+    /// the model started with `dispatch`. Every event it produces carries `agentId`.
+    SubagentStarted {
+        agent_id: String,
+        name: String,
+        model: String,
+        task: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        layer: Option<u32>,
+    },
+    /// A subagent ended, with its final text (what its layer or its caller receives).
+    SubagentFinished {
+        agent_id: String,
+        name: String,
+        status: TurnStatus,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        usage: Usage,
+    },
+    /// The context is being compacted: older tool outputs pruned, older messages summarised.
+    CompactionStarted {
+        /// The context's estimated size before, in tokens.
+        before_tokens: u64,
+        /// Asked for (`/compact`) rather than reached the threshold.
+        manual: bool,
+    },
+    /// Compaction ended: the context the model sees from now on, and that is stored.
+    CompactionFinished {
+        before_tokens: u64,
+        after_tokens: u64,
+        /// Tool outputs cut short.
+        pruned: u32,
+        /// Messages replaced by the summary (0: pruning was enough, or it failed).
+        summarized: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// An event of a newer daemon that this client does not know; never sent, only
     /// received. Clients skip it, so a minor protocol version can add variants.
     #[serde(other)]
@@ -293,6 +365,12 @@ impl AppEvent {
             AppEvent::Error { .. } => "Error",
             AppEvent::Notice { .. } => "Notice",
             AppEvent::HookRan { .. } => "HookRan",
+            AppEvent::LayerStarted { .. } => "LayerStarted",
+            AppEvent::LayerFinished { .. } => "LayerFinished",
+            AppEvent::SubagentStarted { .. } => "SubagentStarted",
+            AppEvent::SubagentFinished { .. } => "SubagentFinished",
+            AppEvent::CompactionStarted { .. } => "CompactionStarted",
+            AppEvent::CompactionFinished { .. } => "CompactionFinished",
             AppEvent::Unknown => "Unknown",
         }
     }
@@ -371,19 +449,21 @@ mod tests {
 
     #[test]
     fn a_raw_envelope_is_the_envelopes_own_encoding() {
-        for turn in [None, Some(3)] {
+        for (turn, agent) in [(None, None), (Some(3), None), (Some(3), Some("layer-1"))] {
             let envelope = EventEnvelope {
                 session_id: "01a2-\"odd\"".into(),
                 seq: 42,
                 at: -5,
                 turn,
+                agent: agent.map(String::from),
                 event: AppEvent::TextDelta {
                     text: "é\n\u{1}".into(),
                 },
             };
             let payload = serde_json::to_string(&envelope.event).unwrap();
             let raw =
-                RawEnvelope::from_parts(&envelope.session_id, 42, -5, turn, &payload).unwrap();
+                RawEnvelope::from_parts(&envelope.session_id, 42, -5, (turn, agent), &payload)
+                    .unwrap();
             assert_eq!(raw.get(), serde_json::to_string(&envelope).unwrap());
             assert_eq!(raw.parse().unwrap(), envelope);
         }

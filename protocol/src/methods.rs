@@ -390,6 +390,25 @@ pub struct AskResult {
     pub cost_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Each layer of a layered turn, in order (empty for a turn of one agent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerResult>,
+}
+
+/// How one layer of a turn ended (`stepper ask --format json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LayerResult {
+    pub index: u32,
+    pub name: String,
+    pub model: String,
+    pub status: crate::event::TurnStatus,
+    /// What it handed on (the last layer's is the answer).
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The workers of a parallel layer.
+    pub workers: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

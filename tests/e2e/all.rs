@@ -15,6 +15,7 @@ mod first_run;
 mod gate;
 mod gate_corpus;
 mod hooks;
+mod layers;
 mod lifecycle;
 mod memory;
 mod protocol;

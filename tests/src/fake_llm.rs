@@ -97,6 +97,13 @@ pub enum Reply {
     /// Accept the request and answer nothing (not even headers) until the gate opens, then
     /// a 503: a provider that hangs.
     Silent(Gate),
+    /// Send `before`, wait `delay` (the model thinking), then send `after`: for
+    /// benchmarks of work that overlaps model time.
+    Paced {
+        before: String,
+        delay: std::time::Duration,
+        after: String,
+    },
     /// An HTTP error with a JSON body and extra headers (`retry-after`).
     Status {
         code: u16,
@@ -231,6 +238,9 @@ pub struct TokenLog {
 #[derive(Default)]
 struct Shared {
     replies: HashMap<Route, VecDeque<Reply>>,
+    /// Replies for the first request whose last message contains the text, before the
+    /// queue: for requests that arrive together in no set order (parallel workers).
+    keyed: Vec<(String, Reply)>,
     seen: Vec<Seen>,
     tokens: TokenLog,
 }
@@ -314,6 +324,16 @@ impl FakeLlm {
             .entry(route)
             .or_default()
             .push_back(reply);
+    }
+
+    /// Answer the first Anthropic request whose last message contains `needle` with
+    /// `reply` (ahead of the queue).
+    pub fn push_when(&self, needle: &str, reply: Reply) {
+        self.shared
+            .lock()
+            .unwrap()
+            .keyed
+            .push((needle.to_string(), reply));
     }
 
     /// The bodies of the Anthropic requests received so far.
@@ -421,6 +441,16 @@ async fn serve(
     ];
     let reply = {
         let mut s = shared.lock().unwrap();
+        let last = json["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| m.to_string())
+            .unwrap_or_default();
+        let keyed = s
+            .keyed
+            .iter()
+            .position(|(needle, _)| last.contains(needle.as_str()))
+            .map(|i| s.keyed.remove(i).1);
         s.seen.push(Seen {
             route,
             headers: kept
@@ -429,10 +459,12 @@ async fn serve(
                 .collect(),
             body: json,
         });
-        s.replies
-            .get_mut(&route)
-            .and_then(VecDeque::pop_front)
-            .unwrap_or_else(|| Reply::Sse(fixture(route.default_fixture())))
+        keyed.unwrap_or_else(|| {
+            s.replies
+                .get_mut(&route)
+                .and_then(VecDeque::pop_front)
+                .unwrap_or_else(|| Reply::Sse(fixture(route.default_fixture())))
+        })
     };
     match reply {
         Reply::Status {
@@ -456,6 +488,11 @@ async fn serve(
             after,
         } => sse(chunked(before), Tail::Gated(gate, chunked(after))),
         Reply::Cut { before, gate } => sse(chunked(before), Tail::Cut(gate)),
+        Reply::Paced {
+            before,
+            delay,
+            after,
+        } => sse(chunked(before), Tail::Paced(delay, chunked(after))),
         Reply::Silent(gate) => {
             if let Ok(permit) = gate.0.acquire().await {
                 permit.forget();
@@ -577,6 +614,7 @@ fn chunked(body: String) -> Vec<Bytes> {
 enum Tail {
     End,
     Gated(Gate, Vec<Bytes>),
+    Paced(std::time::Duration, Vec<Bytes>),
     Cut(Gate),
 }
 
@@ -597,6 +635,14 @@ fn sse(first: Vec<Bytes>, tail: Tail) -> Response {
                     return;
                 };
                 permit.forget();
+                for chunk in rest {
+                    if tx.send(Ok(chunk)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Tail::Paced(delay, rest) => {
+                tokio::time::sleep(delay).await;
                 for chunk in rest {
                     if tx.send(Ok(chunk)).await.is_err() {
                         return;

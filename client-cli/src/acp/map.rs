@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use stepper_protocol::{AppEvent, TodoStatus, ToolCallStatus, Usage};
+use stepper_protocol::{AppEvent, TodoStatus, ToolCallStatus, TurnStatus, Usage};
 
 /// What an event asks the connection to do beyond sending updates.
 #[derive(Debug, PartialEq)]
@@ -267,7 +267,51 @@ impl View {
                     &format!("{event} hook {outcome}{said}\n"),
                 ));
             }
+            AppEvent::LayerStarted {
+                index,
+                count,
+                name,
+                model,
+                ..
+            } => {
+                updates.push(chunk(
+                    "agent_thought_chunk",
+                    &format!("layer {index}/{count} {name} ({model})\n"),
+                ));
+            }
+            AppEvent::SubagentStarted { name, task, .. } => {
+                let task = task.lines().next().unwrap_or("").to_string();
+                updates.push(chunk(
+                    "agent_thought_chunk",
+                    &format!("subagent {name}: {task}\n"),
+                ));
+            }
+            AppEvent::SubagentFinished {
+                name,
+                status: TurnStatus::Failed,
+                error,
+                ..
+            } => {
+                let why = error.unwrap_or_default();
+                updates.push(chunk(
+                    "agent_thought_chunk",
+                    &format!("subagent {name} failed: {why}\n"),
+                ));
+            }
+            AppEvent::CompactionFinished {
+                before_tokens,
+                after_tokens,
+                ..
+            } => {
+                updates.push(chunk(
+                    "agent_thought_chunk",
+                    &format!("context compacted: {before_tokens} → {after_tokens} tokens\n"),
+                ));
+            }
             AppEvent::SessionCreated { .. }
+            | AppEvent::LayerFinished { .. }
+            | AppEvent::SubagentFinished { .. }
+            | AppEvent::CompactionStarted { .. }
             | AppEvent::HookRan { .. }
             | AppEvent::Steered { .. }
             | AppEvent::CheckpointCreated { .. }

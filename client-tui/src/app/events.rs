@@ -9,7 +9,7 @@ use stepper_protocol::session::SessionStatus;
 use super::{App, Approval};
 use crate::markdown::{self, OpenFence};
 use crate::theme;
-use crate::transcript::{Cell, ToolCell, ToolDone, decision_text, tool_summary};
+use crate::transcript::{AgentCell, Cell, ToolCell, ToolDone, decision_text, tool_summary};
 use crate::wrap::{push_sanitized, sanitize};
 use crate::{CoreEvent, Exit};
 
@@ -74,6 +74,23 @@ impl App {
             return;
         }
         self.last_seq = env.seq;
+        // An agent inside the turn (a layer before the last, a worker, a subagent): its
+        // work goes to its cell; the turn's text is the answering agent's alone. Questions
+        // and notices are everyone's.
+        if let Some(agent) = env.agent.clone()
+            && !matches!(
+                env.event,
+                AppEvent::ApprovalRequested { .. }
+                    | AppEvent::ApprovalResolved { .. }
+                    | AppEvent::Notice { .. }
+                    | AppEvent::Error { .. }
+                    | AppEvent::SubagentStarted { .. }
+                    | AppEvent::SubagentFinished { .. }
+            )
+        {
+            self.apply_agent_event(&agent, env.event);
+            return;
+        }
         match env.event {
             AppEvent::SessionCreated { cwd, model, .. } => {
                 self.model = sanitize(&model);
@@ -380,8 +397,191 @@ impl App {
                     self.push_aside(Cell::note("⚓", line, style));
                 }
             }
+            AppEvent::LayerStarted {
+                index,
+                count,
+                name,
+                model,
+                parallel,
+                agent_id,
+            } => {
+                let label = format!("layer {index}/{count} {}", sanitize(&name));
+                if agent_id.is_some() || parallel {
+                    self.end_reasoning();
+                    self.end_message();
+                    let label = if parallel {
+                        format!("{label} (parallel)")
+                    } else {
+                        label
+                    };
+                    self.push(Cell::Agent(AgentCell {
+                        id: agent_id.unwrap_or_else(|| format!("layer-{index}")),
+                        label,
+                        model: sanitize(&model),
+                        task: None,
+                        activity: Vec::new(),
+                        done: None,
+                        expanded: self.agents_expanded,
+                    }));
+                } else {
+                    self.push(Cell::note(
+                        "▸",
+                        format!("{label} · {}", sanitize(&model)),
+                        theme::dim(),
+                    ));
+                }
+            }
+            AppEvent::LayerFinished {
+                index,
+                status,
+                text,
+                workers,
+                ..
+            } => {
+                let id = format!("layer-{index}");
+                if let Some(cell) = self.live_agent(&id) {
+                    let text = if workers > 0 {
+                        format!("{workers} workers")
+                    } else {
+                        sanitize(&text)
+                    };
+                    cell.done = Some((status, text));
+                    self.settle();
+                }
+            }
+            AppEvent::SubagentStarted {
+                agent_id,
+                name,
+                model,
+                task,
+                layer,
+            } => {
+                let label = match layer {
+                    Some(_) => format!("worker {}", sanitize(&agent_id)),
+                    None => format!("subagent {}", sanitize(&name)),
+                };
+                self.end_reasoning();
+                self.end_message();
+                self.push(Cell::Agent(AgentCell {
+                    id: agent_id,
+                    label,
+                    model: sanitize(&model),
+                    task: Some(sanitize(&task)),
+                    activity: Vec::new(),
+                    done: None,
+                    expanded: self.agents_expanded,
+                }));
+            }
+            AppEvent::SubagentFinished {
+                agent_id,
+                status,
+                text,
+                error,
+                ..
+            } => {
+                let text = match error {
+                    Some(e) if status != TurnStatus::Completed => sanitize(&e),
+                    _ => sanitize(&text),
+                };
+                if let Some(cell) = self.live_agent(&agent_id) {
+                    cell.done = Some((status, text));
+                    self.settle();
+                }
+            }
+            AppEvent::CompactionStarted {
+                before_tokens,
+                manual,
+            } => {
+                let why = if manual {
+                    "asked"
+                } else {
+                    "the context is full"
+                };
+                self.push_aside(Cell::note(
+                    "⇲",
+                    format!("compacting the context ({before_tokens} tokens; {why})…"),
+                    theme::dim(),
+                ));
+            }
+            AppEvent::CompactionFinished {
+                before_tokens,
+                after_tokens,
+                pruned,
+                summarized,
+                error,
+            } => {
+                let line = match error {
+                    Some(e) => format!("compaction failed: {}", sanitize(&e)),
+                    None => format!(
+                        "context compacted: {before_tokens} → {after_tokens} tokens \
+                         ({pruned} tool outputs pruned, {summarized} messages summarised)"
+                    ),
+                };
+                self.context_tokens = Some(after_tokens);
+                self.push_aside(Cell::note("⇲", line, theme::dim()));
+            }
             AppEvent::Unknown => {}
         }
+    }
+
+    /// An event of an agent inside the turn, shown in its cell.
+    fn apply_agent_event(&mut self, agent: &str, event: AppEvent) {
+        let line = match event {
+            AppEvent::ToolCallStarted { tool, input, .. } => {
+                let field = |k: &str| input.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                let summary = tool_summary(&tool, field, &input.to_string());
+                format!("→ {} {}", sanitize(&tool), summary)
+            }
+            AppEvent::ToolCallFinished { status, output, .. } if status != ToolCallStatus::Ok => {
+                let first = output.lines().next().unwrap_or("").to_string();
+                format!("✗ {}", sanitize(&first))
+            }
+            AppEvent::MessageCompleted { text, .. } => {
+                match text.lines().find(|l| !l.trim().is_empty()) {
+                    Some(line) => sanitize(line),
+                    None => return,
+                }
+            }
+            _ => return,
+        };
+        // An agent whose start this client did not see (it attached late) gets its cell now.
+        if self.live_agent(agent).is_none() {
+            self.push(Cell::Agent(AgentCell {
+                id: agent.to_string(),
+                label: format!("agent {}", sanitize(agent)),
+                model: String::new(),
+                task: None,
+                activity: Vec::new(),
+                done: None,
+                expanded: self.agents_expanded,
+            }));
+        }
+        if let Some(cell) = self.live_agent(agent) {
+            cell.note(line);
+        }
+    }
+
+    fn live_agent(&mut self, id: &str) -> Option<&mut AgentCell> {
+        self.live.iter_mut().find_map(|c| match c {
+            Cell::Agent(a) if a.id == id && a.done.is_none() => Some(a),
+            _ => None,
+        })
+    }
+
+    /// Ctrl-O: show agents' activity and final text, or only their last line.
+    pub(crate) fn toggle_agents(&mut self) {
+        self.agents_expanded = !self.agents_expanded;
+        for cell in &mut self.live {
+            if let Cell::Agent(a) = cell {
+                a.expanded = self.agents_expanded;
+            }
+        }
+        let state = if self.agents_expanded {
+            "expanded"
+        } else {
+            "collapsed"
+        };
+        self.flash = Some((format!("agents {state} (Ctrl-O)"), self.now_ms + 3000));
     }
 
     fn live_tool(&mut self, call_id: &str) -> Option<&mut ToolCell> {

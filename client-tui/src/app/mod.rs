@@ -75,6 +75,8 @@ pub struct App {
     pub(crate) context_tokens: Option<u64>,
     pub(crate) now_ms: i64,
     pub(crate) flash: Option<(String, i64)>,
+    /// Agent cells show their activity and final text (Ctrl-O), not only their last line.
+    pub(crate) agents_expanded: bool,
     exit: Option<Exit>,
 }
 
@@ -113,6 +115,7 @@ impl App {
             context_tokens: None,
             now_ms: 0,
             flash: None,
+            agents_expanded: false,
             exit: None,
         }
     }

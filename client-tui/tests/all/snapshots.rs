@@ -147,6 +147,90 @@ fn a_running_tool_shows_the_tail_of_its_output() {
 }
 
 #[test]
+fn layers_and_workers_are_cells_collapsed_then_expanded() {
+    let mut app = app();
+    start_turn(&mut app, "fix both bugs");
+    app.take_history(WIDTH);
+    let layer = |index, name: &str, parallel, agent_id: Option<&str>| AppEvent::LayerStarted {
+        index,
+        count: 2,
+        name: name.into(),
+        model: "anthropic/claude-opus-4-1".into(),
+        parallel,
+        agent_id: agent_id.map(String::from),
+    };
+    feed(&mut app, [layer(1, "plan", false, Some("layer-1"))]);
+    feed_in(
+        &mut app,
+        "layer-1",
+        [
+            AppEvent::ToolCallStarted {
+                call_id: "c1".into(),
+                tool: "grep".into(),
+                input: serde_json::json!({"pattern": "expired"}),
+            },
+            AppEvent::TextDelta {
+                text: "not the answer".into(),
+            },
+            AppEvent::MessageCompleted {
+                text: "Two tasks: the token check, the clock.".into(),
+                stop_reason: Some("end_turn".into()),
+            },
+        ],
+    );
+    feed(
+        &mut app,
+        [
+            AppEvent::LayerFinished {
+                index: 1,
+                name: "plan".into(),
+                status: TurnStatus::Completed,
+                text: "Two tasks: the token check, the clock.".into(),
+                error: None,
+                workers: 0,
+            },
+            layer(2, "code", true, None),
+            AppEvent::SubagentStarted {
+                agent_id: "layer-2.1".into(),
+                name: "code".into(),
+                model: "anthropic/claude-sonnet-4-5".into(),
+                task: "Fix the token check in src/auth.rs".into(),
+                layer: Some(2),
+            },
+            AppEvent::SubagentStarted {
+                agent_id: "layer-2.2".into(),
+                name: "code".into(),
+                model: "anthropic/claude-sonnet-4-5".into(),
+                task: "Make the clock injectable".into(),
+                layer: Some(2),
+            },
+        ],
+    );
+    feed_in(
+        &mut app,
+        "layer-2.1",
+        [bash("c2", "cargo build"), bash("c3", "cargo test -p auth")],
+    );
+    feed(
+        &mut app,
+        [AppEvent::SubagentFinished {
+            agent_id: "layer-2.2".into(),
+            name: "code".into(),
+            status: TurnStatus::Failed,
+            text: String::new(),
+            error: Some("the provider returned 500".into()),
+            usage: Usage::default(),
+        }],
+    );
+    app.tick(T0 + 1_000);
+    // The plan layer is done: one line of its text in scrollback, its work not the answer.
+    assert_snapshot!("layers_history", text(&app.take_history(WIDTH)));
+    assert_snapshot!("layers_collapsed", frame(&app, WIDTH));
+    assert_eq!(app.on_key(ctrl('o')), []);
+    assert_snapshot!("layers_expanded", frame(&app, WIDTH));
+}
+
+#[test]
 fn finished_tools_ok_and_error() {
     let mut app = app();
     start_turn(&mut app, "check");

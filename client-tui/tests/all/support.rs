@@ -63,12 +63,25 @@ pub fn feed(app: &mut App, events: impl IntoIterator<Item = AppEvent>) {
     }
 }
 
+/// Feeds events of the agent `agent` (a layer, a worker, a subagent) to `app`.
+pub fn feed_in(app: &mut App, agent: &str, events: impl IntoIterator<Item = AppEvent>) {
+    for event in events {
+        let seq = app.last_seq() + 1;
+        let CoreEvent::Event(mut env) = envelope(seq, event) else {
+            unreachable!()
+        };
+        env.agent = Some(agent.into());
+        app.apply(CoreEvent::Event(env));
+    }
+}
+
 pub fn envelope(seq: u64, event: AppEvent) -> CoreEvent {
     CoreEvent::Event(EventEnvelope {
         session_id: SESSION.into(),
         seq,
         at: T0,
         turn: Some(1),
+        agent: None,
         event,
     })
 }

@@ -22,6 +22,14 @@ use crate::provider::{
 use crate::redact::Redactor;
 use crate::tool::{OutputSink, Tool, ToolCx, ToolError};
 
+/// Costs added, known when either is.
+pub fn add_cost(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    }
+}
+
 /// Where a turn's events go. The daemon's implementation persists, then publishes.
 pub trait EventSink: Send + Sync {
     /// Record an event of the running turn. An error means it could not be recorded; the
@@ -50,6 +58,21 @@ pub struct TurnOutcome {
     pub transcript: Vec<ChatMessage>,
 }
 
+impl TurnOutcome {
+    /// A turn (or an agent of one) that could not start, and why.
+    pub fn failed(error: String) -> TurnOutcome {
+        TurnOutcome {
+            status: TurnStatus::Failed,
+            text: String::new(),
+            usage: Usage::default(),
+            cost_usd: None,
+            error: Some(error),
+            message: None,
+            transcript: Vec::new(),
+        }
+    }
+}
+
 pub struct AgentLoop {
     provider: Arc<dyn LlmProvider>,
     model: ModelInfo,
@@ -63,6 +86,10 @@ pub struct AgentLoop {
     redactor: Redactor,
     /// The user's hooks around tool calls and the turn's end.
     hooks: Option<Arc<dyn TurnHooks>>,
+    /// What the turn used before this loop (earlier layers): `UsageUpdated` says the
+    /// turn's total, the outcome this loop's own.
+    base_usage: Usage,
+    base_cost: Option<f64>,
 }
 
 /// How many times `Stop` hooks may keep one turn going.
@@ -82,7 +109,16 @@ impl AgentLoop {
             steering: None,
             redactor: Redactor::default(),
             hooks: None,
+            base_usage: Usage::default(),
+            base_cost: None,
         }
+    }
+
+    /// Count `usage` (costing `cost`) of the turn's earlier agents in its `UsageUpdated`.
+    pub fn with_base_usage(mut self, usage: Usage, cost: Option<f64>) -> AgentLoop {
+        self.base_usage = usage;
+        self.base_cost = cost;
+        self
     }
 
     /// Ask `hooks` before and after each tool call and before the turn ends.
@@ -168,9 +204,11 @@ impl AgentLoop {
                     sink.emit(AppEvent::ReasoningDelta { text }).await
                 }
                 ChatEvent::Usage(_) => {
-                    let mut usage = base;
-                    usage.add(&acc.usage());
-                    let cost_usd = self.model.cost(&usage);
+                    let mut own = base;
+                    own.add(&acc.usage());
+                    let mut usage = self.base_usage;
+                    usage.add(&own);
+                    let cost_usd = add_cost(self.base_cost, self.model.cost(&own));
                     sink.emit(AppEvent::UsageUpdated { usage, cost_usd }).await
                 }
                 ChatEvent::Notice(message) => sink.emit(AppEvent::Notice { message }).await,

@@ -11,6 +11,7 @@ pub mod config;
 pub mod gate;
 pub mod hooks;
 pub mod model;
+pub mod orchestrator;
 pub mod provider;
 pub mod recovery;
 pub mod redact;

@@ -120,6 +120,7 @@ async fn store_only() -> f64 {
                 seq,
                 at: now_ms(),
                 turn: Some(1),
+                agent: None,
                 event: delta(),
             });
         }

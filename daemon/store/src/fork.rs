@@ -44,7 +44,7 @@ impl Store {
             return Err(StoreError::Corrupt(format!("no session {source}")));
         }
         let rows = sqlx::query(
-            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? \
+            "SELECT seq, at, turn, agent, payload FROM events WHERE session_id = ? \
              AND ((turn IS NOT NULL AND turn < ?) OR kind IN ('InputQueued', 'Rewound')) \
              ORDER BY seq",
         )
@@ -114,6 +114,7 @@ impl Store {
             seq,
             at: new.created_at,
             turn: None,
+            agent: None,
             event: AppEvent::Notice {
                 message: format!("forked from session {source} before its turn {from_turn}"),
             },

@@ -80,6 +80,7 @@ pub(crate) fn event_from_row(session_id: &str, row: &SqliteRow) -> Result<Encode
             turn: row
                 .try_get::<Option<i64>, _>("turn")?
                 .and_then(|t| u32::try_from(t).ok()),
+            agent: row.try_get("agent")?,
             event,
         },
         payload,
@@ -98,7 +99,8 @@ fn raw_from_row(session_id: &str, row: &SqliteRow) -> Result<(u64, RawEnvelope)>
         .try_get::<Option<i64>, _>("turn")?
         .and_then(|t| u32::try_from(t).ok());
     let seq = u64::try_from(seq).unwrap_or(0);
-    let raw = RawEnvelope::from_parts(session_id, seq, row.try_get("at")?, turn, payload)
+    let agent: Option<&str> = row.try_get("agent")?;
+    let raw = RawEnvelope::from_parts(session_id, seq, row.try_get("at")?, (turn, agent), payload)
         .map_err(|e| StoreError::Corrupt(format!("event {seq} of session {session_id}: {e}")))?;
     Ok((seq, raw))
 }
@@ -121,8 +123,14 @@ impl Encoded {
     /// The envelope as subscribers receive it.
     pub fn raw(&self) -> Result<RawEnvelope> {
         let e = &self.envelope;
-        RawEnvelope::with_payload(&e.session_id, e.seq, e.at, e.turn, &self.payload)
-            .map_err(|err| StoreError::Corrupt(err.to_string()))
+        RawEnvelope::with_payload(
+            &e.session_id,
+            e.seq,
+            e.at,
+            (e.turn, e.agent.as_deref()),
+            &self.payload,
+        )
+        .map_err(|err| StoreError::Corrupt(err.to_string()))
     }
 }
 
@@ -158,6 +166,7 @@ impl Store {
                 seq: 2,
                 at: new.created_at,
                 turn: None,
+                agent: None,
                 event,
             })?);
         }
@@ -311,7 +320,7 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<EventEnvelope>> {
         let rows = sqlx::query(
-            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? AND seq > ? \
+            "SELECT seq, at, turn, agent, payload FROM events WHERE session_id = ? AND seq > ? \
              ORDER BY seq LIMIT ?",
         )
         .bind(session_id)
@@ -368,7 +377,7 @@ impl Store {
         // Rows are stepped one at a time and the query is dropped once the page is full, so
         // the rows past it are never read.
         let sql = format!(
-            "SELECT seq, at, turn, payload FROM events WHERE session_id = ?1 AND seq > ?2 \
+            "SELECT seq, at, turn, agent, payload FROM events WHERE session_id = ?1 AND seq > ?2 \
              AND {SKIPPED} ORDER BY seq LIMIT ?3"
         );
         let mut rows = sqlx::query(&sql)
@@ -398,9 +407,10 @@ impl Store {
     /// left out: a command that printed gigabytes is not read back.
     pub async fn turn_events(&self, session_id: &str, turn: u32) -> Result<Vec<EventEnvelope>> {
         let rows = sqlx::query(
-            "SELECT seq, at, turn, payload FROM events WHERE session_id = ? AND turn = ? \
+            "SELECT seq, at, turn, agent, payload FROM events WHERE session_id = ? AND turn = ? \
              AND kind IN ('TurnStarted', 'TextDelta', 'ReasoningDelta', 'MessageCompleted', \
-             'ToolCallStarted', 'ToolCallFinished', 'Steered', 'UsageUpdated') ORDER BY seq",
+             'ToolCallStarted', 'ToolCallFinished', 'Steered', 'UsageUpdated', 'LayerFinished', \
+             'SubagentFinished') ORDER BY seq",
         )
         .bind(session_id)
         .bind(i64::from(turn))
@@ -419,6 +429,7 @@ pub(crate) fn session_created(new: &NewSession) -> EventEnvelope {
         seq: 1,
         at: new.created_at,
         turn: None,
+        agent: None,
         event: AppEvent::SessionCreated {
             cwd: new.cwd.clone(),
             model: new.model.clone(),
@@ -483,7 +494,9 @@ pub(crate) fn append_events<'q>(
     let mut title: Option<String> = None;
     let mut max_turn: i64 = 0;
     for chunk in events.chunks(INSERT_CHUNK) {
-        script.statement("INSERT INTO events (session_id, seq, at, turn, kind, payload) VALUES ");
+        script.statement(
+            "INSERT INTO events (session_id, seq, at, turn, agent, kind, payload) VALUES ",
+        );
         for (
             i,
             Encoded {
@@ -494,14 +507,15 @@ pub(crate) fn append_events<'q>(
         {
             script
                 .push_sql(if i == 0 {
-                    "(?, ?, ?, ?, ?, ?)"
+                    "(?, ?, ?, ?, ?, ?, ?)"
                 } else {
-                    ", (?, ?, ?, ?, ?, ?)"
+                    ", (?, ?, ?, ?, ?, ?, ?)"
                 })
                 .bind(session_id)
                 .bind(to_i64(e.seq))
                 .bind(e.at)
                 .bind(e.turn.map(i64::from))
+                .bind(e.agent.as_deref())
                 .bind(e.event.kind())
                 .bind(payload.get());
         }

@@ -27,6 +27,7 @@ fn ev(id: &str, seq: u64, turn: Option<u32>, event: AppEvent) -> EventEnvelope {
         seq,
         at: now_ms(),
         turn,
+        agent: None,
         event,
     }
 }

@@ -318,20 +318,25 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>) -> Extensions {
 }
 
 impl FrontMatter {
-    fn field(&self, key: &str) -> Option<String> {
+    pub(crate) fn field(&self, key: &str) -> Option<String> {
         self.fields
             .get(key)
             .map(Value::text)
             .filter(|v| !v.is_empty())
     }
 
-    fn list(&self, key: &str) -> Vec<String> {
+    pub(crate) fn list(&self, key: &str) -> Vec<String> {
         self.fields.get(key).map(Value::list).unwrap_or_default()
     }
 }
 
 /// `*.md` below `root`, with their command names (`sub/name.md` → `sub:name`).
-fn markdown_files(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(PathBuf, String)>) {
+pub(crate) fn markdown_files(
+    root: &Path,
+    dir: &Path,
+    depth: usize,
+    out: &mut Vec<(PathBuf, String)>,
+) {
     if depth > 4 {
         return;
     }
@@ -359,7 +364,7 @@ fn markdown_files(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(PathBuf,
     }
 }
 
-fn read(path: &Path, problems: &mut Vec<Problem>) -> Option<String> {
+pub(crate) fn read(path: &Path, problems: &mut Vec<Problem>) -> Option<String> {
     match std::fs::metadata(path) {
         Ok(m) if m.len() > MAX_FILE => {
             problems.push(Problem {

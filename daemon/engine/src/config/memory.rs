@@ -20,7 +20,7 @@ const MAX_FILE: u64 = 1 << 20;
 /// Where a piece of the instructions came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
-    /// `.stepper/stepper.md` (its prose; layers' front matter is not instructions).
+    /// `stepper.md`: the prose every layer shares (a layer's own part goes to that layer).
     Stepper,
     /// `<config>/AGENTS.md`: the user's own, for every project.
     User,
@@ -74,13 +74,9 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>, cap: usize) -> M
         parts: Vec::new(),
     };
     let root = repository_root(cwd);
-    let stepper = root.join(".stepper").join("stepper.md");
-    let stepper = if stepper.is_file() {
-        stepper
-    } else {
-        cwd.join(".stepper").join("stepper.md")
-    };
-    loader.top(&stepper, Source::Stepper);
+    if let Some(stepper) = super::layers::locate(cwd, config_dir) {
+        loader.top(&stepper, Source::Stepper);
+    }
     loader.top(&config_dir.join("AGENTS.md"), Source::User);
     for folder in folders(&root, cwd) {
         let agents = folder.join("AGENTS.md");
@@ -125,7 +121,8 @@ impl Loader {
     fn top(&mut self, path: &Path, source: Source) {
         let Some(text) = self.read(path) else { return };
         let text = if source == Source::Stepper {
-            prose(&text)
+            // What every layer shares; each layer's own part is given to that layer.
+            super::layers::parse(path, &text, &[]).0.preamble
         } else {
             text
         };
@@ -310,26 +307,6 @@ impl Loader {
     }
 }
 
-/// `stepper.md` without its front matter blocks (they describe layers, not instructions).
-fn prose(text: &str) -> String {
-    let mut out = String::new();
-    let mut in_front = false;
-    let mut at_block_start = true;
-    for line in text.split_inclusive('\n') {
-        if line.trim_end() == "---" && (in_front || at_block_start) {
-            in_front = !in_front;
-            at_block_start = false;
-            continue;
-        }
-        if !in_front {
-            out.push_str(line);
-            // A later `---` opens a block only where a layer may start: after a blank line.
-            at_block_start = line.trim().is_empty();
-        }
-    }
-    out
-}
-
 fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
@@ -374,7 +351,7 @@ mod tests {
         write(&config.join("AGENTS.md"), "user rules\n");
         write(
             &root.join(".stepper/stepper.md"),
-            "---\nname: plan\n---\nproject prose\n",
+            "project prose\n\n---\nname: plan\n---\nthe plan layer's own\n",
         );
         let memory = load(&cwd, &config, None, DEFAULT_CAP);
         let order: Vec<&str> = [
@@ -397,6 +374,7 @@ mod tests {
         }
         assert!(!memory.text.contains("not read"));
         assert!(!memory.text.contains("name: plan"));
+        assert!(!memory.text.contains("the plan layer's own"));
         assert!(memory.text.contains("`@docs/style.md` stays"));
         assert!(memory.text.contains("mail me @ home"));
         let sources: Vec<Source> = memory.files.iter().map(|f| f.source).collect();

@@ -7,6 +7,7 @@
 
 pub mod extensions;
 pub mod jsonc;
+pub mod layers;
 pub mod locate;
 pub mod memory;
 pub mod templates;
@@ -95,6 +96,10 @@ pub struct Settings {
     /// imports) a turn is given; what is over is cut, with a notice. Default 32768.
     #[serde(default)]
     pub memory_max_bytes: Option<usize>,
+    /// Offer the `dispatch` tool (subagents the model starts) in every layer, not only in
+    /// those whose front matter says `dispatch: true`.
+    #[serde(default)]
+    pub dispatch: Option<bool>,
 }
 
 /// The OS sandbox's names: the protocol's type, as for permission modes.
@@ -164,6 +169,9 @@ pub struct Permissions {
 #[serde(rename_all = "camelCase")]
 pub struct Compaction {
     /// The model that writes summaries (`provider/model-id`); the layer's own by default.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The same as `model` (the name of earlier versions).
     #[serde(default)]
     pub provider: Option<String>,
     /// The share of the context window at which to compact (default 0.7).
@@ -264,6 +272,9 @@ impl Settings {
         }
         if later.memory_max_bytes.is_some() {
             self.memory_max_bytes = later.memory_max_bytes;
+        }
+        if later.dispatch.is_some() {
+            self.dispatch = later.dispatch;
         }
         if let Some(later) = later.sandbox {
             // The last mode and network win; roots accumulate, as rules do.

@@ -61,6 +61,7 @@ const KEYS: &[&str] = &[
     "mcpServers",
     "hooks",
     "memoryMaxBytes",
+    "dispatch",
     "compaction",
     "sandbox",
 ];
@@ -266,6 +267,9 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
                 c.typed::<usize>(&p("memoryMaxBytes"), value, &|_| {
                     Some("a number of bytes, such as 32768".into())
                 });
+            }
+            "dispatch" => {
+                c.typed::<bool>(&p("dispatch"), value, &|_| Some("true or false".into()));
             }
             "hooks" => check_hooks(&mut c, value),
             "sandbox" => {
@@ -477,7 +481,7 @@ fn check_providers(c: &mut Checker<'_>, value: &Value) {
 }
 
 /// The known key nearest to `key`, when it is a likely typo.
-fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
     known
         .iter()
         .map(|k| (edit_distance(&key.to_lowercase(), &k.to_lowercase()), *k))

@@ -53,7 +53,8 @@ impl Approvals {
     }
 }
 
-/// The gate of one turn.
+/// The gate of one turn (one per agent of it: `agent` tags what it asks).
+#[derive(Clone)]
 pub struct SessionGate {
     /// Set once a tool of the turn asks: only then can the turn have changed files.
     pub consulted: Arc<std::sync::atomic::AtomicBool>,
@@ -67,6 +68,8 @@ pub struct SessionGate {
     pub baseline: tokio::sync::watch::Receiver<bool>,
     /// The user's hooks: `PermissionRequest` before a question, `Notification` with it.
     pub hooks: Option<Arc<HookRunner>>,
+    /// The agent of the turn whose calls this gate judges (none: the turn's own).
+    pub agent: Option<String>,
 }
 
 impl Gate for SessionGate {
@@ -166,7 +169,11 @@ impl Gate for SessionGate {
                 command,
                 diff,
             };
-            if let Err(e) = self.log.append_committed(Some(self.turn), asked).await {
+            if let Err(e) = self
+                .log
+                .append_committed_in(Some(self.turn), self.agent.clone(), asked)
+                .await
+            {
                 self.approvals.pending().remove(&request_id);
                 return Decision::Deny(format!("the approval could not be recorded: {e}"));
             }
@@ -201,7 +208,11 @@ impl Gate for SessionGate {
                     decision: ApprovalDecision::Deny,
                     by: Some("the turn's interruption".into()),
                 };
-                if let Err(e) = self.log.append(Some(self.turn), closed).await {
+                if let Err(e) = self
+                    .log
+                    .append_in(Some(self.turn), self.agent.clone(), closed)
+                    .await
+                {
                     tracing::error!(error = %e, "cannot record a dropped approval");
                 }
                 return Decision::Deny(
@@ -213,7 +224,11 @@ impl Gate for SessionGate {
                 decision,
                 by: by.clone(),
             };
-            if let Err(e) = self.log.append(Some(self.turn), resolved).await {
+            if let Err(e) = self
+                .log
+                .append_in(Some(self.turn), self.agent.clone(), resolved)
+                .await
+            {
                 tracing::error!(error = %e, "cannot record an approval's answer");
             }
             match decision {

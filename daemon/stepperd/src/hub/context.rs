@@ -5,8 +5,8 @@
 use stepper_engine::ChatMessage;
 use stepper_store::{ContextRows, Store, StoreError};
 
-/// The layer of a session's context (layers of `stepper.md` come later).
-pub(crate) const MAIN_LAYER: &str = "main";
+/// The context of the turn's answering agent: the session's conversation.
+pub(crate) const MAIN_LAYER: &str = stepper_engine::orchestrator::MAIN;
 
 /// Why the context could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -20,10 +20,10 @@ pub enum ContextError {
     Unreadable(serde_json::Error),
 }
 
-/// A turn's messages as the rows of the session's stored context.
-pub(crate) fn context_rows(turn: u32, messages: &[ChatMessage]) -> ContextRows {
+/// A turn's messages as the rows of a layer's stored context.
+pub(crate) fn context_rows(turn: u32, layer: &str, messages: &[ChatMessage]) -> ContextRows {
     ContextRows {
-        layer: MAIN_LAYER.to_string(),
+        layer: layer.to_string(),
         turn,
         messages: messages
             .iter()
@@ -52,13 +52,14 @@ pub(crate) async fn store_context(
     }
 }
 
-/// The conversation so far, as the model saw it.
+/// A layer's conversation so far (`MAIN_LAYER`: the session's), as the model saw it.
 pub(crate) async fn history(
     store: &Store,
     session_id: &str,
+    layer: &str,
 ) -> Result<Vec<ChatMessage>, ContextError> {
     store
-        .context(session_id, MAIN_LAYER)
+        .context(session_id, layer)
         .await?
         .iter()
         .map(|json| serde_json::from_str::<ChatMessage>(json).map_err(ContextError::Unreadable))

@@ -454,6 +454,8 @@ impl HookRunner {
 /// The hooks a turn runs around its tool calls and its end.
 pub struct SessionHooks {
     pub runner: Arc<HookRunner>,
+    /// `Stop` for the turn's own agents, `SubagentStop` for workers and dispatched ones.
+    pub stop_event: &'static str,
 }
 
 impl TurnHooks for SessionHooks {
@@ -579,12 +581,12 @@ impl TurnHooks for SessionHooks {
         _last_text: &'a str,
     ) -> BoxFuture<'a, Option<String>> {
         Box::pin(async move {
-            if !self.runner.set.has("Stop") {
+            if !self.runner.set.has(self.stop_event) {
                 return None;
             }
             let results = self
                 .runner
-                .run("Stop", None, json!({"stop_hook_active": active}))
+                .run(self.stop_event, None, json!({"stop_hook_active": active}))
                 .await;
             results.iter().find_map(|r| {
                 if r.blocks() {

@@ -52,10 +52,12 @@ pub enum LogError {
 enum Append {
     Event {
         turn: Option<u32>,
+        /// The agent inside the turn that produced it (none: the turn's own).
+        agent: Option<String>,
         event: AppEvent,
         committed: Option<oneshot::Sender<Result<u64, LogError>>>,
         /// Context rows committed in the same transaction as the event.
-        context: Option<ContextRows>,
+        context: Vec<ContextRows>,
     },
     Flush(oneshot::Sender<Result<u64, LogError>>),
 }
@@ -97,7 +99,18 @@ impl EventLog {
 
     /// Queue an event; it is committed and published shortly. Returns once queued.
     pub async fn append(&self, turn: Option<u32>, event: AppEvent) -> Result<(), LogError> {
-        self.enqueue(turn, event, None, None).await
+        self.enqueue(turn, None, event, None, Vec::new()).await
+    }
+
+    /// [`EventLog::append`] for an event of an agent inside the turn (a layer, a worker, a
+    /// subagent): its envelope carries `agent`.
+    pub async fn append_in(
+        &self,
+        turn: Option<u32>,
+        agent: Option<String>,
+        event: AppEvent,
+    ) -> Result<(), LogError> {
+        self.enqueue(turn, agent, event, None, Vec::new()).await
     }
 
     /// Queue an event whose commit also stores `context` (a turn's end and its messages):
@@ -106,9 +119,9 @@ impl EventLog {
         &self,
         turn: Option<u32>,
         event: AppEvent,
-        context: ContextRows,
+        context: Vec<ContextRows>,
     ) -> Result<(), LogError> {
-        self.enqueue(turn, event, None, Some(context)).await
+        self.enqueue(turn, None, event, None, context).await
     }
 
     /// Queue an event and wait until it is committed; returns its seq.
@@ -117,21 +130,34 @@ impl EventLog {
         turn: Option<u32>,
         event: AppEvent,
     ) -> Result<u64, LogError> {
+        self.append_committed_in(turn, None, event).await
+    }
+
+    /// [`EventLog::append_committed`] for an event of an agent inside the turn.
+    pub async fn append_committed_in(
+        &self,
+        turn: Option<u32>,
+        agent: Option<String>,
+        event: AppEvent,
+    ) -> Result<u64, LogError> {
         let (tx, rx) = oneshot::channel();
-        self.enqueue(turn, event, Some(tx), None).await?;
+        self.enqueue(turn, agent, event, Some(tx), Vec::new())
+            .await?;
         rx.await.map_err(|_| LogError::Closed)?
     }
 
     async fn enqueue(
         &self,
         turn: Option<u32>,
+        agent: Option<String>,
         event: AppEvent,
         committed: Option<oneshot::Sender<Result<u64, LogError>>>,
-        context: Option<ContextRows>,
+        context: Vec<ContextRows>,
     ) -> Result<(), LogError> {
         self.check()?;
         self.send(Append::Event {
             turn,
+            agent,
             event,
             committed,
             context,
@@ -237,12 +263,13 @@ impl Writer {
         for item in batch.iter_mut() {
             if let Append::Event {
                 turn,
+                agent,
                 event,
                 context,
                 ..
             } = item
             {
-                contexts.extend(context.take());
+                contexts.append(context);
                 // The event moves into its envelope; the placeholder left behind is never read.
                 let event = std::mem::replace(
                     event,
@@ -255,6 +282,7 @@ impl Writer {
                     seq: first_seq + events.len() as u64,
                     at,
                     turn: *turn,
+                    agent: agent.take(),
                     event,
                 };
                 // Encoded once: the payload stored is the text every subscriber gets.

@@ -2,9 +2,19 @@
 //! prepares its provider, gate and tools, runs the agent loop while the checkpoint baseline is
 //! walked, records what changed, stores its context, and only then says it finished.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
-use stepper_engine::config::memory;
+
+use futures::future::BoxFuture;
+use stepper_engine::catalogue::ModelInfo;
+use stepper_engine::config::layers::{self, AgentDef, Layer, Layers};
+use stepper_engine::config::{extensions, memory};
+use stepper_engine::orchestrator::{
+    AgentHost, AgentKind, AgentRun, LayerContext, Orchestrator, context_key,
+};
+use stepper_engine::tool::Tool;
+use stepper_engine::{LlmProvider, TurnOutcome};
 
 use super::extensions::{SkillTool, invoke, render};
 use super::hooks::{HookRunner, HookSet, SessionHooks};
@@ -24,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
 use super::approvals::SessionGate;
-use super::context::{ContextError, context_rows, history};
+use super::context::{ContextError, MAIN_LAYER, context_rows, history};
 use super::env::{login_env, tool_env};
 use super::log::{EventLog, LogError};
 use super::session::{LiveSession, QueuedInput};
@@ -50,7 +60,6 @@ const MAX_TOKENS: u32 = 32_000;
 /// What a turn runs with.
 struct Prepared {
     resolved: Resolved,
-    model_ref: ModelRef,
     settings: Arc<Settings>,
     /// What the tools run with: the login environment overlaid with the session's, less
     /// the provider keys (see `tool_env`).
@@ -58,6 +67,8 @@ struct Prepared {
     /// Every credential the daemon knows of, taken out of tool output.
     secrets: Vec<String>,
     cwd: PathBuf,
+    /// The environment providers of other layers' models are resolved with.
+    effective: Env,
 }
 
 impl LiveSession {
@@ -96,7 +107,7 @@ impl LiveSession {
         // The history read below is complete without a flush: each turn's end (with its
         // context) is committed before the next turn starts, and the other context writes
         // go to the store directly.
-        let history = history(&deps.store, &self.id).await;
+        let stored = history(&deps.store, &self.id, MAIN_LAYER).await;
         // A custom command or a skill the user typed: its model, if it names one, runs it.
         let folder = self.state().cwd.clone();
         let ext = deps
@@ -117,26 +128,24 @@ impl LiveSession {
         self.log.append(Some(turn), started).await?;
 
         let consulted = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let prepared = match history {
+        let prepared = match stored {
             Ok(messages) => self.prepare(model, env, deps).await.map(|p| (p, messages)),
             Err(e) => Err(TurnError::from(e)),
         };
         let said = Mutex::new(input.text.clone());
-        let (status, error, transcript) =
+        let (status, error, contexts) =
             match prepared {
                 Err(e) => (TurnStatus::Failed, Some(e.to_string()), Vec::new()),
-                Ok((prepared, mut messages)) => {
+                Ok((prepared, messages)) => {
                     let Prepared {
                         resolved,
-                        model_ref,
                         settings,
                         env,
+                        effective,
                         secrets,
                         cwd,
+                        ..
                     } = prepared;
-                    messages.push(ChatMessage::user(input.text.clone()));
-                    let mut request = ChatRequest::new(model_ref.model, messages);
-                    request.max_tokens = resolved.info.max_output().min(MAX_TOKENS);
                     let home = env.get("HOME").map(PathBuf::from);
                     let memory =
                         instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir())
@@ -167,6 +176,25 @@ impl LiveSession {
                     notices.extend(ext.problems.iter().map(|p| {
                         format!("{p} — this command or skill is left out until it is fixed")
                     }));
+                    // How the turn runs: the layers of stepper.md, the subagents of the
+                    // project and the user. A broken stepper.md fails the turn at once.
+                    let plan = plan(&cwd, home.as_deref(), deps).await;
+                    notices.extend(plan.agent_problems.iter().map(|p| {
+                        format!("{p} — this subagent definition is left out until it is fixed")
+                    }));
+                    if !plan.problems.is_empty() {
+                        for message in notices {
+                            self.notice_once(turn, message).await;
+                        }
+                        return self
+                            .finish_turn(
+                                turn,
+                                TurnStatus::Failed,
+                                Some(plan.failure()),
+                                vec![said_only(&input.text)],
+                            )
+                            .await;
+                    }
                     // The skills the model may use: named in the system prompt, loaded by a tool.
                     let skills: Vec<_> = ext
                         .skills
@@ -174,15 +202,6 @@ impl LiveSession {
                         .filter(|s| !s.disable_model_invocation)
                         .cloned()
                         .collect();
-                    let skill_tool = (!skills.is_empty()).then_some(SkillTool { skills });
-                    if let Some(tool) = &skill_tool {
-                        // About 1% of the window, at ~4 bytes a token.
-                        let budget = (resolved.info.context_window() as usize / 25).max(2000);
-                        if !system.is_empty() {
-                            system.push_str("\n\n");
-                        }
-                        system.push_str(&tool.listing(budget));
-                    }
                     let blocked = match &hooks {
                         Some(runner) => self.prompt_hooks(runner, turn, &input.text).await,
                         None => Ok(Vec::new()),
@@ -196,12 +215,11 @@ impl LiveSession {
                             return self
                                 .finish_turn(
                                     turn,
-                                    &input.text,
                                     TurnStatus::Failed,
                                     Some(format!(
                                         "a UserPromptSubmit hook blocked this prompt: {reason}"
                                     )),
-                                    Vec::new(),
+                                    vec![said_only(&input.text)],
                                 )
                                 .await;
                         }
@@ -213,16 +231,9 @@ impl LiveSession {
                         system.push_str("# From the user's hooks\n\n");
                         system.push_str(&added.join("\n\n"));
                     }
-                    if !system.is_empty() {
-                        request.system = Some(system);
-                    }
                     for message in notices {
                         self.notice_once(turn, message).await;
                     }
-                    let sink = TurnSink {
-                        log: &self.log,
-                        turn,
-                    };
                     let (mut policy, problems) =
                         Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
                     for problem in problems {
@@ -264,13 +275,14 @@ impl LiveSession {
                         cancel: cancel.clone(),
                         baseline,
                         hooks: hooks.clone(),
+                        agent: None,
                     };
                     let cx = ToolCx {
                         cwd: cwd.clone(),
-                        project_root: cwd,
+                        project_root: cwd.clone(),
                         env,
                         cancel: cancel.clone(),
-                        gate: Arc::new(gate),
+                        gate: Arc::new(gate.clone()),
                         output: Arc::new(NoOutput),
                         sandbox: sandbox.command.map(Arc::new),
                         hint: None,
@@ -289,36 +301,69 @@ impl LiveSession {
                         let _ = baseline_taken.send(true);
                     };
                     let steering = Arc::clone(&self.steering);
-                    let take = Arc::new(move || {
+                    let take: Arc<dyn Fn() -> Vec<String> + Send + Sync> = Arc::new(move || {
                         std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
                     });
-                    let mut tools = deps.tools.clone();
-                    if let Some(tool) = skill_tool {
-                        tools.push(Arc::new(tool));
-                    }
                     let render_cx = cx.clone();
-                    let mut agent = AgentLoop::new(resolved.provider)
-                        .with_redactor(Redactor::new(secrets))
-                        .with_steering(take)
-                        .with_model_info(resolved.info)
-                        .with_tools(tools, cx);
-                    if let Some(runner) = hooks {
-                        agent = agent.with_hooks(Arc::new(SessionHooks { runner }));
+                    let host = Arc::new(TurnHost {
+                        main_model: model.to_string(),
+                        main: (resolved.provider, resolved.info),
+                        providers: deps.providers.clone(),
+                        settings: Arc::clone(&settings),
+                        effective,
+                        cwd: cwd.clone(),
+                        system,
+                        tools: deps.tools.clone(),
+                        skills,
+                        cx,
+                        gate,
+                        hooks,
+                        secrets,
+                        steering: take,
+                        log: self.log.clone(),
+                        turn,
+                        cancel: cancel.clone(),
+                    });
+                    let layered = plan.layers.is_layered();
+                    let layers = if layered {
+                        plan.layers.layers.clone()
+                    } else {
+                        vec![Layer::plain(MAIN_LAYER)]
+                    };
+                    let mut histories = HashMap::new();
+                    histories.insert(MAIN_LAYER.to_string(), messages);
+                    for i in 0..layers.len().saturating_sub(1) {
+                        let key = context_key(&layers, i);
+                        match history(&deps.store, &self.id, &key).await {
+                            Ok(h) => {
+                                histories.insert(key, h);
+                            }
+                            Err(e) => {
+                                return self
+                                    .finish_turn(
+                                        turn,
+                                        TurnStatus::Failed,
+                                        Some(e.to_string()),
+                                        vec![said_only(&input.text)],
+                                    )
+                                    .await;
+                            }
+                        }
                     }
+                    let orchestrator =
+                        Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
                     // A command's `!` lines and `@` files are taken once the gate can answer
                     // (after the baseline), then the model gets the whole.
                     let run = async {
+                        let mut text = input.text.clone();
                         if let Some(invoked) = &invoked {
-                            let text = render(&invoked.body, &deps.tools, &render_cx).await;
-                            if let Some(last) = request.messages.last_mut() {
-                                *last = ChatMessage::user(text.clone());
-                            }
-                            *said.lock().unwrap_or_else(|p| p.into_inner()) = text;
+                            text = render(&invoked.body, &deps.tools, &render_cx).await;
+                            *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
                         }
-                        agent.run(request, cancel, &sink).await
+                        orchestrator.run(&layers, layered, &text, histories).await
                     };
-                    let ((), outcome) = tokio::join!(baseline, run);
-                    (outcome.status, outcome.error, outcome.transcript)
+                    let ((), done) = tokio::join!(baseline, run);
+                    (done.status, done.error, done.contexts)
                 }
             };
         // What the turn's commands left running outside their groups (`setsid cmd &`) ends
@@ -350,8 +395,12 @@ impl LiveSession {
             Err(e) => tracing::error!(session = %self.id, turn, error = %e, "checkpoint failed"),
         }
         let said = said.into_inner().unwrap_or_else(|p| p.into_inner());
-        self.finish_turn(turn, &said, status, error, transcript)
-            .await
+        let contexts = if contexts.is_empty() {
+            vec![said_only(&said)]
+        } else {
+            contexts
+        };
+        self.finish_turn(turn, status, error, contexts).await
     }
 
     /// The context and the end of the turn in one commit: a client that sees
@@ -359,19 +408,16 @@ impl LiveSession {
     async fn finish_turn(
         &self,
         turn: u32,
-        said: &str,
         status: TurnStatus,
         error: Option<String>,
-        transcript: Vec<ChatMessage>,
+        contexts: Vec<LayerContext>,
     ) -> Result<(), LogError> {
-        let mut added = vec![ChatMessage::user(said.to_string())];
-        added.extend(transcript);
+        let rows = contexts
+            .iter()
+            .map(|c| context_rows(turn, &c.key, &c.messages))
+            .collect();
         self.log
-            .append_with_context(
-                Some(turn),
-                AppEvent::TurnFinished { status, error },
-                context_rows(turn, &added),
-            )
+            .append_with_context(Some(turn), AppEvent::TurnFinished { status, error }, rows)
             .await?;
         self.log.flush().await?;
         Ok(())
@@ -511,8 +557,8 @@ impl LiveSession {
         }
         Ok(Prepared {
             resolved,
-            model_ref,
             env: tool_env(&effective, &settings),
+            effective,
             settings,
             secrets,
             cwd,
@@ -567,16 +613,260 @@ pub(super) async fn run_inputs(
     }
 }
 
-struct TurnSink<'a> {
+/// Where one agent's events go: the session's log, tagged with the agent.
+struct AgentSink<'a> {
     log: &'a EventLog,
     turn: u32,
+    agent: Option<String>,
 }
 
-impl EventSink for TurnSink<'_> {
+impl EventSink for AgentSink<'_> {
     async fn emit(&self, event: AppEvent) -> Result<(), SinkError> {
         self.log
-            .append(Some(self.turn), event)
+            .append_in(Some(self.turn), self.agent.clone(), event)
             .await
             .map_err(|e| SinkError(e.to_string()))
+    }
+}
+
+/// The context a turn that never reached the model adds: the user's words.
+fn said_only(text: &str) -> LayerContext {
+    LayerContext {
+        key: MAIN_LAYER.to_string(),
+        messages: vec![ChatMessage::user(text.to_string())],
+    }
+}
+
+/// How a turn in a folder runs: its layers and the subagents it can dispatch.
+struct TurnPlan {
+    layers: Layers,
+    problems: Vec<extensions::Problem>,
+    agents: Vec<AgentDef>,
+    agent_problems: Vec<extensions::Problem>,
+}
+
+impl TurnPlan {
+    /// Why the turn cannot run, with the fix.
+    fn failure(&self) -> String {
+        let path = self
+            .layers
+            .path
+            .as_ref()
+            .map_or_else(|| "stepper.md".to_string(), |p| p.display().to_string());
+        let listed: Vec<String> = self.problems.iter().map(|p| p.to_string()).collect();
+        format!(
+            "{path} has problems, so no layer ran:\n{}\nfix the file (`stepper config \
+             --validate` lists its problems) and send the message again",
+            listed.join("\n")
+        )
+    }
+}
+
+/// The names of the tools a layer may list.
+pub(crate) fn tool_names(tools: &[Arc<dyn Tool>]) -> Vec<String> {
+    let mut names: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
+    names.push("skill".into());
+    names
+}
+
+async fn plan(cwd: &Path, home: Option<&Path>, deps: &HubDeps) -> TurnPlan {
+    let names = tool_names(&deps.tools);
+    let (cwd, home, config_dir) = (
+        cwd.to_path_buf(),
+        home.map(Path::to_path_buf),
+        deps.settings.config_dir().to_path_buf(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let known: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (layers, problems) = layers::load(&cwd, &config_dir, &known);
+        let (agents, agent_problems) = layers::agents(&cwd, &config_dir, home.as_deref(), &known);
+        TurnPlan {
+            layers,
+            problems,
+            agents,
+            agent_problems,
+        }
+    })
+    .await
+    .unwrap_or_else(|_| TurnPlan {
+        layers: Layers::default(),
+        problems: Vec::new(),
+        agents: Vec::new(),
+        agent_problems: Vec::new(),
+    })
+}
+
+/// What every agent loop of one turn is built from: the daemon's side of the orchestrator.
+struct TurnHost {
+    /// The session's model and its provider, resolved for the turn.
+    main_model: String,
+    main: (Arc<dyn LlmProvider>, ModelInfo),
+    providers: stepper_providers::Providers,
+    settings: Arc<Settings>,
+    effective: Env,
+    cwd: PathBuf,
+    /// The instructions every agent gets (memory, hooks' additions).
+    system: String,
+    tools: Vec<Arc<dyn Tool>>,
+    skills: Vec<stepper_engine::config::extensions::Skill>,
+    /// The turn's tool context; each agent gets it with its own gate.
+    cx: ToolCx,
+    gate: SessionGate,
+    hooks: Option<Arc<HookRunner>>,
+    secrets: Vec<String>,
+    steering: Arc<dyn Fn() -> Vec<String> + Send + Sync>,
+    log: EventLog,
+    turn: u32,
+    cancel: CancellationToken,
+}
+
+impl TurnHost {
+    fn provider(&self, model: &str) -> Result<Resolved, String> {
+        if model == self.main_model {
+            return Ok(Resolved {
+                provider: Arc::clone(&self.main.0),
+                info: self.main.1.clone(),
+                secrets: Vec::new(),
+            });
+        }
+        let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
+        let cx = ResolveContext {
+            env: &self.effective,
+            settings: &self.settings,
+            cwd: &self.cwd,
+        };
+        self.providers
+            .resolve(&model_ref, &cx)
+            .map_err(|e| format!("{model}: {e}"))
+    }
+
+    async fn run(&self, run: AgentRun, messages: Vec<ChatMessage>) -> TurnOutcome {
+        let model = self.model_of(run.model.as_deref());
+        let Resolved {
+            provider,
+            info,
+            secrets: more_secrets,
+        } = match self.provider(&model) {
+            Ok(p) => p,
+            Err(error) => return TurnOutcome::failed(error),
+        };
+        let allowed = |name: &str| {
+            run.tools
+                .as_ref()
+                .is_none_or(|tools| tools.iter().any(|t| t == name))
+                && !run.disallowed.iter().any(|t| t == name)
+        };
+        let mut tools: Vec<Arc<dyn Tool>> = self
+            .tools
+            .iter()
+            .filter(|t| allowed(&t.spec().name))
+            .cloned()
+            .collect();
+        let mut system = self.system.clone();
+        let mut add = |text: &str| {
+            if !text.is_empty() {
+                if !system.is_empty() {
+                    system.push_str("\n\n");
+                }
+                system.push_str(text);
+            }
+        };
+        add(&run.instructions);
+        let skills: Vec<_> = self
+            .skills
+            .iter()
+            .filter(|s| run.skills.as_ref().is_none_or(|l| l.contains(&s.name)))
+            .cloned()
+            .collect();
+        if !skills.is_empty() && allowed("skill") {
+            let tool = SkillTool { skills };
+            // About 1% of the window, at ~4 bytes a token.
+            let budget = (info.context_window() as usize / 25).max(2000);
+            add(&tool.listing(budget));
+            tools.push(Arc::new(tool));
+        }
+        tools.extend(
+            run.extra_tools
+                .iter()
+                .filter(|t| !run.disallowed.contains(&t.spec().name))
+                .cloned(),
+        );
+        let mut request = ChatRequest::new(
+            ModelRef::parse(&model).map_or_else(|_| model.clone(), |m| m.model),
+            messages,
+        );
+        request.max_tokens = info.max_output().min(MAX_TOKENS);
+        if !system.is_empty() {
+            request.system = Some(system);
+        }
+        let mut cx = self.cx.clone();
+        cx.gate = Arc::new(SessionGate {
+            agent: run.id.clone(),
+            ..self.gate.clone()
+        });
+        let mut secrets = self.secrets.clone();
+        secrets.extend(more_secrets);
+        let mut agent = AgentLoop::new(provider)
+            .with_redactor(Redactor::new(secrets))
+            .with_model_info(info)
+            .with_max_steps(
+                run.max_steps
+                    .unwrap_or(stepper_engine::agent::DEFAULT_MAX_STEPS),
+            )
+            .with_base_usage(run.base_usage, run.base_cost)
+            .with_tools(tools, cx);
+        if run.id.is_none() {
+            agent = agent.with_steering(Arc::clone(&self.steering));
+        }
+        let subagent = run.kind != AgentKind::Layer;
+        if let Some(runner) = &self.hooks {
+            if subagent && runner.set.has("SubagentStart") {
+                let _ = runner
+                    .run(
+                        "SubagentStart",
+                        Some(&run.name),
+                        serde_json::json!({
+                            "agent_id": run.id,
+                            "agent_type": run.name,
+                        }),
+                    )
+                    .await;
+            }
+            let stop_event = match (subagent, &run.id) {
+                (true, _) => "SubagentStop",
+                (false, None) => "Stop",
+                // A layer before the last: the turn has not stopped.
+                (false, Some(_)) => "",
+            };
+            agent = agent.with_hooks(Arc::new(SessionHooks {
+                runner: Arc::clone(runner),
+                stop_event,
+            }));
+        }
+        let sink = AgentSink {
+            log: &self.log,
+            turn: self.turn,
+            agent: run.id,
+        };
+        agent.run(request, self.cancel.clone(), &sink).await
+    }
+}
+
+impl AgentHost for TurnHost {
+    fn model_of(&self, model: Option<&str>) -> String {
+        model.unwrap_or(&self.main_model).to_string()
+    }
+
+    fn run_agent(&self, run: AgentRun, messages: Vec<ChatMessage>) -> BoxFuture<'_, TurnOutcome> {
+        Box::pin(self.run(run, messages))
+    }
+
+    fn emit(&self, agent: Option<String>, event: AppEvent) -> BoxFuture<'_, Result<(), SinkError>> {
+        Box::pin(async move {
+            self.log
+                .append_in(Some(self.turn), agent, event)
+                .await
+                .map_err(|e| SinkError(e.to_string()))
+        })
     }
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use jsonrpsee::RpcModule;
-use stepper_engine::config::{Settings, templates, validate};
+use stepper_engine::config::{Settings, layers, templates, validate};
 use stepper_engine::model::DEFAULT_MODEL;
 use stepper_engine::{ModelRef, catalogue};
 use stepper_protocol::methods::*;
@@ -87,6 +87,31 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             message: p.message.clone(),
             hint: None,
         });
+        // So are the layers of stepper.md and the subagent definitions.
+        let names = crate::hub::tool_names(&conn.daemon.hub.deps().tools);
+        let (cwd, config_dir) = (
+            std::path::PathBuf::from(&p.cwd),
+            conn.daemon.places.config_dir.clone(),
+        );
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let (layer_file, layer_problems) = tokio::task::spawn_blocking(move || {
+            let known: Vec<&str> = names.iter().map(String::as_str).collect();
+            let (layers, mut problems) = layers::load(&cwd, &config_dir, &known);
+            problems.extend(layers::agents(&cwd, &config_dir, home.as_deref(), &known).1);
+            (layers.path, problems)
+        })
+        .await
+        .map_err(|e| RpcError::Internal(e.to_string()))?;
+        let broken = broken.chain(layer_problems.into_iter().map(|p| ConfigProblem {
+            file: p.path.display().to_string(),
+            line: u32::try_from(p.line).unwrap_or(u32::MAX),
+            column: 1,
+            severity: "error".into(),
+            message: p.message,
+            hint: None,
+        }));
+        let mut files = files;
+        files.extend(layer_file);
         Ok(ConfigValidateResponse {
             files: files.iter().map(|f| f.display().to_string()).collect(),
             problems: problems

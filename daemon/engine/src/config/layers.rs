@@ -1,0 +1,609 @@
+//! How a turn runs: the layers of `.stepper/stepper.md` and the subagents a model may start.
+//!
+//! `stepper.md` without front matter is the prompt of one agent. Each YAML front matter block
+//! (a `---` line at the top or after a blank line, followed by `key:` lines and a closing
+//! `---`) starts a layer, and the Markdown after it, up to the next block, is that layer's
+//! instructions. Prose before the first block is shared by every layer. The project's file
+//! (at the repository root, else the session's folder) wins over the user's
+//! `<config>/stepper.md`.
+//!
+//! Subagent definitions come from `.stepper/agents/*.md`, `.claude/agents/*.md` (the
+//! project's), `<config>/agents/*.md` and `~/.claude/agents/*.md` (the user's), in Claude
+//! Code's format: `name`, `description`, `tools`, `model`; the body is the prompt.
+
+use std::path::{Path, PathBuf};
+
+use super::extensions::{FrontMatter, Problem, front_matter, markdown_files, read};
+use super::validate::closest;
+use crate::model::ModelRef;
+
+/// Workers a parallel layer runs at once unless it says otherwise.
+pub const DEFAULT_PARALLEL_MAX: usize = 4;
+
+/// The fields a layer's front matter may have.
+pub const FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "model",
+    "tools",
+    "disallowed-tools",
+    "deny",
+    "skills",
+    "parallel",
+    "parallel-max",
+    "max-steps",
+    "dispatch",
+];
+
+/// Tools the orchestrator adds; a layer may name them in `tools:` too.
+pub const ORCHESTRATOR_TOOLS: &[&str] = &["assign_tasks", "dispatch"];
+
+/// One layer of a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layer {
+    pub name: String,
+    pub description: Option<String>,
+    /// `provider/model-id`; the session's model when absent.
+    pub model: Option<String>,
+    /// The tools it may use (stepper's names); every tool when absent.
+    pub tools: Option<Vec<String>>,
+    /// Tools taken away (after `tools`).
+    pub disallowed: Vec<String>,
+    /// The skills it is offered; every skill when absent.
+    pub skills: Option<Vec<String>>,
+    /// Fan the previous layer's task list out to workers.
+    pub parallel: bool,
+    pub parallel_max: usize,
+    pub max_steps: Option<u32>,
+    /// Offer the `dispatch` tool.
+    pub dispatch: bool,
+    /// Its instructions (the Markdown after its front matter).
+    pub instructions: String,
+    /// The line of its opening `---`.
+    pub line: usize,
+}
+
+impl Layer {
+    /// A layer that is the whole turn: every tool, the session's model.
+    pub fn plain(name: &str) -> Layer {
+        Layer {
+            name: name.to_string(),
+            description: None,
+            model: None,
+            tools: None,
+            disallowed: Vec::new(),
+            skills: None,
+            parallel: false,
+            parallel_max: DEFAULT_PARALLEL_MAX,
+            max_steps: None,
+            dispatch: false,
+            instructions: String::new(),
+            line: 1,
+        }
+    }
+
+    /// Whether the layer may use `tool`.
+    pub fn allows(&self, tool: &str) -> bool {
+        let listed = self
+            .tools
+            .as_ref()
+            .is_none_or(|tools| tools.iter().any(|t| t == tool));
+        listed && !self.disallowed.iter().any(|t| t == tool)
+    }
+
+    /// Whether the layer is offered the skill `name`.
+    pub fn offers_skill(&self, name: &str) -> bool {
+        self.skills
+            .as_ref()
+            .is_none_or(|skills| skills.iter().any(|s| s == name))
+    }
+}
+
+/// What `stepper.md` says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layers {
+    /// The file read; none when there is no `stepper.md`.
+    pub path: Option<PathBuf>,
+    /// The prose before the first layer (the whole file without front matter): it goes to
+    /// every layer, as part of the instructions.
+    pub preamble: String,
+    /// The layers in order; empty when the file has no front matter (one plain layer).
+    pub layers: Vec<Layer>,
+}
+
+impl Layers {
+    /// Whether a turn is more than one agent loop.
+    pub fn is_layered(&self) -> bool {
+        !self.layers.is_empty()
+    }
+}
+
+/// The `stepper.md` that applies to `cwd`: the project's (at the repository root, else in
+/// `cwd`), else the user's.
+pub fn locate(cwd: &Path, config_dir: &Path) -> Option<PathBuf> {
+    let root = super::memory::repository_root(cwd);
+    [
+        root.join(".stepper").join("stepper.md"),
+        cwd.join(".stepper").join("stepper.md"),
+        config_dir.join("stepper.md"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// Read and check the `stepper.md` of `cwd`. `known_tools` are the tool names a layer may
+/// list (MCP tools, `mcp__…`, are taken on trust).
+pub fn load(cwd: &Path, config_dir: &Path, known_tools: &[&str]) -> (Layers, Vec<Problem>) {
+    let Some(path) = locate(cwd, config_dir) else {
+        return (Layers::default(), Vec::new());
+    };
+    let mut problems = Vec::new();
+    let Some(text) = read(&path, &mut problems) else {
+        return (
+            Layers {
+                path: Some(path),
+                ..Layers::default()
+            },
+            problems,
+        );
+    };
+    parse(&path, &text, known_tools)
+}
+
+/// Parse `text` (the contents of `path`) into layers.
+pub fn parse(path: &Path, text: &str, known_tools: &[&str]) -> (Layers, Vec<Problem>) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let starts = block_starts(text);
+    let mut problems = Vec::new();
+    let mut problem = |line: usize, message: String| {
+        problems.push(Problem {
+            path: path.to_path_buf(),
+            line,
+            message,
+        });
+    };
+    let preamble_end = starts.first().map_or(text.len(), |(offset, _)| *offset);
+    let mut layers = Layers {
+        path: Some(path.to_path_buf()),
+        preamble: text[..preamble_end].trim().to_string(),
+        layers: Vec::new(),
+    };
+    for (i, &(offset, line)) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).map_or(text.len(), |(o, _)| *o);
+        let segment = &text[offset..end];
+        let fm = match front_matter(segment) {
+            Ok(fm) => fm,
+            Err((at, why)) => {
+                problem(line + at - 1, why);
+                continue;
+            }
+        };
+        let field_line = |key: &str| {
+            segment
+                .lines()
+                .position(|l| {
+                    l.trim_start()
+                        .strip_prefix(key)
+                        .is_some_and(|r| r.trim_start().starts_with(':'))
+                })
+                .map_or(line, |p| line + p)
+        };
+        for key in fm.fields.keys() {
+            if !FIELDS.contains(&key.as_str()) {
+                let hint = closest(key, FIELDS)
+                    .map(|k| format!(" — did you mean `{k}`?"))
+                    .unwrap_or_else(|| format!(" — a layer's fields are {}", FIELDS.join(", ")));
+                problem(
+                    field_line(key),
+                    format!("unknown field `{key}` in a layer{hint}"),
+                );
+            }
+        }
+        let index = layers.layers.len() + 1;
+        let mut layer = Layer::plain(&fm.field("name").unwrap_or_else(|| format!("layer-{index}")));
+        layer.line = line;
+        layer.description = fm.field("description");
+        layer.instructions = fm.body.trim().to_string();
+        if let Some(model) = fm.field("model") {
+            match ModelRef::parse(&model) {
+                Ok(_) => layer.model = Some(model),
+                Err(e) => problem(field_line("model"), e.to_string()),
+            }
+        }
+        let tools = |key: &str, problem: &mut dyn FnMut(usize, String)| {
+            fm.fields.get(key).map(|_| {
+                let names: Vec<String> = fm.list(key).iter().map(|t| tool_name(t)).collect();
+                for name in &names {
+                    if !known(name, known_tools) {
+                        let hint = closest(name, known_tools)
+                            .map(|k| format!("did you mean `{k}`?"))
+                            .unwrap_or_else(|| format!("the tools are {}", known_tools.join(", ")));
+                        problem(
+                            field_line(key),
+                            format!("unknown tool `{name}` in `{key}` — {hint}"),
+                        );
+                    }
+                }
+                names
+            })
+        };
+        layer.tools = tools("tools", &mut problem);
+        layer.disallowed = tools("disallowed-tools", &mut problem).unwrap_or_default();
+        layer
+            .disallowed
+            .extend(tools("deny", &mut problem).unwrap_or_default());
+        layer.skills = fm.fields.get("skills").map(|_| fm.list("skills"));
+        layer.parallel = flag(&fm, "parallel", field_line("parallel"), &mut problem);
+        layer.dispatch = flag(&fm, "dispatch", field_line("dispatch"), &mut problem);
+        if let Some(n) = count(
+            &fm,
+            "parallel-max",
+            field_line("parallel-max"),
+            &mut problem,
+        ) {
+            layer.parallel_max = n as usize;
+        }
+        layer.max_steps = count(&fm, "max-steps", field_line("max-steps"), &mut problem);
+        if layer.parallel && layers.layers.is_empty() {
+            problem(
+                line,
+                format!(
+                    "layer `{}` is parallel but is the first layer: a parallel layer runs the \
+                     tasks the layer before it assigns — put a planning layer first, or drop \
+                     `parallel: true`",
+                    layer.name
+                ),
+            );
+        }
+        if layers.layers.iter().any(|l| l.name == layer.name) {
+            problem(
+                line,
+                format!(
+                    "two layers are named `{}` — each layer keeps its own context under its \
+                     name: rename one",
+                    layer.name
+                ),
+            );
+        }
+        layers.layers.push(layer);
+    }
+    (layers, problems)
+}
+
+fn known(name: &str, known_tools: &[&str]) -> bool {
+    name.starts_with("mcp__") || known_tools.contains(&name) || ORCHESTRATOR_TOOLS.contains(&name)
+}
+
+fn flag(fm: &FrontMatter, key: &str, line: usize, problem: &mut dyn FnMut(usize, String)) -> bool {
+    match fm.field(key).as_deref() {
+        None | Some("false" | "no") => false,
+        Some("true" | "yes") => true,
+        Some(other) => {
+            problem(
+                line,
+                format!("`{key}: {other}` — write `{key}: true` or `false`"),
+            );
+            false
+        }
+    }
+}
+
+fn count(
+    fm: &FrontMatter,
+    key: &str,
+    line: usize,
+    problem: &mut dyn FnMut(usize, String),
+) -> Option<u32> {
+    let value = fm.field(key)?;
+    match value.parse::<u32>() {
+        Ok(n) if n >= 1 => Some(n),
+        _ => {
+            problem(
+                line,
+                format!("`{key}: {value}` — write a whole number of at least 1"),
+            );
+            None
+        }
+    }
+}
+
+/// Byte offsets and line numbers of the `---` lines that open a layer: at the top or after
+/// a blank line, followed by a `key:` line (or the closing `---`), outside code fences and
+/// HTML comments — a `---` rule in prose stays prose.
+fn block_starts(text: &str) -> Vec<(usize, usize)> {
+    let lines: Vec<(usize, &str)> = text
+        .split_inclusive('\n')
+        .scan(0, |offset, line| {
+            let at = *offset;
+            *offset += line.len();
+            Some((at, line))
+        })
+        .collect();
+    let mut starts = Vec::new();
+    let mut fence = false;
+    let mut comment = false;
+    let mut after_blank = true;
+    let mut i = 0;
+    while i < lines.len() {
+        let (offset, line) = lines[i];
+        let trimmed = line.trim_end();
+        if comment {
+            comment = !trimmed.contains("-->");
+            i += 1;
+            continue;
+        }
+        if trimmed.trim_start().starts_with("```") || trimmed.trim_start().starts_with("~~~") {
+            fence = !fence;
+        } else if !fence && trimmed.contains("<!--") {
+            let rest = &trimmed[trimmed.find("<!--").map_or(0, |p| p + 4)..];
+            comment = !rest.contains("-->");
+        } else if !fence && trimmed == "---" && after_blank && opens_block(&lines[i + 1..]) {
+            starts.push((offset, i + 1));
+            // Skip to the closing `---`: the block's lines are not prose.
+            i += 1;
+            while i < lines.len() && lines[i].1.trim_end() != "---" {
+                i += 1;
+            }
+            after_blank = false;
+            i += 1;
+            continue;
+        }
+        after_blank = trimmed.trim().is_empty();
+        i += 1;
+    }
+    starts
+}
+
+fn opens_block(rest: &[(usize, &str)]) -> bool {
+    let Some((_, next)) = rest.iter().find(|(_, l)| !l.trim().is_empty()) else {
+        return false;
+    };
+    let next = next.trim_end();
+    if next == "---" {
+        return true;
+    }
+    next.split_once(':').is_some_and(|(key, _)| {
+        !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    })
+}
+
+/// A tool name as stepper spells it: Claude Code's names (`Read`, `Bash(git:*)`,
+/// `WebFetch`, `Task`) are taken too.
+pub fn tool_name(name: &str) -> String {
+    let name = name.trim();
+    let name = name.split_once('(').map_or(name, |(n, _)| n).trim();
+    match name {
+        "Bash" => "bash",
+        "Read" => "read",
+        "Write" => "write",
+        "Edit" => "edit",
+        "MultiEdit" => "multi_edit",
+        "Glob" => "glob",
+        "Grep" => "grep",
+        "LS" => "ls",
+        "WebFetch" => "web_fetch",
+        "TodoWrite" => "todo_write",
+        "Skill" => "skill",
+        "Task" => "dispatch",
+        other => other,
+    }
+    .to_string()
+}
+
+/// A named subagent the `dispatch` tool can start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentDef {
+    pub name: String,
+    pub description: String,
+    /// `provider/model-id`; the dispatching layer's model when absent.
+    pub model: Option<String>,
+    /// Its tools (stepper's names); the dispatching layer's when absent.
+    pub tools: Option<Vec<String>>,
+    pub instructions: String,
+    pub path: PathBuf,
+}
+
+/// Claude Code's model aliases in agent files.
+fn agent_model(model: &str) -> Option<String> {
+    match model {
+        "inherit" | "" => None,
+        "sonnet" => Some("anthropic/claude-sonnet-4-5".into()),
+        "opus" => Some("anthropic/claude-opus-4-1".into()),
+        "haiku" => Some("anthropic/claude-haiku-4-5".into()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The subagent definitions for a session in `cwd`; the first of a name wins.
+pub fn agents(
+    cwd: &Path,
+    config_dir: &Path,
+    home: Option<&Path>,
+    known_tools: &[&str],
+) -> (Vec<AgentDef>, Vec<Problem>) {
+    let mut defs: Vec<AgentDef> = Vec::new();
+    let mut problems = Vec::new();
+    let mut roots = vec![
+        cwd.join(".stepper").join("agents"),
+        cwd.join(".claude").join("agents"),
+        config_dir.join("agents"),
+    ];
+    if let Some(home) = home {
+        roots.push(home.join(".claude").join("agents"));
+    }
+    for root in roots {
+        let mut files = Vec::new();
+        markdown_files(&root, &root, 0, &mut files);
+        files.sort();
+        for (path, file_name) in files {
+            let Some(text) = read(&path, &mut problems) else {
+                continue;
+            };
+            let fm = match front_matter(&text) {
+                Ok(fm) => fm,
+                Err((line, message)) => {
+                    problems.push(Problem {
+                        path,
+                        line,
+                        message,
+                    });
+                    continue;
+                }
+            };
+            let name = fm.field("name").unwrap_or(file_name);
+            if defs.iter().any(|d| d.name == name) {
+                continue;
+            }
+            let model = fm.field("model").and_then(|m| agent_model(&m));
+            if let Some(m) = &model
+                && let Err(e) = ModelRef::parse(m)
+            {
+                problems.push(Problem {
+                    path,
+                    line: 1,
+                    message: e.to_string(),
+                });
+                continue;
+            }
+            let tools = fm.fields.get("tools").map(|_| {
+                fm.list("tools")
+                    .iter()
+                    .map(|t| tool_name(t))
+                    // No recursion: a subagent never dispatches.
+                    .filter(|t| t != "dispatch")
+                    .collect::<Vec<_>>()
+            });
+            for t in tools.iter().flatten() {
+                if !known(t, known_tools) {
+                    problems.push(Problem {
+                        path: path.clone(),
+                        line: 1,
+                        message: format!("unknown tool `{t}` in `tools` — it is left out"),
+                    });
+                }
+            }
+            defs.push(AgentDef {
+                description: fm.field("description").unwrap_or_default(),
+                name,
+                model,
+                tools: tools.map(|t| t.into_iter().filter(|t| known(t, known_tools)).collect()),
+                instructions: fm.body.trim().to_string(),
+                path,
+            });
+        }
+    }
+    (defs, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOOLS: &[&str] = &["bash", "read", "grep", "glob", "edit", "write"];
+
+    fn parsed(text: &str) -> (Layers, Vec<String>) {
+        let (layers, problems) = parse(Path::new("stepper.md"), text, TOOLS);
+        (layers, problems.iter().map(|p| p.to_string()).collect())
+    }
+
+    #[test]
+    fn no_front_matter_is_one_plain_layer() {
+        let (layers, problems) = parsed("# Project\n\nBuild with make.\n\n---\n\nMore prose.\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(!layers.is_layered());
+        assert!(layers.preamble.contains("More prose."));
+    }
+
+    #[test]
+    fn blocks_start_layers_and_bodies_are_instructions() {
+        let text = "Shared words.\n\n---\nname: plan\nmodel: anthropic/claude-opus-4-1\ntools: [read, Grep]\nmax-steps: 5\n---\nWrite a plan.\n\n---\nname: code\nparallel: true\nparallel-max: 2\ndisallowed-tools: [bash]\n---\nDo one task.\n\n```\n---\nname: fenced\n---\n```\n";
+        let (layers, problems) = parsed(text);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(layers.preamble, "Shared words.");
+        let [plan, code] = &layers.layers[..] else {
+            panic!("{layers:?}")
+        };
+        assert_eq!(plan.name, "plan");
+        assert_eq!(plan.line, 3);
+        assert_eq!(plan.model.as_deref(), Some("anthropic/claude-opus-4-1"));
+        assert_eq!(plan.tools, Some(vec!["read".into(), "grep".into()]));
+        assert_eq!(plan.max_steps, Some(5));
+        assert_eq!(plan.instructions, "Write a plan.");
+        assert!(plan.allows("read") && !plan.allows("bash"));
+        assert!(code.parallel);
+        assert_eq!(code.parallel_max, 2);
+        assert!(!code.allows("bash") && code.allows("edit"));
+        assert!(code.instructions.contains("name: fenced"));
+    }
+
+    #[test]
+    fn the_scaffolds_commented_example_is_not_a_layer() {
+        let (layers, problems) = parsed(super::super::templates::STEPPER_MD);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(!layers.is_layered());
+    }
+
+    #[test]
+    fn problems_point_at_their_line() {
+        let text = "---\nname: a\nparallel: true\nmodle: x\ntools: [read, shell]\n---\nA.\n\n---\nname: a\nmodel: bad model\nparallel-max: 0\ndispatch: maybe\n---\nB.\n";
+        let (_, problems) = parsed(text);
+        let joined = problems.join("\n");
+        assert!(
+            joined.contains("stepper.md:1: layer `a` is parallel but is the first"),
+            "{joined}"
+        );
+        assert!(
+            joined
+                .contains("stepper.md:4: unknown field `modle` in a layer — did you mean `model`?"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("stepper.md:5: unknown tool `shell`"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("stepper.md:9: two layers are named `a`"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("stepper.md:11: \"bad model\" is not a model reference"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("stepper.md:12: `parallel-max: 0`"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("stepper.md:13: `dispatch: maybe`"),
+            "{joined}"
+        );
+    }
+
+    #[test]
+    fn an_unclosed_block_is_a_problem_not_a_panic() {
+        let (_, problems) = parsed("---\nname: a\nmodel: x/y\n");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+    }
+
+    #[test]
+    fn agents_in_claude_codes_format() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".claude").join("agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("reviewer.md"),
+            "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep, Task, Frob\nmodel: haiku\n---\nReview it.\n",
+        )
+        .unwrap();
+        let (defs, problems) = agents(tmp.path(), &tmp.path().join("cfg"), None, TOOLS);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let [def] = &defs[..] else { panic!("{defs:?}") };
+        assert_eq!(def.name, "reviewer");
+        assert_eq!(def.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
+        assert_eq!(def.tools, Some(vec!["read".into(), "grep".into()]));
+        assert_eq!(def.instructions, "Review it.");
+    }
+}
