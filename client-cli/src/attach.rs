@@ -530,6 +530,25 @@ async fn perform(
                 Err(e) => Err(e),
             }
         }
+        Action::Command { name, args } if name == "compact" => client
+            .call::<SessionCompact>(SessionCompactParams {
+                session_id,
+                instructions: (!args.is_empty()).then_some(args),
+            })
+            .await
+            .map(drop),
+        Action::Command { name, .. } if name == "context" => {
+            match client
+                .call::<SessionContext>(SessionParams { session_id })
+                .await
+            {
+                Ok(context) => {
+                    let _ = core.send(CoreEvent::Info(context_summary(&context))).await;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        }
         Action::Command { name, args } => {
             // A custom command or a skill: the daemon expands it, as it does for `ask`.
             let known = client
@@ -562,6 +581,36 @@ async fn perform(
         Action::Detach => Ok(()),
     };
     result.err().map(|e| e.to_string())
+}
+
+/// What `/context` shows: the window split by what fills it.
+fn context_summary(c: &stepper_protocol::methods::SessionContextResponse) -> String {
+    let share = |n: u64| {
+        if c.window == 0 {
+            String::new()
+        } else {
+            format!(" ({:.0}%)", n as f64 * 100.0 / c.window as f64)
+        }
+    };
+    let used = c.window.saturating_sub(c.free);
+    let mut out = format!(
+        "context of {}: {used} of {} tokens used{}, compacted at {}",
+        c.model,
+        c.window,
+        share(used),
+        c.compact_at
+    );
+    for (name, n) in [
+        ("system", c.system),
+        ("tools", c.tools),
+        ("memory", c.memory),
+        ("messages", c.messages),
+        ("free", c.free),
+    ] {
+        out.push_str(&format!("\n  {name:<9}{n:>9}{}", share(n)));
+    }
+    out.push_str("\n(estimated at 4 bytes a token; /compact makes room)");
+    out
 }
 
 /// What `/memory` shows: each file the instructions come from, then what went wrong.

@@ -46,8 +46,13 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "/context",
-        help: "how full the model's context window is",
+        help: "how full the model's context window is, by part",
         takes_args: false,
+    },
+    CommandSpec {
+        name: "/compact",
+        help: "compact the conversation now: /compact [what to keep]",
+        takes_args: true,
     },
     CommandSpec {
         name: "/fork",
@@ -87,8 +92,6 @@ pub(crate) enum Parsed {
     Help,
     /// Show the session's tokens and cost (the TUI knows them).
     Cost,
-    /// Show how full the context window is.
-    Context,
     /// The command was misused: say how to use it.
     Usage(String),
 }
@@ -121,7 +124,6 @@ pub(crate) fn parse(line: &str) -> Parsed {
     match name {
         "/help" => Parsed::Help,
         "/cost" => Parsed::Cost,
-        "/context" => Parsed::Context,
         "/detach" | "/quit" | "/exit" => Parsed::Action(Action::Detach),
         "/continue" => Parsed::Action(Action::Submit {
             text: CONTINUE_TEXT.to_string(),

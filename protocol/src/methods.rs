@@ -116,6 +116,12 @@ method_table! {
         SessionClients = "session/clients" (SessionParams) -> SessionClientsResponse;
         /// The instructions the session's next turn is given, and the files they come from.
         SessionMemory = "session/memory" (SessionParams) -> SessionMemoryResponse;
+        /// Compact the session's conversation now: queued like an input (`/compact
+        /// [instructions]`), so it runs after the turns before it.
+        SessionCompact = "session/compact" (SessionCompactParams) -> SessionSubmitResponse;
+        /// How full the session's context window is: what its next model call would send,
+        /// by part, in estimated tokens.
+        SessionContext = "session/context" (SessionParams) -> SessionContextResponse;
         /// Add to the running turn: the text reaches the model at its next call. With no turn
         /// running it is queued like `session/submit`.
         SessionSteer = "session/steer" (SessionSubmitParams) -> SessionSubmitResponse;
@@ -775,6 +781,36 @@ pub struct SessionExportResponse {
     /// Present when there are more: pass it back as `afterSeq`.
     #[serde(default)]
     pub next_after_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCompactParams {
+    pub session_id: SessionId,
+    /// What the summary should keep, in the user's words.
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+/// The context window split by what fills it (tokens, estimated at about 4 bytes each).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionContextResponse {
+    pub model: String,
+    /// The model's context window.
+    pub window: u64,
+    /// The system prompt besides the instructions (the skills' listing, stepper's own).
+    pub system: u64,
+    /// The tools' definitions.
+    pub tools: u64,
+    /// The instructions: `stepper.md`, `AGENTS.md`, `CLAUDE.md` and their imports.
+    pub memory: u64,
+    /// The conversation (after its last compaction).
+    pub messages: u64,
+    /// What is left of the window.
+    pub free: u64,
+    /// The size at which the context is compacted before a model call.
+    pub compact_at: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

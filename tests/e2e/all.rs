@@ -7,6 +7,7 @@ mod acp;
 mod ask;
 mod attach;
 mod boundaries;
+mod compaction;
 mod config;
 mod conformance;
 mod crash;

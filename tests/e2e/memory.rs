@@ -171,10 +171,10 @@ fn slash_memory_in_the_tui_lists_where_the_instructions_come_from() {
     pane.wait_for_history("the instructions' files", |s| {
         s.contains("AGENTS.md (agents, 6 bytes)")
     });
-    // The other built-ins a TUI runs itself.
+    // The other built-ins: the TUI's own, and the daemon's window split.
     for (command, shown) in [
         ("/cost", "this session: 0 input"),
-        ("/context", "context:"),
+        ("/context", "context of anthropic/claude-sonnet-4-5: "),
         ("/init", "wrote"),
     ] {
         pane.type_text(command);

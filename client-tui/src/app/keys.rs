@@ -236,21 +236,6 @@ impl App {
                     self.push(Cell::note("ℹ", line, theme::dim()));
                     Vec::new()
                 }
-                Parsed::Context => {
-                    let line = match (self.context_tokens, self.context_window) {
-                        (Some(used), Some(window)) if window > 0 => format!(
-                            "context: {used} of {window} tokens ({:.0}%), {} free",
-                            used as f64 * 100.0 / window as f64,
-                            window.saturating_sub(used)
-                        ),
-                        (None, Some(window)) => {
-                            format!("context: nothing sent yet; the window is {window} tokens")
-                        }
-                        _ => "context: the model's window is not known".to_string(),
-                    };
-                    self.push(Cell::note("ℹ", line, theme::dim()));
-                    Vec::new()
-                }
             };
         }
         if self.running && !queue {

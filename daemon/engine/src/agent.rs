@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::accumulator::MessageAccumulator;
 use crate::catalogue::ModelInfo;
+use crate::compaction::{CompactionPlan, can_compact, compact, estimate};
 use crate::hooks::{BeforeTool, TurnHooks};
 use crate::provider::{
     ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
@@ -54,8 +55,10 @@ pub struct TurnOutcome {
     /// The whole assistant message (reasoning, text, tool calls), for the context.
     pub message: Option<ChatMessage>,
     /// Everything the turn added after the user's input — assistant messages and tool
-    /// results, as the model saw them — for the stored context.
+    /// results, as the model saw them — for the stored context. After a compaction it is
+    /// the whole context instead (`compacted`), to replace what was stored.
     pub transcript: Vec<ChatMessage>,
+    pub compacted: bool,
 }
 
 impl TurnOutcome {
@@ -69,6 +72,7 @@ impl TurnOutcome {
             error: Some(error),
             message: None,
             transcript: Vec::new(),
+            compacted: false,
         }
     }
 }
@@ -90,6 +94,8 @@ pub struct AgentLoop {
     /// turn's total, the outcome this loop's own.
     base_usage: Usage,
     base_cost: Option<f64>,
+    /// When the context is compacted before a model call.
+    compaction: Option<CompactionPlan>,
 }
 
 /// How many times `Stop` hooks may keep one turn going.
@@ -111,7 +117,14 @@ impl AgentLoop {
             hooks: None,
             base_usage: Usage::default(),
             base_cost: None,
+            compaction: None,
         }
+    }
+
+    /// Compact the context before a model call once it passes `plan`'s limit.
+    pub fn with_compaction(mut self, plan: CompactionPlan) -> AgentLoop {
+        self.compaction = Some(plan);
+        self
     }
 
     /// Count `usage` (costing `cost`) of the turn's earlier agents in its `UsageUpdated`.
@@ -287,14 +300,20 @@ impl AgentLoop {
         if self.tool_cx.is_some() {
             request.tools = self.tools.iter().map(|t| t.spec()).collect();
         }
-        let start = request.messages.len();
+        // Where what the turn adds begins; 0 once a compaction replaced the context.
+        let start = std::sync::atomic::AtomicUsize::new(request.messages.len());
         let mut usage = Usage::default();
         let mut text = String::new();
         let mut last_message = None;
         let mut stop_blocks = 0;
+        // The size the context was compacted to, when it was.
+        let mut compacted_to: Option<u64> = None;
         // What the turn adds to the context: assistant messages and tool results, in order.
         let transcript = |messages: &[ChatMessage], end: Option<ChatMessage>| {
-            let mut t: Vec<ChatMessage> = messages[start..].to_vec();
+            let mut t: Vec<ChatMessage> = messages[start
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .min(messages.len())..]
+                .to_vec();
             if let Some(m) = end.and_then(without_unanswered_calls) {
                 t.push(m);
             }
@@ -302,11 +321,10 @@ impl AgentLoop {
         };
         for _ in 0..self.max_steps {
             // Steering joins after a model call, never before the turn's first.
-            if let Some(take) = self
-                .steering
-                .as_ref()
-                .filter(|_| request.messages.len() > start)
-            {
+            if let Some(take) = self.steering.as_ref().filter(|_| {
+                request.messages.len() > start.load(std::sync::atomic::Ordering::Relaxed)
+                    || compacted_to.is_some()
+            }) {
                 let steered = take();
                 if !steered.is_empty() {
                     let parts = steered.into_iter().map(|text| ContentPart::Text { text });
@@ -317,6 +335,26 @@ impl AgentLoop {
                             role: Role::User,
                             content: parts.collect(),
                         }),
+                    }
+                }
+            }
+            if let Some(plan) = &self.compaction {
+                let size = estimate(&request);
+                let grown = compacted_to.is_none_or(|after| size > after + plan.window / 10);
+                if size > plan.limit() && grown && can_compact(&request.messages) {
+                    match self.compact_now(&mut request, plan, &cancel, sink).await {
+                        Ok(after) => {
+                            compacted_to = Some(after);
+                            start.store(0, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            let t = transcript(&request.messages, None);
+                            let mut out = TurnOutcome::failed(e.to_string());
+                            out.usage = usage;
+                            out.transcript = t;
+                            out.compacted = compacted_to.is_some();
+                            return out;
+                        }
                     }
                 }
             }
@@ -333,6 +371,7 @@ impl AgentLoop {
                         error,
                         message,
                         transcript,
+                        compacted: compacted_to.is_some(),
                     }
                 };
             if call.status != TurnStatus::Completed {
@@ -418,7 +457,55 @@ impl AgentLoop {
             error: None,
             message: last_message,
             transcript: transcript(&request.messages, None),
+            compacted: compacted_to.is_some(),
         }
+    }
+
+    /// Compact `request`'s context now (its size passed the plan's limit); returns its size
+    /// after. Compaction that fails leaves the context as pruning made it.
+    async fn compact_now(
+        &self,
+        request: &mut ChatRequest,
+        plan: &CompactionPlan,
+        cancel: &CancellationToken,
+        sink: &impl EventSink,
+    ) -> Result<u64, SinkError> {
+        let before_tokens = estimate(request);
+        sink.emit(AppEvent::CompactionStarted {
+            before_tokens,
+            manual: false,
+        })
+        .await?;
+        if let Some(hooks) = &self.hooks {
+            hooks.compacting("auto", None, false).await;
+        }
+        let (provider, model) = plan
+            .summarizer
+            .clone()
+            .unwrap_or_else(|| (Arc::clone(&self.provider), request.model.clone()));
+        let done = compact(
+            request,
+            provider.as_ref(),
+            &model,
+            plan.limit() * 3 / 4,
+            false,
+            None,
+            cancel,
+        )
+        .await;
+        request.messages = done.messages;
+        sink.emit(AppEvent::CompactionFinished {
+            before_tokens: done.before,
+            after_tokens: done.after,
+            pruned: done.pruned,
+            summarized: done.summarized,
+            error: done.error,
+        })
+        .await?;
+        if let Some(hooks) = &self.hooks {
+            hooks.compacting("auto", None, true).await;
+        }
+        Ok(done.after)
     }
 
     /// Run the calls of one assistant message. Consecutive read-only calls run together;

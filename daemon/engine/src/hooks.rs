@@ -101,4 +101,16 @@ pub trait TurnHooks: Send + Sync {
     /// words. `active`: a hook already kept it going once in this turn.
     fn before_stop<'a>(&'a self, active: bool, last_text: &'a str)
     -> BoxFuture<'a, Option<String>>;
+
+    /// The context is being compacted (`done`: it was): `trigger` is `auto` or `manual`,
+    /// `instructions` what the user asked the summary to keep (`PreCompact`, `PostCompact`).
+    fn compacting<'a>(
+        &'a self,
+        trigger: &'a str,
+        instructions: Option<&'a str>,
+        done: bool,
+    ) -> BoxFuture<'a, ()> {
+        let _ = (trigger, instructions, done);
+        Box::pin(async {})
+    }
 }

@@ -7,6 +7,7 @@
 pub mod accumulator;
 pub mod agent;
 pub mod catalogue;
+pub mod compaction;
 pub mod config;
 pub mod gate;
 pub mod hooks;

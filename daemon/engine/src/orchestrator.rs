@@ -91,6 +91,8 @@ pub struct LayerContext {
     /// [`MAIN`] for the answering layer, `layer:<name>` for the others.
     pub key: String,
     pub messages: Vec<ChatMessage>,
+    /// The messages are the whole context (it was compacted), not an addition to it.
+    pub replace: bool,
 }
 
 /// How a turn's layers ended.
@@ -206,11 +208,17 @@ impl Orchestrator {
                 messages.push(ChatMessage::user(text_in.clone()));
                 let outcome = self.host.run_agent(run, messages).await;
                 tasks = assigned.lock().unwrap_or_else(|p| p.into_inner()).take();
-                let mut added = vec![ChatMessage::user(text_in.clone())];
-                added.extend(outcome.transcript.iter().cloned());
+                let added = if outcome.compacted {
+                    outcome.transcript.clone()
+                } else {
+                    let mut added = vec![ChatMessage::user(text_in.clone())];
+                    added.extend(outcome.transcript.iter().cloned());
+                    added
+                };
                 done.contexts.push(LayerContext {
                     key: key.clone(),
                     messages: added,
+                    replace: outcome.compacted,
                 });
                 (Step::from(outcome), 0)
             };
@@ -234,6 +242,7 @@ impl Orchestrator {
                 done.contexts.push(LayerContext {
                     key,
                     messages: added,
+                    replace: false,
                 });
             }
             if (layered && (id.is_some() || fan_out)) || had_subagents {

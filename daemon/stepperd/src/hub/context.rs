@@ -20,14 +20,29 @@ pub enum ContextError {
     Unreadable(serde_json::Error),
 }
 
-/// A turn's messages as the rows of a layer's stored context.
-pub(crate) fn context_rows(turn: u32, layer: &str, messages: &[ChatMessage]) -> ContextRows {
+/// The row that starts a compacted context: what comes before it is no longer read (it
+/// stays, so a rewind to before the compaction finds the turns it replaced).
+pub(crate) const COMPACTED: &str = r#"{"compacted":true}"#;
+
+/// A turn's messages as the rows of a layer's stored context; `replace`: they are the whole
+/// context from now on (a compaction), not an addition to it.
+pub(crate) fn context_rows(
+    turn: u32,
+    layer: &str,
+    messages: &[ChatMessage],
+    replace: bool,
+) -> ContextRows {
+    let marker = replace.then(|| COMPACTED.to_string());
     ContextRows {
         layer: layer.to_string(),
         turn,
-        messages: messages
-            .iter()
-            .filter_map(|m| serde_json::to_string(m).ok())
+        messages: marker
+            .into_iter()
+            .chain(
+                messages
+                    .iter()
+                    .filter_map(|m| serde_json::to_string(m).ok()),
+            )
             .collect(),
     }
 }
@@ -58,9 +73,13 @@ pub(crate) async fn history(
     session_id: &str,
     layer: &str,
 ) -> Result<Vec<ChatMessage>, ContextError> {
-    store
-        .context(session_id, layer)
-        .await?
+    let rows = store.context(session_id, layer).await?;
+    // Only what follows the last compaction counts.
+    let from = rows
+        .iter()
+        .rposition(|r| r == COMPACTED)
+        .map_or(0, |i| i + 1);
+    rows[from..]
         .iter()
         .map(|json| serde_json::from_str::<ChatMessage>(json).map_err(ContextError::Unreadable))
         .collect()

@@ -575,6 +575,24 @@ impl TurnHooks for SessionHooks {
         })
     }
 
+    fn compacting<'a>(
+        &'a self,
+        trigger: &'a str,
+        instructions: Option<&'a str>,
+        done: bool,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let event = if done { "PostCompact" } else { "PreCompact" };
+            if self.runner.set.has(event) {
+                let input = json!({
+                    "trigger": trigger,
+                    "custom_instructions": instructions.unwrap_or(""),
+                });
+                self.runner.run(event, Some(trigger), input).await;
+            }
+        })
+    }
+
     fn before_stop<'a>(
         &'a self,
         active: bool,

@@ -42,7 +42,7 @@ pub use log::{EventLog, LogError, Published};
 pub use replay::{Deliveries, Delivery};
 pub use session::LiveSession;
 pub use settings::{SettingsCache, SettingsError};
-pub(crate) use turn::instructions;
+pub(crate) use turn::{context_window, instructions};
 
 /// The longest title a session keeps, in characters; a longer one is cut.
 pub const MAX_TITLE_CHARS: usize = 200;

@@ -279,6 +279,9 @@ impl LiveSession {
                 range: format!("this session has turns 1 to {last}"),
             });
         }
+        // What the last turn queued (its end and its context) is committed before anything
+        // is taken back.
+        self.log.flush().await?;
         let mut restored = 0;
         if files {
             restored =

@@ -8,8 +8,10 @@ use std::sync::{Arc, Mutex, Weak};
 
 use futures::future::BoxFuture;
 use stepper_engine::catalogue::ModelInfo;
+use stepper_engine::compaction::{CompactionPlan, DEFAULT_THRESHOLD};
 use stepper_engine::config::layers::{self, AgentDef, Layer, Layers};
 use stepper_engine::config::{extensions, memory};
+use stepper_engine::hooks::TurnHooks;
 use stepper_engine::orchestrator::{
     AgentHost, AgentKind, AgentRun, LayerContext, Orchestrator, context_key,
 };
@@ -166,6 +168,23 @@ impl LiveSession {
                             cancel: cancel.clone(),
                         })
                     });
+                    // `/compact [what to keep]`: the conversation is compacted now, as a turn
+                    // of its own, so it waits for the turn before it like any input.
+                    if let Some(instructions) = compact_command(&input.text) {
+                        let summarizer = summarizer(&settings, &deps.providers, &effective, &cwd)
+                            .unwrap_or_else(|| {
+                                let id = ModelRef::parse(model)
+                                    .map_or_else(|_| model.to_string(), |m| m.model);
+                                (Arc::clone(&resolved.provider), id)
+                            });
+                        let mut request = ChatRequest::new(summarizer.1.clone(), messages);
+                        if !system.is_empty() {
+                            request.system = Some(system);
+                        }
+                        return self
+                            .compact_turn(turn, request, summarizer.0, instructions, hooks, &cancel)
+                            .await;
+                    }
                     let mut notices = memory.notices;
                     notices.extend(
                         hook_set
@@ -414,11 +433,18 @@ impl LiveSession {
     ) -> Result<(), LogError> {
         let rows = contexts
             .iter()
-            .map(|c| context_rows(turn, &c.key, &c.messages))
+            .map(|c| context_rows(turn, &c.key, &c.messages, c.replace))
             .collect();
         self.log
             .append_with_context(Some(turn), AppEvent::TurnFinished { status, error }, rows)
             .await?;
+        // The turn is over once its end is queued: a client that sees `TurnFinished` may
+        // rewind at once (a rewind flushes the log first, so it comes after this commit).
+        {
+            let mut state = self.state();
+            state.running = None;
+            state.active_policy = None;
+        }
         self.log.flush().await?;
         Ok(())
     }
@@ -634,6 +660,7 @@ fn said_only(text: &str) -> LayerContext {
     LayerContext {
         key: MAIN_LAYER.to_string(),
         messages: vec![ChatMessage::user(text.to_string())],
+        replace: false,
     }
 }
 
@@ -696,6 +723,165 @@ async fn plan(cwd: &Path, home: Option<&Path>, deps: &HubDeps) -> TurnPlan {
     })
 }
 
+/// `session/context`: what the session's next model call would send, by part.
+pub(crate) async fn context_window(
+    hub: &super::Hub,
+    session: &LiveSession,
+    session_id: &str,
+) -> Result<stepper_protocol::methods::SessionContextResponse, super::HubError> {
+    let deps = hub.deps();
+    let cwd = session.cwd();
+    let home = session.env_and_mode().0.get("HOME").map(PathBuf::from);
+    let settings = deps.settings.get(Some(&cwd)).await?;
+    let model = session.model();
+    let info = ModelRef::parse(&model)
+        .map(|m| deps.providers.model_info(&m, &settings))
+        .unwrap_or_default();
+    let memory = instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir()).await;
+    let ext = deps.extensions.get(&cwd, home.as_deref()).await;
+    let skills: Vec<_> = ext
+        .skills
+        .iter()
+        .filter(|s| !s.disable_model_invocation)
+        .cloned()
+        .collect();
+    let mut specs: Vec<_> = deps.tools.iter().map(|t| t.spec()).collect();
+    let mut system = 0;
+    if !skills.is_empty() {
+        let tool = SkillTool { skills };
+        system += tool
+            .listing((info.context_window() as usize / 25).max(2000))
+            .len();
+        specs.push(tool.spec());
+    }
+    // A stored context that cannot be read counts as empty here; the next turn says why.
+    let messages = history(&deps.store, session_id, MAIN_LAYER)
+        .await
+        .map(|m| stepper_engine::compaction::messages_bytes(&m))
+        .unwrap_or(0);
+    let tokens = |bytes: usize| (bytes / 4) as u64;
+    let tools = tokens(serde_json::to_string(&specs).map_or(0, |s| s.len()));
+    let (system, memory, messages) = (tokens(system), tokens(memory.text.len()), tokens(messages));
+    let window = info.context_window();
+    let threshold = settings
+        .compaction
+        .as_ref()
+        .and_then(|c| c.threshold)
+        .unwrap_or(DEFAULT_THRESHOLD);
+    Ok(stepper_protocol::methods::SessionContextResponse {
+        model,
+        window,
+        system,
+        tools,
+        memory,
+        messages,
+        free: window.saturating_sub(system + tools + memory + messages),
+        compact_at: CompactionPlan {
+            threshold,
+            window,
+            summarizer: None,
+        }
+        .limit(),
+    })
+}
+
+/// The instructions of `/compact [instructions]`, when `text` is that command.
+fn compact_command(text: &str) -> Option<&str> {
+    let rest = text.trim().strip_prefix("/compact")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
+/// The summariser settings name (`compaction.model`, or its older name `provider`).
+fn summarizer(
+    settings: &Settings,
+    providers: &stepper_providers::Providers,
+    env: &Env,
+    cwd: &Path,
+) -> Option<(Arc<dyn LlmProvider>, String)> {
+    let compaction = settings.compaction.as_ref()?;
+    let model = compaction.model.as_ref().or(compaction.provider.as_ref())?;
+    let model_ref = ModelRef::parse(model).ok()?;
+    let cx = ResolveContext { env, settings, cwd };
+    let resolved = providers.resolve(&model_ref, &cx).ok()?;
+    Some((resolved.provider, model_ref.model))
+}
+
+impl LiveSession {
+    /// `/compact`: the session's conversation compacted on demand; the stored context is
+    /// the compacted one from now on.
+    async fn compact_turn(
+        &self,
+        turn: u32,
+        request: ChatRequest,
+        provider: Arc<dyn LlmProvider>,
+        instructions: &str,
+        hooks: Option<Arc<HookRunner>>,
+        cancel: &CancellationToken,
+    ) -> Result<(), LogError> {
+        let instructions = (!instructions.is_empty()).then_some(instructions);
+        let before_tokens = stepper_engine::compaction::estimate(&request);
+        self.log
+            .append(
+                Some(turn),
+                AppEvent::CompactionStarted {
+                    before_tokens,
+                    manual: true,
+                },
+            )
+            .await?;
+        let hooks = hooks.map(|runner| SessionHooks {
+            runner,
+            stop_event: "",
+        });
+        if let Some(h) = &hooks {
+            h.compacting("manual", instructions, false).await;
+        }
+        let done = stepper_engine::compaction::compact(
+            &request,
+            provider.as_ref(),
+            &request.model,
+            0,
+            true,
+            instructions,
+            cancel,
+        )
+        .await;
+        let changed = done.pruned > 0 || done.summarized > 0;
+        let status = if done.error.is_some() && !changed {
+            TurnStatus::Failed
+        } else {
+            TurnStatus::Completed
+        };
+        let error = done.error.clone();
+        self.log
+            .append(
+                Some(turn),
+                AppEvent::CompactionFinished {
+                    before_tokens: done.before,
+                    after_tokens: done.after,
+                    pruned: done.pruned,
+                    summarized: done.summarized,
+                    error: done.error,
+                },
+            )
+            .await?;
+        if let Some(h) = &hooks {
+            h.compacting("manual", instructions, true).await;
+        }
+        let contexts = if changed {
+            vec![LayerContext {
+                key: MAIN_LAYER.to_string(),
+                messages: done.messages,
+                replace: true,
+            }]
+        } else {
+            Vec::new()
+        };
+        let error = (status == TurnStatus::Failed).then_some(error).flatten();
+        self.finish_turn(turn, status, error, contexts).await
+    }
+}
+
 /// What every agent loop of one turn is built from: the daemon's side of the orchestrator.
 struct TurnHost {
     /// The session's model and its provider, resolved for the turn.
@@ -738,6 +924,12 @@ impl TurnHost {
         self.providers
             .resolve(&model_ref, &cx)
             .map_err(|e| format!("{model}: {e}"))
+    }
+
+    /// The model settings name for summaries (`compaction.model`), when it is not the
+    /// agent's own.
+    fn summarizer(&self) -> Option<(Arc<dyn LlmProvider>, String)> {
+        summarizer(&self.settings, &self.providers, &self.effective, &self.cwd)
     }
 
     async fn run(&self, run: AgentRun, messages: Vec<ChatMessage>) -> TurnOutcome {
@@ -806,7 +998,18 @@ impl TurnHost {
         });
         let mut secrets = self.secrets.clone();
         secrets.extend(more_secrets);
+        let plan = CompactionPlan {
+            threshold: self
+                .settings
+                .compaction
+                .as_ref()
+                .and_then(|c| c.threshold)
+                .unwrap_or(DEFAULT_THRESHOLD),
+            window: info.context_window(),
+            summarizer: self.summarizer(),
+        };
         let mut agent = AgentLoop::new(provider)
+            .with_compaction(plan)
             .with_redactor(Redactor::new(secrets))
             .with_model_info(info)
             .with_max_steps(

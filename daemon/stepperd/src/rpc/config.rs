@@ -229,7 +229,11 @@ const BUILTINS: &[(&str, &str)] = &[
     ("mode", "permission mode: default, accept-edits, plan, auto"),
     ("memory", "the instructions turns get, and their files"),
     ("cost", "tokens and cost of this session so far"),
-    ("context", "how full the model's context window is"),
+    ("context", "how full the model's context window is, by part"),
+    (
+        "compact",
+        "compact the conversation now: /compact [what to keep]",
+    ),
     ("fork", "continue in a copy of this session: /fork [TURN]"),
     (
         "init",

@@ -104,6 +104,26 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         Ok(SessionSubmitResponse { input_id, seq })
     });
 
+    register::<SessionCompact, _, _>(m, |conn, p| async move {
+        if conn.daemon.shutdown.is_cancelled() {
+            return Err(HubError::ShuttingDown.into());
+        }
+        let text = match p.instructions.as_deref().map(str::trim) {
+            Some(extra) if !extra.is_empty() => format!("/compact {extra}"),
+            _ => "/compact".to_string(),
+        };
+        input_text(&text, "compact")?;
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        let (input_id, seq) = session.submit(text, None, conn.client_label()).await?;
+        Ok(SessionSubmitResponse { input_id, seq })
+    });
+
+    register::<SessionContext, _, _>(m, |conn, p| async move {
+        let hub = &conn.daemon.hub;
+        let session = hub.get(&p.session_id).await?;
+        Ok(crate::hub::context_window(hub, &session, &p.session_id).await?)
+    });
+
     register::<SessionInterrupt, _, _>(m, |conn, p| async move {
         let session = conn.daemon.hub.get(&p.session_id).await?;
         let interrupted = session.interrupt();

@@ -1,0 +1,304 @@
+//! Compaction: a context that reaches a share of the model's window is made smaller before
+//! the next model call. Old tool outputs are pruned first (they are most of a long
+//! session); if that is not enough, the messages before the last [`KEEP`] are replaced by a
+//! summary a model writes, and the last ones are kept verbatim. A summary that fails leaves
+//! the pruned context: compaction never fails a turn.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::accumulator::MessageAccumulator;
+use crate::provider::{ChatMessage, ChatRequest, ContentPart, LlmProvider, Role};
+
+/// Messages kept verbatim at the end of a compacted context.
+pub const KEEP: usize = 6;
+/// The share of the window at which a context is compacted, unless settings say otherwise.
+pub const DEFAULT_THRESHOLD: f64 = 0.70;
+/// A tool output longer than this, before the kept messages, is pruned.
+const PRUNE_OVER: usize = 400;
+/// What of each old message the summariser reads, at most.
+const SUMMARY_INPUT_PER_MESSAGE: usize = 4000;
+/// The longest summary asked for.
+const SUMMARY_TOKENS: u32 = 4096;
+
+/// The first message of a compacted context starts with this.
+pub const SUMMARY_HEADING: &str =
+    "(This conversation was compacted. A summary of what came before:)";
+
+/// When and with what a loop compacts.
+#[derive(Clone)]
+pub struct CompactionPlan {
+    /// The share of `window` that triggers it.
+    pub threshold: f64,
+    /// The model's context window, in tokens.
+    pub window: u64,
+    /// The summariser when it is not the loop's own model: its provider and model id.
+    pub summarizer: Option<(Arc<dyn LlmProvider>, String)>,
+}
+
+impl CompactionPlan {
+    /// The size, in tokens, above which the context is compacted.
+    pub fn limit(&self) -> u64 {
+        (self.window as f64 * self.threshold.clamp(0.05, 1.0)) as u64
+    }
+}
+
+/// What compaction did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compacted {
+    pub messages: Vec<ChatMessage>,
+    pub before: u64,
+    pub after: u64,
+    pub pruned: u32,
+    pub summarized: u32,
+    pub error: Option<String>,
+}
+
+/// The estimated size of a request, in tokens: about 4 bytes of JSON a token.
+pub fn estimate(request: &ChatRequest) -> u64 {
+    let bytes = request.system.as_deref().map_or(0, str::len)
+        + serde_json::to_string(&request.tools).map_or(0, |s| s.len())
+        + messages_bytes(&request.messages);
+    (bytes / 4) as u64
+}
+
+/// The bytes of messages as JSON.
+pub fn messages_bytes(messages: &[ChatMessage]) -> usize {
+    messages
+        .iter()
+        .map(|m| serde_json::to_string(m).map_or(0, |s| s.len()))
+        .sum()
+}
+
+/// Compact `request`'s messages: prune, then (when `manual`, or still over `target`
+/// tokens) summarise all but the last [`KEEP`] with `provider`'s `model`.
+/// `instructions` are the user's words on what the summary should keep.
+pub async fn compact(
+    request: &ChatRequest,
+    provider: &dyn LlmProvider,
+    model: &str,
+    target: u64,
+    manual: bool,
+    instructions: Option<&str>,
+    cancel: &CancellationToken,
+) -> Compacted {
+    let before = estimate(request);
+    let mut messages = request.messages.clone();
+    let keep_from = messages.len().saturating_sub(KEEP);
+    let mut pruned = 0;
+    for message in &mut messages[..keep_from] {
+        for part in &mut message.content {
+            if let ContentPart::ToolResult { content, .. } = part
+                && content.len() > PRUNE_OVER
+            {
+                let first: String = content
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(120)
+                    .collect();
+                *content = format!(
+                    "[output pruned to save context: {} bytes; it began: {first}]",
+                    content.len()
+                );
+                pruned += 1;
+            }
+        }
+    }
+    let mut out = Compacted {
+        before,
+        after: 0,
+        pruned,
+        summarized: 0,
+        error: None,
+        messages: Vec::new(),
+    };
+    let pruned_request = ChatRequest {
+        messages: messages.clone(),
+        ..request.clone()
+    };
+    let split = split_point(&messages);
+    if (!manual && estimate(&pruned_request) <= target) || split == 0 {
+        out.after = estimate(&pruned_request);
+        out.messages = messages;
+        return out;
+    }
+    match summarise(&messages[..split], provider, model, instructions, cancel).await {
+        Ok(summary) => {
+            let mut compacted = vec![ChatMessage::user(format!("{SUMMARY_HEADING}\n\n{summary}"))];
+            compacted.extend(messages[split..].iter().cloned());
+            out.summarized = u32::try_from(split).unwrap_or(u32::MAX);
+            out.messages = compacted;
+        }
+        Err(e) => {
+            out.error = Some(e);
+            out.messages = messages;
+        }
+    }
+    out.after = estimate(&ChatRequest {
+        messages: out.messages.clone(),
+        ..request.clone()
+    });
+    out
+}
+
+/// Whether compaction can make `messages` smaller: there is something before the kept
+/// messages to summarise, or an old tool output to prune.
+pub fn can_compact(messages: &[ChatMessage]) -> bool {
+    let keep_from = messages.len().saturating_sub(KEEP);
+    split_point(messages) > 0
+        || messages[..keep_from].iter().any(|m| {
+            m.content.iter().any(
+            |p| matches!(p, ContentPart::ToolResult { content, .. } if content.len() > PRUNE_OVER),
+        )
+        })
+}
+
+/// Where the kept messages start: the last assistant message at or before `len - KEEP`
+/// (so the summary, a user message, is followed by an assistant one, and no tool result is
+/// parted from its call). 0 when there is nothing to summarise.
+fn split_point(messages: &[ChatMessage]) -> usize {
+    let latest = messages.len().saturating_sub(KEEP);
+    (1..=latest)
+        .rev()
+        .find(|&i| messages[i].role == Role::Assistant)
+        .unwrap_or(0)
+}
+
+async fn summarise(
+    messages: &[ChatMessage],
+    provider: &dyn LlmProvider,
+    model: &str,
+    instructions: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    let mut transcript = String::new();
+    for message in messages {
+        for part in &message.content {
+            let (who, text) = match part {
+                ContentPart::Text { text } => match message.role {
+                    Role::User => ("User", text.clone()),
+                    Role::Assistant => ("Assistant", text.clone()),
+                },
+                ContentPart::ToolCall {
+                    name, arguments, ..
+                } => ("Tool call", format!("{name} {arguments}")),
+                ContentPart::ToolResult { content, .. } => ("Tool result", content.clone()),
+                _ => continue,
+            };
+            let text: String = text.chars().take(SUMMARY_INPUT_PER_MESSAGE).collect();
+            transcript.push_str(&format!("{who}: {text}\n\n"));
+        }
+    }
+    let mut ask = format!(
+        "Summarise this conversation between a user and a coding agent so that the agent \
+         can continue the work from the summary alone. Keep: what the user asked for and \
+         decided, the files and commands involved, what was changed, what was found, what \
+         is left to do, and any constraints the user gave. Be concise; use short sections.\n\n\
+         <conversation>\n{transcript}</conversation>"
+    );
+    if let Some(extra) = instructions.filter(|t| !t.trim().is_empty()) {
+        ask.push_str(&format!("\n\nThe user asks the summary to: {extra}"));
+    }
+    let mut request = ChatRequest::new(model, vec![ChatMessage::user(ask)]);
+    request.system = Some("You write summaries of coding sessions.".into());
+    request.max_tokens = SUMMARY_TOKENS;
+    let mut stream = provider.chat_stream(request, cancel.clone());
+    let mut acc = MessageAccumulator::new();
+    while let Some(event) = stream.next().await {
+        let event = event.map_err(|e| format!("the summary failed: {e}"))?;
+        acc.push(&event)
+            .map_err(|e| format!("the summary failed: {e}"))?;
+    }
+    let text = acc.text();
+    if text.trim().is_empty() {
+        return Err("the summary came back empty".into());
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ChatMessage {
+        ChatMessage {
+            role: Role::Assistant,
+            content: vec![ContentPart::ToolCall {
+                id: id.into(),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": "a"}),
+            }],
+        }
+    }
+
+    fn result(id: &str, size: usize) -> ChatMessage {
+        ChatMessage {
+            role: Role::User,
+            content: vec![ContentPart::ToolResult {
+                call_id: id.into(),
+                content: "x".repeat(size),
+                is_error: false,
+            }],
+        }
+    }
+
+    #[test]
+    fn the_split_keeps_calls_with_their_results_and_starts_on_the_assistant() {
+        let mut messages = vec![ChatMessage::user("hi")];
+        for i in 0..5 {
+            messages.push(call(&i.to_string()));
+            messages.push(result(&i.to_string(), 10));
+        }
+        // 11 messages: the last 6 start at index 5, a call; with one more the start is a
+        // result, and the split moves back to its call.
+        let split = split_point(&messages);
+        assert_eq!(split, 5);
+        messages.push(call("5"));
+        assert_eq!(split_point(&messages), 5);
+        assert_eq!(messages[split].role, Role::Assistant);
+        assert!(messages.len() - split >= KEEP);
+        assert_eq!(split_point(&messages[..4]), 0);
+    }
+
+    #[tokio::test]
+    async fn pruning_alone_when_it_is_enough() {
+        let mut messages = vec![ChatMessage::user("hi")];
+        for i in 0..6 {
+            messages.push(call(&i.to_string()));
+            messages.push(result(&i.to_string(), 5000));
+        }
+        let request = ChatRequest::new("m", messages);
+        let before = estimate(&request);
+        struct Never;
+        impl LlmProvider for Never {
+            fn name(&self) -> &str {
+                "never"
+            }
+            fn chat_stream(
+                &self,
+                _: ChatRequest,
+                _: CancellationToken,
+            ) -> crate::provider::ChatStream {
+                panic!("pruning was enough: no summary is asked for")
+            }
+        }
+        let done = compact(
+            &request,
+            &Never,
+            "m",
+            before,
+            false,
+            None,
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(done.pruned >= 3, "{done:?}");
+        assert_eq!(done.summarized, 0);
+        assert!(done.after < before);
+        assert_eq!(done.messages.len(), request.messages.len());
+    }
+}
