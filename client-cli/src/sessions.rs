@@ -242,7 +242,8 @@ fn turns(events: &[EventEnvelope]) -> Vec<(u32, String, String, String)> {
             AppEvent::TurnStarted { text, .. } => {
                 turns.push((turn, text.clone(), "running".into(), String::new()))
             }
-            AppEvent::TextDelta { text } => {
+            // The answer is the turn's own agent's text, not its layers' or subagents'.
+            AppEvent::TextDelta { text } if e.agent.is_none() => {
                 if let Some(t) = turns.last_mut().filter(|t| t.0 == turn) {
                     t.3.push_str(text);
                 }
@@ -289,9 +290,23 @@ fn markdown(session: &SessionInfo, events: &[EventEnvelope]) -> String {
                     e.turn.unwrap_or(0)
                 ));
             }
-            AppEvent::MessageCompleted { text, .. } if !text.is_empty() => {
-                md.push_str(&format!("{text}\n\n"))
-            }
+            AppEvent::MessageCompleted { text, .. } if !text.is_empty() => match &e.agent {
+                Some(agent) => md.push_str(&format!("**{agent}:** {text}\n\n")),
+                None => md.push_str(&format!("{text}\n\n")),
+            },
+            AppEvent::LayerStarted {
+                index,
+                count,
+                name,
+                model,
+                ..
+            } => md.push_str(&format!("### Layer {index}/{count}: {name} ({model})\n\n")),
+            AppEvent::SubagentStarted {
+                agent_id,
+                name,
+                task,
+                ..
+            } => md.push_str(&format!("#### {agent_id} ({name}): {task}\n\n")),
             AppEvent::ToolCallStarted { tool, input, .. } => {
                 md.push_str(&format!(
                     "```{tool}\n{}\n```\n\n",

@@ -150,6 +150,14 @@ async fn killed_while_a_command_runs() {
     wait_until("the command to start", Duration::from_secs(20), || {
         processes_with(&marker).len() >= 2
     });
+    // The group is written down just after it is spawned: a kill between the two (a window
+    // of microseconds, wider on a loaded machine) would leave nothing to reap.
+    let registry = env.places().data_dir.join("children");
+    wait_until(
+        "the group in the child registry",
+        Duration::from_secs(20),
+        || std::fs::read_dir(&registry).is_ok_and(|d| d.count() > 0),
+    );
 
     env.signal_daemon(Signal::SIGKILL);
     assert!(

@@ -350,7 +350,13 @@ async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_ano
     let env = TestEnv::new();
     write(
         &env.project.path().join(".stepper/setting.json"),
-        r#"{"dispatch": true}"#,
+        &serde_json::json!({"dispatch": true, "hooks": {
+            "SubagentStart": [{"hooks": [{"type": "command",
+                "command": "cat >> \"$CLAUDE_PROJECT_DIR\"/started.jsonl; echo >> \"$CLAUDE_PROJECT_DIR\"/started.jsonl"}]}],
+            "SubagentStop": [{"hooks": [{"type": "command",
+                "command": "cat >> \"$CLAUDE_PROJECT_DIR\"/stopped.jsonl; echo >> \"$CLAUDE_PROJECT_DIR\"/stopped.jsonl"}]}]
+        }})
+        .to_string(),
     );
     write(
         &env.project.path().join(".claude/agents/reviewer.md"),
@@ -453,6 +459,26 @@ async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_ano
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["bash", "read"]);
+    // SubagentStart and SubagentStop ran once per subagent.
+    let lines = |f: &str| {
+        std::fs::read_to_string(env.project.path().join(f))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let started = lines("started.jsonl");
+    assert_eq!(started.len(), 2, "{started:?}");
+    assert!(started.iter().any(|h| h["agent_type"] == "reviewer"));
+    assert!(
+        started
+            .iter()
+            .all(|h| h["hook_event_name"] == "SubagentStart")
+    );
+    assert_eq!(lines("stopped.jsonl").len(), 2);
+    // Prompt caching: the subagents' requests mark their prefix too.
+    assert_eq!(reviewer["system"][0]["cache_control"]["type"], "ephemeral");
     // The main agent got both results from the tool.
     let last = requests.last().unwrap().to_string();
     assert!(
@@ -620,6 +646,21 @@ fn ask_prints_the_last_layers_answer_and_json_has_each_layer() {
             ("code", "ANSWER-AGAIN", TurnStatus::Completed)
         ]
     );
+    // The transcript names each layer, and says whose text is whose.
+    let out = env.run(&[
+        "sessions",
+        "export",
+        &result.session_id,
+        "--format",
+        "markdown",
+    ]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("### Layer 1/2: plan (anthropic/claude-opus-4-1)"),
+        "{md}"
+    );
+    assert!(md.contains("**layer-1:** PLAN-AGAIN"), "{md}");
+    assert!(md.contains("\nANSWER-AGAIN\n"), "{md}");
 }
 
 #[test]
@@ -644,4 +685,69 @@ fn config_validate_reports_layer_problems_with_file_and_line() {
     ] {
         assert!(text.contains(expected), "{expected:?} not in:\n{text}");
     }
+}
+
+#[test]
+fn the_tui_shows_layers_as_cells_and_the_answer_as_the_reply() {
+    if !stepper_e2e::Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new();
+    write(&env.project.path().join(".stepper/stepper.md"), TWO_LAYERS);
+    env.fake.push(Reply::text(&["PLAN-IN-A-CELL"]));
+    env.fake.push(Reply::text(&["THE-REPLY"]));
+    let tmux = stepper_e2e::Tmux::new(&env);
+    let pane = tmux.shell();
+    pane.run("stepper");
+    pane.wait_for_text("● idle");
+    pane.type_text("fix it");
+    pane.press("Enter");
+    let shown = pane.wait_for_history("the reply", |s| {
+        s.contains("THE-REPLY") && s.contains("● idle")
+    });
+    assert!(
+        shown.contains("layer 1/2 plan · anthropic/claude-opus-4-1 · done"),
+        "{shown}"
+    );
+    assert!(shown.contains("  PLAN-IN-A-CELL"), "{shown}");
+    assert!(
+        shown.contains("layer 2/2 code · anthropic/claude-sonnet-4-5"),
+        "{shown}"
+    );
+    pane.press("C-d");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn words_steered_in_while_a_layer_runs_reach_the_next_layer() {
+    let env = TestEnv::new();
+    write(&env.project.path().join(".stepper/stepper.md"), TWO_LAYERS);
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let gate = Gate::new();
+    env.fake.push(Reply::held(&["planning"], &gate));
+    env.fake.push(Reply::text(&["done"]));
+    submit(&client, &id, "start").await;
+    stepper_e2e::wait_until("the plan layer streaming", Duration::from_secs(20), || {
+        env.fake.requests().len() == 1
+    });
+    client
+        .call::<stepper_protocol::methods::SessionSteer>(
+            stepper_protocol::methods::SessionSubmitParams {
+                session_id: id.clone(),
+                text: "ALSO-THIS".into(),
+                env: None,
+            },
+        )
+        .await
+        .unwrap();
+    gate.open();
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Completed);
+    let second = last_user_text(&env.fake.requests()[1]);
+    assert!(
+        second.contains("ALSO-THIS") && second.contains("planning"),
+        "{second}"
+    );
 }

@@ -83,6 +83,10 @@ pub trait AgentHost: Send + Sync {
     fn run_agent(&self, run: AgentRun, messages: Vec<ChatMessage>) -> BoxFuture<'_, TurnOutcome>;
     /// Record an event tagged with `agent`.
     fn emit(&self, agent: Option<String>, event: AppEvent) -> BoxFuture<'_, Result<(), SinkError>>;
+    /// Text the user steered into the turn that no model call has taken yet.
+    fn take_steering(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// What a layer adds to its stored context.
@@ -166,10 +170,18 @@ impl Orchestrator {
             let last = i + 1 == count;
             let id = (!last && layered).then(|| format!("layer-{index}"));
             let model = self.host.model_of(layer.model.as_deref());
-            let text_in = match &handoff {
+            let mut text_in = match &handoff {
                 None => input.to_string(),
                 Some((from, text)) => handoff_text(input, from, text),
             };
+            if handoff.is_some() {
+                // What the user steered in while the layer before ran, and it did not take.
+                let steered = self.host.take_steering();
+                if !steered.is_empty() {
+                    text_in.push_str("\n\n---\nThe user added while the turn ran:\n\n");
+                    text_in.push_str(&steered.join("\n\n"));
+                }
+            }
             let fan_out = layer.parallel && tasks.as_ref().is_some_and(|t| !t.is_empty());
             if layered {
                 let started = AppEvent::LayerStarted {

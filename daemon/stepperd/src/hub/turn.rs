@@ -1018,7 +1018,8 @@ impl TurnHost {
             )
             .with_base_usage(run.base_usage, run.base_cost)
             .with_tools(tools, cx);
-        if run.id.is_none() {
+        // Steering reaches the layer that runs; workers and subagents have their tasks.
+        if run.kind == AgentKind::Layer {
             agent = agent.with_steering(Arc::clone(&self.steering));
         }
         let subagent = run.kind != AgentKind::Layer;
@@ -1062,6 +1063,10 @@ impl AgentHost for TurnHost {
 
     fn run_agent(&self, run: AgentRun, messages: Vec<ChatMessage>) -> BoxFuture<'_, TurnOutcome> {
         Box::pin(self.run(run, messages))
+    }
+
+    fn take_steering(&self) -> Vec<String> {
+        (self.steering)()
     }
 
     fn emit(&self, agent: Option<String>, event: AppEvent) -> BoxFuture<'_, Result<(), SinkError>> {
