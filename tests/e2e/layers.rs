@@ -352,9 +352,9 @@ async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_ano
         &env.project.path().join(".stepper/setting.json"),
         &serde_json::json!({"dispatch": true, "hooks": {
             "SubagentStart": [{"hooks": [{"type": "command",
-                "command": "cat >> \"$CLAUDE_PROJECT_DIR\"/started.jsonl; echo >> \"$CLAUDE_PROJECT_DIR\"/started.jsonl"}]}],
+                "command": "cat > \"$CLAUDE_PROJECT_DIR\"/started.$$.json"}]}],
             "SubagentStop": [{"hooks": [{"type": "command",
-                "command": "cat >> \"$CLAUDE_PROJECT_DIR\"/stopped.jsonl; echo >> \"$CLAUDE_PROJECT_DIR\"/stopped.jsonl"}]}]
+                "command": "cat > \"$CLAUDE_PROJECT_DIR\"/stopped.$$.json"}]}]
         }})
         .to_string(),
     );
@@ -459,16 +459,19 @@ async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_ano
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["bash", "read"]);
-    // SubagentStart and SubagentStop ran once per subagent.
-    let lines = |f: &str| {
-        std::fs::read_to_string(env.project.path().join(f))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    // SubagentStart and SubagentStop ran once per subagent (at once: one file per run).
+    let lines = |prefix: &str| {
+        std::fs::read_dir(env.project.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            .map(|e| {
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                serde_json::from_str::<serde_json::Value>(&text).unwrap()
+            })
             .collect::<Vec<_>>()
     };
-    let started = lines("started.jsonl");
+    let started = lines("started.");
     assert_eq!(started.len(), 2, "{started:?}");
     assert!(started.iter().any(|h| h["agent_type"] == "reviewer"));
     assert!(
@@ -476,7 +479,7 @@ async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_ano
             .iter()
             .all(|h| h["hook_event_name"] == "SubagentStart")
     );
-    assert_eq!(lines("stopped.jsonl").len(), 2);
+    assert_eq!(lines("stopped.").len(), 2);
     // Prompt caching: the subagents' requests mark their prefix too.
     assert_eq!(reviewer["system"][0]["cache_control"]["type"], "ephemeral");
     // The main agent got both results from the tool.

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::accumulator::MessageAccumulator;
 use crate::catalogue::ModelInfo;
-use crate::compaction::{CompactionPlan, can_compact, compact, estimate};
+use crate::compaction::{Compacted, CompactionPlan, can_compact, compact, estimate};
 use crate::hooks::{BeforeTool, TurnHooks};
 use crate::provider::{
     ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
@@ -308,6 +308,8 @@ impl AgentLoop {
         let mut stop_blocks = 0;
         // The size the context was compacted to, when it was.
         let mut compacted_to: Option<u64> = None;
+        // Whether a compaction replaced the context (what is stored then replaces it too).
+        let mut replaced = false;
         // What the turn adds to the context: assistant messages and tool results, in order.
         let transcript = |messages: &[ChatMessage], end: Option<ChatMessage>| {
             let mut t: Vec<ChatMessage> = messages[start
@@ -342,19 +344,39 @@ impl AgentLoop {
                 let size = estimate(&request);
                 let grown = compacted_to.is_none_or(|after| size > after + plan.window / 10);
                 if size > plan.limit() && grown && can_compact(&request.messages) {
-                    match self.compact_now(&mut request, plan, &cancel, sink).await {
-                        Ok(after) => {
-                            compacted_to = Some(after);
-                            start.store(0, std::sync::atomic::Ordering::Relaxed);
+                    let compacted = self.compact_now(&request, plan, &cancel, sink).await;
+                    let ended = match compacted {
+                        Ok(done) => {
+                            compacted_to = Some(done.after);
+                            // The summary's model call counts in the turn's usage.
+                            usage.add(&done.usage);
+                            let finished = AppEvent::CompactionFinished {
+                                before_tokens: done.before,
+                                after_tokens: done.after,
+                                pruned: done.pruned,
+                                summarized: done.summarized,
+                                error: done.error.clone(),
+                            };
+                            if done.changed() {
+                                request.messages = done.messages;
+                                start.store(0, std::sync::atomic::Ordering::Relaxed);
+                                replaced = true;
+                            }
+                            let emitted = sink.emit(finished).await;
+                            if let Some(hooks) = &self.hooks {
+                                hooks.compacting("auto", None, true).await;
+                            }
+                            emitted.err()
                         }
-                        Err(e) => {
-                            let t = transcript(&request.messages, None);
-                            let mut out = TurnOutcome::failed(e.to_string());
-                            out.usage = usage;
-                            out.transcript = t;
-                            out.compacted = compacted_to.is_some();
-                            return out;
-                        }
+                        Err(e) => Some(e),
+                    };
+                    if let Some(e) = ended {
+                        let mut out = TurnOutcome::failed(e.to_string());
+                        out.usage = usage;
+                        out.cost_usd = self.model.cost(&usage);
+                        out.transcript = transcript(&request.messages, None);
+                        out.compacted = replaced;
+                        return out;
                     }
                 }
             }
@@ -371,7 +393,7 @@ impl AgentLoop {
                         error,
                         message,
                         transcript,
-                        compacted: compacted_to.is_some(),
+                        compacted: replaced,
                     }
                 };
             if call.status != TurnStatus::Completed {
@@ -457,22 +479,21 @@ impl AgentLoop {
             error: None,
             message: last_message,
             transcript: transcript(&request.messages, None),
-            compacted: compacted_to.is_some(),
+            compacted: replaced,
         }
     }
 
-    /// Compact `request`'s context now (its size passed the plan's limit); returns its size
-    /// after. Compaction that fails leaves the context as pruning made it.
+    /// Compact `request`'s context (its size passed the plan's limit): says so, runs the
+    /// `PreCompact` hooks, and returns what compaction made of it for the caller to take.
     async fn compact_now(
         &self,
-        request: &mut ChatRequest,
+        request: &ChatRequest,
         plan: &CompactionPlan,
         cancel: &CancellationToken,
         sink: &impl EventSink,
-    ) -> Result<u64, SinkError> {
-        let before_tokens = estimate(request);
+    ) -> Result<Compacted, SinkError> {
         sink.emit(AppEvent::CompactionStarted {
-            before_tokens,
+            before_tokens: estimate(request),
             manual: false,
         })
         .await?;
@@ -483,7 +504,7 @@ impl AgentLoop {
             .summarizer
             .clone()
             .unwrap_or_else(|| (Arc::clone(&self.provider), request.model.clone()));
-        let done = compact(
+        Ok(compact(
             request,
             provider.as_ref(),
             &model,
@@ -492,20 +513,7 @@ impl AgentLoop {
             None,
             cancel,
         )
-        .await;
-        request.messages = done.messages;
-        sink.emit(AppEvent::CompactionFinished {
-            before_tokens: done.before,
-            after_tokens: done.after,
-            pruned: done.pruned,
-            summarized: done.summarized,
-            error: done.error,
-        })
-        .await?;
-        if let Some(hooks) = &self.hooks {
-            hooks.compacting("auto", None, true).await;
-        }
-        Ok(done.after)
+        .await)
     }
 
     /// Run the calls of one assistant message. Consecutive read-only calls run together;

@@ -10,7 +10,8 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::accumulator::MessageAccumulator;
-use crate::provider::{ChatMessage, ChatRequest, ContentPart, LlmProvider, Role};
+use crate::provider::{ChatMessage, ChatRequest, ContentPart, LlmProvider, Role, StopReason};
+use stepper_protocol::Usage;
 
 /// Messages kept verbatim at the end of a compacted context.
 pub const KEEP: usize = 6;
@@ -54,6 +55,15 @@ pub struct Compacted {
     pub pruned: u32,
     pub summarized: u32,
     pub error: Option<String>,
+    /// What the summary's model call used.
+    pub usage: Usage,
+}
+
+impl Compacted {
+    /// Whether the context changed.
+    pub fn changed(&self) -> bool {
+        self.pruned > 0 || self.summarized > 0
+    }
 }
 
 /// The estimated size of a request, in tokens: about 4 bytes of JSON a token.
@@ -115,6 +125,7 @@ pub async fn compact(
         summarized: 0,
         error: None,
         messages: Vec::new(),
+        usage: Usage::default(),
     };
     let pruned_request = ChatRequest {
         messages: messages.clone(),
@@ -127,15 +138,17 @@ pub async fn compact(
         return out;
     }
     match summarise(&messages[..split], provider, model, instructions, cancel).await {
-        Ok(summary) => {
+        Ok((summary, usage)) => {
             let mut compacted = vec![ChatMessage::user(format!("{SUMMARY_HEADING}\n\n{summary}"))];
             compacted.extend(messages[split..].iter().cloned());
             out.summarized = u32::try_from(split).unwrap_or(u32::MAX);
             out.messages = compacted;
+            out.usage = usage;
         }
-        Err(e) => {
+        Err((e, usage)) => {
             out.error = Some(e);
             out.messages = messages;
+            out.usage = usage;
         }
     }
     out.after = estimate(&ChatRequest {
@@ -174,7 +187,7 @@ async fn summarise(
     model: &str,
     instructions: Option<&str>,
     cancel: &CancellationToken,
-) -> Result<String, String> {
+) -> Result<(String, Usage), (String, Usage)> {
     let mut transcript = String::new();
     for message in messages {
         for part in &message.content {
@@ -209,15 +222,29 @@ async fn summarise(
     let mut stream = provider.chat_stream(request, cancel.clone());
     let mut acc = MessageAccumulator::new();
     while let Some(event) = stream.next().await {
-        let event = event.map_err(|e| format!("the summary failed: {e}"))?;
+        let event = event.map_err(|e| (format!("the summary failed: {e}"), acc.usage()))?;
         acc.push(&event)
-            .map_err(|e| format!("the summary failed: {e}"))?;
+            .map_err(|e| (format!("the summary failed: {e}"), acc.usage()))?;
     }
     let text = acc.text();
-    if text.trim().is_empty() {
-        return Err("the summary came back empty".into());
+    let usage = acc.usage();
+    // Only a whole summary replaces the conversation: one cut by an interrupt, a broken
+    // stream or the length limit would lose what it did not reach.
+    if cancel.is_cancelled() {
+        return Err(("interrupted before the summary was done".into(), usage));
     }
-    Ok(text)
+    match acc.finish().map(|done| done.stop) {
+        Ok(Some(StopReason::EndTurn | StopReason::StopSequence)) => {}
+        Ok(Some(StopReason::MaxTokens)) => {
+            return Err(("the summary was cut at its length limit".into(), usage));
+        }
+        Ok(_) => return Err(("the summary ended before the model finished".into(), usage)),
+        Err(e) => return Err((format!("the summary failed: {e}"), usage)),
+    }
+    if text.trim().is_empty() {
+        return Err(("the summary came back empty".into(), usage));
+    }
+    Ok((text, usage))
 }
 
 #[cfg(test)]
@@ -262,6 +289,55 @@ mod tests {
         assert_eq!(messages[split].role, Role::Assistant);
         assert!(messages.len() - split >= KEEP);
         assert_eq!(split_point(&messages[..4]), 0);
+    }
+
+    /// A summariser that streams `text`, then stops with `stop` (or is cut without one).
+    struct Says(&'static str, Option<StopReason>);
+
+    impl LlmProvider for Says {
+        fn name(&self) -> &str {
+            "says"
+        }
+        fn chat_stream(&self, _: ChatRequest, _: CancellationToken) -> crate::provider::ChatStream {
+            use crate::provider::ChatEvent;
+            let mut events = vec![Ok(ChatEvent::TextDelta(self.0.to_string()))];
+            if let Some(reason) = self.1.clone() {
+                events.push(Ok(ChatEvent::Stop { reason }));
+            }
+            Box::pin(futures::stream::iter(events))
+        }
+    }
+
+    fn long_session() -> ChatRequest {
+        let mut messages = vec![ChatMessage::user("start")];
+        for i in 0..8 {
+            messages.push(ChatMessage::assistant(format!("answer {i}")));
+            messages.push(ChatMessage::user(format!("question {i}")));
+        }
+        ChatRequest::new("m", messages)
+    }
+
+    #[tokio::test]
+    async fn a_whole_summary_replaces_the_start_and_a_cut_one_is_refused() {
+        let request = long_session();
+        let cancel = CancellationToken::new();
+        let whole = Says("SUMMARY", Some(StopReason::EndTurn));
+        let done = compact(&request, &whole, "m", 0, true, None, &cancel).await;
+        assert_eq!(done.error, None);
+        assert!(done.changed());
+        assert!(done.messages[0].text().contains("SUMMARY"));
+        assert_eq!(done.messages[0].role, Role::User);
+        assert_eq!(done.messages[1].role, Role::Assistant);
+        assert!(done.messages.len() > KEEP);
+        for cut in [None, Some(StopReason::MaxTokens)] {
+            let done = compact(&request, &Says("HALF", cut), "m", 0, true, None, &cancel).await;
+            assert!(done.error.is_some(), "{done:?}");
+            assert!(!done.changed());
+            assert_eq!(done.messages, request.messages);
+        }
+        cancel.cancel();
+        let done = compact(&request, &whole, "m", 0, true, None, &cancel).await;
+        assert!(done.error.unwrap().contains("interrupted"));
     }
 
     #[tokio::test]

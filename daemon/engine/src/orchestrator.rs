@@ -297,6 +297,15 @@ impl Orchestrator {
                 }
             }
             done.text = outcome.text.clone();
+            if outcome.status != TurnStatus::Completed && !last {
+                // The session's conversation keeps the user's words of a turn that ended
+                // before its last layer.
+                done.contexts.push(LayerContext {
+                    key: MAIN.to_string(),
+                    messages: vec![ChatMessage::user(input.to_string())],
+                    replace: false,
+                });
+            }
             if outcome.status != TurnStatus::Completed {
                 done.status = outcome.status;
                 done.error = outcome.error.map(|e| {
@@ -662,8 +671,16 @@ impl Tool for Dispatch {
                     if def.model.is_some() {
                         run.model = def.model.clone();
                     }
-                    if def.tools.is_some() {
-                        run.tools = def.tools.clone();
+                    // An agent's tools narrow the dispatching layer's; they never widen them.
+                    if let Some(tools) = &def.tools {
+                        run.tools = Some(match &self.layer.tools {
+                            Some(layer) => tools
+                                .iter()
+                                .filter(|t| layer.contains(t))
+                                .cloned()
+                                .collect(),
+                            None => tools.clone(),
+                        });
                     }
                 }
                 // No recursion: a subagent neither dispatches nor assigns.

@@ -14,6 +14,36 @@ const UNFINISHED: &str =
 /// The last word of a rebuilt turn, so roles alternate when the next input follows.
 const STOPPED: &str = "(stepper stopped here: the daemon was stopped while this turn ran.)";
 
+/// Of a turn's events (with the agent each came from), those that rebuild the answering
+/// agent's context: its own, and the final texts of the layers that finished before it. A
+/// worker's or a subagent's text is in its layer's end or in its tool call's result.
+pub fn answering_events(
+    events: impl IntoIterator<Item = (Option<String>, AppEvent)>,
+) -> Vec<AppEvent> {
+    let mut answered = String::new();
+    events
+        .into_iter()
+        .filter(|(agent, _)| agent.is_none())
+        .filter_map(|(_, event)| match event {
+            AppEvent::LayerFinished {
+                name,
+                text,
+                status: stepper_protocol::TurnStatus::Completed,
+                ..
+            } if !text.is_empty() && text != answered => Some(AppEvent::MessageCompleted {
+                text: format!("(layer {name} finished:)\n\n{text}"),
+                stop_reason: None,
+            }),
+            AppEvent::LayerFinished { .. } | AppEvent::SubagentFinished { .. } => None,
+            AppEvent::MessageCompleted { text, stop_reason } => {
+                answered.clone_from(&text);
+                Some(AppEvent::MessageCompleted { text, stop_reason })
+            }
+            event => Some(event),
+        })
+        .collect()
+}
+
 /// The messages of an interrupted turn: the user's input, then what its events show, in
 /// the shape the agent loop stores for a finished turn.
 pub fn interrupted_turn(input: &str, events: &[AppEvent]) -> Vec<ChatMessage> {
@@ -176,6 +206,114 @@ mod tests {
                 format!("{:?}:{}", m.role, parts.join("+"))
             })
             .collect()
+    }
+
+    #[test]
+    fn a_turn_killed_after_a_dispatch_keeps_calls_and_results_paired() {
+        let sub = Some("agent-1".to_string());
+        let events = vec![
+            (
+                None,
+                AppEvent::ToolCallStarted {
+                    call_id: "d1".into(),
+                    tool: "dispatch".into(),
+                    input: json!({"tasks": [{"task": "look"}]}),
+                },
+            ),
+            (
+                None,
+                AppEvent::SubagentStarted {
+                    agent_id: "agent-1".into(),
+                    name: "general".into(),
+                    model: "m".into(),
+                    task: "look".into(),
+                    layer: None,
+                },
+            ),
+            (
+                sub.clone(),
+                AppEvent::MessageCompleted {
+                    text: "SUB-TEXT".into(),
+                    stop_reason: Some("end_turn".into()),
+                },
+            ),
+            (
+                None,
+                AppEvent::SubagentFinished {
+                    agent_id: "agent-1".into(),
+                    name: "general".into(),
+                    status: stepper_protocol::TurnStatus::Completed,
+                    text: "SUB-TEXT".into(),
+                    error: None,
+                    usage: Default::default(),
+                },
+            ),
+            (
+                None,
+                AppEvent::ToolCallFinished {
+                    call_id: "d1".into(),
+                    status: ToolCallStatus::Ok,
+                    output: "## Task 1: look\n\nSUB-TEXT".into(),
+                    exit_code: None,
+                    duration_ms: 5,
+                    diff: None,
+                },
+            ),
+            (None, AppEvent::TextDelta { text: "so".into() }),
+        ];
+        let messages = interrupted_turn("go", &answering_events(events));
+        assert_eq!(
+            roles(&messages),
+            [
+                "User:text",
+                "Assistant:call",
+                "User:result",
+                "Assistant:text"
+            ]
+        );
+        let results = messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter(|p| matches!(p, ContentPart::ToolResult { .. }))
+            .count();
+        assert_eq!(results, 1, "one result, for the one call");
+    }
+
+    #[test]
+    fn a_finished_layer_is_kept_once() {
+        let layer = |text: &str| AppEvent::LayerFinished {
+            index: 1,
+            name: "plan".into(),
+            status: stepper_protocol::TurnStatus::Completed,
+            text: text.into(),
+            error: None,
+            workers: 0,
+        };
+        let events = vec![
+            (
+                Some("layer-1".to_string()),
+                AppEvent::TextDelta {
+                    text: "PLAN".into(),
+                },
+            ),
+            (None, layer("PLAN")),
+            (
+                None,
+                AppEvent::MessageCompleted {
+                    text: "JOINED".into(),
+                    stop_reason: None,
+                },
+            ),
+            (None, layer("JOINED")),
+        ];
+        let texts: Vec<String> = answering_events(events)
+            .into_iter()
+            .filter_map(|e| match e {
+                AppEvent::MessageCompleted { text, .. } => Some(text),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["(layer plan finished:)\n\nPLAN", "JOINED"]);
     }
 
     #[test]

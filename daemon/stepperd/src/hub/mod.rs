@@ -612,34 +612,9 @@ impl Hub {
         }) else {
             return;
         };
-        // The turn's own agent's events, and what its layers and subagents finished with:
-        // the work of agents that did not finish is left out.
-        let events: Vec<AppEvent> = events
-            .into_iter()
-            .filter(|e| e.agent.is_none())
-            .filter_map(|e| match e.event {
-                AppEvent::LayerFinished {
-                    name,
-                    text,
-                    status: TurnStatus::Completed,
-                    ..
-                } if !text.is_empty() => Some(AppEvent::MessageCompleted {
-                    text: format!("(layer {name} finished:)\n\n{text}"),
-                    stop_reason: None,
-                }),
-                AppEvent::SubagentFinished {
-                    name,
-                    text,
-                    status: TurnStatus::Completed,
-                    ..
-                } if !text.is_empty() => Some(AppEvent::MessageCompleted {
-                    text: format!("(subagent {name} finished:)\n\n{text}"),
-                    stop_reason: None,
-                }),
-                AppEvent::LayerFinished { .. } | AppEvent::SubagentFinished { .. } => None,
-                event => Some(event),
-            })
-            .collect();
+        let events = stepper_engine::recovery::answering_events(
+            events.into_iter().map(|e| (e.agent, e.event)),
+        );
         let messages = stepper_engine::recovery::interrupted_turn(&input, &events);
         context::store_context(store, session_id, turn, &messages).await;
     }

@@ -135,256 +135,235 @@ impl LiveSession {
             Err(e) => Err(TurnError::from(e)),
         };
         let said = Mutex::new(input.text.clone());
-        let (status, error, contexts) =
-            match prepared {
-                Err(e) => (TurnStatus::Failed, Some(e.to_string()), Vec::new()),
-                Ok((prepared, messages)) => {
-                    let Prepared {
-                        resolved,
-                        settings,
-                        env,
-                        effective,
-                        secrets,
-                        cwd,
-                        ..
-                    } = prepared;
-                    let home = env.get("HOME").map(PathBuf::from);
-                    let memory =
-                        instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir())
-                            .await;
-                    let mut system = memory.text;
-                    let hook_set = Arc::new(HookSet::parse(settings.hooks.as_ref()));
-                    let mode = self.state().mode.unwrap_or_else(|| settings.mode());
-                    let hooks = (!hook_set.is_empty()).then(|| {
-                        Arc::new(HookRunner {
-                            set: Arc::clone(&hook_set),
-                            session_id: self.id.clone(),
-                            cwd: cwd.clone(),
-                            env: env.clone(),
-                            mode,
-                            log: self.log.clone(),
-                            turn: Some(turn),
-                            redactor: Redactor::new(secrets.clone()),
-                            cancel: cancel.clone(),
-                        })
-                    });
-                    // `/compact [what to keep]`: the conversation is compacted now, as a turn
-                    // of its own, so it waits for the turn before it like any input.
-                    if let Some(instructions) = compact_command(&input.text) {
-                        let summarizer = summarizer(&settings, &deps.providers, &effective, &cwd)
-                            .unwrap_or_else(|| {
-                                let id = ModelRef::parse(model)
-                                    .map_or_else(|_| model.to_string(), |m| m.model);
-                                (Arc::clone(&resolved.provider), id)
-                            });
-                        let mut request = ChatRequest::new(summarizer.1.clone(), messages);
-                        if !system.is_empty() {
-                            request.system = Some(system);
-                        }
-                        return self
-                            .compact_turn(turn, request, summarizer.0, instructions, hooks, &cancel)
-                            .await;
+        let (status, error, contexts) = match prepared {
+            Err(e) => (TurnStatus::Failed, Some(e.to_string()), Vec::new()),
+            Ok((prepared, messages)) => {
+                let Prepared {
+                    resolved,
+                    settings,
+                    env,
+                    effective,
+                    secrets,
+                    cwd,
+                    ..
+                } = prepared;
+                let home = env.get("HOME").map(PathBuf::from);
+                let memory =
+                    instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir())
+                        .await;
+                let mut system = memory.text;
+                let hook_set = Arc::new(HookSet::parse(settings.hooks.as_ref()));
+                let mode = self.state().mode.unwrap_or_else(|| settings.mode());
+                let hooks = (!hook_set.is_empty()).then(|| {
+                    Arc::new(HookRunner {
+                        set: Arc::clone(&hook_set),
+                        session_id: self.id.clone(),
+                        cwd: cwd.clone(),
+                        env: env.clone(),
+                        mode,
+                        log: self.log.clone(),
+                        turn: Some(turn),
+                        redactor: Redactor::new(secrets.clone()),
+                        cancel: cancel.clone(),
+                    })
+                });
+                // `/compact [what to keep]`: the conversation is compacted now, as a turn
+                // of its own, so it waits for the turn before it like any input.
+                if let Some(instructions) = compact_command(&input.text) {
+                    let summarizer = summarizer(&settings, &deps.providers, &effective, &cwd)
+                        .unwrap_or_else(|| {
+                            let id = ModelRef::parse(model)
+                                .map_or_else(|_| model.to_string(), |m| m.model);
+                            (Arc::clone(&resolved.provider), id)
+                        });
+                    let mut request = ChatRequest::new(summarizer.1.clone(), messages);
+                    if !system.is_empty() {
+                        request.system = Some(system);
                     }
-                    let mut notices = memory.notices;
-                    notices.extend(
-                        hook_set
-                            .problems
-                            .iter()
-                            .map(|p| format!("setting.json: {p}")),
-                    );
-                    notices.extend(ext.problems.iter().map(|p| {
-                        format!("{p} — this command or skill is left out until it is fixed")
-                    }));
-                    // How the turn runs: the layers of stepper.md, the subagents of the
-                    // project and the user. A broken stepper.md fails the turn at once.
-                    let plan = plan(&cwd, home.as_deref(), deps).await;
-                    notices.extend(plan.agent_problems.iter().map(|p| {
-                        format!("{p} — this subagent definition is left out until it is fixed")
-                    }));
-                    if !plan.problems.is_empty() {
-                        for message in notices {
-                            self.notice_once(turn, message).await;
-                        }
-                        return self
-                            .finish_turn(
-                                turn,
-                                TurnStatus::Failed,
-                                Some(plan.failure()),
-                                vec![said_only(&input.text)],
-                            )
-                            .await;
-                    }
-                    // The skills the model may use: named in the system prompt, loaded by a tool.
-                    let skills: Vec<_> = ext
-                        .skills
+                    return self
+                        .compact_turn(turn, request, summarizer.0, instructions, hooks, &cancel)
+                        .await;
+                }
+                let mut notices = memory.notices;
+                notices.extend(
+                    hook_set
+                        .problems
                         .iter()
-                        .filter(|s| !s.disable_model_invocation)
-                        .cloned()
-                        .collect();
-                    let blocked = match &hooks {
-                        Some(runner) => self.prompt_hooks(runner, turn, &input.text).await,
-                        None => Ok(Vec::new()),
-                    };
-                    let added = match blocked {
-                        Ok(added) => added,
-                        Err(reason) => {
-                            for message in notices {
-                                self.notice_once(turn, message).await;
-                            }
-                            return self
-                                .finish_turn(
-                                    turn,
-                                    TurnStatus::Failed,
-                                    Some(format!(
-                                        "a UserPromptSubmit hook blocked this prompt: {reason}"
-                                    )),
-                                    vec![said_only(&input.text)],
-                                )
+                        .map(|p| format!("setting.json: {p}")),
+                );
+                notices.extend(
+                    ext.problems.iter().map(|p| {
+                        format!("{p} — this command or skill is left out until it is fixed")
+                    }),
+                );
+                // How the turn runs: the layers of stepper.md, the subagents of the
+                // project and the user. A broken stepper.md fails the turn at once.
+                let plan = plan(&cwd, home.as_deref(), deps).await;
+                notices.extend(plan.agent_problems.iter().map(|p| {
+                    format!("{p} — this subagent definition is left out until it is fixed")
+                }));
+                if !plan.problems.is_empty() {
+                    return self
+                        .fail_before_model(turn, notices, plan.failure(), &input.text)
+                        .await;
+                }
+                // The skills the model may use: named in the system prompt, loaded by a tool.
+                let skills: Vec<_> = ext
+                    .skills
+                    .iter()
+                    .filter(|s| !s.disable_model_invocation)
+                    .cloned()
+                    .collect();
+                let blocked = match &hooks {
+                    Some(runner) => self.prompt_hooks(runner, turn, &input.text).await,
+                    None => Ok(Vec::new()),
+                };
+                let added = match blocked {
+                    Ok(added) => added,
+                    Err(reason) => {
+                        let why = format!("a UserPromptSubmit hook blocked this prompt: {reason}");
+                        return self
+                            .fail_before_model(turn, notices, why, &input.text)
+                            .await;
+                    }
+                };
+                if !added.is_empty() {
+                    if !system.is_empty() {
+                        system.push_str("\n\n");
+                    }
+                    system.push_str("# From the user's hooks\n\n");
+                    system.push_str(&added.join("\n\n"));
+                }
+                for message in notices {
+                    self.notice_once(turn, message).await;
+                }
+                let (mut policy, problems) =
+                    Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
+                for problem in problems {
+                    let _ = self
+                        .log
+                        .append(
+                            Some(turn),
+                            AppEvent::Notice {
+                                message: format!("setting.json: {problem}"),
+                            },
+                        )
+                        .await;
+                }
+                if let Some(mode) = self.state().mode {
+                    policy.mode = mode;
+                }
+                // What the invoked command or skill may use without asking, for this turn.
+                for text in invoked.iter().flat_map(|i| i.allowed_tools.iter()) {
+                    match Rule::parse(text, &cwd, home.as_deref()) {
+                        Ok(rule) => policy.allow.push(rule),
+                        Err(e) => {
+                            self.notice_once(turn, format!("allowed-tools: {text:?}: {e}"))
                                 .await;
                         }
-                    };
-                    if !added.is_empty() {
-                        if !system.is_empty() {
-                            system.push_str("\n\n");
-                        }
-                        system.push_str("# From the user's hooks\n\n");
-                        system.push_str(&added.join("\n\n"));
                     }
-                    for message in notices {
-                        self.notice_once(turn, message).await;
-                    }
-                    let (mut policy, problems) =
-                        Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
-                    for problem in problems {
+                }
+                let sandbox = self.sandbox_plan(&settings, &cwd, &env, turn, deps).await;
+                policy.sandbox = sandbox.info.state;
+                policy.sandbox_confines_reads = sandbox.confines_reads;
+                let policy = Arc::new(Mutex::new(policy));
+                self.state().active_policy = Some(Arc::clone(&policy));
+                let (baseline_taken, baseline) = watch::channel(false);
+                let gate = SessionGate {
+                    consulted: Arc::clone(&consulted),
+                    policy,
+                    approvals: Arc::clone(&self.approvals),
+                    log: self.log.clone(),
+                    turn,
+                    cancel: cancel.clone(),
+                    baseline,
+                    hooks: hooks.clone(),
+                    agent: None,
+                };
+                let cx = ToolCx {
+                    cwd: cwd.clone(),
+                    project_root: cwd.clone(),
+                    env,
+                    cancel: cancel.clone(),
+                    gate: Arc::new(gate.clone()),
+                    output: Arc::new(NoOutput),
+                    sandbox: sandbox.command.map(Arc::new),
+                    hint: None,
+                };
+                // What the project holds before the turn (changes made outside stepper since
+                // the last turn are taken as they are), walked while the model is called:
+                // the gate holds every tool until it is done.
+                let baseline = async {
+                    if let Err(e) = self.checkpoints.sync(&deps.store).await {
+                        let message = format!("file checkpoints are off for this turn: {e}");
                         let _ = self
                             .log
-                            .append(
-                                Some(turn),
-                                AppEvent::Notice {
-                                    message: format!("setting.json: {problem}"),
-                                },
-                            )
+                            .append(Some(turn), AppEvent::Notice { message })
                             .await;
                     }
-                    if let Some(mode) = self.state().mode {
-                        policy.mode = mode;
-                    }
-                    // What the invoked command or skill may use without asking, for this turn.
-                    for text in invoked.iter().flat_map(|i| i.allowed_tools.iter()) {
-                        match Rule::parse(text, &cwd, home.as_deref()) {
-                            Ok(rule) => policy.allow.push(rule),
-                            Err(e) => {
-                                self.notice_once(turn, format!("allowed-tools: {text:?}: {e}"))
-                                    .await;
-                            }
+                    let _ = baseline_taken.send(true);
+                };
+                let steering = Arc::clone(&self.steering);
+                let take: Arc<dyn Fn() -> Vec<String> + Send + Sync> = Arc::new(move || {
+                    std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
+                });
+                let render_cx = cx.clone();
+                let host = Arc::new(TurnHost {
+                    main_model: model.to_string(),
+                    main: (resolved.provider, resolved.info),
+                    providers: deps.providers.clone(),
+                    settings: Arc::clone(&settings),
+                    effective,
+                    cwd: cwd.clone(),
+                    system,
+                    tools: deps.tools.clone(),
+                    skills,
+                    cx,
+                    gate,
+                    hooks,
+                    secrets,
+                    steering: take,
+                    log: self.log.clone(),
+                    turn,
+                    cancel: cancel.clone(),
+                });
+                let layered = plan.layers.is_layered();
+                let layers = if layered {
+                    plan.layers.layers.clone()
+                } else {
+                    vec![Layer::plain(MAIN_LAYER)]
+                };
+                let mut histories = HashMap::new();
+                histories.insert(MAIN_LAYER.to_string(), messages);
+                for i in 0..layers.len().saturating_sub(1) {
+                    let key = context_key(&layers, i);
+                    match history(&deps.store, &self.id, &key).await {
+                        Ok(h) => {
+                            histories.insert(key, h);
                         }
-                    }
-                    let sandbox = self.sandbox_plan(&settings, &cwd, &env, turn, deps).await;
-                    policy.sandbox = sandbox.info.state;
-                    policy.sandbox_confines_reads = sandbox.confines_reads;
-                    let policy = Arc::new(Mutex::new(policy));
-                    self.state().active_policy = Some(Arc::clone(&policy));
-                    let (baseline_taken, baseline) = watch::channel(false);
-                    let gate = SessionGate {
-                        consulted: Arc::clone(&consulted),
-                        policy,
-                        approvals: Arc::clone(&self.approvals),
-                        log: self.log.clone(),
-                        turn,
-                        cancel: cancel.clone(),
-                        baseline,
-                        hooks: hooks.clone(),
-                        agent: None,
-                    };
-                    let cx = ToolCx {
-                        cwd: cwd.clone(),
-                        project_root: cwd.clone(),
-                        env,
-                        cancel: cancel.clone(),
-                        gate: Arc::new(gate.clone()),
-                        output: Arc::new(NoOutput),
-                        sandbox: sandbox.command.map(Arc::new),
-                        hint: None,
-                    };
-                    // What the project holds before the turn (changes made outside stepper since
-                    // the last turn are taken as they are), walked while the model is called:
-                    // the gate holds every tool until it is done.
-                    let baseline = async {
-                        if let Err(e) = self.checkpoints.sync(&deps.store).await {
-                            let message = format!("file checkpoints are off for this turn: {e}");
-                            let _ = self
-                                .log
-                                .append(Some(turn), AppEvent::Notice { message })
+                        Err(e) => {
+                            return self
+                                .fail_before_model(turn, Vec::new(), e.to_string(), &input.text)
                                 .await;
                         }
-                        let _ = baseline_taken.send(true);
-                    };
-                    let steering = Arc::clone(&self.steering);
-                    let take: Arc<dyn Fn() -> Vec<String> + Send + Sync> = Arc::new(move || {
-                        std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
-                    });
-                    let render_cx = cx.clone();
-                    let host = Arc::new(TurnHost {
-                        main_model: model.to_string(),
-                        main: (resolved.provider, resolved.info),
-                        providers: deps.providers.clone(),
-                        settings: Arc::clone(&settings),
-                        effective,
-                        cwd: cwd.clone(),
-                        system,
-                        tools: deps.tools.clone(),
-                        skills,
-                        cx,
-                        gate,
-                        hooks,
-                        secrets,
-                        steering: take,
-                        log: self.log.clone(),
-                        turn,
-                        cancel: cancel.clone(),
-                    });
-                    let layered = plan.layers.is_layered();
-                    let layers = if layered {
-                        plan.layers.layers.clone()
-                    } else {
-                        vec![Layer::plain(MAIN_LAYER)]
-                    };
-                    let mut histories = HashMap::new();
-                    histories.insert(MAIN_LAYER.to_string(), messages);
-                    for i in 0..layers.len().saturating_sub(1) {
-                        let key = context_key(&layers, i);
-                        match history(&deps.store, &self.id, &key).await {
-                            Ok(h) => {
-                                histories.insert(key, h);
-                            }
-                            Err(e) => {
-                                return self
-                                    .finish_turn(
-                                        turn,
-                                        TurnStatus::Failed,
-                                        Some(e.to_string()),
-                                        vec![said_only(&input.text)],
-                                    )
-                                    .await;
-                            }
-                        }
                     }
-                    let orchestrator =
-                        Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
-                    // A command's `!` lines and `@` files are taken once the gate can answer
-                    // (after the baseline), then the model gets the whole.
-                    let run = async {
-                        let mut text = input.text.clone();
-                        if let Some(invoked) = &invoked {
-                            text = render(&invoked.body, &deps.tools, &render_cx).await;
-                            *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
-                        }
-                        orchestrator.run(&layers, layered, &text, histories).await
-                    };
-                    let ((), done) = tokio::join!(baseline, run);
-                    (done.status, done.error, done.contexts)
                 }
-            };
+                let orchestrator =
+                    Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
+                // A command's `!` lines and `@` files are taken once the gate can answer
+                // (after the baseline), then the model gets the whole.
+                let run = async {
+                    let mut text = input.text.clone();
+                    if let Some(invoked) = &invoked {
+                        text = render(&invoked.body, &deps.tools, &render_cx).await;
+                        *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
+                    }
+                    orchestrator.run(&layers, layered, &text, histories).await
+                };
+                let ((), done) = tokio::join!(baseline, run);
+                (done.status, done.error, done.contexts)
+            }
+        };
         // What the turn's commands left running outside their groups (`setsid cmd &`) ends
         // with the turn; its registry entries go once nothing carries their token.
         if consulted.load(std::sync::atomic::Ordering::SeqCst) {
@@ -447,6 +426,22 @@ impl LiveSession {
         }
         self.log.flush().await?;
         Ok(())
+    }
+
+    /// End a turn that cannot reach the model: its notices, then `TurnFinished` failed with
+    /// `error`; the user's words stay in the conversation.
+    async fn fail_before_model(
+        &self,
+        turn: u32,
+        notices: Vec<String>,
+        error: String,
+        said: &str,
+    ) -> Result<(), LogError> {
+        for message in notices {
+            self.notice_once(turn, message).await;
+        }
+        self.finish_turn(turn, TurnStatus::Failed, Some(error), vec![said_only(said)])
+            .await
     }
 
     /// Say `message` in the session unless it was said already.
@@ -846,7 +841,19 @@ impl LiveSession {
             cancel,
         )
         .await;
-        let changed = done.pruned > 0 || done.summarized > 0;
+        let changed = done.changed();
+        if done.usage != stepper_protocol::Usage::default() {
+            // The summary's model call, as the turn's usage.
+            self.log
+                .append(
+                    Some(turn),
+                    AppEvent::UsageUpdated {
+                        usage: done.usage,
+                        cost_usd: None,
+                    },
+                )
+                .await?;
+        }
         let status = if done.error.is_some() && !changed {
             TurnStatus::Failed
         } else {
