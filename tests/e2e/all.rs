@@ -18,6 +18,7 @@ mod gate_corpus;
 mod hooks;
 mod layers;
 mod lifecycle;
+mod mcp;
 mod memory;
 mod protocol;
 mod providers;

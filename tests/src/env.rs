@@ -162,7 +162,17 @@ impl TestEnv {
 
     /// Start the daemon (through the CLI, as a user would) and wait until it answers.
     pub fn start_daemon(&self) {
-        let out = self.run(&["daemon", "start"]);
+        self.start_daemon_with(&[]);
+    }
+
+    /// [`TestEnv::start_daemon`] with more variables in the daemon's environment.
+    pub fn start_daemon_with(&self, vars: &[(&str, &str)]) {
+        let out = self
+            .stepper()
+            .args(["daemon", "start"])
+            .envs(vars.iter().copied())
+            .output()
+            .expect("running stepper");
         assert!(
             out.status.success(),
             "daemon start failed: {}",

@@ -1,4 +1,36 @@
-//! The MCP client: stdio, streamable HTTP and SSE servers from `mcpServers`, their tools
-//! exposed as `mcp__<server>__<tool>` through the engine's `Tool` trait.
+//! The MCP client: servers from `mcpServers`, their tools exposed as
+//! `mcp__<server>__<tool>` through the engine's `Tool` trait, every call through the gate.
 //!
-//! Empty until MCP support lands; the crate fixes the boundary now.
+//! This first part speaks to stdio servers (the official SDK, `rmcp`, over the pipes of a
+//! child spawned in its own process group and recorded in the child registry, so no server
+//! outlives the daemon). Streamable HTTP and SSE servers are parsed and reported as not yet
+//! supported.
+
+pub mod config;
+pub mod server;
+pub mod tool;
+
+pub use config::{ServerSpec, Transport, parse_servers};
+pub use server::{McpError, McpServer};
+pub use tool::{McpTool, tool_name};
+
+use std::time::Duration;
+
+/// How long a server may take to start and answer `initialize`.
+pub fn connect_timeout() -> Duration {
+    millis_from_env("STEPPER_MCP_CONNECT_TIMEOUT_MS", 10_000)
+}
+
+/// How long one tool call may take.
+pub fn call_timeout() -> Duration {
+    millis_from_env("STEPPER_MCP_TOOL_TIMEOUT_MS", 120_000)
+}
+
+fn millis_from_env(name: &str, default: u64) -> Duration {
+    let ms = std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .unwrap_or(default);
+    Duration::from_millis(ms)
+}

@@ -100,6 +100,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         extensions: std::sync::Arc::new(crate::hub::extensions::ExtensionsCache::new(
             places.config_dir.clone(),
         )),
+        mcp: std::sync::Arc::default(),
     });
     // Children a crashed daemon left running go first: a recovered turn must not meet them.
     let registry = places.data_dir.join("children");

@@ -12,6 +12,7 @@ pub mod env;
 pub mod extensions;
 pub mod hooks;
 pub mod log;
+pub mod mcp;
 pub mod replay;
 pub mod sandbox;
 pub mod session;
@@ -111,6 +112,8 @@ pub struct HubDeps {
     pub sandboxes: Arc<sandbox::Sandboxes>,
     /// Custom commands and skills by folder, read again only when their files change.
     pub extensions: Arc<extensions::ExtensionsCache>,
+    /// MCP servers, shared by the sessions of a folder.
+    pub mcp: Arc<mcp::McpPool>,
 }
 
 /// A session to create, as a client asks for it.

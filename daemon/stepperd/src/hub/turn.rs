@@ -207,6 +207,11 @@ impl LiveSession {
                         .fail_before_model(turn, notices, plan.failure(), &input.text)
                         .await;
                 }
+                // MCP servers' tools; a server that fails is left out, with a notice.
+                let user_settings = deps.settings.get(None).await.unwrap_or_default();
+                let (mcp_tools, mcp_notices) =
+                    deps.mcp.tools(&cwd, &user_settings, &settings, &env).await;
+                notices.extend(mcp_notices);
                 // The skills the model may use: named in the system prompt, loaded by a tool.
                 let skills: Vec<_> = ext
                     .skills
@@ -316,7 +321,7 @@ impl LiveSession {
                     effective,
                     cwd: cwd.clone(),
                     system,
-                    tools: deps.tools.clone(),
+                    tools: deps.tools.iter().cloned().chain(mcp_tools).collect(),
                     skills,
                     cx,
                     gate,

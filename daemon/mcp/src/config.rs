@@ -1,0 +1,228 @@
+//! `mcpServers` entries in the formats users have (Claude Code's `.mcp.json` and settings):
+//! `command`, `args`, `env`, `cwd` for a stdio server; `type: "http" | "sse"` with `url`
+//! and `headers` for a remote one. `${VAR}` and `${VAR:-default}` are expanded in every
+//! string from the session's environment.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use stepper_protocol::session::Env;
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+        /// The legacy HTTP+SSE transport rather than streamable HTTP.
+        sse: bool,
+    },
+}
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub transport: Transport,
+}
+
+impl ServerSpec {
+    /// A key that changes when anything about how the server is started changes.
+    pub fn key(&self) -> String {
+        format!("{}\u{0}{:?}", self.name, self.transport)
+    }
+}
+
+/// Every server of `servers`, or why one is left out (`name: what to fix`).
+pub fn parse_servers(
+    servers: &BTreeMap<String, Value>,
+    env: &Env,
+) -> (Vec<ServerSpec>, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut problems = Vec::new();
+    for (name, value) in servers {
+        match parse_one(name, value, env) {
+            Ok(spec) => specs.push(spec),
+            Err(why) => problems.push(format!("MCP server {name:?}: {why}")),
+        }
+    }
+    (specs, problems)
+}
+
+fn parse_one(name: &str, value: &Value, env: &Env) -> Result<ServerSpec, String> {
+    if name.is_empty()
+        || name.contains("__")
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(
+            "a server's name is letters, digits, - and _ (no double underscore): rename it".into(),
+        );
+    }
+    let obj = value
+        .as_object()
+        .ok_or("expected an object with command/args, or type and url")?;
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(expand(s, env))),
+            Some(_) => Err(format!("`{key}` must be a string")),
+        }
+    };
+    let map = |key: &str| -> Result<BTreeMap<String, String>, String> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k.clone(), expand(s, env))),
+                    _ => Err(format!("`{key}.{k}` must be a string")),
+                })
+                .collect(),
+            Some(_) => Err(format!("`{key}` must be an object of strings")),
+        }
+    };
+    let kind = text("type")?;
+    let transport = match (kind.as_deref(), text("url")?, text("command")?) {
+        (Some("http" | "streamable-http") | None, Some(url), None) => Transport::Http {
+            url,
+            headers: map("headers")?,
+            sse: false,
+        },
+        (Some("sse"), Some(url), None) => Transport::Http {
+            url,
+            headers: map("headers")?,
+            sse: true,
+        },
+        (Some("stdio") | None, None, Some(command)) => {
+            let args = match obj.get("args") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|a| {
+                        a.as_str()
+                            .map(|s| expand(s, env))
+                            .ok_or("`args` must be strings")
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err("`args` must be a list of strings".into()),
+            };
+            Transport::Stdio {
+                command,
+                args,
+                env: map("env")?,
+                cwd: text("cwd")?.map(PathBuf::from),
+            }
+        }
+        (_, Some(_), Some(_)) => return Err("give either `command` or `url`, not both".into()),
+        (Some(other), _, _) => {
+            return Err(format!(
+                "`type: {other}` needs {} — the types are stdio, http and sse",
+                if other == "stdio" {
+                    "`command`"
+                } else {
+                    "`url`"
+                }
+            ));
+        }
+        (None, None, None) => return Err("give `command` (a stdio server) or `url`".into()),
+    };
+    Ok(ServerSpec {
+        name: name.to_string(),
+        transport,
+    })
+}
+
+/// `${VAR}` and `${VAR:-default}` from `env` (an unset variable is empty).
+pub fn expand(text: &str, env: &Env) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return out;
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match env.get(name).filter(|v| !v.is_empty()) {
+            Some(value) => out.push_str(value),
+            None => out.push_str(default.unwrap_or("")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn claude_codes_formats_with_expansion() {
+        let env: Env = [
+            ("TOKEN".to_string(), "t0k".to_string()),
+            ("HOME".into(), "/h".into()),
+        ]
+        .into_iter()
+        .collect();
+        let servers: BTreeMap<String, Value> = serde_json::from_value(json!({
+            "fs": {"command": "npx", "args": ["-y", "server-filesystem", "${HOME}/src"], "env": {"K": "${TOKEN}"}},
+            "remote": {"type": "http", "url": "${API:-https://mcp.example}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            "old": {"type": "sse", "url": "http://localhost:1/sse"},
+            "bad": {"type": "stdio"},
+            "a__b": {"command": "x"},
+            "both": {"command": "x", "url": "y"}
+        }))
+        .unwrap();
+        let (specs, problems) = parse_servers(&servers, &env);
+        let fs = specs.iter().find(|s| s.name == "fs").unwrap();
+        assert_eq!(
+            fs.transport,
+            Transport::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "server-filesystem".into(), "/h/src".into()],
+                env: [("K".to_string(), "t0k".to_string())].into_iter().collect(),
+                cwd: None,
+            }
+        );
+        let remote = specs.iter().find(|s| s.name == "remote").unwrap();
+        assert!(
+            matches!(&remote.transport, Transport::Http { url, headers, sse: false }
+            if url == "https://mcp.example/mcp" && headers["Authorization"] == "Bearer t0k")
+        );
+        assert!(
+            specs.iter().any(
+                |s| s.name == "old" && matches!(s.transport, Transport::Http { sse: true, .. })
+            )
+        );
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("\"bad\"") && p.contains("`command`"))
+        );
+    }
+
+    #[test]
+    fn expansion_edges() {
+        let env = Env::new();
+        assert_eq!(expand("a${X:-b}c${Y}d", &env), "abcd");
+        assert_eq!(expand("open ${X", &env), "open ${X");
+        assert_eq!(expand("é${X:-ü}", &env), "éü");
+    }
+}

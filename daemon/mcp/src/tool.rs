@@ -1,0 +1,134 @@
+//! A server's tool as the engine's `Tool`: named `mcp__<server>__<tool>`, asked of the gate
+//! (rules `mcp__server__tool` and `mcp__server__*`), its result mapped to text the model
+//! reads.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use stepper_engine::tool::{
+    GateRequest, Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec,
+};
+
+use crate::server::McpServer;
+
+/// The name the model and the rules know a server's tool by.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    format!("mcp__{server}__{tool}")
+}
+
+pub struct McpTool {
+    server: Arc<McpServer>,
+    tool: rmcp::model::Tool,
+}
+
+impl McpTool {
+    /// Every tool `server` listed.
+    pub fn all(server: &Arc<McpServer>) -> Vec<Arc<dyn Tool>> {
+        server
+            .tools
+            .iter()
+            .map(|tool| {
+                Arc::new(McpTool {
+                    server: Arc::clone(server),
+                    tool: tool.clone(),
+                }) as Arc<dyn Tool>
+            })
+            .collect()
+    }
+}
+
+impl Tool for McpTool {
+    fn spec(&self) -> ToolSpec {
+        let mut description = self.tool.description.as_deref().unwrap_or("").to_string();
+        if description.is_empty() {
+            description = format!(
+                "The {} tool of the MCP server {}.",
+                self.tool.name, self.server.name
+            );
+        }
+        ToolSpec {
+            name: tool_name(&self.server.name, &self.tool.name),
+            description,
+            input_schema: serde_json::Value::Object((*self.tool.input_schema).clone()),
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        // A server says so itself; it is taken as a hint for running calls together only.
+        self.tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false)
+    }
+
+    fn call<'a>(&'a self, args: serde_json::Value, cx: &'a ToolCx) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            cx.gate(GateRequest::Mcp {
+                server: self.server.name.clone(),
+                tool: self.tool.name.to_string(),
+                arguments: args.to_string(),
+            })
+            .await?;
+            let call = self
+                .server
+                .call(&self.tool.name, args, crate::call_timeout());
+            let result = tokio::select! {
+                biased;
+                () = cx.cancel.cancelled() => return Err(ToolError::Cancelled),
+                result = call => result.map_err(ToolError::Failed)?,
+            };
+            let text = result_text(&result);
+            if result.is_error == Some(true) {
+                return Err(ToolError::Failed(text));
+            }
+            Ok(ToolOutput::text(text))
+        })
+    }
+}
+
+/// What the model reads of a result: text as it is, the rest described, structured content
+/// as JSON when there is no text.
+fn result_text(result: &rmcp::model::CallToolResult) -> String {
+    let mut parts = Vec::new();
+    for block in &result.content {
+        let value = serde_json::to_value(block).unwrap_or_default();
+        let kind = value["type"].as_str().unwrap_or("");
+        match kind {
+            "text" => parts.push(value["text"].as_str().unwrap_or("").to_string()),
+            "image" | "audio" => parts.push(format!(
+                "[{kind}: {}, {} bytes of base64]",
+                value["mimeType"].as_str().unwrap_or("unknown type"),
+                value["data"].as_str().map_or(0, str::len)
+            )),
+            "resource_link" => parts.push(format!(
+                "[resource link: {}{}]",
+                value["uri"].as_str().unwrap_or(""),
+                value["name"]
+                    .as_str()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            )),
+            "resource" => {
+                let res = &value["resource"];
+                match res["text"].as_str() {
+                    Some(text) => parts.push(format!(
+                        "[resource {}]\n{text}",
+                        res["uri"].as_str().unwrap_or("")
+                    )),
+                    None => parts.push(format!(
+                        "[resource {}: binary]",
+                        res["uri"].as_str().unwrap_or("")
+                    )),
+                }
+            }
+            _ => parts.push(value.to_string()),
+        }
+    }
+    if parts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(structured.to_string());
+    }
+    parts.join("\n")
+}

@@ -1,0 +1,221 @@
+//! MCP servers against the real reference server (`@modelcontextprotocol/server-everything`,
+//! installed by `.ci/run` from npm and named in `STEPPER_TEST_MCP_EVERYTHING`): its tools
+//! in a turn through the gate, one server shared by a folder's sessions, a project's server
+//! left out until approved, and no server left after the daemon is killed.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use stepper_e2e::fake_llm::tool_use_stream;
+use stepper_e2e::{Reply, TestEnv, read_until, submit, until_turn_finished, wait_until};
+use stepper_process::testing::processes_with;
+use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
+use stepper_protocol::{AppEvent, ApprovalDecision, ToolCallStatus, TurnStatus};
+
+/// The server's entry point, or `None` (the test skips, or fails in CI).
+fn everything() -> Option<PathBuf> {
+    let dir = std::env::var_os("STEPPER_TEST_MCP_EVERYTHING").map(PathBuf::from);
+    let entry = dir.map(|d| d.join("@modelcontextprotocol/server-everything/dist/index.js"));
+    match entry.filter(|e| e.exists()) {
+        Some(entry) if stepper_e2e::needs::program("node", "the MCP tests", "install Node.js") => {
+            Some(entry)
+        }
+        Some(_) => None,
+        None => {
+            assert!(
+                !stepper_e2e::needs::strict(),
+                "STEPPER_TEST_MCP_EVERYTHING must name a node_modules with \
+                 @modelcontextprotocol/server-everything"
+            );
+            eprintln!(
+                "skipped: needs the MCP reference server (npm install --prefix DIR \
+                 @modelcontextprotocol/server-everything, then \
+                 STEPPER_TEST_MCP_EVERYTHING=DIR/node_modules)"
+            );
+            None
+        }
+    }
+}
+
+fn user_servers(env: &TestEnv, servers: serde_json::Value) {
+    let dir = env.places().config_dir;
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("setting.json"),
+        serde_json::json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+}
+
+fn echo_call(message: &str) -> Reply {
+    Reply::Sse(tool_use_stream(&[(
+        "toolu_echo",
+        "mcp__everything__echo",
+        serde_json::json!({ "message": message }),
+    )]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_tool_runs_through_the_gate_and_the_server_is_shared_then_reaped() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    let marker = format!("mcp-mark-{}", std::process::id());
+    user_servers(
+        &env,
+        serde_json::json!({"everything": {
+            "command": "node",
+            "args": [entry.display().to_string(), "stdio", marker],
+        }}),
+    );
+    // A server the project's own settings name: not started without approval.
+    let project = env.project.path().join(".stepper");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("setting.json"),
+        serde_json::json!({"mcpServers": {"repo-tool": {"command": "touch", "args": ["ran"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    env.start_daemon();
+    let client = env.client().await;
+    let other = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(echo_call("hello from the test"));
+    env.fake.push(Reply::text(&["echoed"]));
+    submit(&client, &id, "echo something").await;
+
+    // Default mode asks before an MCP tool; another client answers.
+    let mut seen = read_until(&mut events, |e| {
+        matches!(e.event, AppEvent::ApprovalRequested { .. })
+    })
+    .await;
+    let Some(AppEvent::ApprovalRequested {
+        request_id, tool, ..
+    }) = seen.last().map(|e| e.event.clone())
+    else {
+        unreachable!()
+    };
+    assert_eq!(tool, "mcp__everything__echo");
+    other
+        .call::<SessionApprove>(SessionApproveParams {
+            session_id: id.clone(),
+            request_id,
+            decision: ApprovalDecision::Allow,
+        })
+        .await
+        .unwrap();
+    seen.extend(until_turn_finished(&mut events).await);
+    let finished = seen.iter().find_map(|e| match &e.event {
+        AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
+        _ => None,
+    });
+    let (status, output) = finished.expect("the call finished");
+    assert_eq!(status, ToolCallStatus::Ok, "{output}");
+    assert!(output.contains("hello from the test"), "{output}");
+    assert!(
+        seen.iter()
+            .any(|e| matches!(&e.event, AppEvent::Notice { message }
+        if message.contains("repo-tool") && message.contains("not started")))
+    );
+    assert!(
+        !env.project.path().join("ran").exists(),
+        "the project's server never ran"
+    );
+    // The model was offered the server's tools, and got the result.
+    let requests = env.fake.requests();
+    let names = requests[0]["tools"].to_string();
+    assert!(names.contains("mcp__everything__echo"), "{names}");
+    assert!(
+        requests[1]["messages"]
+            .to_string()
+            .contains("hello from the test")
+    );
+    assert_eq!(processes_with(&marker).len(), 1);
+
+    // A second session in the folder shares the running server.
+    let second = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut second_events = client.subscribe_events(&second, 0).await.unwrap();
+    env.fake.push(echo_call("second session"));
+    env.fake.push(Reply::text(&["again"]));
+    submit(&client, &second, "echo again").await;
+    let seen = until_turn_finished(&mut second_events).await;
+    assert!(seen.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::TurnFinished {
+            status: TurnStatus::Completed,
+            ..
+        }
+    )));
+    assert_eq!(
+        processes_with(&marker).len(),
+        1,
+        "one server for the folder"
+    );
+
+    // SIGKILL: the next daemon reaps the server the dead one started.
+    drop(events);
+    drop(second_events);
+    drop(client);
+    drop(other);
+    env.signal_daemon(Signal::SIGKILL);
+    env.start_daemon();
+    wait_until(
+        "the old daemon's MCP server to be reaped",
+        Duration::from_secs(20),
+        || processes_with(&marker).is_empty(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_fails_leaves_its_tools_out_and_says_why() {
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({
+            "missing": {"command": "/nonexistent/mcp-server"},
+            "silent": {"command": "sleep", "args": ["30"]},
+            "remote": {"type": "http", "url": "http://127.0.0.1:9/mcp"}
+        }),
+    );
+    // The daemon reads the timeout from its own environment.
+    env.start_daemon_with(&[("STEPPER_MCP_CONNECT_TIMEOUT_MS", "500")]);
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::text(&["fine without them"]));
+    submit(&client, &id, "hi").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert!(seen.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::TurnFinished {
+            status: TurnStatus::Completed,
+            ..
+        }
+    )));
+    let notices: Vec<String> = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::Notice { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    let said = notices.join("\n");
+    assert!(said.contains("\"missing\": cannot start"), "{said}");
+    assert!(
+        said.contains("\"silent\": it did not answer within 500 ms"),
+        "{said}"
+    );
+    assert!(
+        said.contains("\"remote\": streamable HTTP servers are not supported yet"),
+        "{said}"
+    );
+    assert!(
+        !env.fake.requests()[0]["tools"]
+            .to_string()
+            .contains("mcp__")
+    );
+}
