@@ -117,7 +117,7 @@ async fn a_servers_tool_runs_through_the_gate_and_the_server_is_shared_then_reap
     assert!(
         seen.iter()
             .any(|e| matches!(&e.event, AppEvent::Notice { message }
-        if message.contains("repo-tool") && message.contains("not started")))
+        if message.contains("repo-tool") && message.contains("not approved")))
     );
     assert!(
         !env.project.path().join("ran").exists(),
@@ -217,5 +217,68 @@ async fn a_server_that_fails_leaves_its_tools_out_and_says_why() {
         !env.fake.requests()[0]["tools"]
             .to_string()
             .contains("mcp__")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projects_mcp_json_runs_once_the_user_approves_it() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    let root = env.project.path();
+    std::fs::write(
+        root.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {"everything": {
+            "command": "node",
+            "args": [entry.display().to_string(), "stdio"],
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    // The repository approving its own servers counts for nothing.
+    std::fs::create_dir_all(root.join(".stepper")).unwrap();
+    std::fs::write(
+        root.join(".stepper/setting.json"),
+        r#"{"enableAllProjectMcpServers": true, "enabledMcpjsonServers": ["everything"]}"#,
+    )
+    .unwrap();
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::text(&["no tools yet"]));
+    submit(&client, &id, "first").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert!(
+        seen.iter()
+            .any(|e| matches!(&e.event, AppEvent::Notice { message }
+        if message.contains("everything") && message.contains("not approved")
+            && message.contains("setting.local.json"))),
+        "{seen:#?}"
+    );
+    assert!(
+        !env.fake.requests()[0]["tools"]
+            .to_string()
+            .contains("mcp__")
+    );
+
+    // The user approves it in the git-ignored local settings: the next turn has its tools.
+    std::fs::write(
+        root.join(".stepper/setting.local.json"),
+        r#"{"enabledMcpjsonServers": ["everything"]}"#,
+    )
+    .unwrap();
+    env.fake.push(echo_call("approved now"));
+    env.fake.push(Reply::text(&["done"]));
+    submit(&client, &id, "second").await;
+    let seen = until_turn_finished(&mut events).await;
+    let output = seen.iter().find_map(|e| match &e.event {
+        AppEvent::ToolCallFinished { output, .. } => Some(output.clone()),
+        _ => None,
+    });
+    assert!(
+        output.is_some_and(|o| o.contains("approved now")),
+        "{seen:#?}"
     );
 }

@@ -100,6 +100,17 @@ pub struct Settings {
     /// those whose front matter says `dispatch: true`.
     #[serde(default)]
     pub dispatch: Option<bool>,
+    /// Run every MCP server a project names (`.mcp.json`, its `setting.json`) without
+    /// asking. Honoured from your own `setting.json` and the project's
+    /// `setting.local.json` only: a repository cannot approve its own servers.
+    #[serde(default)]
+    pub enable_all_project_mcp_servers: Option<bool>,
+    /// Project MCP servers you approved, by name (same files as above).
+    #[serde(default)]
+    pub enabled_mcpjson_servers: Vec<String>,
+    /// Project MCP servers you refused, by name; they never run.
+    #[serde(default)]
+    pub disabled_mcpjson_servers: Vec<String>,
 }
 
 /// The OS sandbox's names: the protocol's type, as for permission modes.
@@ -215,6 +226,15 @@ impl Settings {
         Settings::load_files(vec![config_dir.join("setting.json")])
     }
 
+    /// What may approve a project's MCP servers: the user's settings and the project's
+    /// git-ignored `setting.local.json`, merged.
+    pub fn load_trusted(config_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
+        Settings::load_files(vec![
+            config_dir.join("setting.json"),
+            cwd.join(".stepper").join("setting.local.json"),
+        ])
+    }
+
     /// The permission mode these settings choose (`default` when none).
     pub fn mode(&self) -> PermissionMode {
         self.permissions
@@ -276,6 +296,13 @@ impl Settings {
         if later.dispatch.is_some() {
             self.dispatch = later.dispatch;
         }
+        if later.enable_all_project_mcp_servers.is_some() {
+            self.enable_all_project_mcp_servers = later.enable_all_project_mcp_servers;
+        }
+        self.enabled_mcpjson_servers
+            .extend(later.enabled_mcpjson_servers);
+        self.disabled_mcpjson_servers
+            .extend(later.disabled_mcpjson_servers);
         if let Some(later) = later.sandbox {
             // The last mode and network win; roots accumulate, as rules do.
             let mut merged = self

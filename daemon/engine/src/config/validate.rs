@@ -62,6 +62,9 @@ const KEYS: &[&str] = &[
     "hooks",
     "memoryMaxBytes",
     "dispatch",
+    "enableAllProjectMcpServers",
+    "enabledMcpjsonServers",
+    "disabledMcpjsonServers",
     "compaction",
     "sandbox",
 ];
@@ -268,8 +271,13 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
                     Some("a number of bytes, such as 32768".into())
                 });
             }
-            "dispatch" => {
-                c.typed::<bool>(&p("dispatch"), value, &|_| Some("true or false".into()));
+            "dispatch" | "enableAllProjectMcpServers" => {
+                c.typed::<bool>(&p(key), value, &|_| Some("true or false".into()));
+            }
+            "enabledMcpjsonServers" | "disabledMcpjsonServers" => {
+                c.typed::<Vec<String>>(&p(key), value, &|_| {
+                    Some("a list of server names, such as [\"github\"]".into())
+                });
             }
             "hooks" => check_hooks(&mut c, value),
             "sandbox" => {

@@ -2,11 +2,14 @@
 //! shared by that project's sessions (one per folder and configuration), started again
 //! when one died. Their tools join each turn's tools.
 //!
-//! Only servers in the user's own `setting.json` run for now: a server a project's files
-//! name runs a command from the repository, and waits for the approval flow (Claude Code's
-//! `.mcp.json` approval) to come; until then such a server is named in a notice and left out.
+//! Servers in the user's own `setting.json` run. A server a project names (its `.mcp.json`,
+//! Claude Code's file, or its `.stepper/setting.json`) runs a command from the repository,
+//! so it runs only once the user approved it, as Claude Code has it:
+//! `enableAllProjectMcpServers`, `enabledMcpjsonServers`, `disabledMcpjsonServers` — read from
+//! the user's `setting.json` and the project's git-ignored `setting.local.json` only, never
+//! from files the repository ships.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -23,29 +26,57 @@ pub struct McpPool {
 
 impl McpPool {
     /// The tools of the servers a turn in `cwd` has (`user`: the user's own settings,
-    /// `merged`: every file's), starting those that do not run; what went wrong, as notices.
+    /// `trusted`: those and the project's `setting.local.json`, `merged`: every file's),
+    /// starting those that do not run; what went wrong, as notices.
     pub async fn tools(
         &self,
         cwd: &Path,
         user: &Settings,
+        trusted: &Settings,
         merged: &Settings,
         env: &Env,
     ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
-        let (specs, mut notices) = parse_servers(&user.mcp_servers, env);
-        let project: Vec<&str> = merged
+        let mut notices = Vec::new();
+        // The project's servers: its settings' (those the user's do not name the same) and
+        // its `.mcp.json`.
+        let mut project: BTreeMap<String, serde_json::Value> = merged
             .mcp_servers
             .iter()
             .filter(|(name, value)| user.mcp_servers.get(*name) != Some(*value))
-            .map(|(name, _)| name.as_str())
+            .map(|(n, v)| (n.clone(), v.clone()))
             .collect();
-        if !project.is_empty() {
+        match mcp_json(cwd) {
+            Ok(Some(servers)) => project.extend(servers),
+            Ok(None) => {}
+            Err(why) => notices.push(why),
+        }
+        let mut servers = user.mcp_servers.clone();
+        let mut waiting = Vec::new();
+        for (name, value) in project {
+            let refused = trusted.disabled_mcpjson_servers.contains(&name);
+            let approved = trusted.enable_all_project_mcp_servers == Some(true)
+                || trusted.enabled_mcpjson_servers.contains(&name);
+            if approved && !refused {
+                servers.insert(name, value);
+            } else if !refused {
+                waiting.push(name);
+            }
+        }
+        if !waiting.is_empty() {
             notices.push(format!(
-                "MCP servers from the project's settings are not started: {} — a project's \
-                 servers wait for an approval step that is not built yet; to use one now, \
-                 put it in your own ~/.config/stepper/setting.json",
-                project.join(", ")
+                "the project's MCP servers {} are not approved, so they do not run — approve them \
+                 with \"enabledMcpjsonServers\": [{}] (or \"enableAllProjectMcpServers\": true) in \
+                 ~/.config/stepper/setting.json or .stepper/setting.local.json",
+                waiting.join(", "),
+                waiting
+                    .iter()
+                    .map(|n| format!("\"{n}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
+        let (specs, problems) = parse_servers(&servers, env);
+        notices.extend(problems);
         if specs.is_empty() {
             return (Vec::new(), notices);
         }
@@ -78,5 +109,37 @@ impl McpPool {
             .flat_map(McpTool::all)
             .collect();
         (tools, notices)
+    }
+}
+
+/// The servers of the project's `.mcp.json` (in `cwd`, else at the repository root).
+fn mcp_json(cwd: &Path) -> Result<Option<BTreeMap<String, serde_json::Value>>, String> {
+    let root = stepper_engine::config::memory::repository_root(cwd);
+    let Some(path) = [cwd.join(".mcp.json"), root.join(".mcp.json")]
+        .into_iter()
+        .find(|p| p.is_file())
+    else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}:{}:{}: {e} — its MCP servers are left out until it is fixed",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    match value.get("mcpServers") {
+        None => Ok(None),
+        Some(servers) => serde_json::from_value(servers.clone())
+            .map(Some)
+            .map_err(|_| {
+                format!(
+                    "{}: `mcpServers` must be an object of servers by name",
+                    path.display()
+                )
+            }),
     }
 }

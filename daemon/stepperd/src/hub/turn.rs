@@ -209,8 +209,18 @@ impl LiveSession {
                 }
                 // MCP servers' tools; a server that fails is left out, with a notice.
                 let user_settings = deps.settings.get(None).await.unwrap_or_default();
-                let (mcp_tools, mcp_notices) =
-                    deps.mcp.tools(&cwd, &user_settings, &settings, &env).await;
+                let trusted = {
+                    let (config_dir, cwd) = (deps.settings.config_dir().to_path_buf(), cwd.clone());
+                    tokio::task::spawn_blocking(move || Settings::load_trusted(&config_dir, &cwd))
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .unwrap_or_default()
+                };
+                let (mcp_tools, mcp_notices) = deps
+                    .mcp
+                    .tools(&cwd, &user_settings, &trusted, &settings, &env)
+                    .await;
                 notices.extend(mcp_notices);
                 // The skills the model may use: named in the system prompt, loaded by a tool.
                 let skills: Vec<_> = ext
