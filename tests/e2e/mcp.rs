@@ -282,3 +282,66 @@ async fn a_projects_mcp_json_runs_once_the_user_approves_it() {
         "{seen:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_streams_as_tool_output_and_a_hung_call_times_out() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({"everything": {
+            "command": "node",
+            "args": [entry.display().to_string(), "stdio"],
+        }}),
+    );
+    env.start_daemon_with(&[("STEPPER_MCP_TOOL_TIMEOUT_MS", "1500")]);
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let long = |duration: f64, steps: u32| {
+        Reply::Sse(tool_use_stream(&[(
+            "toolu_long",
+            "mcp__everything__trigger-long-running-operation",
+            serde_json::json!({ "duration": duration, "steps": steps }),
+        )]))
+    };
+    env.fake.push(long(0.3, 3));
+    env.fake.push(Reply::text(&["done"]));
+    submit(&client, &id, "run it").await;
+    let seen = until_turn_finished(&mut events).await;
+    let streamed: String = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::ToolOutputDelta { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        streamed.contains("progress 1/3") && streamed.contains("progress 3/3"),
+        "{streamed:?}"
+    );
+
+    // A call past STEPPER_MCP_TOOL_TIMEOUT_MS ends with a clear error; the turn goes on.
+    env.fake.push(long(30.0, 1));
+    env.fake.push(Reply::text(&["it timed out"]));
+    submit(&client, &id, "run it long").await;
+    let seen = until_turn_finished(&mut events).await;
+    let (status, output) = seen
+        .iter()
+        .find_map(|e| match &e.event {
+            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(status, ToolCallStatus::Error);
+    assert!(output.contains("STEPPER_MCP_TOOL_TIMEOUT_MS"), "{output}");
+    assert!(seen.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::TurnFinished {
+            status: TurnStatus::Completed,
+            ..
+        }
+    )));
+}

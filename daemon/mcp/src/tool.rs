@@ -25,12 +25,12 @@ impl McpTool {
     /// Every tool `server` listed.
     pub fn all(server: &Arc<McpServer>) -> Vec<Arc<dyn Tool>> {
         server
-            .tools
-            .iter()
+            .tools()
+            .into_iter()
             .map(|tool| {
                 Arc::new(McpTool {
                     server: Arc::clone(server),
-                    tool: tool.clone(),
+                    tool,
                 }) as Arc<dyn Tool>
             })
             .collect()
@@ -70,9 +70,10 @@ impl Tool for McpTool {
                 arguments: args.to_string(),
             })
             .await?;
+            let output = Some(Arc::clone(&cx.output));
             let call = self
                 .server
-                .call(&self.tool.name, args, crate::call_timeout());
+                .call(&self.tool.name, args, crate::call_timeout(), output);
             let result = tokio::select! {
                 biased;
                 () = cx.cancel.cancelled() => return Err(ToolError::Cancelled),

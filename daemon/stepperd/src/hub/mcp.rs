@@ -97,17 +97,24 @@ impl McpPool {
         for (spec, result) in started {
             match result {
                 Ok(server) => {
-                    tracing::info!(server = %spec.name, tools = server.tools.len(), "MCP server started");
+                    tracing::info!(server = %spec.name, tools = server.tools().len(), "MCP server started");
                     servers.insert(key(spec), server);
                 }
                 Err(e) => notices.push(format!("{e} — its tools are left out of this turn")),
             }
         }
-        let tools = specs
+        // A server whose tools changed since the last turn lists them again.
+        let running: Vec<Arc<McpServer>> = specs
             .iter()
-            .filter_map(|spec| servers.get(&key(spec)))
-            .flat_map(McpTool::all)
+            .filter_map(|spec| servers.get(&key(spec)).cloned())
             .collect();
+        drop(servers);
+        for server in &running {
+            if let Err(e) = server.refresh_tools(timeout).await {
+                notices.push(format!("{e} — its earlier tools are kept"));
+            }
+        }
+        let tools = running.iter().flat_map(McpTool::all).collect();
         (tools, notices)
     }
 }
