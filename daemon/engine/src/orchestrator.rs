@@ -17,7 +17,7 @@ use stepper_protocol::{AppEvent, TurnStatus, Usage};
 use tokio::sync::Semaphore;
 
 use crate::agent::{SinkError, TurnOutcome, add_cost};
-use crate::config::layers::{AgentDef, DEFAULT_PARALLEL_MAX, Layer};
+use crate::config::layers::{AgentDef, DEFAULT_PARALLEL_MAX, Layer, offers, permits};
 use crate::provider::{ChatMessage, ContentPart, Role};
 use crate::tool::{Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args};
 
@@ -57,6 +57,16 @@ pub struct AgentRun {
 }
 
 impl AgentRun {
+    /// Whether the agent may use `tool`.
+    pub fn allows(&self, tool: &str) -> bool {
+        permits(self.tools.as_deref(), &self.disallowed, tool)
+    }
+
+    /// Whether the agent is offered the skill `name`.
+    pub fn offers_skill(&self, name: &str) -> bool {
+        offers(self.skills.as_deref(), name)
+    }
+
     fn of_layer(layer: &Layer, id: Option<String>, kind: AgentKind) -> AgentRun {
         AgentRun {
             id,

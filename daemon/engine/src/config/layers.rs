@@ -84,19 +84,19 @@ impl Layer {
 
     /// Whether the layer may use `tool`.
     pub fn allows(&self, tool: &str) -> bool {
-        let listed = self
-            .tools
-            .as_ref()
-            .is_none_or(|tools| tools.iter().any(|t| t == tool));
-        listed && !self.disallowed.iter().any(|t| t == tool)
+        permits(self.tools.as_deref(), &self.disallowed, tool)
     }
+}
 
-    /// Whether the layer is offered the skill `name`.
-    pub fn offers_skill(&self, name: &str) -> bool {
-        self.skills
-            .as_ref()
-            .is_none_or(|skills| skills.iter().any(|s| s == name))
-    }
+/// Whether `tool` passes an allow list (`None`: every tool) and a deny list.
+pub fn permits(tools: Option<&[String]>, disallowed: &[String], tool: &str) -> bool {
+    tools.is_none_or(|tools| tools.iter().any(|t| t == tool))
+        && !disallowed.iter().any(|t| t == tool)
+}
+
+/// Whether the skill `name` is in a `skills:` list (`None`: every skill).
+pub fn offers(skills: Option<&[String]>, name: &str) -> bool {
+    skills.is_none_or(|skills| skills.iter().any(|s| s == name))
 }
 
 /// What `stepper.md` says.

@@ -235,6 +235,14 @@ impl Settings {
         ])
     }
 
+    /// The share of a model's window at which its context is compacted.
+    pub fn compaction_threshold(&self) -> f64 {
+        self.compaction
+            .as_ref()
+            .and_then(|c| c.threshold)
+            .unwrap_or(crate::compaction::DEFAULT_THRESHOLD)
+    }
+
     /// The permission mode these settings choose (`default` when none).
     pub fn mode(&self) -> PermissionMode {
         self.permissions

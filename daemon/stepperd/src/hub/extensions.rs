@@ -67,6 +67,20 @@ pub struct SkillTool {
 }
 
 impl SkillTool {
+    /// The skills a model may be offered (not those only a user may invoke).
+    pub fn model_invocable(skills: &[Skill]) -> Vec<Skill> {
+        skills
+            .iter()
+            .filter(|s| !s.disable_model_invocation)
+            .cloned()
+            .collect()
+    }
+
+    /// [`SkillTool::listing`] within about 1% of a `window` of tokens (~4 bytes a token).
+    pub fn listing_for(&self, window: u64) -> String {
+        self.listing((window as usize / 25).max(2000))
+    }
+
     /// The listing for the system prompt: the skills the model may use, within `budget`
     /// bytes (the rest are named as left out).
     pub fn listing(&self, budget: usize) -> String {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use futures::future::BoxFuture;
 use stepper_engine::catalogue::ModelInfo;
-use stepper_engine::compaction::{CompactionPlan, DEFAULT_THRESHOLD};
+use stepper_engine::compaction::CompactionPlan;
 use stepper_engine::config::layers::{self, AgentDef, Layer, Layers};
 use stepper_engine::config::{extensions, memory};
 use stepper_engine::hooks::TurnHooks;
@@ -223,12 +223,7 @@ impl LiveSession {
                     .await;
                 notices.extend(mcp_notices);
                 // The skills the model may use: named in the system prompt, loaded by a tool.
-                let skills: Vec<_> = ext
-                    .skills
-                    .iter()
-                    .filter(|s| !s.disable_model_invocation)
-                    .cloned()
-                    .collect();
+                let skills = SkillTool::model_invocable(&ext.skills);
                 let blocked = match &hooks {
                     Some(runner) => self.prompt_hooks(runner, turn, &input.text).await,
                     None => Ok(Vec::new()),
@@ -749,19 +744,12 @@ pub(crate) async fn context_window(
         .unwrap_or_default();
     let memory = instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir()).await;
     let ext = deps.extensions.get(&cwd, home.as_deref()).await;
-    let skills: Vec<_> = ext
-        .skills
-        .iter()
-        .filter(|s| !s.disable_model_invocation)
-        .cloned()
-        .collect();
+    let skills = SkillTool::model_invocable(&ext.skills);
     let mut specs: Vec<_> = deps.tools.iter().map(|t| t.spec()).collect();
     let mut system = 0;
     if !skills.is_empty() {
         let tool = SkillTool { skills };
-        system += tool
-            .listing((info.context_window() as usize / 25).max(2000))
-            .len();
+        system += tool.listing_for(info.context_window()).len();
         specs.push(tool.spec());
     }
     // A stored context that cannot be read counts as empty here; the next turn says why.
@@ -773,11 +761,7 @@ pub(crate) async fn context_window(
     let tools = tokens(serde_json::to_string(&specs).map_or(0, |s| s.len()));
     let (system, memory, messages) = (tokens(system), tokens(memory.text.len()), tokens(messages));
     let window = info.context_window();
-    let threshold = settings
-        .compaction
-        .as_ref()
-        .and_then(|c| c.threshold)
-        .unwrap_or(DEFAULT_THRESHOLD);
+    let threshold = settings.compaction_threshold();
     Ok(stepper_protocol::methods::SessionContextResponse {
         model,
         window,
@@ -964,16 +948,10 @@ impl TurnHost {
             Ok(p) => p,
             Err(error) => return TurnOutcome::failed(error),
         };
-        let allowed = |name: &str| {
-            run.tools
-                .as_ref()
-                .is_none_or(|tools| tools.iter().any(|t| t == name))
-                && !run.disallowed.iter().any(|t| t == name)
-        };
         let mut tools: Vec<Arc<dyn Tool>> = self
             .tools
             .iter()
-            .filter(|t| allowed(&t.spec().name))
+            .filter(|t| run.allows(&t.spec().name))
             .cloned()
             .collect();
         let mut system = self.system.clone();
@@ -989,14 +967,12 @@ impl TurnHost {
         let skills: Vec<_> = self
             .skills
             .iter()
-            .filter(|s| run.skills.as_ref().is_none_or(|l| l.contains(&s.name)))
+            .filter(|s| run.offers_skill(&s.name))
             .cloned()
             .collect();
-        if !skills.is_empty() && allowed("skill") {
+        if !skills.is_empty() && run.allows("skill") {
             let tool = SkillTool { skills };
-            // About 1% of the window, at ~4 bytes a token.
-            let budget = (info.context_window() as usize / 25).max(2000);
-            add(&tool.listing(budget));
+            add(&tool.listing_for(info.context_window()));
             tools.push(Arc::new(tool));
         }
         tools.extend(
@@ -1021,12 +997,7 @@ impl TurnHost {
         let mut secrets = self.secrets.clone();
         secrets.extend(more_secrets);
         let plan = CompactionPlan {
-            threshold: self
-                .settings
-                .compaction
-                .as_ref()
-                .and_then(|c| c.threshold)
-                .unwrap_or(DEFAULT_THRESHOLD),
+            threshold: self.settings.compaction_threshold(),
             window: info.context_window(),
             summarizer: self.summarizer(),
         };
