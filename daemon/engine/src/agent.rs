@@ -21,7 +21,7 @@ use crate::provider::{
     ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
 };
 use crate::redact::Redactor;
-use crate::tool::{OutputSink, Tool, ToolCx, ToolError};
+use crate::tool::{OutputSink, Tool, ToolCx, ToolError, ToolSource};
 
 /// Costs added, known when either is.
 pub fn add_cost(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -81,6 +81,10 @@ pub struct AgentLoop {
     provider: Arc<dyn LlmProvider>,
     model: ModelInfo,
     tools: Vec<Arc<dyn Tool>>,
+    /// Tools that change while the turn runs (MCP servers'), read again before each model
+    /// call; `live` holds what the last read gave.
+    source: Option<Arc<dyn ToolSource>>,
+    live: std::sync::Mutex<Vec<Arc<dyn Tool>>>,
     /// The context tools run in; without one, tool calls end the turn unanswered.
     tool_cx: Option<ToolCx>,
     max_steps: u32,
@@ -110,6 +114,8 @@ impl AgentLoop {
             provider,
             model: ModelInfo::default(),
             tools: Vec::new(),
+            source: None,
+            live: std::sync::Mutex::default(),
             tool_cx: None,
             max_steps: DEFAULT_MAX_STEPS,
             steering: None,
@@ -144,6 +150,12 @@ impl AgentLoop {
     pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>, cx: ToolCx) -> AgentLoop {
         self.tools = tools;
         self.tool_cx = Some(cx);
+        self
+    }
+
+    /// Offer `source`'s tools too, as they are before each model call.
+    pub fn with_tool_source(mut self, source: Arc<dyn ToolSource>) -> AgentLoop {
+        self.source = Some(source);
         self
     }
 
@@ -297,9 +309,6 @@ impl AgentLoop {
         cancel: CancellationToken,
         sink: &impl EventSink,
     ) -> TurnOutcome {
-        if self.tool_cx.is_some() {
-            request.tools = self.tools.iter().map(|t| t.spec()).collect();
-        }
         // Where what the turn adds begins; 0 once a compaction replaced the context.
         let start = std::sync::atomic::AtomicUsize::new(request.messages.len());
         let mut usage = Usage::default();
@@ -322,6 +331,9 @@ impl AgentLoop {
             t
         };
         for _ in 0..self.max_steps {
+            if self.tool_cx.is_some() {
+                request.tools = self.offered().iter().map(|t| t.spec()).collect();
+            }
             // Steering joins after a model call, never before the turn's first.
             if let Some(take) = self.steering.as_ref().filter(|_| {
                 request.messages.len() > start.load(std::sync::atomic::Ordering::Relaxed)
@@ -602,7 +614,7 @@ impl AgentLoop {
                         Some(tool) => tool.call(input.clone(), &call_cx).await,
                         None => Err(ToolError::InvalidArguments(format!(
                             "there is no tool named {name:?}; the tools are: {}",
-                            self.tools
+                            self.offered()
                                 .iter()
                                 .map(|t| t.spec().name)
                                 .collect::<Vec<_>>()
@@ -702,8 +714,34 @@ impl AgentLoop {
         Ok((results, stopped))
     }
 
-    fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.spec().name == name)
+    fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools
+            .iter()
+            .find(|t| t.spec().name == name)
+            .cloned()
+            .or_else(|| {
+                self.live
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .iter()
+                    .find(|t| t.spec().name == name)
+                    .cloned()
+            })
+    }
+
+    /// The tools offered now: the fixed ones, and the source's as they are (read again).
+    fn offered(&self) -> Vec<Arc<dyn Tool>> {
+        let mut tools = self.tools.clone();
+        if let Some(source) = &self.source {
+            let live = source.tools();
+            tools.extend(
+                live.iter()
+                    .filter(|t| !self.tools.iter().any(|f| f.spec().name == t.spec().name))
+                    .cloned(),
+            );
+            *self.live.lock().unwrap_or_else(|p| p.into_inner()) = live;
+        }
+        tools
     }
 }
 

@@ -41,6 +41,9 @@ pub enum GateRequest {
         server: String,
         tool: String,
         arguments: String,
+        /// What the server says of the tool (title, read-only, destructive…), shown in
+        /// the approval; a hint, never a reason to allow.
+        annotations: Option<String>,
     },
 }
 
@@ -210,6 +213,12 @@ impl ToolOutput {
 }
 
 pub type ToolResult = Result<ToolOutput, ToolError>;
+
+/// Tools that come and go while a turn runs (an MCP server's, as it starts or says its list
+/// changed): read again before every model call.
+pub trait ToolSource: Send + Sync {
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync {

@@ -1,18 +1,21 @@
 //! The MCP client: servers from `mcpServers`, their tools exposed as
 //! `mcp__<server>__<tool>` through the engine's `Tool` trait, every call through the gate.
 //!
-//! This first part speaks to stdio servers (the official SDK, `rmcp`, over the pipes of a
-//! child spawned in its own process group and recorded in the child registry, so no server
-//! outlives the daemon). Streamable HTTP and SSE servers are parsed and reported as not yet
-//! supported.
+//! On the official SDK, `rmcp`: stdio servers over the pipes of a child spawned in its own
+//! process group and recorded in the child registry (so no server outlives the daemon),
+//! streamable HTTP servers on the SDK's transport, and legacy HTTP+SSE servers on our own.
 
 pub mod config;
+pub mod http;
+pub mod pool;
 pub mod server;
+pub mod sse;
 pub mod tool;
 
 pub use config::{ServerSpec, Transport, parse_servers};
+pub use pool::{Pool, Servers, Slot, State};
 pub use server::{McpError, McpServer};
-pub use tool::{McpTool, tool_name};
+pub use tool::{McpTool, McpTools, tool_name};
 
 use std::time::Duration;
 
@@ -24,6 +27,11 @@ pub fn connect_timeout() -> Duration {
 /// How long one tool call may take.
 pub fn call_timeout() -> Duration {
     millis_from_env("STEPPER_MCP_TOOL_TIMEOUT_MS", 120_000)
+}
+
+/// How long a server no turn uses keeps running.
+pub fn idle_timeout() -> Duration {
+    millis_from_env("STEPPER_MCP_IDLE_MS", 30 * 60_000)
 }
 
 fn millis_from_env(name: &str, default: u64) -> Duration {

@@ -1,21 +1,28 @@
-//! One connected server: its child (own process group, in the child registry), the SDK's
-//! client service over the child's pipes, and the tools it listed.
+//! One connected server: its transport (a child spawned in its own process group and the
+//! child registry, streamable HTTP, or the legacy HTTP+SSE transport), the SDK's client
+//! service over it, and the tools it listed.
+//!
+//! The protocol era is chosen per server as the spec's versioning section has it: a
+//! `server/discover` probe for the 2026-07-28 revision, and `initialize` (2025-11-25) when the
+//! server answers it as a legacy server would.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rmcp::ServiceExt;
+#[allow(deprecated)] // Root and ListRootsResult: see `Handler`.
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, NumberOrString,
-    ProgressNotificationParam, ProgressToken, ServerResult, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
+    ClientRequest, ErrorData, Implementation, ListRootsResult, NumberOrString,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, Root, ServerResult, Tool,
 };
-use rmcp::service::PeerRequestOptions;
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, PeerRequestOptions, RequestContext, RoleClient,
+    RunningService,
+};
 use stepper_engine::tool::OutputSink;
 use stepper_process::group::GroupChild;
 use stepper_protocol::session::Env;
@@ -31,22 +38,58 @@ pub struct McpError {
     pub message: String,
 }
 
-/// What the client does with what a server sends on its own: a changed tool list is noted,
-/// to be listed again before the next turn takes the server's tools.
-/// Progress of a running call goes to that call's output (what clients see stream).
-#[derive(Clone, Default)]
+/// What the client answers and does with what a server sends on its own: the roots are the
+/// session's folder (roots, deprecated in the 2026-07-28 revision, still serve servers of
+/// 2025-11-25); sampling is not offered, so a request for it is refused; a changed tool list is listed again at once (the
+/// next model call sees it); progress of a running call goes to that call's output.
+#[derive(Clone)]
 struct Handler {
-    tools_changed: Arc<AtomicBool>,
+    root: PathBuf,
+    tools: Arc<Mutex<Vec<Tool>>>,
     /// Running calls' outputs, by progress token.
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
+    name: String,
 }
 
+#[allow(deprecated)]
 impl rmcp::ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.roots = Some(Default::default());
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("stepper", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    fn list_roots(
+        &self,
+        _: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<ListRootsResult, ErrorData>> + Send + '_ {
+        let uri = file_uri(&self.root);
+        let mut root = Root::new(uri);
+        root.name = self
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        std::future::ready(Ok(ListRootsResult::new(vec![root])))
+    }
+
     fn on_tool_list_changed(
         &self,
-        _: rmcp::service::NotificationContext<RoleClient>,
+        context: rmcp::service::NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
-        self.tools_changed.store(true, Ordering::SeqCst);
+        let tools = Arc::clone(&self.tools);
+        let name = self.name.clone();
+        tokio::spawn(async move {
+            match context.peer.list_all_tools().await {
+                Ok(listed) => *tools.lock().unwrap_or_else(|p| p.into_inner()) = listed,
+                Err(e) => {
+                    tracing::warn!(server = %name, "could not list changed tools: {e}");
+                }
+            }
+        });
         std::future::ready(())
     }
 
@@ -77,6 +120,20 @@ impl rmcp::ClientHandler for Handler {
     }
 }
 
+/// `file://` and the folder, with what a URI cannot hold as it is escaped.
+fn file_uri(path: &Path) -> String {
+    let mut uri = String::from("file://");
+    for byte in path.to_string_lossy().bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                uri.push(byte as char);
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri
+}
+
 fn token_key(token: &ProgressToken) -> String {
     match &token.0 {
         NumberOrString::Number(n) => n.to_string(),
@@ -88,17 +145,20 @@ fn token_key(token: &ProgressToken) -> String {
 pub struct McpServer {
     pub name: String,
     service: RunningService<RoleClient, Handler>,
-    /// The server's process group: killed when this is dropped.
-    _child: Mutex<GroupChild>,
+    /// A stdio server's process group: killed when this is dropped.
+    _child: Option<Mutex<GroupChild>>,
     /// The tools it listed last.
-    tools: Mutex<Vec<Tool>>,
-    tools_changed: Arc<AtomicBool>,
+    tools: Arc<Mutex<Vec<Tool>>>,
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
+    /// The protocol revision it speaks.
+    pub protocol_version: String,
+    /// When a turn or a call last used it (what idle means).
+    used: Mutex<Instant>,
 }
 
 impl McpServer {
-    /// Start `spec` with the session's environment `env` in `cwd`, initialise it and list
-    /// its tools, all within `timeout`.
+    /// Start `spec` with the session's environment `env` in `cwd` (also its root), set the
+    /// session up and list its tools, all within `timeout`.
     pub async fn connect(
         spec: &ServerSpec,
         env: &Env,
@@ -109,119 +169,106 @@ impl McpServer {
             server: spec.name.clone(),
             message,
         };
-        let (command, args, extra, dir) = match &spec.transport {
+        let tools = Arc::new(Mutex::new(Vec::new()));
+        let progress = Arc::new(Mutex::new(HashMap::new()));
+        let handler = Handler {
+            root: cwd.to_path_buf(),
+            tools: Arc::clone(&tools),
+            progress: Arc::clone(&progress),
+            name: spec.name.clone(),
+        };
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::LATEST],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        };
+        let (started, child) = match &spec.transport {
             Transport::Stdio {
                 command,
                 args,
-                env,
+                env: extra,
                 cwd: dir,
-            } => (command, args, env, dir),
-            Transport::Http { sse, .. } => {
-                let kind = if *sse { "SSE" } else { "streamable HTTP" };
-                return Err(fail(format!(
-                    "{kind} servers are not supported yet — only stdio servers (`command`) run for now"
-                )));
+            } => {
+                let mut child = spawn(spec, command, args, env, extra, dir.as_deref(), cwd)?;
+                let (Some(stdout), Some(stdin)) = (
+                    child.child_mut().stdout.take(),
+                    child.child_mut().stdin.take(),
+                ) else {
+                    return Err(fail("its pipes could not be opened".into()));
+                };
+                let serving = handler.serve_with_lifecycle((stdout, stdin), lifecycle);
+                (ready(serving, timeout).await, Some(child))
+            }
+            Transport::Http {
+                url,
+                headers,
+                sse: false,
+            } => {
+                let transport = crate::http::streamable(url, headers).map_err(fail)?;
+                (
+                    ready(handler.serve_with_lifecycle(transport, lifecycle), timeout).await,
+                    None,
+                )
+            }
+            Transport::Http {
+                url,
+                headers,
+                sse: true,
+            } => {
+                let serving = async {
+                    let transport = crate::sse::SseTransport::connect(url, headers)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    handler
+                        .serve_with_lifecycle(transport, lifecycle)
+                        .await
+                        .map_err(|e| e.to_string())
+                };
+                (ready(serving, timeout).await, None)
             }
         };
-        let mut cmd = tokio::process::Command::new(command);
-        cmd.args(args)
-            .env_clear()
-            .envs(env)
-            .envs(extra)
-            .current_dir(
-                dir.as_ref()
-                    .map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d)),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = stepper_process::group::spawn(cmd).map_err(|e| {
-            fail(format!(
-                "cannot start `{command}`: {e} — check `command` and PATH"
-            ))
+        let (service, listed) = started.map_err(|why| match &spec.transport {
+            Transport::Http { url, .. } if why.contains("error sending request") => fail(format!(
+                "cannot reach {url} — check `url` and that the server runs"
+            )),
+            _ => fail(why),
         })?;
-        let (Some(stdout), Some(stdin)) = (
-            child.child_mut().stdout.take(),
-            child.child_mut().stdin.take(),
-        ) else {
-            return Err(fail("its pipes could not be opened".into()));
-        };
-        if let Some(stderr) = child.child_mut().stderr.take() {
-            // What a server says on stderr is for the daemon's log, not the session.
-            let name = spec.name.clone();
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(server = %name, "{line}");
-                }
-            });
-        }
-        let handler = Handler::default();
-        let tools_changed = Arc::clone(&handler.tools_changed);
-        let progress = Arc::clone(&handler.progress);
-        let started = async {
-            let service = handler
-                .serve((stdout, stdin))
-                .await
-                .map_err(|e| format!("it did not initialise: {e}"))?;
-            let tools = service
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("it did not list its tools: {e}"))?;
-            Ok::<_, String>((service, tools))
-        };
-        let (service, tools) = match tokio::time::timeout(timeout, started).await {
-            Ok(Ok(done)) => done,
-            Ok(Err(why)) => return Err(fail(why)),
-            Err(_) => {
-                return Err(fail(format!(
-                    "it did not answer within {} ms (STEPPER_MCP_CONNECT_TIMEOUT_MS)",
-                    timeout.as_millis()
-                )));
-            }
-        };
-        // What changed before the first listing is in it.
-        tools_changed.store(false, Ordering::SeqCst);
+        *tools.lock().unwrap_or_else(|p| p.into_inner()) = listed;
+        let protocol_version = service
+            .peer()
+            .peer_info()
+            .map_or_else(|| "unknown".to_string(), |i| i.protocol_version.to_string());
         Ok(Arc::new(McpServer {
             name: spec.name.clone(),
             service,
-            _child: Mutex::new(child),
-            tools: Mutex::new(tools),
-            tools_changed,
+            _child: child.map(Mutex::new),
+            tools,
             progress,
+            protocol_version,
+            used: Mutex::new(Instant::now()),
         }))
     }
 
-    /// The tools it listed last.
+    /// The tools it listed last (again on `tools/list_changed`).
     pub fn tools(&self) -> Vec<Tool> {
         self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// List the tools again if the server said they changed (`tools/list_changed`).
-    pub async fn refresh_tools(&self, timeout: Duration) -> Result<(), McpError> {
-        if !self.tools_changed.swap(false, Ordering::SeqCst) {
-            return Ok(());
-        }
-        let listed = tokio::time::timeout(timeout, self.service.list_all_tools()).await;
-        match listed {
-            Ok(Ok(tools)) => {
-                *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
-                Ok(())
-            }
-            Ok(Err(e)) => Err(McpError {
-                server: self.name.clone(),
-                message: format!("it did not list its changed tools: {e}"),
-            }),
-            Err(_) => Err(McpError {
-                server: self.name.clone(),
-                message: "it did not list its changed tools in time".into(),
-            }),
-        }
-    }
-
-    /// Whether the server still answers (its pipes are open).
+    /// Whether the server still answers (its transport is open).
     pub fn is_alive(&self) -> bool {
         !self.service.is_closed() && !self.service.is_transport_closed()
+    }
+
+    /// Note a use: a server in use is not idle.
+    pub fn touch(&self) {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// How long since a turn or a call used it.
+    pub fn idle_for(&self) -> Duration {
+        self.used
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
     }
 
     /// Call `tool` with `arguments` (a JSON object), within `timeout`; the server's progress
@@ -234,6 +281,7 @@ impl McpServer {
         timeout: Duration,
         output: Option<Arc<dyn OutputSink>>,
     ) -> Result<CallToolResult, String> {
+        self.touch();
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = match arguments {
             serde_json::Value::Object(map) => Some(map),
@@ -261,6 +309,7 @@ impl McpServer {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&token);
+        self.touch();
         match answer {
             Ok(ServerResult::CallToolResult(result)) => Ok(result),
             Ok(_) => Err("the server answered the call with something else than a result".into()),
@@ -270,5 +319,78 @@ impl McpServer {
             )),
             Err(e) => Err(format!("the server failed the call: {e}")),
         }
+    }
+}
+
+/// Start a stdio server's command in its own process group; its stderr goes to the log.
+fn spawn(
+    spec: &ServerSpec,
+    command: &str,
+    args: &[String],
+    env: &Env,
+    extra: &std::collections::BTreeMap<String, String>,
+    dir: Option<&Path>,
+    cwd: &Path,
+) -> Result<GroupChild, McpError> {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .envs(env)
+        .envs(extra)
+        .current_dir(dir.map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = stepper_process::group::spawn(cmd).map_err(|e| McpError {
+        server: spec.name.clone(),
+        message: format!("cannot start `{command}`: {e} — check `command` and PATH"),
+    })?;
+    if let Some(stderr) = child.child_mut().stderr.take() {
+        // What a server says on stderr is for the daemon's log, not the session.
+        let name = spec.name.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(server = %name, "{line}");
+            }
+        });
+    }
+    Ok(child)
+}
+
+/// The session set up and the tools listed, within `timeout`.
+async fn ready<E: std::fmt::Display>(
+    serving: impl Future<Output = Result<RunningService<RoleClient, Handler>, E>>,
+    timeout: Duration,
+) -> Result<(RunningService<RoleClient, Handler>, Vec<Tool>), String> {
+    let started = async {
+        let service = serving
+            .await
+            .map_err(|e| format!("it did not initialise: {e}"))?;
+        let tools = service
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("it did not list its tools: {e}"))?;
+        Ok::<_, String>((service, tools))
+    };
+    match tokio::time::timeout(timeout, started).await {
+        Ok(done) => done,
+        Err(_) => Err(format!(
+            "it did not answer within {} ms (STEPPER_MCP_CONNECT_TIMEOUT_MS)",
+            timeout.as_millis()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_are_file_uris() {
+        assert_eq!(
+            file_uri(Path::new("/home/a b/ü")),
+            "file:///home/a%20b/%C3%BC"
+        );
     }
 }

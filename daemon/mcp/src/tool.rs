@@ -9,7 +9,7 @@ use stepper_engine::tool::{
     GateRequest, Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec,
 };
 
-use crate::server::McpServer;
+use crate::pool::{Servers, Slot};
 
 /// The name the model and the rules know a server's tool by.
 pub fn tool_name(server: &str, tool: &str) -> String {
@@ -17,23 +17,56 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 }
 
 pub struct McpTool {
-    server: Arc<McpServer>,
+    slot: Slot,
     tool: rmcp::model::Tool,
 }
 
 impl McpTool {
-    /// Every tool `server` listed.
-    pub fn all(server: &Arc<McpServer>) -> Vec<Arc<dyn Tool>> {
-        server
-            .tools()
+    /// Every tool `slot`'s server offers now.
+    pub fn all(slot: &Slot) -> Vec<Arc<dyn Tool>> {
+        slot.tools()
             .into_iter()
             .map(|tool| {
                 Arc::new(McpTool {
-                    server: Arc::clone(server),
+                    slot: slot.clone(),
                     tool,
                 }) as Arc<dyn Tool>
             })
             .collect()
+    }
+
+    /// What the server says of the tool, for the approval: its title and hints.
+    fn annotations(&self) -> Option<String> {
+        let a = self.tool.annotations.as_ref()?;
+        let mut said = Vec::new();
+        if let Some(title) = a.title.as_deref().filter(|t| !t.is_empty()) {
+            said.push(format!("\"{title}\""));
+        }
+        if a.read_only_hint == Some(true) {
+            said.push("read-only".into());
+        } else {
+            match a.destructive_hint {
+                Some(true) => said.push("may delete or overwrite".into()),
+                Some(false) => said.push("only adds".into()),
+                None => {}
+            }
+            if a.idempotent_hint == Some(true) {
+                said.push("idempotent".into());
+            }
+        }
+        if a.open_world_hint == Some(true) {
+            said.push("reaches outside systems".into());
+        }
+        (!said.is_empty()).then(|| format!("the server says: {}", said.join(", ")))
+    }
+}
+
+/// The tools of a turn's servers, as they are before each model call.
+pub struct McpTools(pub Servers);
+
+impl stepper_engine::tool::ToolSource for McpTools {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.0.slots.iter().flat_map(McpTool::all).collect()
     }
 }
 
@@ -43,11 +76,11 @@ impl Tool for McpTool {
         if description.is_empty() {
             description = format!(
                 "The {} tool of the MCP server {}.",
-                self.tool.name, self.server.name
+                self.tool.name, self.slot.name
             );
         }
         ToolSpec {
-            name: tool_name(&self.server.name, &self.tool.name),
+            name: tool_name(&self.slot.name, &self.tool.name),
             description,
             input_schema: serde_json::Value::Object((*self.tool.input_schema).clone()),
         }
@@ -65,15 +98,26 @@ impl Tool for McpTool {
     fn call<'a>(&'a self, args: serde_json::Value, cx: &'a ToolCx) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             cx.gate(GateRequest::Mcp {
-                server: self.server.name.clone(),
+                server: self.slot.name.clone(),
                 tool: self.tool.name.to_string(),
                 arguments: args.to_string(),
+                annotations: self.annotations(),
             })
             .await?;
             let output = Some(Arc::clone(&cx.output));
-            let call = self
-                .server
-                .call(&self.tool.name, args, crate::call_timeout(), output);
+            let call = async {
+                // A server starting again is waited for; one that stopped is reported.
+                let server = self.slot.server(crate::connect_timeout()).await?;
+                if !server.tools().iter().any(|t| t.name == self.tool.name) {
+                    return Err(format!(
+                        "MCP server {:?} no longer offers {:?}",
+                        self.slot.name, self.tool.name
+                    ));
+                }
+                server
+                    .call(&self.tool.name, args, crate::call_timeout(), output)
+                    .await
+            };
             let result = tokio::select! {
                 biased;
                 () = cx.cancel.cancelled() => return Err(ToolError::Cancelled),

@@ -86,6 +86,9 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         providers.credentials_path().to_path_buf(),
         shutdown.clone(),
     );
+    // MCP servers no turn used for a while are stopped.
+    let mcp = std::sync::Arc::new(crate::hub::mcp::McpPool::default());
+    let mcp_reaper = mcp.reap_idle();
     let hub = Hub::new(HubDeps {
         store: store.clone(),
         providers,
@@ -100,7 +103,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         extensions: std::sync::Arc::new(crate::hub::extensions::ExtensionsCache::new(
             places.config_dir.clone(),
         )),
-        mcp: std::sync::Arc::default(),
+        mcp: std::sync::Arc::clone(&mcp),
     });
     // Children a crashed daemon left running go first: a recovered turn must not meet them.
     let registry = places.data_dir.join("children");
@@ -248,6 +251,9 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
     }
     store.close().await;
     signals.abort();
+    // The MCP servers stop with the pool.
+    mcp_reaper.abort();
+    drop(mcp);
     // Dropping the listener removes the socket file.
     drop(listener);
     tracing::info!("stopped");

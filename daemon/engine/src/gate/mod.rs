@@ -115,7 +115,12 @@ impl Policy {
             GateRequest::Read { path } => self.path(path, false),
             GateRequest::Edit { path, .. } => self.path(path, true),
             GateRequest::WebFetch { url } => self.web(url),
-            GateRequest::Mcp { server, tool, .. } => self.mcp(server, tool),
+            GateRequest::Mcp {
+                server,
+                tool,
+                annotations,
+                ..
+            } => self.mcp(server, tool, annotations.as_deref()),
             GateRequest::Unsandboxed {
                 command, failure, ..
             } => self.unsandboxed(command, failure),
@@ -180,20 +185,24 @@ impl Policy {
         Verdict::Ask(format!("fetch {url}"))
     }
 
-    fn mcp(&self, server: &str, tool: &str) -> Verdict {
+    fn mcp(&self, server: &str, tool: &str, annotations: Option<&str>) -> Verdict {
         let name = format!("mcp__{server}__{tool}");
+        let ask = || match annotations {
+            Some(said) => Verdict::Ask(format!("call {name} ({said})")),
+            None => Verdict::Ask(format!("call {name}")),
+        };
         if let Some(rule) = self.deny.iter().find(|r| r.matches_mcp(server, tool)) {
             return Verdict::Deny(format!("{name} is denied by the rule {}", rule.text));
         }
         if self.ask.iter().any(|r| r.matches_mcp(server, tool)) {
-            return Verdict::Ask(format!("call {name}"));
+            return ask();
         }
         if self.mode == PermissionMode::Auto
             || self.allow.iter().any(|r| r.matches_mcp(server, tool))
         {
             return Verdict::Allow;
         }
-        Verdict::Ask(format!("call {name}"))
+        ask()
     }
 }
 

@@ -320,6 +320,7 @@ fn rules_parse_or_say_why() {
         server: "github".into(),
         tool: tool.into(),
         arguments: "{}".into(),
+        annotations: None,
     };
     assert_eq!(p.decide(&call("create_issue")), Verdict::Allow);
     assert_eq!(kind(&p.decide(&call("delete_repo"))), "deny");
@@ -327,9 +328,20 @@ fn rules_parse_or_say_why() {
         kind(&p.decide(&GateRequest::Mcp {
             server: "other".into(),
             tool: "x".into(),
-            arguments: "{}".into()
+            arguments: "{}".into(),
+            annotations: Some("the server says: read-only".into()),
         })),
         "ask"
+    );
+    assert_eq!(
+        p.decide(&GateRequest::Mcp {
+            server: "other".into(),
+            tool: "x".into(),
+            arguments: "{}".into(),
+            annotations: Some("the server says: read-only".into()),
+        }),
+        Verdict::Ask("call mcp__other__x (the server says: read-only)".into()),
+        "the server's hints are shown, and never allow by themselves"
     );
 }
 

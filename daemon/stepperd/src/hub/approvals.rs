@@ -263,6 +263,7 @@ fn claude_request(request: &GateRequest) -> (String, serde_json::Value) {
             server,
             tool,
             arguments,
+            ..
         } => (
             format!("mcp__{server}__{tool}"),
             serde_json::from_str(arguments).unwrap_or_else(|_| json!({})),
@@ -287,6 +288,7 @@ fn describe(request: &GateRequest) -> (String, Option<String>, Option<String>) {
             server,
             tool,
             arguments,
+            ..
         } => (
             format!("mcp__{server}__{tool}"),
             Some(arguments.clone()),

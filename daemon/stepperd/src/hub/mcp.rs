@@ -1,6 +1,7 @@
-//! The daemon's MCP servers: started on the first turn of a project that needs them,
-//! shared by that project's sessions (one per folder and configuration), started again
-//! when one died. Their tools join each turn's tools.
+//! The daemon's MCP servers, by the settings of a turn's folder: the pool
+//! (`stepper_mcp::Pool`) starts them in the background, shares them between the folder's
+//! sessions, starts them again with backoff and stops them when idle; their tools join the
+//! turn's, read again before every model call.
 //!
 //! Servers in the user's own `setting.json` run. A server a project names (its `.mcp.json`,
 //! Claude Code's file, or its `.stepper/setting.json`) runs a command from the repository,
@@ -9,25 +10,43 @@
 //! the user's `setting.json` and the project's git-ignored `setting.local.json` only, never
 //! from files the repository ships.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use stepper_engine::config::Settings;
-use stepper_engine::tool::Tool;
-use stepper_mcp::{McpServer, McpTool, parse_servers};
+use stepper_mcp::{McpTools, Pool, parse_servers};
 use stepper_protocol::session::Env;
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct McpPool {
-    /// By folder and server configuration.
-    servers: tokio::sync::Mutex<HashMap<String, Arc<McpServer>>>,
+    pool: Pool,
 }
 
 impl McpPool {
-    /// The tools of the servers a turn in `cwd` has (`user`: the user's own settings,
-    /// `trusted`: those and the project's `setting.local.json`, `merged`: every file's),
-    /// starting those that do not run; what went wrong, as notices.
+    pub fn new(pool: Pool) -> McpPool {
+        McpPool { pool }
+    }
+
+    /// Stop the servers idle for `STEPPER_MCP_IDLE_MS`, checking a few times per period.
+    pub fn reap_idle(&self) -> tokio::task::JoinHandle<()> {
+        let pool = self.pool.clone();
+        let idle = stepper_mcp::idle_timeout();
+        let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                pool.reap(idle);
+            }
+        })
+    }
+
+    /// The servers a turn in `cwd` has (`user`: the user's own settings, `trusted`: those
+    /// and the project's `setting.local.json`, `merged`: every file's), starting those that
+    /// do not run; a server's first start is waited for. What went wrong, as notices.
     pub async fn tools(
         &self,
         cwd: &Path,
@@ -35,7 +54,7 @@ impl McpPool {
         trusted: &Settings,
         merged: &Settings,
         env: &Env,
-    ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
+    ) -> (Option<Arc<McpTools>>, Vec<String>) {
         let mut notices = Vec::new();
         // The project's servers: its settings' (those the user's do not name the same) and
         // its `.mcp.json`.
@@ -78,44 +97,15 @@ impl McpPool {
         let (specs, problems) = parse_servers(&servers, env);
         notices.extend(problems);
         if specs.is_empty() {
-            return (Vec::new(), notices);
+            return (None, notices);
         }
-        let mut servers = self.servers.lock().await;
-        let key = |spec: &stepper_mcp::ServerSpec| format!("{}\u{0}{}", cwd.display(), spec.key());
-        // A server that died is started again.
-        servers.retain(|_, s| s.is_alive());
-        let missing: Vec<_> = specs
-            .iter()
-            .filter(|s| !servers.contains_key(&key(s)))
-            .collect();
-        let timeout = stepper_mcp::connect_timeout();
-        let started =
-            futures::future::join_all(missing.iter().map(|spec| async move {
-                (*spec, McpServer::connect(spec, env, cwd, timeout).await)
-            }))
+        let servers = self.pool.session(cwd, &specs, env);
+        // The connect timeout ends a first start; the margin lets it say so itself.
+        servers
+            .settle(stepper_mcp::connect_timeout() + Duration::from_millis(250))
             .await;
-        for (spec, result) in started {
-            match result {
-                Ok(server) => {
-                    tracing::info!(server = %spec.name, tools = server.tools().len(), "MCP server started");
-                    servers.insert(key(spec), server);
-                }
-                Err(e) => notices.push(format!("{e} — its tools are left out of this turn")),
-            }
-        }
-        // A server whose tools changed since the last turn lists them again.
-        let running: Vec<Arc<McpServer>> = specs
-            .iter()
-            .filter_map(|spec| servers.get(&key(spec)).cloned())
-            .collect();
-        drop(servers);
-        for server in &running {
-            if let Err(e) = server.refresh_tools(timeout).await {
-                notices.push(format!("{e} — its earlier tools are kept"));
-            }
-        }
-        let tools = running.iter().flat_map(McpTool::all).collect();
-        (tools, notices)
+        notices.extend(servers.notices());
+        (Some(Arc::new(McpTools(servers))), notices)
     }
 }
 

@@ -25,7 +25,7 @@ use stepper_engine::gate::Rule;
 use stepper_engine::config::Settings;
 use stepper_engine::gate::Policy;
 use stepper_engine::redact::Redactor;
-use stepper_engine::tool::{NoOutput, ToolCx};
+use stepper_engine::tool::{NoOutput, ToolCx, ToolSource};
 use stepper_engine::{AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, agent::SinkError};
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, TurnStatus};
@@ -326,7 +326,8 @@ impl LiveSession {
                     effective,
                     cwd: cwd.clone(),
                     system,
-                    tools: deps.tools.iter().cloned().chain(mcp_tools).collect(),
+                    tools: deps.tools.clone(),
+                    mcp: mcp_tools.map(|t| t as Arc<dyn ToolSource>),
                     skills,
                     cx,
                     gate,
@@ -900,6 +901,8 @@ struct TurnHost {
     /// The instructions every agent gets (memory, hooks' additions).
     system: String,
     tools: Vec<Arc<dyn Tool>>,
+    /// The MCP servers' tools, read again before every model call.
+    mcp: Option<Arc<dyn ToolSource>>,
     skills: Vec<stepper_engine::config::extensions::Skill>,
     /// The turn's tool context; each agent gets it with its own gate.
     cx: ToolCx,
@@ -910,6 +913,27 @@ struct TurnHost {
     log: EventLog,
     turn: u32,
     cancel: CancellationToken,
+}
+
+/// The tools of `source` an agent may use.
+struct Permitted {
+    source: Arc<dyn ToolSource>,
+    tools: Option<Vec<String>>,
+    disallowed: Vec<String>,
+}
+
+impl ToolSource for Permitted {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut tools = self.source.tools();
+        tools.retain(|t| {
+            stepper_engine::config::layers::permits(
+                self.tools.as_deref(),
+                &self.disallowed,
+                &t.spec().name,
+            )
+        });
+        tools
+    }
 }
 
 impl TurnHost {
@@ -1011,6 +1035,13 @@ impl TurnHost {
             )
             .with_base_usage(run.base_usage, run.base_cost)
             .with_tools(tools, cx);
+        if let Some(source) = &self.mcp {
+            agent = agent.with_tool_source(Arc::new(Permitted {
+                source: Arc::clone(source),
+                tools: run.tools.clone(),
+                disallowed: run.disallowed.clone(),
+            }));
+        }
         // Steering reaches the layer that runs; workers and subagents have their tasks.
         if run.kind == AgentKind::Layer {
             agent = agent.with_steering(Arc::clone(&self.steering));

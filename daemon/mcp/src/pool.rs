@@ -1,0 +1,330 @@
+//! The daemon's servers: one per folder and configuration, shared by that folder's
+//! sessions, started in the background so a turn that does not use them never waits, started
+//! again with backoff when one fails or dies, and stopped when idle.
+//!
+//! A turn takes a [`Servers`]: slots whose tools are re-read before every model call. A
+//! server's first start in the daemon is waited for (the model should see its tools from the
+//! first call on); after that, a server that is starting again lends the tools it listed last,
+//! and a call to one of them waits for it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::Tool;
+use stepper_protocol::session::Env;
+use tokio::sync::watch;
+
+use crate::config::{ServerSpec, Transport};
+use crate::server::McpServer;
+
+/// Where a server is.
+#[derive(Clone)]
+pub enum State {
+    Starting,
+    Ready(Arc<McpServer>),
+    /// Why it is not running.
+    Failed(String),
+}
+
+impl State {
+    /// One word for a list: `starting`, `connected`, `failed`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Ready(_) => "connected",
+            State::Failed(_) => "failed",
+        }
+    }
+}
+
+/// What the pool says when a server's state changes: its folder, name and new state.
+pub type StatusHook = Arc<dyn Fn(&Path, &str, &State) + Send + Sync>;
+
+/// A turn's handle on one server.
+#[derive(Clone)]
+pub struct Slot {
+    pub name: String,
+    state: watch::Receiver<State>,
+    /// The tools it listed when it last ran, lent while it starts again.
+    known: Option<Vec<Tool>>,
+    /// This is the server's first start: a turn waits for it.
+    first: bool,
+    pub transport: &'static str,
+}
+
+impl Slot {
+    pub fn state(&self) -> State {
+        self.state.borrow().clone()
+    }
+
+    /// The server, once it runs (waiting at most `timeout` while it starts).
+    pub async fn server(&self, timeout: Duration) -> Result<Arc<McpServer>, String> {
+        let mut state = self.state.clone();
+        let settled =
+            tokio::time::timeout(timeout, state.wait_for(|s| !matches!(s, State::Starting))).await;
+        match settled {
+            Ok(Ok(s)) => match &*s {
+                State::Ready(server) => Ok(Arc::clone(server)),
+                State::Failed(why) => Err(format!("MCP server {:?}: {why}", self.name)),
+                State::Starting => Err(format!("MCP server {:?} is starting", self.name)),
+            },
+            Ok(Err(_)) => Err(format!("MCP server {:?} was stopped", self.name)),
+            Err(_) => Err(format!(
+                "MCP server {:?} did not start within {} ms",
+                self.name,
+                timeout.as_millis()
+            )),
+        }
+    }
+
+    /// The tools the model may call now: the running server's, or those it listed last
+    /// while it starts again.
+    pub fn tools(&self) -> Vec<Tool> {
+        match &*self.state.borrow() {
+            State::Ready(server) => server.tools(),
+            State::Starting => self.known.clone().unwrap_or_default(),
+            State::Failed(_) => Vec::new(),
+        }
+    }
+}
+
+/// The servers a turn (or a listing) uses, held while it runs: a held server is not idle.
+pub struct Servers {
+    pub slots: Vec<Slot>,
+    _leases: Vec<Arc<()>>,
+}
+
+impl Servers {
+    /// Wait (at most `timeout`) for the servers on their first start.
+    pub async fn settle(&self, timeout: Duration) {
+        let waits = self
+            .slots
+            .iter()
+            .filter(|s| s.first)
+            .map(|s| s.server(timeout));
+        futures::future::join_all(waits).await;
+    }
+
+    /// Why some of the servers' tools are missing, for notices.
+    pub fn notices(&self) -> Vec<String> {
+        let mut notices = Vec::new();
+        for slot in &self.slots {
+            match slot.state() {
+                State::Failed(why) => notices.push(format!(
+                    "MCP server {:?}: {why} — its tools are left out",
+                    slot.name
+                )),
+                State::Starting if slot.known.is_none() => notices.push(format!(
+                    "MCP server {:?} is still starting: its tools join once it answers",
+                    slot.name
+                )),
+                _ => {}
+            }
+        }
+        notices
+    }
+}
+
+struct Entry {
+    name: String,
+    state: watch::Sender<State>,
+    known: Option<Vec<Tool>>,
+    /// Failures in a row (a start that failed, or a server that died within a minute).
+    failures: u32,
+    /// No new start before this.
+    retry_at: Instant,
+    /// When it last started or failed.
+    since: Instant,
+    /// Which start the state belongs to: a start that finishes after another began is
+    /// dropped.
+    generation: u64,
+    leases: Arc<()>,
+    transport: &'static str,
+}
+
+#[derive(Clone, Default)]
+pub struct Pool {
+    entries: Arc<Mutex<HashMap<String, Entry>>>,
+    hook: Option<StatusHook>,
+}
+
+impl Pool {
+    /// A pool that tells `hook` each state change.
+    pub fn with_hook(hook: StatusHook) -> Pool {
+        Pool {
+            entries: Arc::default(),
+            hook: Some(hook),
+        }
+    }
+
+    /// The servers of `specs` for a turn in `cwd` with the session's `env`: those not running
+    /// are started (in the background; a failed one once its backoff has passed).
+    pub fn session(&self, cwd: &Path, specs: &[ServerSpec], env: &Env) -> Servers {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let mut slots = Vec::new();
+        let mut leases = Vec::new();
+        for spec in specs {
+            let key = format!("{}\u{0}{}", cwd.display(), spec.key());
+            let entry = entries.entry(key.clone()).or_insert_with(|| Entry {
+                name: spec.name.clone(),
+                state: watch::channel(State::Starting).0,
+                known: None,
+                failures: 0,
+                retry_at: now,
+                since: now,
+                generation: 0,
+                leases: Arc::new(()),
+                transport: transport_word(&spec.transport),
+            });
+            let current = entry.state.borrow().clone();
+            let start = match current {
+                State::Ready(server) if server.is_alive() => {
+                    server.touch();
+                    false
+                }
+                State::Ready(server) => {
+                    // It died: a server that ran a minute counts as a fresh failure.
+                    entry.known = Some(server.tools());
+                    entry.failures = if entry.since.elapsed() < Duration::from_secs(60) {
+                        entry.failures + 1
+                    } else {
+                        1
+                    };
+                    entry.retry_at = now + backoff(entry.failures);
+                    entry.since = now;
+                    let why = "it exited".to_string();
+                    self.set(cwd, entry, State::Failed(why));
+                    now >= entry.retry_at
+                }
+                State::Failed(_) => now >= entry.retry_at,
+                // A new entry starts; one already starting is left to finish.
+                State::Starting => entry.generation == 0,
+            };
+            let first = entry.known.is_none() && entry.failures == 0;
+            if start {
+                entry.generation += 1;
+                self.set(cwd, entry, State::Starting);
+                self.start(key, entry.generation, spec.clone(), env.clone(), cwd);
+            }
+            slots.push(Slot {
+                name: spec.name.clone(),
+                state: entry.state.subscribe(),
+                known: entry.known.clone(),
+                first,
+                transport: entry.transport,
+            });
+            leases.push(Arc::clone(&entry.leases));
+        }
+        Servers {
+            slots,
+            _leases: leases,
+        }
+    }
+
+    fn set(&self, cwd: &Path, entry: &Entry, state: State) {
+        if let Some(hook) = &self.hook {
+            hook(cwd, &entry.name, &state);
+        }
+        entry.state.send_replace(state);
+    }
+
+    /// Connect in the background; the outcome lands in the entry if no newer start began.
+    fn start(&self, key: String, generation: u64, spec: ServerSpec, env: Env, cwd: &Path) {
+        let pool = self.clone();
+        let cwd: PathBuf = cwd.to_path_buf();
+        tokio::spawn(async move {
+            let result = McpServer::connect(&spec, &env, &cwd, crate::connect_timeout()).await;
+            let mut entries = pool.entries.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(entry) = entries.get_mut(&key).filter(|e| e.generation == generation) else {
+                return;
+            };
+            let now = Instant::now();
+            entry.since = now;
+            match result {
+                Ok(server) => {
+                    tracing::info!(server = %spec.name, tools = server.tools().len(), version = %server.protocol_version, "MCP server started");
+                    entry.known = Some(server.tools());
+                    pool.set(&cwd, entry, State::Ready(server));
+                }
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    entry.failures += 1;
+                    entry.retry_at = now + backoff(entry.failures);
+                    let mut why = e.message;
+                    let wait = entry.retry_at.saturating_duration_since(now);
+                    if !wait.is_zero() {
+                        why.push_str(&format!(
+                            " (tried {} times; next try in {} s)",
+                            entry.failures,
+                            wait.as_secs().max(1)
+                        ));
+                    }
+                    pool.set(&cwd, entry, State::Failed(why));
+                }
+            }
+        });
+    }
+
+    /// Stop the servers no turn has used for `idle` (a failed one is forgotten, so the next
+    /// turn tries it afresh). Returns how many were stopped.
+    pub fn reap(&self, idle: Duration) -> usize {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let before = entries.len();
+        entries.retain(|_, entry| {
+            if Arc::strong_count(&entry.leases) > 1 {
+                return true;
+            }
+            match &*entry.state.borrow() {
+                State::Ready(server) => server.idle_for() < idle,
+                State::Failed(_) => entry.since.elapsed() < idle,
+                State::Starting => true,
+            }
+        });
+        let stopped = before - entries.len();
+        if stopped > 0 {
+            tracing::info!(stopped, "idle MCP servers stopped");
+        }
+        stopped
+    }
+
+    /// How many servers are running.
+    pub fn running(&self) -> usize {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .values()
+            .filter(|e| matches!(&*e.state.borrow(), State::Ready(_)))
+            .count()
+    }
+}
+
+/// How long to wait before the next start after `failures` in a row: at once after the
+/// first, then 1 s, doubling up to a minute.
+fn backoff(failures: u32) -> Duration {
+    if failures <= 1 {
+        return Duration::ZERO;
+    }
+    let secs = 1u64 << (failures - 2).min(6);
+    Duration::from_secs(secs.min(60))
+}
+
+fn transport_word(transport: &Transport) -> &'static str {
+    match transport {
+        Transport::Stdio { .. } => "stdio",
+        Transport::Http { sse: false, .. } => "http",
+        Transport::Http { sse: true, .. } => "sse",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_a_minute() {
+        let secs: Vec<u64> = (1..=10).map(|f| backoff(f).as_secs()).collect();
+        assert_eq!(secs, [0, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+}
