@@ -9,6 +9,7 @@ mod connect;
 mod daemon_cmd;
 mod doctor;
 mod first_run;
+mod mcp;
 mod models;
 mod remote;
 mod service;
@@ -88,6 +89,11 @@ enum Command {
     /// What is set up and what is not, each problem with its fix: the daemon, providers,
     /// settings, the login service, the login environment.
     Doctor,
+    /// The MCP servers of this folder: list, get, add, remove.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp::McpCommand,
+    },
     /// Start, stop or inspect the daemon.
     Daemon {
         #[command(subcommand)]
@@ -165,6 +171,7 @@ fn run(cli: Cli) -> ExitCode {
             Some(Command::Doctor) => doctor::run().await,
             Some(Command::Auth { command }) => auth::run(command).await,
             Some(Command::Models(args)) => models::run(args).await,
+            Some(Command::Mcp { command }) => mcp::run(command).await,
             Some(Command::Init(args)) => config_cmd::init(args).await,
             Some(Command::Completions { shell }) => {
                 let mut cmd = Cli::command();

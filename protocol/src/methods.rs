@@ -158,6 +158,13 @@ method_table! {
         CommandsList = "commands/list" (CwdParams) -> CommandsListResponse;
         /// Scaffold `.stepper/stepper.md` and `.stepper/setting.json` in a folder.
         ProjectInit = "project/init" (ProjectInitParams) -> ProjectInitResponse;
+        /// The MCP servers a session in a folder has, each with its status; those that may
+        /// run are started (a first start is waited for, up to the connect timeout).
+        McpList = "mcp/list" (McpListParams) -> McpListResponse;
+        /// Add a server to the user's `setting.json` or the project's `.mcp.json`.
+        McpAdd = "mcp/add" (McpAddParams) -> McpAddResponse;
+        /// Remove a server from the files that name it (those `scope` names, or any).
+        McpRemove = "mcp/remove" (McpRemoveParams) -> McpRemoveResponse;
     }
     subscriptions {
         /// Replay a session's events after `afterSeq` from the store, then follow it live.
@@ -846,4 +853,110 @@ pub struct SessionForkParams {
     /// The fork's title; "<title> (fork)" when absent.
     #[serde(default)]
     pub title: Option<String>,
+}
+
+/// Where an MCP server is configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpScope {
+    /// The user's `setting.json`: runs in every folder.
+    User,
+    /// The project's `.mcp.json` or `.stepper/setting.json`: runs once the user approved it.
+    Project,
+    /// The project's git-ignored `.stepper/setting.local.json`: the user's own, runs.
+    Local,
+}
+
+/// How an MCP server is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpStatus {
+    Connected,
+    /// Still starting (past the wait): its tools join once it answers.
+    Starting,
+    /// It did not start or it stopped; `reason` says why.
+    Failed,
+    /// A project's server the user has not approved (`enabledMcpjsonServers`).
+    NotApproved,
+    /// A project's server the user refused (`disabledMcpjsonServers`).
+    Disabled,
+    /// Its configuration is wrong; `reason` says what to fix.
+    Invalid,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpListParams {
+    /// An absolute path: the folder whose servers are listed.
+    pub cwd: String,
+    /// The environment `${VAR}`s in the configuration expand from (a session's would be its
+    /// client's); the daemon's login environment fills what it lacks.
+    #[serde(default)]
+    pub env: Env,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpListResponse {
+    /// By name.
+    pub servers: Vec<McpServerInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerInfo {
+    pub name: String,
+    pub scope: McpScope,
+    /// The file that names it.
+    pub source: String,
+    /// `stdio`, `http` or `sse`; empty when its configuration is invalid.
+    pub transport: String,
+    /// The command line or URL as written (`${VAR}`s not expanded, so no secret shows).
+    pub target: String,
+    pub status: McpStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its tools as the model and the rules name them (`mcp__server__tool`).
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// The protocol revision it speaks, once connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpAddParams {
+    /// An absolute path: the project, for `scope: project`.
+    pub cwd: String,
+    pub name: String,
+    /// `user` or `project` (`local` is refused: edit `.stepper/setting.local.json`).
+    pub scope: McpScope,
+    /// The server as `.mcp.json` has it: `{"command", "args", "env", "cwd"}` or
+    /// `{"type": "http" | "sse", "url", "headers"}`.
+    pub server: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpAddResponse {
+    /// The file written.
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRemoveParams {
+    pub cwd: String,
+    pub name: String,
+    /// Only from this scope's files; any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<McpScope>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRemoveResponse {
+    /// The files it was removed from (none: no file named it).
+    pub removed: Vec<String>,
 }

@@ -561,3 +561,104 @@ async fn a_server_killed_mid_call_starts_again_and_an_idle_one_stops() {
         || processes_with(&marker).is_empty(),
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stepper_mcp_adds_lists_gets_and_removes_servers() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    env.start_daemon_with(&[("STEPPER_MCP_CONNECT_TIMEOUT_MS", "20000")]);
+    let text = |out: std::process::Output| {
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let entry = entry.display().to_string();
+    let (code, said) = text(env.run(&["mcp", "add", "everything", "--", "node", &entry, "stdio"]));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("setting.json"), "{said}");
+    let (code, said) = text(env.run(&[
+        "mcp", "add", "repo", "--scope", "project", "--", "touch", "ran",
+    ]));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(env.project.path().join(".mcp.json").is_file());
+    let (code, said) = text(env.run(&[
+        "mcp",
+        "add",
+        "web",
+        "--transport",
+        "http",
+        "-H",
+        "Authorization: Bearer ${TOKEN}",
+        "http://127.0.0.1:9/mcp",
+    ]));
+    assert_eq!(code, Some(0), "{said}");
+    // A bad entry is refused with what to fix, and nothing is written.
+    let (code, said) = text(env.run(&["mcp", "add", "a__b", "--", "x"]));
+    assert_ne!(code, Some(0));
+    assert!(said.contains("rename it"), "{said}");
+
+    let (code, said) = text(env.run(&["mcp", "list"]));
+    assert_eq!(code, Some(0), "{said}");
+    let line = |name: &str| {
+        said.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("everything").contains("connected"), "{said}");
+    assert!(line("repo").contains("not approved"), "{said}");
+    assert!(line("web").contains("failed"), "{said}");
+    assert!(
+        said.contains("cannot reach http://127.0.0.1:9/mcp"),
+        "{said}"
+    );
+    assert!(
+        !env.project.path().join("ran").exists(),
+        "not approved: never run"
+    );
+    // The token stays a variable: nothing expanded is shown.
+    let (_, json) = text(env.run(&["mcp", "list", "--json"]));
+    let list: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let everything = list["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "everything")
+        .unwrap();
+    assert_eq!(everything["scope"], "user");
+    assert_eq!(everything["transport"], "stdio");
+    assert!(
+        everything["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "mcp__everything__echo")
+    );
+    assert!(everything["protocolVersion"].is_string());
+
+    let (code, said) = text(env.run(&["mcp", "get", "everything"]));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("mcp__everything__echo"), "{said}");
+    let (code, _) = text(env.run(&["mcp", "get", "nothing"]));
+    assert_eq!(code, Some(1));
+
+    let (code, said) = text(env.run(&["mcp", "remove", "repo"]));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains(".mcp.json"), "{said}");
+    let (code, said) = text(env.run(&["mcp", "remove", "repo"]));
+    assert_eq!(code, Some(1), "{said}");
+    let (_, said) = text(env.run(&["mcp", "list"]));
+    assert!(!said.contains("repo"), "{said}");
+
+    // A settings file with comments is not rewritten (they would be lost).
+    let user = env.places().config_dir.join("setting.json");
+    let before = std::fs::read_to_string(&user).unwrap();
+    let commented = format!("// mine\n{before}");
+    std::fs::write(&user, &commented).unwrap();
+    let (code, said) = text(env.run(&["mcp", "remove", "web"]));
+    assert_ne!(code, Some(0));
+    assert!(said.contains("comments"), "{said}");
+    assert_eq!(std::fs::read_to_string(&user).unwrap(), commented);
+}

@@ -87,7 +87,10 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         shutdown.clone(),
     );
     // MCP servers no turn used for a while are stopped.
-    let mcp = std::sync::Arc::new(crate::hub::mcp::McpPool::default());
+    let mcp = std::sync::Arc::new(crate::hub::mcp::McpPool::new(
+        places.config_dir.clone(),
+        stepper_mcp::Pool::default(),
+    ));
     let mcp_reaper = mcp.reap_idle();
     let hub = Hub::new(HubDeps {
         store: store.clone(),

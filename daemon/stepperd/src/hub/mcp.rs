@@ -11,22 +11,29 @@
 //! from files the repository ships.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use stepper_engine::config::Settings;
-use stepper_mcp::{McpTools, Pool, parse_servers};
+use stepper_mcp::{McpTools, Pool, Servers, State, parse_servers};
+use stepper_protocol::methods::{McpScope, McpServerInfo, McpStatus};
 use stepper_protocol::session::Env;
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct McpPool {
     pool: Pool,
+    /// Where the user's `setting.json` is.
+    config_dir: PathBuf,
 }
 
 impl McpPool {
-    pub fn new(pool: Pool) -> McpPool {
-        McpPool { pool }
+    pub fn new(config_dir: PathBuf, pool: Pool) -> McpPool {
+        McpPool { pool, config_dir }
+    }
+
+    pub fn config_dir(&self) -> &Path {
+        &self.config_dir
     }
 
     /// Stop the servers idle for `STEPPER_MCP_IDLE_MS`, checking a few times per period.
@@ -55,32 +62,12 @@ impl McpPool {
         merged: &Settings,
         env: &Env,
     ) -> (Option<Arc<McpTools>>, Vec<String>) {
-        let mut notices = Vec::new();
-        // The project's servers: its settings' (those the user's do not name the same) and
-        // its `.mcp.json`.
-        let mut project: BTreeMap<String, serde_json::Value> = merged
-            .mcp_servers
+        let (configured, mut notices) = configured(&self.config_dir, cwd, user, trusted, merged);
+        let waiting: Vec<&str> = configured
             .iter()
-            .filter(|(name, value)| user.mcp_servers.get(*name) != Some(*value))
-            .map(|(n, v)| (n.clone(), v.clone()))
+            .filter(|c| c.standing == McpStatus::NotApproved)
+            .map(|c| c.name.as_str())
             .collect();
-        match mcp_json(cwd) {
-            Ok(Some(servers)) => project.extend(servers),
-            Ok(None) => {}
-            Err(why) => notices.push(why),
-        }
-        let mut servers = user.mcp_servers.clone();
-        let mut waiting = Vec::new();
-        for (name, value) in project {
-            let refused = trusted.disabled_mcpjson_servers.contains(&name);
-            let approved = trusted.enable_all_project_mcp_servers == Some(true)
-                || trusted.enabled_mcpjson_servers.contains(&name);
-            if approved && !refused {
-                servers.insert(name, value);
-            } else if !refused {
-                waiting.push(name);
-            }
-        }
         if !waiting.is_empty() {
             notices.push(format!(
                 "the project's MCP servers {} are not approved, so they do not run — approve them \
@@ -94,23 +81,319 @@ impl McpPool {
                     .join(", ")
             ));
         }
+        let servers: BTreeMap<String, serde_json::Value> = configured
+            .into_iter()
+            .filter(|c| c.standing == McpStatus::Connected)
+            .map(|c| (c.name, c.value))
+            .collect();
         let (specs, problems) = parse_servers(&servers, env);
         notices.extend(problems);
         if specs.is_empty() {
             return (None, notices);
         }
-        let servers = self.pool.session(cwd, &specs, env);
+        let servers = self.start(cwd, &specs, env).await;
+        notices.extend(servers.notices());
+        (Some(Arc::new(McpTools(servers))), notices)
+    }
+
+    /// The servers of `specs`, their first start waited for.
+    async fn start(&self, cwd: &Path, specs: &[stepper_mcp::ServerSpec], env: &Env) -> Servers {
+        let servers = self.pool.session(cwd, specs, env);
         // The connect timeout ends a first start; the margin lets it say so itself.
         servers
             .settle(stepper_mcp::connect_timeout() + Duration::from_millis(250))
             .await;
-        notices.extend(servers.notices());
-        (Some(Arc::new(McpTools(servers))), notices)
+        servers
+    }
+
+    /// `mcp/list`: every server configured for `cwd`, those that may run started.
+    pub async fn list(
+        &self,
+        cwd: &Path,
+        user: &Settings,
+        trusted: &Settings,
+        merged: &Settings,
+        env: &Env,
+    ) -> Vec<McpServerInfo> {
+        let (configured, _) = configured(&self.config_dir, cwd, user, trusted, merged);
+        let mut infos = Vec::new();
+        let mut runnable = Vec::new();
+        for c in configured {
+            let one: BTreeMap<_, _> = [(c.name.clone(), c.value.clone())].into_iter().collect();
+            let (spec, problems) = parse_servers(&one, env);
+            let mut info = McpServerInfo {
+                name: c.name.clone(),
+                scope: c.scope,
+                source: c.source.display().to_string(),
+                transport: spec
+                    .first()
+                    .map(|s| transport_word(&s.transport).to_string())
+                    .unwrap_or_default(),
+                target: target(&c.value),
+                status: c.standing,
+                reason: None,
+                tools: Vec::new(),
+                protocol_version: None,
+            };
+            match spec.into_iter().next() {
+                None => {
+                    info.status = McpStatus::Invalid;
+                    info.reason = problems.into_iter().next();
+                }
+                Some(spec) if c.standing == McpStatus::Connected => {
+                    runnable.push((infos.len(), spec))
+                }
+                Some(_) => {}
+            }
+            infos.push(info);
+        }
+        let specs: Vec<_> = runnable.iter().map(|(_, s)| s.clone()).collect();
+        let servers = self.start(cwd, &specs, env).await;
+        for ((at, _), slot) in runnable.iter().zip(&servers.slots) {
+            let info = &mut infos[*at];
+            match slot.state() {
+                State::Ready(server) => {
+                    info.protocol_version = Some(server.protocol_version.clone());
+                    info.tools = server
+                        .tools()
+                        .iter()
+                        .map(|t| stepper_mcp::tool_name(&info.name, &t.name))
+                        .collect();
+                }
+                State::Starting => info.status = McpStatus::Starting,
+                State::Failed(why) => {
+                    info.status = McpStatus::Failed;
+                    info.reason = Some(why);
+                }
+            }
+        }
+        infos
     }
 }
 
+/// Servers by name, as a file has them.
+type ServerMap = BTreeMap<String, serde_json::Value>;
+
+/// A server as configured, and whether it may run (`Connected`: it may).
+struct Configured {
+    name: String,
+    scope: McpScope,
+    source: PathBuf,
+    value: serde_json::Value,
+    standing: McpStatus,
+}
+
+/// Every server configured for `cwd`, by name: the user's and the project's local ones run;
+/// the project's shared ones run once approved.
+fn configured(
+    config_dir: &Path,
+    cwd: &Path,
+    user: &Settings,
+    trusted: &Settings,
+    merged: &Settings,
+) -> (Vec<Configured>, Vec<String>) {
+    let mut notices = Vec::new();
+    let mut all: BTreeMap<String, Configured> = BTreeMap::new();
+    let user_file = config_dir.join("setting.json");
+    let local_file = cwd.join(".stepper").join("setting.local.json");
+    let project_file = cwd.join(".stepper").join("setting.json");
+    // Later entries win, as the settings merge: project, then local; `.mcp.json` below them.
+    let mcp_json = match mcp_json(cwd) {
+        Ok(found) => found,
+        Err(why) => {
+            notices.push(why);
+            None
+        }
+    };
+    if let Some((path, servers)) = mcp_json {
+        for (name, value) in servers {
+            all.insert(
+                name.clone(),
+                Configured {
+                    name,
+                    scope: McpScope::Project,
+                    source: path.clone(),
+                    value,
+                    standing: McpStatus::NotApproved,
+                },
+            );
+        }
+    }
+    for (name, value) in &merged.mcp_servers {
+        let (scope, source) = if trusted.mcp_servers.get(name) == Some(value) {
+            if user.mcp_servers.get(name) == Some(value) {
+                (McpScope::User, user_file.clone())
+            } else {
+                (McpScope::Local, local_file.clone())
+            }
+        } else {
+            (McpScope::Project, project_file.clone())
+        };
+        all.insert(
+            name.clone(),
+            Configured {
+                name: name.clone(),
+                scope,
+                source,
+                value: value.clone(),
+                standing: McpStatus::NotApproved,
+            },
+        );
+    }
+    for c in all.values_mut() {
+        c.standing = if c.scope != McpScope::Project {
+            McpStatus::Connected
+        } else if trusted.disabled_mcpjson_servers.contains(&c.name) {
+            McpStatus::Disabled
+        } else if trusted.enable_all_project_mcp_servers == Some(true)
+            || trusted.enabled_mcpjson_servers.contains(&c.name)
+        {
+            McpStatus::Connected
+        } else {
+            McpStatus::NotApproved
+        };
+    }
+    (all.into_values().collect(), notices)
+}
+
+fn transport_word(transport: &stepper_mcp::Transport) -> &'static str {
+    match transport {
+        stepper_mcp::Transport::Stdio { .. } => "stdio",
+        stepper_mcp::Transport::Http { sse: false, .. } => "http",
+        stepper_mcp::Transport::Http { sse: true, .. } => "sse",
+    }
+}
+
+/// The command line or URL as written.
+fn target(value: &serde_json::Value) -> String {
+    if let Some(url) = value["url"].as_str() {
+        return url.to_string();
+    }
+    let mut words = vec![value["command"].as_str().unwrap_or("").to_string()];
+    if let Some(args) = value["args"].as_array() {
+        words.extend(args.iter().filter_map(|a| a.as_str()).map(str::to_string));
+    }
+    words.join(" ")
+}
+
+/// `mcp/add`: the server written to the user's `setting.json` or the project's `.mcp.json`.
+pub fn add(
+    config_dir: &Path,
+    cwd: &Path,
+    name: &str,
+    scope: McpScope,
+    server: &serde_json::Value,
+) -> Result<PathBuf, String> {
+    let one: BTreeMap<_, _> = [(name.to_string(), server.clone())].into_iter().collect();
+    let (_, problems) = parse_servers(&one, &Env::new());
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
+    let path = match scope {
+        McpScope::User => config_dir.join("setting.json"),
+        McpScope::Project => mcp_json(cwd)
+            .ok()
+            .flatten()
+            .map(|(p, _)| p)
+            .unwrap_or_else(|| cwd.join(".mcp.json")),
+        McpScope::Local => {
+            return Err(
+                "add a local server to .stepper/setting.local.json by hand, or use \
+                        --scope user or --scope project"
+                    .into(),
+            );
+        }
+    };
+    edit_servers(&path, |servers| {
+        servers.insert(name.to_string(), server.clone());
+        true
+    })?;
+    Ok(path)
+}
+
+/// `mcp/remove`: the server taken out of every file of `scope` (or any) that names it.
+pub fn remove(
+    config_dir: &Path,
+    cwd: &Path,
+    name: &str,
+    scope: Option<McpScope>,
+) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    if scope.is_none_or(|s| s == McpScope::User) {
+        files.push(config_dir.join("setting.json"));
+    }
+    if scope.is_none_or(|s| s == McpScope::Project) {
+        if let Ok(Some((path, _))) = mcp_json(cwd) {
+            files.push(path);
+        }
+        files.push(cwd.join(".stepper").join("setting.json"));
+    }
+    if scope.is_none_or(|s| s == McpScope::Local) {
+        files.push(cwd.join(".stepper").join("setting.local.json"));
+    }
+    let mut removed = Vec::new();
+    for path in files.into_iter().filter(|p| p.is_file()) {
+        if edit_servers(&path, |servers| servers.remove(name).is_some())? {
+            removed.push(path);
+        }
+    }
+    Ok(removed)
+}
+
+/// Change the `mcpServers` of the JSON file at `path` (made when missing), written whole
+/// through a temporary file; `change` says whether it changed anything. A file with
+/// comments is not rewritten (they would be lost): the error says what to change by hand.
+fn edit_servers(
+    path: &Path,
+    change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>) -> bool,
+) -> Result<bool, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "{}".to_string(),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let plain = stepper_engine::config::jsonc::strip(&text);
+    let mut doc: serde_json::Value = serde_json::from_str(&plain).map_err(|e| {
+        format!(
+            "{}:{}:{}: {e} — fix the file first",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    if serde_json::from_str::<serde_json::Value>(&text).is_err() {
+        return Err(format!(
+            "{} has comments, which rewriting it would lose — change its \"mcpServers\" by hand",
+            path.display()
+        ));
+    }
+    let Some(obj) = doc.as_object_mut() else {
+        return Err(format!("{} is not a JSON object", path.display()));
+    };
+    let servers = obj
+        .entry("mcpServers")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    let Some(servers) = servers.as_object_mut() else {
+        return Err(format!("{}: `mcpServers` is not an object", path.display()));
+    };
+    if !change(servers) {
+        return Ok(false);
+    }
+    let mut out = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    out.push('\n');
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, out)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(true)
+}
+
 /// The servers of the project's `.mcp.json` (in `cwd`, else at the repository root).
-fn mcp_json(cwd: &Path) -> Result<Option<BTreeMap<String, serde_json::Value>>, String> {
+fn mcp_json(cwd: &Path) -> Result<Option<(PathBuf, ServerMap)>, String> {
     let root = stepper_engine::config::memory::repository_root(cwd);
     let Some(path) = [cwd.join(".mcp.json"), root.join(".mcp.json")]
         .into_iter()
@@ -131,7 +414,7 @@ fn mcp_json(cwd: &Path) -> Result<Option<BTreeMap<String, serde_json::Value>>, S
     match value.get("mcpServers") {
         None => Ok(None),
         Some(servers) => serde_json::from_value(servers.clone())
-            .map(Some)
+            .map(|servers| Some((path.clone(), servers)))
             .map_err(|_| {
                 format!(
                     "{}: `mcpServers` must be an object of servers by name",

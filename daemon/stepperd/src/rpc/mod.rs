@@ -9,6 +9,7 @@ mod auth;
 mod config;
 mod daemon;
 pub mod error;
+mod mcp;
 mod providers;
 mod session;
 mod subscribe;
@@ -120,5 +121,6 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
     config::register_all(&mut m);
     auth::register_all(&mut m);
     providers::register_all(&mut m);
+    mcp::register_all(&mut m);
     m
 }

@@ -1,0 +1,72 @@
+//! `mcp/list`, `mcp/add`, `mcp/remove`: the MCP servers of a folder, as `stepper mcp` shows
+//! and changes them.
+
+use std::path::{Path, PathBuf};
+
+use jsonrpsee::RpcModule;
+use stepper_engine::config::Settings;
+use stepper_protocol::methods::*;
+use stepper_protocol::session::Env;
+
+use super::{Conn, RpcError, register};
+use crate::hub::mcp;
+
+pub(super) fn register_all(m: &mut RpcModule<Conn>) {
+    register::<McpList, _, _>(m, |conn, p| async move {
+        let cwd = folder(&p.cwd)?;
+        let deps = conn.daemon.hub.deps();
+        let merged = deps.settings.get(Some(&cwd)).await?;
+        let user = deps.settings.get(None).await?;
+        let trusted = {
+            let (config_dir, cwd) = (deps.mcp.config_dir().to_path_buf(), cwd.clone());
+            tokio::task::spawn_blocking(move || Settings::load_trusted(&config_dir, &cwd))
+                .await
+                .map_err(|e| RpcError::Internal(e.to_string()))?
+                .map_err(|e| RpcError::InvalidParams(e.to_string()))?
+        };
+        // As a session's tools would have it: the login shell's environment under the
+        // client's, less the provider keys the settings keep from tools.
+        let mut env: Env = crate::hub::env::login_env(deps).await.clone();
+        env.extend(p.env);
+        let env = crate::hub::env::tool_env(&env, &merged);
+        let servers = deps.mcp.list(&cwd, &user, &trusted, &merged, &env).await;
+        Ok(McpListResponse { servers })
+    });
+
+    register::<McpAdd, _, _>(m, |conn, p| async move {
+        let cwd = folder(&p.cwd)?;
+        let config_dir = conn.daemon.hub.deps().mcp.config_dir().to_path_buf();
+        let path = tokio::task::spawn_blocking(move || {
+            mcp::add(&config_dir, &cwd, &p.name, p.scope, &p.server)
+        })
+        .await
+        .map_err(|e| RpcError::Internal(e.to_string()))?
+        .map_err(RpcError::InvalidParams)?;
+        Ok(McpAddResponse {
+            path: path.display().to_string(),
+        })
+    });
+
+    register::<McpRemove, _, _>(m, |conn, p| async move {
+        let cwd = folder(&p.cwd)?;
+        let config_dir = conn.daemon.hub.deps().mcp.config_dir().to_path_buf();
+        let removed =
+            tokio::task::spawn_blocking(move || mcp::remove(&config_dir, &cwd, &p.name, p.scope))
+                .await
+                .map_err(|e| RpcError::Internal(e.to_string()))?
+                .map_err(RpcError::InvalidParams)?;
+        Ok(McpRemoveResponse {
+            removed: removed.iter().map(|p| p.display().to_string()).collect(),
+        })
+    });
+}
+
+fn folder(cwd: &str) -> Result<PathBuf, RpcError> {
+    let path = Path::new(cwd);
+    if !path.is_absolute() || !path.is_dir() {
+        return Err(RpcError::InvalidParams(format!(
+            "cwd {cwd:?} must be an absolute path to a folder"
+        )));
+    }
+    Ok(path.to_path_buf())
+}
