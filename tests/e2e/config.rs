@@ -68,6 +68,40 @@ fn init_scaffolds_files_that_validate_and_problems_are_located() {
 }
 
 #[test]
+fn validate_covers_mcp_servers_in_settings_and_mcp_json() {
+    let env = TestEnv::new();
+    let dir = env.project.path().join(".stepper");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("setting.json"),
+        "{\n  // the team's\n  \"mcpServers\": {\n    \"ok\": {\"command\": \"x\"},\n    \"half\": {\"type\": \"sse\"}\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.project.path().join(".mcp.json"),
+        "{\"mcpServers\": {\n  \"both\": {\"command\": \"x\", \"url\": \"http://h\"}\n}}\n",
+    )
+    .unwrap();
+    let out = env.run(&["config", "--validate"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let said = stdout(&out);
+    assert!(said.contains("setting.json:5:1: error:"), "{said}");
+    assert!(said.contains("\"half\": `type: sse` needs `url`"), "{said}");
+    assert!(said.contains(".mcp.json:2:1: error:"), "{said}");
+    assert!(said.contains("not both"), "{said}");
+    assert!(!said.contains("\"ok\""), "{said}");
+
+    std::fs::write(
+        env.project.path().join(".mcp.json"),
+        "{\"mcpServers\": {,}}",
+    )
+    .unwrap();
+    let said = stdout(&env.run(&["config", "--validate"]));
+    assert!(said.contains(".mcp.json:1:17: error:"), "{said}");
+    assert!(said.contains("plain JSON"), "{said}");
+}
+
+#[test]
 fn schema_completions_and_man_pages() {
     let env = TestEnv::new();
     let schema: serde_json::Value =

@@ -171,6 +171,82 @@ impl McpPool {
     }
 }
 
+/// `config/validate`'s MCP part: what is wrong in the `mcpServers` of `files` (settings,
+/// JSON with comments) and of the project's `.mcp.json`, as (file, line, column, message).
+pub fn validate(cwd: &Path, files: &[PathBuf]) -> Vec<(PathBuf, usize, usize, String)> {
+    let mut problems = Vec::new();
+    let mut check = |path: &Path, text: &str, servers: &serde_json::Value| {
+        let Some(servers) = servers.as_object() else {
+            problems.push((
+                path.to_path_buf(),
+                line_of(text, "\"mcpServers\""),
+                1,
+                "`mcpServers` must be an object of servers by name".to_string(),
+            ));
+            return;
+        };
+        let servers: ServerMap = servers.clone().into_iter().collect();
+        for (name, _) in &servers {
+            let one: ServerMap = [(name.clone(), servers[name].clone())]
+                .into_iter()
+                .collect();
+            if let Some(problem) = parse_servers(&one, &Env::new()).1.into_iter().next() {
+                let line = line_of(text, &format!("\"{name}\""));
+                problems.push((path.to_path_buf(), line, 1, problem));
+            }
+        }
+    };
+    for path in files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        // A file that does not parse is the settings check's to report.
+        let plain = stepper_engine::config::jsonc::strip(&text);
+        if let Ok(doc) = serde_json::from_str::<serde_json::Value>(&plain)
+            && let Some(servers) = doc.get("mcpServers")
+        {
+            check(path, &text, servers);
+        }
+    }
+    if let Some(path) = mcp_json_path(cwd) {
+        match std::fs::read_to_string(&path) {
+            Err(e) => problems.push((path.clone(), 1, 1, format!("cannot read it: {e}"))),
+            Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                Err(e) => problems.push((
+                    path.clone(),
+                    e.line(),
+                    e.column(),
+                    format!("{e} — .mcp.json is plain JSON (Claude Code's format)"),
+                )),
+                Ok(doc) => match doc.get("mcpServers") {
+                    Some(servers) => check(&path, &text, servers),
+                    None => problems.push((
+                        path.clone(),
+                        1,
+                        1,
+                        "no `mcpServers`: .mcp.json holds {\"mcpServers\": {name: server}}".into(),
+                    )),
+                },
+            },
+        }
+    }
+    problems
+}
+
+/// The project's `.mcp.json`: in `cwd`, else at the repository root.
+pub fn mcp_json_path(cwd: &Path) -> Option<PathBuf> {
+    let root = stepper_engine::config::memory::repository_root(cwd);
+    [cwd.join(".mcp.json"), root.join(".mcp.json")]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// The line `needle` first appears on (1 when it does not).
+fn line_of(text: &str, needle: &str) -> usize {
+    text.find(needle)
+        .map_or(1, |at| text[..at].matches('\n').count() + 1)
+}
+
 /// Servers by name, as a file has them.
 type ServerMap = BTreeMap<String, serde_json::Value>;
 
@@ -394,11 +470,7 @@ fn edit_servers(
 
 /// The servers of the project's `.mcp.json` (in `cwd`, else at the repository root).
 fn mcp_json(cwd: &Path) -> Result<Option<(PathBuf, ServerMap)>, String> {
-    let root = stepper_engine::config::memory::repository_root(cwd);
-    let Some(path) = [cwd.join(".mcp.json"), root.join(".mcp.json")]
-        .into_iter()
-        .find(|p| p.is_file())
-    else {
+    let Some(path) = mcp_json_path(cwd) else {
         return Ok(None);
     };
     let text = std::fs::read_to_string(&path)

@@ -94,14 +94,29 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             conn.daemon.places.config_dir.clone(),
         );
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let (layer_file, layer_problems) = tokio::task::spawn_blocking(move || {
+        let settings_files = files.clone();
+        let (layer_file, layer_problems, mcp_problems) = tokio::task::spawn_blocking(move || {
             let known: Vec<&str> = names.iter().map(String::as_str).collect();
             let (layers, mut problems) = layers::load(&cwd, &config_dir, &known);
             problems.extend(layers::agents(&cwd, &config_dir, home.as_deref(), &known).1);
-            (layers.path, problems)
+            // And the MCP servers of the settings and of .mcp.json.
+            let mcp = crate::hub::mcp::validate(&cwd, &settings_files);
+            (layers.path, problems, mcp)
         })
         .await
         .map_err(|e| RpcError::Internal(e.to_string()))?;
+        let broken = broken.chain(
+            mcp_problems
+                .into_iter()
+                .map(|(file, line, column, message)| ConfigProblem {
+                    file: file.display().to_string(),
+                    line: u32::try_from(line).unwrap_or(u32::MAX),
+                    column: u32::try_from(column).unwrap_or(u32::MAX),
+                    severity: "error".into(),
+                    message,
+                    hint: None,
+                }),
+        );
         let broken = broken.chain(layer_problems.into_iter().map(|p| ConfigProblem {
             file: p.path.display().to_string(),
             line: u32::try_from(p.line).unwrap_or(u32::MAX),
@@ -112,6 +127,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         }));
         let mut files = files;
         files.extend(layer_file);
+        files.extend(crate::hub::mcp::mcp_json_path(Path::new(&p.cwd)));
         Ok(ConfigValidateResponse {
             files: files.iter().map(|f| f.display().to_string()).collect(),
             problems: problems
