@@ -3,6 +3,9 @@
 //! tests) is called directly with stepper's MCP client, `echo` after `echo`; then a turn
 //! that calls the same tool through the daemon (gate, events, the model's next call) is set
 //! next to the same turn calling the built-in `read` on a small file. Interleaved runs.
+//! Then the time to a session's first turn (text only) on a fresh daemon with 3 servers
+//! configured, next to none: servers never seen before (their first start is waited for),
+//! and the same servers after a daemon restart (their tools known: nothing waits).
 //!
 //! `STEPPER_TEST_MCP_EVERYTHING=DIR/node_modules cargo bench -p stepper-e2e --bench mcp`
 
@@ -18,6 +21,40 @@ use stepper_protocol::AppEvent;
 
 const CALLS: usize = 200;
 const TURNS: usize = 30;
+const FIRST_TURNS: usize = 7;
+
+/// From submitting a session's first input on a fresh daemon to its `TurnFinished`.
+async fn first_turn(env: &TestEnv) -> Duration {
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::text(&["hello"]));
+    let t = Instant::now();
+    submit(&client, &id, "hi").await;
+    read_until(&mut events, |e| {
+        matches!(e.event, AppEvent::TurnFinished { .. })
+    })
+    .await;
+    let took = t.elapsed();
+    drop(events);
+    drop(client);
+    assert!(env.run(&["daemon", "stop"]).status.success());
+    took
+}
+
+/// A test home whose user settings name `servers`.
+fn home_with(servers: serde_json::Value) -> TestEnv {
+    let env = TestEnv::new();
+    let config = env.places().config_dir;
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("setting.json"),
+        json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
+    env
+}
 
 fn median(v: &mut [Duration]) -> Duration {
     v.sort();
@@ -94,6 +131,21 @@ fn main() {
                 via_read.push(t.elapsed());
             }
         }
+        drop(events);
+        drop(client);
+        assert!(env.run(&["daemon", "stop"]).status.success());
+
+        // The first turn of a fresh daemon: no servers, 3 never seen, the same 3 known.
+        let three = json!({"one": server, "two": server, "three": server});
+        let (mut none, mut unseen, mut known) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..FIRST_TURNS {
+            none.push(first_turn(&home_with(json!({}))).await);
+            let env = home_with(three.clone());
+            unseen.push(first_turn(&env).await);
+            known.push(first_turn(&env).await);
+        }
+        let (none, unseen, known) = (median(&mut none), median(&mut unseen), median(&mut known));
+
         let (mcp, read) = (median(&mut via_mcp), median(&mut via_read));
         println!("medians:");
         println!(
@@ -105,6 +157,21 @@ fn main() {
             mcp.as_secs_f64() * 1000.0,
             read.as_secs_f64() * 1000.0,
             mcp.saturating_sub(read).as_secs_f64() * 1000.0
+        );
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        println!(
+            "  first turn of a fresh daemon, no MCP servers          {:>8.3} ms ({FIRST_TURNS} daemons each)",
+            ms(none)
+        );
+        println!(
+            "  … with 3 servers never seen (their start waited for)  {:>8.3} ms ({:.2}x)",
+            ms(unseen),
+            ms(unseen) / ms(none)
+        );
+        println!(
+            "  … with the same 3 servers, their tools known          {:>8.3} ms ({:.2}x)",
+            ms(known),
+            ms(known) / ms(none)
         );
     });
 }

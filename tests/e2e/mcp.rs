@@ -662,3 +662,93 @@ async fn stepper_mcp_adds_lists_gets_and_removes_servers() {
     assert!(said.contains("comments"), "{said}");
     assert_eq!(std::fs::read_to_string(&user).unwrap(), commented);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_tools_are_known_does_not_hold_up_a_turn() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    // The server starts only once the file `go` exists.
+    let go = env.project.path().join("go");
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; exec node '{}' stdio",
+        go.display(),
+        entry.display()
+    );
+    user_servers(
+        &env,
+        serde_json::json!({"everything": {"command": "sh", "args": ["-c", script]}}),
+    );
+    std::fs::write(&go, "").unwrap();
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    // Never seen before: the first turn waits for it, and its tools are kept.
+    env.fake.push(Reply::text(&["first"]));
+    submit(&client, &id, "hi").await;
+    until_turn_finished(&mut events).await;
+    assert!(
+        env.fake.requests()[0]["tools"]
+            .to_string()
+            .contains("mcp__everything__echo")
+    );
+    drop(events);
+    drop(client);
+    let out = env.run(&["daemon", "stop"]);
+    assert!(out.status.success());
+
+    // A new daemon: the server cannot start yet, and a turn that does not use it runs
+    // anyway, offering the tools it listed last.
+    // (Were the turn to wait, it would wait out this timeout and the test time out.)
+    std::fs::remove_file(&go).unwrap();
+    env.start_daemon_with(&[("STEPPER_MCP_CONNECT_TIMEOUT_MS", "600000")]);
+    let client = env.client().await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::text(&["second"]));
+    submit(&client, &id, "hi again").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert!(seen.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::TurnFinished {
+            status: TurnStatus::Completed,
+            ..
+        }
+    )));
+    assert!(
+        env.fake.requests()[1]["tools"]
+            .to_string()
+            .contains("mcp__everything__echo"),
+        "the kept tools are offered while it starts"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(&e.event, AppEvent::Notice { message } if message.contains("MCP"))),
+        "nothing to say: its tools are known"
+    );
+
+    // Once it can start, a call to its tool waits for it.
+    env.fake.push(echo_call("it came up"));
+    env.fake.push(Reply::text(&["done"]));
+    client
+        .call::<stepper_protocol::methods::SessionSetMode>(
+            stepper_protocol::methods::SessionSetModeParams {
+                session_id: id.clone(),
+                mode: stepper_protocol::PermissionMode::Auto,
+            },
+        )
+        .await
+        .unwrap();
+    submit(&client, &id, "echo").await;
+    std::fs::write(&go, "").unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    let (status, output) = seen
+        .iter()
+        .find_map(|e| match &e.event {
+            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(status, ToolCallStatus::Ok, "{output}");
+    assert!(output.contains("it came up"), "{output}");
+}

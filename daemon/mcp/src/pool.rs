@@ -3,9 +3,9 @@
 //! again with backoff when one fails or dies, and stopped when idle.
 //!
 //! A turn takes a [`Servers`]: slots whose tools are re-read before every model call. A
-//! server's first start in the daemon is waited for (the model should see its tools from the
-//! first call on); after that, a server that is starting again lends the tools it listed last,
-//! and a call to one of them waits for it.
+//! server that is starting lends the tools it listed when it last ran — kept on disk, so
+//! also across daemon restarts — and a call to one of them waits for it. Only a server never
+//! seen before is waited for (the model should see its tools from the first call on).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -148,14 +148,52 @@ struct Entry {
 pub struct Pool {
     entries: Arc<Mutex<HashMap<String, Entry>>>,
     hook: Option<StatusHook>,
+    /// Where each server's last tool list is kept (by a hash of its folder and
+    /// configuration, which may hold secrets).
+    cache: Option<PathBuf>,
 }
 
 impl Pool {
     /// A pool that tells `hook` each state change.
-    pub fn with_hook(hook: StatusHook) -> Pool {
-        Pool {
-            entries: Arc::default(),
-            hook: Some(hook),
+    pub fn with_hook(mut self, hook: StatusHook) -> Pool {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// A pool that keeps servers' tool lists in `dir`.
+    pub fn with_cache(mut self, dir: PathBuf) -> Pool {
+        self.cache = Some(dir);
+        self
+    }
+
+    fn cache_file(&self, key: &str) -> Option<PathBuf> {
+        use sha2::Digest;
+        let hash = sha2::Sha256::digest(key.as_bytes());
+        let name: String = hash[..12].iter().map(|b| format!("{b:02x}")).collect();
+        Some(self.cache.as_ref()?.join(format!("{name}.json")))
+    }
+
+    /// The tools a server listed when it last ran, if kept.
+    fn cached_tools(&self, key: &str) -> Option<Vec<Tool>> {
+        let text = std::fs::read_to_string(self.cache_file(key)?).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    fn keep_tools(&self, key: &str, tools: &[Tool]) {
+        let Some(path) = self.cache_file(key) else {
+            return;
+        };
+        let Ok(text) = serde_json::to_string(tools) else {
+            return;
+        };
+        let tmp = path.with_extension("tmp");
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&tmp, text))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            tracing::debug!("could not keep an MCP server's tool list: {e}");
         }
     }
 
@@ -171,7 +209,7 @@ impl Pool {
             let entry = entries.entry(key.clone()).or_insert_with(|| Entry {
                 name: spec.name.clone(),
                 state: watch::channel(State::Starting).0,
-                known: None,
+                known: self.cached_tools(&key),
                 failures: 0,
                 retry_at: now,
                 since: now,
@@ -246,7 +284,9 @@ impl Pool {
             match result {
                 Ok(server) => {
                     tracing::info!(server = %spec.name, tools = server.tools().len(), version = %server.protocol_version, "MCP server started");
-                    entry.known = Some(server.tools());
+                    let tools = server.tools();
+                    pool.keep_tools(&key, &tools);
+                    entry.known = Some(tools);
                     pool.set(&cwd, entry, State::Ready(server));
                 }
                 Err(e) => {

@@ -89,7 +89,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
     // MCP servers no turn used for a while are stopped.
     let mcp = std::sync::Arc::new(crate::hub::mcp::McpPool::new(
         places.config_dir.clone(),
-        stepper_mcp::Pool::default(),
+        stepper_mcp::Pool::default().with_cache(places.data_dir.join("mcp-tools")),
     ));
     let mcp_reaper = mcp.reap_idle();
     let hub = Hub::new(HubDeps {
