@@ -186,10 +186,8 @@ pub fn validate(cwd: &Path, files: &[PathBuf]) -> Vec<(PathBuf, usize, usize, St
             return;
         };
         let servers: ServerMap = servers.clone().into_iter().collect();
-        for (name, _) in &servers {
-            let one: ServerMap = [(name.clone(), servers[name].clone())]
-                .into_iter()
-                .collect();
+        for (name, value) in &servers {
+            let one: ServerMap = [(name.clone(), value.clone())].into_iter().collect();
             if let Some(problem) = parse_servers(&one, &Env::new()).1.into_iter().next() {
                 let line = line_of(text, &format!("\"{name}\""));
                 problems.push((path.to_path_buf(), line, 1, problem));
