@@ -643,7 +643,8 @@ pub struct CommandInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
     /// `builtin` (a client runs it), `command` (a file, expanded by the daemon when
-    /// submitted as `/name args`) or `skill` (the same, from a skill).
+    /// submitted as `/name args`), `skill` (the same, from a skill) or `mcp` (a running MCP
+    /// server's prompt, `mcp__server__prompt`, given by the server when submitted).
     pub kind: String,
     /// `project` or `user`, for commands and skills.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -752,3 +752,103 @@ async fn a_server_whose_tools_are_known_does_not_hold_up_a_turn() {
     assert_eq!(status, ToolCallStatus::Ok, "{output}");
     assert!(output.contains("it came up"), "{output}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_are_listed_and_read_and_prompts_are_slash_commands() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({"everything": {
+            "command": "node",
+            "args": [entry.display().to_string(), "stdio"],
+        }}),
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Default))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    // Listing and reading resources change nothing: neither asks, even in default mode.
+    let doc = "demo://resource/static/document/architecture.md";
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_list",
+        "list_mcp_resources",
+        serde_json::json!({}),
+    )])));
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_read",
+        "read_mcp_resource",
+        serde_json::json!({"server": "everything", "uri": doc}),
+    )])));
+    env.fake.push(Reply::text(&["read it"]));
+    submit(&client, &id, "what resources are there?").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e.event, AppEvent::ApprovalRequested { .. }))
+    );
+    let outputs: Vec<(ToolCallStatus, String)> = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outputs.len(), 2, "{outputs:?}");
+    assert_eq!(outputs[0].0, ToolCallStatus::Ok, "{outputs:?}");
+    assert!(outputs[0].1.contains(doc), "{}", outputs[0].1);
+    assert_eq!(outputs[1].0, ToolCallStatus::Ok, "{outputs:?}");
+    assert!(
+        outputs[1].1.contains(&format!("[{doc}]")),
+        "{}",
+        outputs[1].1
+    );
+    assert!(
+        outputs[1].1.len() > 200,
+        "the document's text: {}",
+        outputs[1].1
+    );
+
+    // The server's prompts are commands; words fill its arguments in order.
+    let commands = client
+        .call::<stepper_protocol::methods::CommandsList>(stepper_protocol::methods::CwdParams {
+            cwd: env.project.path().display().to_string(),
+        })
+        .await
+        .unwrap();
+    let prompt = commands
+        .commands
+        .iter()
+        .find(|c| c.name == "mcp__everything__args-prompt")
+        .expect("the prompt is listed");
+    assert_eq!(prompt.kind, "mcp");
+    assert_eq!(prompt.argument_hint.as_deref(), Some("CITY STATE"));
+    env.fake.push(Reply::text(&["sunny"]));
+    submit(
+        &client,
+        &id,
+        "/mcp__everything__args-prompt Paris Île-de-France",
+    )
+    .await;
+    until_turn_finished(&mut events).await;
+    let last = env.fake.requests().last().unwrap()["messages"].to_string();
+    assert!(
+        last.contains("What's weather in Paris, Île-de-France?"),
+        "{last}"
+    );
+    // A prompt missing its required argument says how to call it, and the model is not
+    // called.
+    let calls = env.fake.requests().len();
+    submit(&client, &id, "/mcp__everything__args-prompt").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert!(
+        seen.iter().any(|e| matches!(&e.event,
+            AppEvent::TurnFinished { status: TurnStatus::Failed, error: Some(error), .. }
+            if error.contains("needs city") && error.contains("CITY STATE"))),
+        "{seen:?}"
+    );
+    assert_eq!(env.fake.requests().len(), calls);
+}

@@ -8,6 +8,8 @@
 pub mod config;
 pub mod http;
 pub mod pool;
+pub mod prompts;
+pub mod resources;
 pub mod server;
 pub mod sse;
 pub mod tool;

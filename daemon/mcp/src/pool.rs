@@ -330,6 +330,24 @@ impl Pool {
         stopped
     }
 
+    /// The servers running for `cwd` now, by name.
+    pub fn running_in(&self, cwd: &Path) -> Vec<(String, Arc<McpServer>)> {
+        let prefix = format!("{}\u{0}", cwd.display());
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut running: Vec<(String, Arc<McpServer>)> = entries
+            .iter()
+            .filter(|(key, _)| key.starts_with(&prefix))
+            .filter_map(|(_, e)| match &*e.state.borrow() {
+                State::Ready(server) if server.is_alive() => {
+                    Some((e.name.clone(), Arc::clone(server)))
+                }
+                _ => None,
+            })
+            .collect();
+        running.sort_by(|a, b| a.0.cmp(&b.0));
+        running
+    }
+
     /// How many servers are running.
     pub fn running(&self) -> usize {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());

@@ -253,6 +253,86 @@ impl McpServer {
         self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether the server offers resources (`resources/list`, `resources/read`).
+    pub fn has_resources(&self) -> bool {
+        self.service
+            .peer()
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_some())
+    }
+
+    /// Whether the server offers prompts.
+    pub fn has_prompts(&self) -> bool {
+        self.service
+            .peer()
+            .peer_info()
+            .is_some_and(|i| i.capabilities.prompts.is_some())
+    }
+
+    /// Its resources, as JSON (`uri`, `name`, `description`, `mimeType`…).
+    pub async fn resources(&self, timeout: Duration) -> Result<Vec<serde_json::Value>, String> {
+        self.touch();
+        let listed = tokio::time::timeout(timeout, self.service.list_all_resources())
+            .await
+            .map_err(|_| "it did not list its resources in time".to_string())?
+            .map_err(|e| format!("it did not list its resources: {e}"))?;
+        Ok(listed
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect())
+    }
+
+    /// The contents of the resource `uri`, as JSON (`text` or `blob` each).
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        timeout: Duration,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        self.touch();
+        let params = rmcp::model::ReadResourceRequestParams::new(uri);
+        let read = tokio::time::timeout(timeout, self.service.read_resource(params))
+            .await
+            .map_err(|_| format!("no answer within {} ms", timeout.as_millis()))?
+            .map_err(|e| format!("it did not read {uri}: {e}"))?;
+        Ok(read
+            .contents
+            .iter()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .collect())
+    }
+
+    /// Its prompts, as it lists them.
+    pub async fn prompts(&self, timeout: Duration) -> Result<Vec<rmcp::model::Prompt>, String> {
+        if !self.has_prompts() {
+            return Ok(Vec::new());
+        }
+        tokio::time::timeout(timeout, self.service.list_all_prompts())
+            .await
+            .map_err(|_| "it did not list its prompts in time".to_string())?
+            .map_err(|e| format!("it did not list its prompts: {e}"))
+    }
+
+    /// The messages of the prompt `name` with `arguments`, as JSON.
+    pub async fn prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<Vec<serde_json::Value>, String> {
+        self.touch();
+        let mut params = rmcp::model::GetPromptRequestParams::new(name);
+        params.arguments = Some(arguments);
+        let got = tokio::time::timeout(timeout, self.service.get_prompt(params))
+            .await
+            .map_err(|_| format!("no answer within {} ms", timeout.as_millis()))?
+            .map_err(|e| format!("it did not give the prompt {name:?}: {e}"))?;
+        Ok(got
+            .messages
+            .iter()
+            .filter_map(|m| serde_json::to_value(m).ok())
+            .collect())
+    }
+
     /// Whether the server still answers (its transport is open).
     pub fn is_alive(&self) -> bool {
         !self.service.is_closed() && !self.service.is_transport_closed()

@@ -61,12 +61,22 @@ impl McpTool {
     }
 }
 
-/// The tools of a turn's servers, as they are before each model call.
-pub struct McpTools(pub Servers);
+/// The tools of a turn's servers, as they are before each model call: theirs, and the
+/// resource tools while one of them has resources.
+pub struct McpTools(pub Arc<Servers>);
 
 impl stepper_engine::tool::ToolSource for McpTools {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.0.slots.iter().flat_map(McpTool::all).collect()
+        let mut tools: Vec<Arc<dyn Tool>> = self.0.slots.iter().flat_map(McpTool::all).collect();
+        if crate::resources::any(&self.0) {
+            tools.push(Arc::new(crate::resources::ListResources(Arc::clone(
+                &self.0,
+            ))));
+            tools.push(Arc::new(crate::resources::ReadResource(Arc::clone(
+                &self.0,
+            ))));
+        }
+        tools
     }
 }
 

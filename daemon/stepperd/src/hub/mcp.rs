@@ -93,7 +93,7 @@ impl McpPool {
         }
         let servers = self.start(cwd, &specs, env).await;
         notices.extend(servers.notices());
-        (Some(Arc::new(McpTools(servers))), notices)
+        (Some(Arc::new(McpTools(Arc::new(servers)))), notices)
     }
 
     /// The servers of `specs`, their first start waited for.
@@ -104,6 +104,39 @@ impl McpPool {
             .settle(stepper_mcp::connect_timeout() + Duration::from_millis(250))
             .await;
         servers
+    }
+
+    /// The prompts of the servers running for `cwd` now, as slash commands
+    /// (`mcp__server__prompt`; a server not running is not started for a listing).
+    pub async fn prompt_commands(&self, cwd: &Path) -> Vec<stepper_protocol::methods::CommandInfo> {
+        let mut commands = Vec::new();
+        for (name, server) in self.pool.running_in(cwd) {
+            let Ok(prompts) = server.prompts(Duration::from_secs(2)).await else {
+                continue;
+            };
+            for p in prompts {
+                let args: Vec<String> = p
+                    .arguments
+                    .iter()
+                    .flatten()
+                    .map(|a| a.name.to_uppercase())
+                    .collect();
+                commands.push(stepper_protocol::methods::CommandInfo {
+                    name: stepper_mcp::tool_name(&name, &p.name),
+                    description: p
+                        .description
+                        .clone()
+                        .or(p.title.clone())
+                        .unwrap_or_else(|| {
+                            format!("the {} prompt of the MCP server {name}", p.name)
+                        }),
+                    argument_hint: (!args.is_empty()).then(|| args.join(" ")),
+                    kind: "mcp".into(),
+                    scope: None,
+                });
+            }
+        }
+        commands
     }
 
     /// `mcp/list`: every server configured for `cwd`, those that may run started.

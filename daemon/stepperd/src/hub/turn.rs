@@ -222,6 +222,20 @@ impl LiveSession {
                     .tools(&cwd, &user_settings, &trusted, &settings, &env)
                     .await;
                 notices.extend(mcp_notices);
+                // `/mcp__server__prompt args`: the server's prompt is the input.
+                let mut prompted = None;
+                if invoked.is_none() {
+                    let servers = mcp_tools.as_ref().map(|t| &*t.0);
+                    match stepper_mcp::prompts::expand(servers, &input.text).await {
+                        Some(Ok(text)) => prompted = Some(text),
+                        Some(Err(why)) => {
+                            return self
+                                .fail_before_model(turn, notices, why, &input.text)
+                                .await;
+                        }
+                        None => {}
+                    }
+                }
                 // The skills the model may use: named in the system prompt, loaded by a tool.
                 let skills = SkillTool::model_invocable(&ext.skills);
                 let blocked = match &hooks {
@@ -365,6 +379,10 @@ impl LiveSession {
                 // (after the baseline), then the model gets the whole.
                 let run = async {
                     let mut text = input.text.clone();
+                    if let Some(prompted) = prompted {
+                        text = prompted;
+                        *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
+                    }
                     if let Some(invoked) = &invoked {
                         text = render(&invoked.body, &deps.tools, &render_cx).await;
                         *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();

@@ -60,6 +60,15 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                     scope: Some(s.scope.into()),
                 }),
         );
+        // The prompts of the folder's running MCP servers.
+        commands.extend(
+            conn.daemon
+                .hub
+                .deps()
+                .mcp
+                .prompt_commands(Path::new(&p.cwd))
+                .await,
+        );
         // A built-in's name is taken: a file of the same name is listed after it and not run.
         let mut seen = std::collections::HashSet::new();
         commands.retain(|c| seen.insert(c.name.clone()));
