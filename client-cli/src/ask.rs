@@ -138,6 +138,109 @@ async fn ask_approval(
     }
 }
 
+/// An MCP server's question: asked field by field at a terminal; declined otherwise (a
+/// script has nobody to type the answer).
+async fn answer_elicitation(
+    client: &stepper_protocol::client::DaemonClient,
+    session_id: &str,
+    request_id: &str,
+    server: &str,
+    message: &str,
+    schema: &serde_json::Value,
+) {
+    use stepper_protocol::ElicitAction;
+    use stepper_protocol::elicit::{FieldKind, fields};
+    use stepper_protocol::methods::{SessionElicit, SessionElicitParams};
+    eprintln!("\nThe MCP server {server} asks: {message}");
+    let read_line = || async {
+        tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|n| (n, line))
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+    };
+    let mut content = serde_json::Map::new();
+    let action = if !std::io::stdin().is_terminal() {
+        eprintln!("stepper: declined (no terminal to answer at)");
+        ElicitAction::Decline
+    } else {
+        eprintln!(
+            "(Enter keeps the default; an empty answer to a required field, or Ctrl-D, declines)"
+        );
+        let mut action = ElicitAction::Accept;
+        'fields: for field in fields(schema) {
+            let hint = match &field.kind {
+                FieldKind::Choice(options) => options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, shown))| format!("{}) {shown}", i + 1))
+                    .collect::<Vec<_>>()
+                    .join("  "),
+                FieldKind::Choices(options) => format!(
+                    "some of, by commas: {}",
+                    options
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (_, shown))| format!("{}) {shown}", i + 1))
+                        .collect::<Vec<_>>()
+                        .join("  ")
+                ),
+                FieldKind::Boolean => "y/n".into(),
+                FieldKind::Number => "a number".into(),
+                FieldKind::Integer => "a whole number".into(),
+                FieldKind::Text => String::new(),
+            };
+            if let Some(d) = &field.description {
+                eprintln!("  {d}");
+            }
+            loop {
+                let default = field
+                    .default
+                    .as_ref()
+                    .map(|d| {
+                        format!(
+                            " [{}]",
+                            d.as_str().map_or_else(|| d.to_string(), str::to_string)
+                        )
+                    })
+                    .unwrap_or_default();
+                let hint = if hint.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({hint})")
+                };
+                eprint!("  {}{hint}{default}: ", field.title);
+                let Some((read, line)) = read_line().await.filter(|(n, _)| *n > 0) else {
+                    action = ElicitAction::Decline;
+                    break 'fields;
+                };
+                let _ = read;
+                match field.parse(&line) {
+                    Ok(Some(value)) => {
+                        content.insert(field.name.clone(), value);
+                        break;
+                    }
+                    Ok(None) => break,
+                    Err(why) => eprintln!("  {why}"),
+                }
+            }
+        }
+        action
+    };
+    let p = SessionElicitParams {
+        session_id: session_id.into(),
+        request_id: request_id.into(),
+        action,
+        content: (action == ElicitAction::Accept).then_some(content),
+    };
+    // Another client may have answered first: then this answer is late, which is fine.
+    if let Err(e) = client.call::<SessionElicit>(p).await {
+        eprintln!("stepper: {e}");
+    }
+}
+
 #[cfg(unix)]
 fn interrupt_signal() -> anyhow::Result<tokio::signal::unix::Signal> {
     use tokio::signal::unix::{SignalKind, signal};
@@ -390,6 +493,22 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                     &summary,
                     command.as_deref(),
                     diff.as_deref(),
+                )
+                .await;
+            }
+            AppEvent::ElicitationRequested {
+                request_id,
+                server,
+                message,
+                schema,
+            } if ours => {
+                answer_elicitation(
+                    &client,
+                    &session_id,
+                    &request_id,
+                    &server,
+                    &message,
+                    &schema,
                 )
                 .await;
             }

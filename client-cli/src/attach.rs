@@ -475,6 +475,21 @@ async fn perform(
             })
             .await
             .map(drop),
+        Action::Elicit {
+            request_id,
+            action,
+            content,
+        } => client
+            .call::<stepper_protocol::methods::SessionElicit>(
+                stepper_protocol::methods::SessionElicitParams {
+                    session_id,
+                    request_id,
+                    action,
+                    content,
+                },
+            )
+            .await
+            .map(drop),
         Action::SetMode { mode } => client
             .call::<SessionSetMode>(SessionSetModeParams { session_id, mode })
             .await

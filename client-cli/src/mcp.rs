@@ -286,6 +286,7 @@ fn status_word(status: McpStatus) -> &'static str {
         McpStatus::Connected => "connected",
         McpStatus::Starting => "starting",
         McpStatus::Failed => "failed",
+        McpStatus::NeedsLogin => "needs login",
         McpStatus::NotApproved => "not approved",
         McpStatus::Disabled => "disabled",
         McpStatus::Invalid => "invalid",

@@ -50,6 +50,12 @@ pub enum Action {
         request_id: String,
         decision: ApprovalDecision,
     },
+    /// An MCP server's form answered: `content` with `accept`.
+    Elicit {
+        request_id: String,
+        action: stepper_protocol::ElicitAction,
+        content: Option<stepper_protocol::elicit::Content>,
+    },
     SetMode {
         mode: PermissionMode,
     },

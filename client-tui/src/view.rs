@@ -127,27 +127,42 @@ impl App {
                 Span::styled(more, theme::dim()),
             ]));
         }
-        let overlay = self.approvals.front().map(|a| {
-            overlay(
-                a,
-                self.approvals.len() - 1,
-                self.answer_keys_live(),
-                width.saturating_sub(4),
-            )
-        });
+        let overlay = self
+            .approvals
+            .front()
+            .map(|a| {
+                overlay(
+                    a,
+                    self.approvals.len() - 1,
+                    self.answer_keys_live(),
+                    width.saturating_sub(4),
+                )
+            })
+            .or_else(|| {
+                self.elicits.front().map(|e| {
+                    form_overlay(
+                        e,
+                        self.elicits.len() - 1,
+                        self.answer_keys_live(),
+                        width.saturating_sub(4),
+                    )
+                })
+            });
         let popup = self
             .popup
             .as_ref()
             .map(|p| p.lines(width))
             .unwrap_or_default();
-        let placeholder = if self.approvals.is_empty() {
+        let placeholder = if !self.approvals.is_empty() {
+            "answer the approval above: y, a or n"
+        } else if !self.elicits.is_empty() {
+            "answer the form above: type, ⇥ next field, ⏎ send, esc decline"
+        } else {
             if self.running {
                 "⏎ steer the running turn · ⇥ queue a new one · esc interrupt"
             } else {
                 "Ask stepper · / for commands · @ for files"
             }
-        } else {
-            "answer the approval above: y, a or n"
         };
         let (input, cursor) = self.composer.render(width, placeholder);
         Parts {
@@ -437,6 +452,94 @@ fn tokens(n: u64) -> String {
 
 /// The approval in front. Its keys line shows only once the keys answer (see
 /// `App::answer_keys_live`), so what is shown is what a key press does.
+/// An MCP server's form: its question, then a line per field (the one being typed in
+/// marked), and the keys.
+fn form_overlay(e: &crate::app::Elicit, more: usize, live: bool, width: u16) -> Overlay {
+    use stepper_protocol::elicit::FieldKind;
+    let mut content = Vec::new();
+    Para::new(vec![Span::raw(e.message.clone())]).wrap(width, &mut content);
+    for (i, field) in e.fields.iter().enumerate() {
+        let hint = match &field.kind {
+            FieldKind::Choice(options) => format!(
+                " ({})",
+                options
+                    .iter()
+                    .enumerate()
+                    .map(|(n, (_, shown))| format!("{}={shown}", n + 1))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            FieldKind::Choices(options) => format!(
+                " (by commas: {})",
+                options
+                    .iter()
+                    .enumerate()
+                    .map(|(n, (_, shown))| format!("{}={shown}", n + 1))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            FieldKind::Boolean => " (y/n)".into(),
+            FieldKind::Number | FieldKind::Integer => " (number)".into(),
+            FieldKind::Text => String::new(),
+        };
+        let typed = &e.typed[i];
+        let shown = if typed.is_empty() {
+            field
+                .default
+                .as_ref()
+                .map(|d| {
+                    Span::styled(
+                        d.as_str().map_or_else(|| d.to_string(), str::to_string),
+                        theme::dim(),
+                    )
+                })
+                .unwrap_or_else(|| Span::raw(""))
+        } else {
+            Span::styled(typed.clone(), theme::bold())
+        };
+        let marker = if i == e.at { "› " } else { "  " };
+        let required = if field.required { "*" } else { "" };
+        let mut spans = vec![
+            Span::styled(marker, theme::bold()),
+            Span::raw(format!("{}{required}{hint}: ", field.title)),
+            shown,
+        ];
+        if i == e.at {
+            spans.push(Span::styled("▌", theme::dim()));
+        }
+        content.push(Line::from(spans));
+    }
+    if let Some(problem) = &e.problem {
+        content.push(Line::from(Span::styled(problem.clone(), theme::error())));
+    }
+    let mut keys = if live {
+        vec![
+            Span::styled("⏎", theme::bold().patch(theme::ok())),
+            Span::raw(" send  "),
+            Span::styled("⇥", theme::bold()),
+            Span::raw(" next field  "),
+            Span::styled("esc", theme::bold().patch(theme::error())),
+            Span::raw(" decline"),
+        ]
+    } else {
+        vec![Span::styled(
+            "read it first: keys in a moment",
+            theme::dim(),
+        )]
+    };
+    if more > 0 {
+        keys.push(Span::styled(
+            format!("   +{more} more waiting"),
+            theme::dim(),
+        ));
+    }
+    Overlay {
+        title: format!("{} asks", e.server),
+        content,
+        keys: Line::from(keys),
+    }
+}
+
 fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
     let mut content = Vec::new();
     Para::new(vec![Span::raw(a.summary.clone())]).wrap(width, &mut content);

@@ -237,6 +237,24 @@ pub enum AppEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
+    /// An MCP server asks the user for input while one of its tools runs
+    /// (`elicitation/create`): a form of `schema`'s fields (a flat JSON Schema object of
+    /// strings, numbers, integers, booleans and enums, each maybe with a `default`). Any
+    /// client may answer with `session/elicit`; the first answer wins.
+    ElicitationRequested {
+        request_id: String,
+        server: String,
+        message: String,
+        schema: serde_json::Value,
+    },
+    /// An elicitation was answered, or ended with its turn, and by whom. What was entered
+    /// is not recorded.
+    ElicitationResolved {
+        request_id: String,
+        action: ElicitAction,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// Token usage of the turn so far, and what it cost when the model's prices are known.
     UsageUpdated {
         usage: Usage,
@@ -359,6 +377,8 @@ impl AppEvent {
             AppEvent::ModelChanged { .. } => "ModelChanged",
             AppEvent::ModeChanged { .. } => "ModeChanged",
             AppEvent::ApprovalResolved { .. } => "ApprovalResolved",
+            AppEvent::ElicitationRequested { .. } => "ElicitationRequested",
+            AppEvent::ElicitationResolved { .. } => "ElicitationResolved",
             AppEvent::ToolOutputDelta { .. } => "ToolOutputDelta",
             AppEvent::ToolCallFinished { .. } => "ToolCallFinished",
             AppEvent::TurnFinished { .. } => "TurnFinished",
@@ -393,6 +413,16 @@ pub enum TodoStatus {
     Pending,
     InProgress,
     Completed,
+}
+
+/// How an elicitation was answered: `accept` (with what was entered), `decline`, or
+/// `cancel` (dismissed without a choice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ElicitAction {
+    Accept,
+    Decline,
+    Cancel,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -4,6 +4,7 @@
 //! `server` features add the one transport both sides share (jsonrpsee over WebSocket framing
 //! on a local socket), so the two can never drift apart.
 
+pub mod elicit;
 pub mod error;
 pub mod event;
 pub mod methods;
@@ -22,8 +23,8 @@ pub mod client;
 pub mod server;
 
 pub use event::{
-    AppEvent, ApprovalDecision, EventEnvelope, TodoItem, TodoStatus, ToolCallStatus, TurnStatus,
-    Usage,
+    AppEvent, ApprovalDecision, ElicitAction, EventEnvelope, TodoItem, TodoStatus, ToolCallStatus,
+    TurnStatus, Usage,
 };
 pub use methods::{Method, Subscription};
 pub use session::{

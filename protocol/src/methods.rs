@@ -108,6 +108,9 @@ method_table! {
         SessionInterrupt = "session/interrupt" (SessionParams) -> SessionInterruptResponse;
         /// Answer an approval; the first answer wins, a late one is an error.
         SessionApprove = "session/approve" (SessionApproveParams) -> Empty;
+        /// Answer an MCP server's elicitation (`ElicitationRequested`): the first answer
+        /// wins, a late one is an error.
+        SessionElicit = "session/elicit" (SessionElicitParams) -> Empty;
         /// Change the model of the session's next turns.
         SessionSetModel = "session/setModel" (SessionSetModelParams) -> Empty;
         /// Change the session's permission mode (applies from the next tool call).
@@ -710,6 +713,18 @@ pub struct SessionApproveParams {
     pub decision: crate::event::ApprovalDecision,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionElicitParams {
+    pub session_id: SessionId,
+    pub request_id: String,
+    pub action: crate::event::ElicitAction,
+    /// With `accept`: the fields entered, by name (those left out take the schema's
+    /// defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSetModelParams {
@@ -877,6 +892,8 @@ pub enum McpStatus {
     Starting,
     /// It did not start or it stopped; `reason` says why.
     Failed,
+    /// A remote server that answers 401: it needs a sign-in (or a token in `headers`).
+    NeedsLogin,
     /// A project's server the user has not approved (`enabledMcpjsonServers`).
     NotApproved,
     /// A project's server the user refused (`disabledMcpjsonServers`).

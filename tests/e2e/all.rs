@@ -19,6 +19,7 @@ mod hooks;
 mod layers;
 mod lifecycle;
 mod mcp;
+mod mcp_conformance;
 mod memory;
 mod protocol;
 mod providers;

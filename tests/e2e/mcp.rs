@@ -706,6 +706,8 @@ async fn a_server_whose_tools_are_known_does_not_hold_up_a_turn() {
     let mut events = client.subscribe_events(&id, 0).await.unwrap();
     env.fake.push(Reply::text(&["second"]));
     submit(&client, &id, "hi again").await;
+    // The first turn, replayed, then the second.
+    until_turn_finished(&mut events).await;
     let seen = until_turn_finished(&mut events).await;
     assert!(seen.iter().any(|e| matches!(
         &e.event,
@@ -851,4 +853,108 @@ async fn resources_are_listed_and_read_and_prompts_are_slash_commands() {
         "{seen:?}"
     );
     assert_eq!(env.fake.requests().len(), calls);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elicitation_is_answered_from_a_second_client_and_defaults_fill_the_rest() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({"everything": {
+            "command": "node",
+            "args": [entry.display().to_string(), "stdio"],
+        }}),
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let other = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let mut theirs = other.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_ask",
+        "mcp__everything__trigger-elicitation-request",
+        serde_json::json!({}),
+    )])));
+    env.fake.push(Reply::text(&["thanks"]));
+    submit(&client, &id, "ask me").await;
+
+    // Every client sees the form; the second one answers.
+    let seen = read_until(&mut theirs, |e| {
+        matches!(e.event, AppEvent::ElicitationRequested { .. })
+    })
+    .await;
+    let Some(AppEvent::ElicitationRequested {
+        request_id,
+        server,
+        schema,
+        ..
+    }) = seen.last().map(|e| e.event.clone())
+    else {
+        unreachable!()
+    };
+    assert_eq!(server, "everything");
+    let fields = stepper_protocol::elicit::fields(&schema);
+    assert!(fields.iter().any(|f| f.name == "firstLine"));
+    let mut content = serde_json::Map::new();
+    content.insert("name".into(), "Ada Lovelace".into());
+    content.insert("check".into(), true.into());
+    other
+        .call::<stepper_protocol::methods::SessionElicit>(
+            stepper_protocol::methods::SessionElicitParams {
+                session_id: id.clone(),
+                request_id: request_id.clone(),
+                action: stepper_protocol::ElicitAction::Accept,
+                content: Some(content),
+            },
+        )
+        .await
+        .unwrap();
+    // A late answer is refused.
+    let late = client
+        .call::<stepper_protocol::methods::SessionElicit>(
+            stepper_protocol::methods::SessionElicitParams {
+                session_id: id.clone(),
+                request_id,
+                action: stepper_protocol::ElicitAction::Decline,
+                content: None,
+            },
+        )
+        .await;
+    assert!(late.is_err());
+    let seen = until_turn_finished(&mut events).await;
+    assert!(seen.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::ElicitationResolved {
+            action: stepper_protocol::ElicitAction::Accept,
+            by: Some(_),
+            ..
+        }
+    )));
+    let output = seen
+        .iter()
+        .find_map(|e| match &e.event {
+            AppEvent::ToolCallFinished { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(output.contains("Ada Lovelace"), "{output}");
+    // What was left out took the schema's defaults (SEP-1034).
+    assert!(
+        output.contains("It was a dark and stormy night."),
+        "{output}"
+    );
+    // What was entered is not recorded with the elicitation (the server's own output
+    // holds what it chose to say).
+    for e in &seen {
+        if let AppEvent::ElicitationRequested { .. } | AppEvent::ElicitationResolved { .. } =
+            &e.event
+        {
+            let json = serde_json::to_string(&e.event).unwrap();
+            assert!(!json.contains("Ada Lovelace"), "{json}");
+        }
+    }
 }

@@ -313,6 +313,8 @@ impl View {
             | AppEvent::SubagentFinished { .. }
             | AppEvent::CompactionStarted { .. }
             | AppEvent::HookRan { .. }
+            | AppEvent::ElicitationRequested { .. }
+            | AppEvent::ElicitationResolved { .. }
             | AppEvent::Steered { .. }
             | AppEvent::CheckpointCreated { .. }
             | AppEvent::Rewound { .. }

@@ -28,6 +28,7 @@ impl App {
                     self.finish_live(true);
                     self.queued.clear();
                     self.approvals.clear();
+                    self.elicits.clear();
                     self.usage_done = Usage::default();
                     self.cost_done = None;
                     self.usage_turn = Usage::default();
@@ -82,6 +83,8 @@ impl App {
                 env.event,
                 AppEvent::ApprovalRequested { .. }
                     | AppEvent::ApprovalResolved { .. }
+                    | AppEvent::ElicitationRequested { .. }
+                    | AppEvent::ElicitationResolved { .. }
                     | AppEvent::Notice { .. }
                     | AppEvent::Error { .. }
                     | AppEvent::SubagentStarted { .. }
@@ -311,6 +314,59 @@ impl App {
                     command: command.as_deref().map(sanitize),
                     diff: diff.as_deref().map(sanitize),
                 });
+            }
+            AppEvent::ElicitationRequested {
+                request_id,
+                server,
+                message,
+                schema,
+            } => {
+                let fields = stepper_protocol::elicit::fields(&schema);
+                let fields: Vec<_> = fields
+                    .into_iter()
+                    .map(|mut f| {
+                        f.title = sanitize(&f.title);
+                        f.description = f.description.as_deref().map(sanitize);
+                        f
+                    })
+                    .collect();
+                if self.approvals.is_empty() && self.elicits.is_empty() {
+                    self.approval_since = self.now_ms;
+                }
+                self.elicits.push_back(super::Elicit {
+                    request_id,
+                    server: sanitize(&server),
+                    message: sanitize(&message),
+                    typed: vec![String::new(); fields.len()],
+                    fields,
+                    at: 0,
+                    problem: None,
+                });
+            }
+            AppEvent::ElicitationResolved {
+                request_id,
+                action,
+                by,
+            } => {
+                let server = self
+                    .elicits
+                    .iter()
+                    .find(|e| e.request_id == request_id)
+                    .map(|e| e.server.clone());
+                self.elicits.retain(|e| e.request_id != request_id);
+                let (glyph, verb, style) = match action {
+                    stepper_protocol::ElicitAction::Accept => ("✓", "answered", theme::ok()),
+                    stepper_protocol::ElicitAction::Decline => ("✗", "declined", theme::error()),
+                    stepper_protocol::ElicitAction::Cancel => ("•", "dismissed", theme::dim()),
+                };
+                let of = server
+                    .map(|s| format!(" {s}'s question"))
+                    .unwrap_or_default();
+                self.push(Cell::note(
+                    glyph,
+                    format!("{verb}{of}{}", by_suffix(by)),
+                    style,
+                ));
             }
             AppEvent::ApprovalResolved {
                 request_id,

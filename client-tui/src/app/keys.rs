@@ -58,6 +58,18 @@ impl App {
             }
         }
 
+        // An MCP server's form (once no approval waits) takes the keys: they type in its
+        // fields. Tab and arrows move between fields, Enter sends, Esc declines. Typed too
+        // soon after it appeared, keys go to the input as before (and Esc does nothing).
+        if self.approvals.is_empty() && !self.elicits.is_empty() {
+            if self.answer_keys_live() {
+                return self.elicit_key(key, ctrl);
+            }
+            if key.code == KeyCode::Esc && self.popup.is_none() {
+                return Vec::new();
+            }
+        }
+
         if let Some(popup) = &mut self.popup {
             let n = popup.items.len().max(1);
             match key.code {
@@ -243,5 +255,70 @@ impl App {
         } else {
             vec![Action::Submit { text }]
         }
+    }
+}
+
+impl App {
+    fn elicit_key(&mut self, key: KeyEvent, ctrl: bool) -> Vec<Action> {
+        use stepper_protocol::ElicitAction;
+        let Some(form) = self.elicits.front_mut() else {
+            return Vec::new();
+        };
+        let n = form.fields.len();
+        match key.code {
+            KeyCode::Tab | KeyCode::Down => form.at = (form.at + 1) % n.max(1),
+            KeyCode::BackTab | KeyCode::Up => form.at = (form.at + n.max(1) - 1) % n.max(1),
+            KeyCode::Backspace => {
+                if let Some(text) = form.typed.get_mut(form.at) {
+                    text.pop();
+                }
+            }
+            KeyCode::Char('u') if ctrl => {
+                if let Some(text) = form.typed.get_mut(form.at) {
+                    text.clear();
+                }
+            }
+            KeyCode::Char(c) if !ctrl => {
+                if let Some(text) = form.typed.get_mut(form.at) {
+                    text.push(c);
+                }
+            }
+            KeyCode::Esc => {
+                let request_id = form.request_id.clone();
+                self.elicits.pop_front();
+                self.approval_since = self.now_ms;
+                return vec![Action::Elicit {
+                    request_id,
+                    action: ElicitAction::Decline,
+                    content: None,
+                }];
+            }
+            KeyCode::Enter => {
+                let mut content = stepper_protocol::elicit::Content::new();
+                for (i, field) in form.fields.iter().enumerate() {
+                    match field.parse(&form.typed[i]) {
+                        Ok(Some(value)) => {
+                            content.insert(field.name.clone(), value);
+                        }
+                        Ok(None) => {}
+                        Err(why) => {
+                            form.at = i;
+                            form.problem = Some(why);
+                            return Vec::new();
+                        }
+                    }
+                }
+                let request_id = form.request_id.clone();
+                self.elicits.pop_front();
+                self.approval_since = self.now_ms;
+                return vec![Action::Elicit {
+                    request_id,
+                    action: ElicitAction::Accept,
+                    content: Some(content),
+                }];
+            }
+            _ => {}
+        }
+        Vec::new()
     }
 }

@@ -29,6 +29,20 @@ pub(crate) struct Approval {
     pub diff: Option<String>,
 }
 
+/// An MCP server's form waiting for this user's answer: its fields, what is typed in each,
+/// and the field being typed in.
+#[derive(Debug, Clone)]
+pub(crate) struct Elicit {
+    pub request_id: String,
+    pub server: String,
+    pub message: String,
+    pub fields: Vec<stepper_protocol::elicit::Field>,
+    pub typed: Vec<String>,
+    pub at: usize,
+    /// Why the last Enter was refused.
+    pub problem: Option<String>,
+}
+
 /// The whole state of the attached TUI.
 #[derive(Debug)]
 pub struct App {
@@ -58,6 +72,8 @@ pub struct App {
     pub(crate) live: Vec<Cell>,
     pub(crate) queued: Vec<(String, String)>,
     pub(crate) approvals: VecDeque<Approval>,
+    /// MCP servers' forms, answered after the approvals.
+    pub(crate) elicits: VecDeque<Elicit>,
     /// When the approval in front appeared (app time): its answer keys count after the guard.
     approval_since: i64,
     approval_tools: HashMap<String, String>,
@@ -99,6 +115,7 @@ impl App {
             live: Vec::new(),
             queued: Vec::new(),
             approvals: VecDeque::new(),
+            elicits: VecDeque::new(),
             approval_since: 0,
             approval_tools: HashMap::new(),
             composer: Composer::with_history(opts.history),

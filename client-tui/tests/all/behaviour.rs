@@ -201,6 +201,77 @@ fn approvals_answer_with_y_a_n_and_close_when_answered_elsewhere() {
     assert_eq!(app.input(), "x");
 }
 
+#[test]
+fn an_mcp_servers_form_is_typed_in_and_sent_or_declined() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    let form = |id: &str| AppEvent::ElicitationRequested {
+        request_id: id.into(),
+        server: "tickets".into(),
+        message: "Which ticket?".into(),
+        schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer", "title": "Ticket"},
+                "urgent": {"type": "boolean", "default": false}
+            },
+            "required": ["id"]
+        }),
+    };
+    type_text(&mut app, "my ");
+    app.tick(T0 + 1_000);
+    feed(&mut app, [form("e1"), form("e2")]);
+    // Typed at once, keys still go to the input.
+    app.tick(T0 + 1_050);
+    type_text(&mut app, "x");
+    assert_eq!(app.input(), "my x");
+    app.tick(T0 + 2_000);
+    let shown = frame(&app, 60);
+    assert!(shown.contains("tickets asks"), "{shown}");
+    assert!(shown.contains("Which ticket?"), "{shown}");
+    // A required field left empty is refused, with why.
+    assert_eq!(app.on_key(key(KeyCode::Enter)), []);
+    assert!(frame(&app, 60).contains("Ticket is required"));
+    type_text(&mut app, "4a");
+    assert_eq!(app.on_key(key(KeyCode::Enter)), []);
+    assert!(frame(&app, 60).contains("whole number"));
+    app.on_key(key(KeyCode::Backspace));
+    type_text(&mut app, "2");
+    app.on_key(key(KeyCode::Tab));
+    type_text(&mut app, "y");
+    let mut content = stepper_protocol::elicit::Content::new();
+    content.insert("id".into(), 42.into());
+    content.insert("urgent".into(), true.into());
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [Action::Elicit {
+            request_id: "e1".into(),
+            action: stepper_protocol::ElicitAction::Accept,
+            content: Some(content),
+        }]
+    );
+    assert_eq!(app.input(), "my x", "the input is untouched");
+    // The next form; Esc declines it.
+    app.tick(T0 + 3_000);
+    assert_eq!(
+        app.on_key(key(KeyCode::Esc)),
+        [Action::Elicit {
+            request_id: "e2".into(),
+            action: stepper_protocol::ElicitAction::Decline,
+            content: None,
+        }]
+    );
+    // Answered elsewhere: the note says so.
+    feed(
+        &mut app,
+        [AppEvent::ElicitationResolved {
+            request_id: "e2".into(),
+            action: stepper_protocol::ElicitAction::Decline,
+            by: Some("stepper ask".into()),
+        }],
+    );
+}
+
 fn ask(id: &str, command: &str) -> AppEvent {
     AppEvent::ApprovalRequested {
         request_id: id.into(),

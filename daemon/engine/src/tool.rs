@@ -65,9 +65,34 @@ pub enum Decision {
     Deny(String),
 }
 
+/// A server's request for the user's input while its tool runs (an MCP elicitation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elicitation {
+    pub server: String,
+    pub message: String,
+    /// A flat JSON Schema object: the form's fields.
+    pub schema: serde_json::Value,
+}
+
+/// What the user answered an [`Elicitation`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitAnswer {
+    /// With the fields entered, by name.
+    Accept(serde_json::Map<String, serde_json::Value>),
+    Decline,
+    Cancel,
+}
+
 /// Decides whether a request may proceed, asking a person when the rules say so.
 pub trait Gate: Send + Sync {
     fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision>;
+
+    /// Ask the people attached for what `request` wants. A gate with nobody to ask
+    /// declines.
+    fn elicit<'a>(&'a self, request: &'a Elicitation) -> BoxFuture<'a, ElicitAnswer> {
+        let _ = request;
+        Box::pin(async { ElicitAnswer::Decline })
+    }
 
     /// `check`, with what a hook settled (`None`: nothing). A gate that knows no rules may
     /// ignore it.

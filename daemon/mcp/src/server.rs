@@ -23,12 +23,16 @@ use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, PeerRequestOptions, RequestContext, RoleClient,
     RunningService,
 };
-use stepper_engine::tool::OutputSink;
+use stepper_engine::tool::{ElicitAnswer, Elicitation, Gate, OutputSink};
 use stepper_process::group::GroupChild;
 use stepper_protocol::session::Env;
 use tokio::io::AsyncBufReadExt;
 
 use crate::config::{ServerSpec, Transport};
+
+/// What a remote server that answers 401 is told to need.
+pub const NEEDS_LOGIN: &str = "it asks for authorization (401), and stepper cannot sign in to \
+     MCP servers yet — give a token in its \"headers\": {\"Authorization\": \"Bearer ${TOKEN}\"}";
 
 /// Why a server cannot be used, for a notice: its name, what happened, what to do.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -48,14 +52,24 @@ struct Handler {
     tools: Arc<Mutex<Vec<Tool>>>,
     /// Running calls' outputs, by progress token.
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
+    /// Who answers an elicitation: the gates of the running calls, latest last.
+    elicitors: Elicitors,
     name: String,
 }
+
+/// The gates of the running calls, by call. A stdio server's elicitation names no call, so
+/// it goes to the latest (nearly always the only one).
+type Elicitors = Arc<Mutex<Vec<(u64, Arc<dyn Gate>)>>>;
 
 #[allow(deprecated)]
 impl rmcp::ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(Default::default());
+        capabilities.elicitation = Some(
+            rmcp::model::ElicitationCapability::new()
+                .with_form(rmcp::model::FormElicitationCapability::new()),
+        );
         ClientConfig::new(
             capabilities,
             Implementation::new("stepper", env!("CARGO_PKG_VERSION")),
@@ -74,6 +88,52 @@ impl rmcp::ClientHandler for Handler {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
         std::future::ready(Ok(ListRootsResult::new(vec![root])))
+    }
+
+    fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ElicitResult, ErrorData>> + Send + '_ {
+        use rmcp::model::{ElicitResult, ElicitationAction};
+        let gate = self
+            .elicitors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last()
+            .map(|(_, gate)| Arc::clone(gate));
+        let server = self.name.clone();
+        async move {
+            let Some(gate) = gate else {
+                // No call of ours is running: nobody to ask.
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            };
+            let rmcp::model::ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } = request
+            else {
+                // A URL to open: not offered.
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            };
+            let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+            let asked = Elicitation {
+                server,
+                message,
+                schema: schema.clone(),
+            };
+            Ok(match gate.elicit(&asked).await {
+                ElicitAnswer::Accept(mut content) => {
+                    with_defaults(&schema, &mut content);
+                    let mut result = ElicitResult::new(ElicitationAction::Accept);
+                    result.content = Some(serde_json::Value::Object(content));
+                    result
+                }
+                ElicitAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+                ElicitAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+            })
+        }
     }
 
     fn on_tool_list_changed(
@@ -120,6 +180,23 @@ impl rmcp::ClientHandler for Handler {
     }
 }
 
+/// The fields left out of an accepted form take the schema's defaults (SEP-1034).
+pub fn with_defaults(
+    schema: &serde_json::Value,
+    content: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    let Some(properties) = schema["properties"].as_object() else {
+        return;
+    };
+    for (name, property) in properties {
+        if let Some(default) = property.get("default")
+            && !content.contains_key(name)
+        {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+}
+
 /// `file://` and the folder, with what a URI cannot hold as it is escaped.
 fn file_uri(path: &Path) -> String {
     let mut uri = String::from("file://");
@@ -150,6 +227,8 @@ pub struct McpServer {
     /// The tools it listed last.
     tools: Arc<Mutex<Vec<Tool>>>,
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
+    elicitors: Elicitors,
+    calls: std::sync::atomic::AtomicU64,
     /// The protocol revision it speaks.
     pub protocol_version: String,
     /// When a turn or a call last used it (what idle means).
@@ -159,11 +238,40 @@ pub struct McpServer {
 impl McpServer {
     /// Start `spec` with the session's environment `env` in `cwd` (also its root), set the
     /// session up and list its tools, all within `timeout`.
+    ///
+    /// The era is probed with `server/discover`; a server that answers the probe with
+    /// something a legacy server would not say (an empty result, say) is tried once more
+    /// with `initialize` alone, within what is left of `timeout`.
     pub async fn connect(
         spec: &ServerSpec,
         env: &Env,
         cwd: &Path,
         timeout: Duration,
+    ) -> Result<Arc<McpServer>, McpError> {
+        let started = std::time::Instant::now();
+        let auto = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::LATEST],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        };
+        match Self::connect_with(spec, env, cwd, timeout, auto).await {
+            Ok(server) => Ok(server),
+            Err(e) if e.message.contains("did not initialise") => {
+                let left = timeout.saturating_sub(started.elapsed());
+                tracing::debug!(server = %spec.name, "discovery failed ({}); trying initialize", e.message);
+                Self::connect_with(spec, env, cwd, left, ClientLifecycleMode::Initialize)
+                    .await
+                    .map_err(|_| e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn connect_with(
+        spec: &ServerSpec,
+        env: &Env,
+        cwd: &Path,
+        timeout: Duration,
+        lifecycle: ClientLifecycleMode,
     ) -> Result<Arc<McpServer>, McpError> {
         let fail = |message: String| McpError {
             server: spec.name.clone(),
@@ -171,15 +279,13 @@ impl McpServer {
         };
         let tools = Arc::new(Mutex::new(Vec::new()));
         let progress = Arc::new(Mutex::new(HashMap::new()));
+        let elicitors: Elicitors = Arc::default();
         let handler = Handler {
             root: cwd.to_path_buf(),
             tools: Arc::clone(&tools),
             progress: Arc::clone(&progress),
+            elicitors: Arc::clone(&elicitors),
             name: spec.name.clone(),
-        };
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::LATEST],
-            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
         };
         let (started, child) = match &spec.transport {
             Transport::Stdio {
@@ -230,6 +336,7 @@ impl McpServer {
             Transport::Http { url, .. } if why.contains("error sending request") => fail(format!(
                 "cannot reach {url} — check `url` and that the server runs"
             )),
+            Transport::Http { .. } if why.contains("Auth required") => fail(NEEDS_LOGIN.into()),
             _ => fail(why),
         })?;
         *tools.lock().unwrap_or_else(|p| p.into_inner()) = listed;
@@ -243,6 +350,8 @@ impl McpServer {
             _child: child.map(Mutex::new),
             tools,
             progress,
+            elicitors,
+            calls: std::sync::atomic::AtomicU64::new(0),
             protocol_version,
             used: Mutex::new(Instant::now()),
         }))
@@ -352,16 +461,41 @@ impl McpServer {
     }
 
     /// Call `tool` with `arguments` (a JSON object), within `timeout`; the server's progress
-    /// notifications of the call go to `output`. A call past `timeout` is cancelled at the
-    /// server (`notifications/cancelled`).
+    /// notifications of the call go to `output`, its elicitations to `elicitor`. A call past
+    /// `timeout` is cancelled at the server (`notifications/cancelled`).
     pub async fn call(
         &self,
         tool: &str,
         arguments: serde_json::Value,
         timeout: Duration,
         output: Option<Arc<dyn OutputSink>>,
+        elicitor: Option<Arc<dyn Gate>>,
     ) -> Result<CallToolResult, String> {
         self.touch();
+        let call = self
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(gate) = elicitor {
+            self.elicitors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((call, gate));
+        }
+        let result = self.call_inner(tool, arguments, timeout, output).await;
+        self.elicitors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(c, _)| *c != call);
+        result
+    }
+
+    async fn call_inner(
+        &self,
+        tool: &str,
+        arguments: serde_json::Value,
+        timeout: Duration,
+        output: Option<Arc<dyn OutputSink>>,
+    ) -> Result<CallToolResult, String> {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = match arguments {
             serde_json::Value::Object(map) => Some(map),

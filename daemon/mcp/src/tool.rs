@@ -124,8 +124,15 @@ impl Tool for McpTool {
                         self.slot.name, self.tool.name
                     ));
                 }
+                let elicitor = Some(Arc::clone(&cx.gate));
                 server
-                    .call(&self.tool.name, args, crate::call_timeout(), output)
+                    .call(
+                        &self.tool.name,
+                        args,
+                        crate::call_timeout(),
+                        output,
+                        elicitor,
+                    )
                     .await
             };
             let result = tokio::select! {

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use stepper_engine::gate::{Policy, Verdict};
 use stepper_engine::hooks::GateHint;
-use stepper_engine::tool::{Decision, Gate, GateRequest};
-use stepper_protocol::{AppEvent, ApprovalDecision};
+use stepper_engine::tool::{Decision, ElicitAnswer, Elicitation, Gate, GateRequest};
+use stepper_protocol::{AppEvent, ApprovalDecision, ElicitAction};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +17,8 @@ use super::hooks::HookRunner;
 use super::log::EventLog;
 
 type Answer = (ApprovalDecision, Option<String>);
+/// An elicitation's answer, and who gave it.
+type Elicited = (ElicitAnswer, Option<String>);
 
 /// How long a permission decision may take before it becomes a question. Decisions bound
 /// their own work (a 60 KB line takes ~10 ms); this is the backstop.
@@ -24,16 +26,37 @@ const DECISION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10)
 
 /// An answer that came too late.
 #[derive(Debug, thiserror::Error)]
-#[error("approval {0} is not waiting: another client answered it first, or its turn ended")]
+#[error("{0} is not waiting for an answer: another client answered it first, or its turn ended")]
 pub struct NotWaiting(pub String);
 
-/// Approvals waiting for an answer, by request id.
+/// Approvals and elicitations waiting for an answer, by request id.
 #[derive(Default)]
 pub struct Approvals {
     pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    elicitations: Mutex<HashMap<String, oneshot::Sender<Elicited>>>,
 }
 
 impl Approvals {
+    fn elicitations(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Elicited>>> {
+        self.elicitations.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Answer the elicitation `request_id`. Only the first answer counts.
+    pub fn elicited(
+        &self,
+        request_id: &str,
+        answer: ElicitAnswer,
+        by: Option<String>,
+    ) -> Result<(), NotWaiting> {
+        let waiting = self.elicitations().remove(request_id);
+        match waiting.map(|tx| tx.send((answer, by))) {
+            Some(Ok(())) => Ok(()),
+            _ => Err(NotWaiting(request_id.to_string())),
+        }
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Answer>>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -75,6 +98,55 @@ pub struct SessionGate {
 impl Gate for SessionGate {
     fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision> {
         self.check_hinted(request, None)
+    }
+
+    fn elicit<'a>(&'a self, request: &'a Elicitation) -> BoxFuture<'a, ElicitAnswer> {
+        Box::pin(async move {
+            let request_id = uuid::Uuid::now_v7().to_string();
+            let (tx, rx) = oneshot::channel();
+            self.approvals.elicitations().insert(request_id.clone(), tx);
+            let asked = AppEvent::ElicitationRequested {
+                request_id: request_id.clone(),
+                server: request.server.clone(),
+                message: request.message.clone(),
+                schema: request.schema.clone(),
+            };
+            if let Err(e) = self
+                .log
+                .append_committed_in(Some(self.turn), self.agent.clone(), asked)
+                .await
+            {
+                self.approvals.elicitations().remove(&request_id);
+                tracing::error!(error = %e, "cannot record an elicitation");
+                return ElicitAnswer::Decline;
+            }
+            let answer = tokio::select! {
+                () = self.cancel.cancelled() => None,
+                a = rx => a.ok(),
+            };
+            let (answer, by) = answer.unwrap_or_else(|| {
+                self.approvals.elicitations().remove(&request_id);
+                (ElicitAnswer::Cancel, Some("the turn's interruption".into()))
+            });
+            let action = match &answer {
+                ElicitAnswer::Accept(_) => ElicitAction::Accept,
+                ElicitAnswer::Decline => ElicitAction::Decline,
+                ElicitAnswer::Cancel => ElicitAction::Cancel,
+            };
+            let resolved = AppEvent::ElicitationResolved {
+                request_id,
+                action,
+                by,
+            };
+            if let Err(e) = self
+                .log
+                .append_in(Some(self.turn), self.agent.clone(), resolved)
+                .await
+            {
+                tracing::error!(error = %e, "cannot record an elicitation's answer");
+            }
+            answer
+        })
     }
 
     fn check_hinted<'a>(

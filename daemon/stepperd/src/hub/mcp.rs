@@ -195,7 +195,11 @@ impl McpPool {
                 }
                 State::Starting => info.status = McpStatus::Starting,
                 State::Failed(why) => {
-                    info.status = McpStatus::Failed;
+                    info.status = if why.starts_with(stepper_mcp::server::NEEDS_LOGIN) {
+                        McpStatus::NeedsLogin
+                    } else {
+                        McpStatus::Failed
+                    };
                     info.reason = Some(why);
                 }
             }

@@ -142,6 +142,22 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         Ok(Empty {})
     });
 
+    register::<SessionElicit, _, _>(m, |conn, p| async move {
+        let session = conn.daemon.hub.get(&p.session_id).await?;
+        let answer = match p.action {
+            stepper_protocol::ElicitAction::Accept => {
+                stepper_engine::tool::ElicitAnswer::Accept(p.content.unwrap_or_default())
+            }
+            stepper_protocol::ElicitAction::Decline => stepper_engine::tool::ElicitAnswer::Decline,
+            stepper_protocol::ElicitAction::Cancel => stepper_engine::tool::ElicitAnswer::Cancel,
+        };
+        session
+            .approvals
+            .elicited(&p.request_id, answer, conn.client_label())
+            .map_err(HubError::from)?;
+        Ok(Empty {})
+    });
+
     register::<SessionSteer, _, _>(m, |conn, p| async move {
         input_text(&p.text, "steer with")?;
         let session = conn.daemon.hub.get(&p.session_id).await?;

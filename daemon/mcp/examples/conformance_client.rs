@@ -1,0 +1,88 @@
+//! The client the official MCP conformance suite drives (`@modelcontextprotocol/conformance
+//! client --command …`): stepper's MCP client (`stepper-mcp`), connected to the scenario's
+//! server (the last argument), doing what `MCP_CONFORMANCE_SCENARIO` asks. An elicitation is
+//! accepted with nothing entered, so the schema's defaults apply as stepper applies them.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use stepper_engine::tool::{Decision, ElicitAnswer, Elicitation, Gate, GateRequest};
+use stepper_mcp::{McpServer, ServerSpec, Transport};
+
+/// The user who accepts every form as it comes.
+struct Accepting;
+
+impl Gate for Accepting {
+    fn check<'a>(&'a self, _: &'a GateRequest) -> BoxFuture<'a, Decision> {
+        Box::pin(async { Decision::Allow })
+    }
+
+    fn elicit<'a>(&'a self, request: &'a Elicitation) -> BoxFuture<'a, ElicitAnswer> {
+        eprintln!("elicitation from {}: {}", request.server, request.message);
+        Box::pin(async { ElicitAnswer::Accept(Default::default()) })
+    }
+}
+
+fn main() -> ExitCode {
+    let Some(url) = std::env::args().nth(1).filter(|a| !a.is_empty()) else {
+        eprintln!("usage: conformance_client URL (with MCP_CONFORMANCE_SCENARIO)");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("no runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&url, &scenario)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("{scenario}: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(url: &str, scenario: &str) -> Result<(), String> {
+    let spec = ServerSpec {
+        name: "conformance".into(),
+        transport: Transport::Http {
+            url: url.into(),
+            headers: Default::default(),
+            sse: false,
+        },
+    };
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let server = McpServer::connect(&spec, &Default::default(), &cwd, Duration::from_secs(20))
+        .await
+        .map_err(|e| e.to_string())?;
+    let tools: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
+    println!(
+        "connected ({}); tools: {}",
+        server.protocol_version,
+        tools.join(", ")
+    );
+    let (tool, args) = match scenario {
+        "initialize" => return Ok(()),
+        "tools_call" => ("add_numbers", serde_json::json!({"a": 2, "b": 3})),
+        _ => match tools.first() {
+            Some(first) => (first.as_str(), serde_json::json!({})),
+            None => return Ok(()),
+        },
+    };
+    let gate: Arc<dyn Gate> = Arc::new(Accepting);
+    let result = server
+        .call(tool, args, Duration::from_secs(20), None, Some(gate))
+        .await?;
+    println!(
+        "{tool}: {}",
+        serde_json::to_string(&result).unwrap_or_default()
+    );
+    Ok(())
+}
