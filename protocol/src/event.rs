@@ -255,6 +255,17 @@ pub enum AppEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
     },
+    /// An MCP server of the session's folder changed state (`starting`, `connected`,
+    /// `failed`, `needsLogin`): said in every live session of the folder, in a turn or not.
+    McpServerStatus {
+        server: String,
+        status: crate::methods::McpStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Its tools, once connected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools: Option<u32>,
+    },
     /// Token usage of the turn so far, and what it cost when the model's prices are known.
     UsageUpdated {
         usage: Usage,
@@ -379,6 +390,7 @@ impl AppEvent {
             AppEvent::ApprovalResolved { .. } => "ApprovalResolved",
             AppEvent::ElicitationRequested { .. } => "ElicitationRequested",
             AppEvent::ElicitationResolved { .. } => "ElicitationResolved",
+            AppEvent::McpServerStatus { .. } => "McpServerStatus",
             AppEvent::ToolOutputDelta { .. } => "ToolOutputDelta",
             AppEvent::ToolCallFinished { .. } => "ToolCallFinished",
             AppEvent::TurnFinished { .. } => "TurnFinished",

@@ -553,6 +553,15 @@ async fn a_server_killed_mid_call_starts_again_and_an_idle_one_stops() {
     let again = processes_with(&marker);
     assert_eq!(again.len(), 1);
     assert_ne!(again, pids, "a new server");
+    // Every client of the folder's sessions hears of it: it exited, then it is back.
+    let mut heard = seen.clone();
+    let back = |e: &stepper_protocol::EventEnvelope| matches!(&e.event, AppEvent::McpServerStatus { status: stepper_protocol::methods::McpStatus::Connected, tools: Some(n), .. } if *n > 0);
+    if !heard.iter().any(back) {
+        heard.extend(read_until(&mut events, back).await);
+    }
+    assert!(heard.iter().any(|e| matches!(&e.event,
+        AppEvent::McpServerStatus { server, status: stepper_protocol::methods::McpStatus::Failed, reason: Some(why), .. }
+        if server == "everything" && why.contains("exited"))), "{heard:#?}");
 
     // No turn uses it: it stops once idle.
     wait_until(

@@ -315,6 +315,7 @@ impl View {
             | AppEvent::HookRan { .. }
             | AppEvent::ElicitationRequested { .. }
             | AppEvent::ElicitationResolved { .. }
+            | AppEvent::McpServerStatus { .. }
             | AppEvent::Steered { .. }
             | AppEvent::CheckpointCreated { .. }
             | AppEvent::Rewound { .. }

@@ -343,6 +343,35 @@ impl App {
                     problem: None,
                 });
             }
+            AppEvent::McpServerStatus {
+                server,
+                status,
+                reason,
+                tools,
+            } => {
+                use stepper_protocol::methods::McpStatus;
+                let server = sanitize(&server);
+                match status {
+                    McpStatus::Failed | McpStatus::NeedsLogin => {
+                        self.mcp_failed.insert(server.clone());
+                        let why = reason.as_deref().map(sanitize).unwrap_or_default();
+                        self.push(Cell::note(
+                            "✗",
+                            format!("MCP server {server}: {why}"),
+                            theme::error(),
+                        ));
+                    }
+                    McpStatus::Connected if self.mcp_failed.remove(&server) => {
+                        let tools = tools.map(|n| format!(" ({n} tools)")).unwrap_or_default();
+                        self.push(Cell::note(
+                            "✓",
+                            format!("MCP server {server} connected{tools}"),
+                            theme::ok(),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
             AppEvent::ElicitationResolved {
                 request_id,
                 action,

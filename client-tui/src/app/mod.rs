@@ -74,6 +74,8 @@ pub struct App {
     pub(crate) approvals: VecDeque<Approval>,
     /// MCP servers' forms, answered after the approvals.
     pub(crate) elicits: VecDeque<Elicit>,
+    /// MCP servers last said to have failed: their coming back is worth a line.
+    mcp_failed: std::collections::HashSet<String>,
     /// When the approval in front appeared (app time): its answer keys count after the guard.
     approval_since: i64,
     approval_tools: HashMap<String, String>,
@@ -116,6 +118,7 @@ impl App {
             queued: Vec::new(),
             approvals: VecDeque::new(),
             elicits: VecDeque::new(),
+            mcp_failed: Default::default(),
             approval_since: 0,
             approval_tools: HashMap::new(),
             composer: Composer::with_history(opts.history),

@@ -272,6 +272,43 @@ fn an_mcp_servers_form_is_typed_in_and_sent_or_declined() {
     );
 }
 
+#[test]
+fn an_mcp_server_failing_and_coming_back_is_said() {
+    use stepper_protocol::methods::McpStatus;
+    let mut app = app();
+    let state = |status, reason: Option<&str>, tools| AppEvent::McpServerStatus {
+        server: "github".into(),
+        status,
+        reason: reason.map(str::to_string),
+        tools,
+    };
+    feed(
+        &mut app,
+        [
+            state(McpStatus::Starting, None, None),
+            state(McpStatus::Connected, None, Some(3)),
+        ],
+    );
+    assert!(
+        !text(&app.take_history(80)).contains("github"),
+        "a normal start is quiet"
+    );
+    feed(
+        &mut app,
+        [
+            state(McpStatus::Failed, Some("it exited"), None),
+            state(McpStatus::Starting, None, None),
+            state(McpStatus::Connected, None, Some(3)),
+        ],
+    );
+    let shown = text(&app.take_history(80));
+    assert!(shown.contains("MCP server github: it exited"), "{shown}");
+    assert!(
+        shown.contains("MCP server github connected (3 tools)"),
+        "{shown}"
+    );
+}
+
 fn ask(id: &str, command: &str) -> AppEvent {
     AppEvent::ApprovalRequested {
         request_id: id.into(),

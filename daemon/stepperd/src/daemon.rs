@@ -86,10 +86,14 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         providers.credentials_path().to_path_buf(),
         shutdown.clone(),
     );
-    // MCP servers no turn used for a while are stopped.
+    // MCP servers no turn used for a while are stopped; their state changes go to the
+    // sessions of their folder (below, once the hub exists).
+    let (mcp_states, mut mcp_changes) = tokio::sync::mpsc::unbounded_channel();
     let mcp = std::sync::Arc::new(crate::hub::mcp::McpPool::new(
         places.config_dir.clone(),
-        stepper_mcp::Pool::default().with_cache(places.data_dir.join("mcp-tools")),
+        stepper_mcp::Pool::default()
+            .with_cache(places.data_dir.join("mcp-tools"))
+            .with_hook(crate::hub::mcp::status_hook(mcp_states)),
     ));
     let mcp_reaper = mcp.reap_idle();
     let hub = Hub::new(HubDeps {
@@ -166,6 +170,14 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         shutdown,
         clients: AtomicU32::new(0),
     });
+    let mcp_status = {
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            while let Some((cwd, event)) = mcp_changes.recv().await {
+                daemon.hub.mcp_status(&cwd, event).await;
+            }
+        })
+    };
     let sweeper = Arc::clone(&daemon);
     let stopping = daemon.shutdown.clone();
     tasks.spawn(async move {
@@ -256,6 +268,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
     signals.abort();
     // The MCP servers stop with the pool.
     mcp_reaper.abort();
+    mcp_status.abort();
     drop(mcp);
     // Dropping the listener removes the socket file.
     drop(listener);

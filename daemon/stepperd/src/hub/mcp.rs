@@ -285,6 +285,33 @@ fn line_of(text: &str, needle: &str) -> usize {
 /// Servers by name, as a file has them.
 type ServerMap = BTreeMap<String, serde_json::Value>;
 
+/// The pool's state changes as `McpServerStatus` events, sent with their folder.
+pub fn status_hook(
+    to: tokio::sync::mpsc::UnboundedSender<(PathBuf, stepper_protocol::AppEvent)>,
+) -> stepper_mcp::pool::StatusHook {
+    Arc::new(move |cwd: &Path, name: &str, state: &State| {
+        let (status, reason, tools) = match state {
+            State::Starting => (McpStatus::Starting, None, None),
+            State::Ready(server) => (
+                McpStatus::Connected,
+                None,
+                Some(u32::try_from(server.tools().len()).unwrap_or(u32::MAX)),
+            ),
+            State::Failed(why) if why.starts_with(stepper_mcp::server::NEEDS_LOGIN) => {
+                (McpStatus::NeedsLogin, Some(why.clone()), None)
+            }
+            State::Failed(why) => (McpStatus::Failed, Some(why.clone()), None),
+        };
+        let event = stepper_protocol::AppEvent::McpServerStatus {
+            server: name.to_string(),
+            status,
+            reason,
+            tools,
+        };
+        let _ = to.send((cwd.to_path_buf(), event));
+    })
+}
+
 /// A server as configured, and whether it may run (`Connected`: it may).
 struct Configured {
     name: String,

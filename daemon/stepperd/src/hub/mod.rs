@@ -536,6 +536,21 @@ impl Hub {
         self.live().values().filter(|s| s.interrupt()).count()
     }
 
+    /// Say an MCP server's new state in every live session of `cwd`.
+    pub async fn mcp_status(&self, cwd: &Path, event: AppEvent) {
+        let sessions: Vec<_> = self
+            .live()
+            .values()
+            .filter(|s| s.cwd() == cwd)
+            .cloned()
+            .collect();
+        for s in sessions {
+            if let Err(e) = s.log.append(None, event.clone()).await {
+                tracing::warn!(session = %s.id, error = %e, "cannot record an MCP server's state");
+            }
+        }
+    }
+
     /// Commit everything queued in every live session.
     pub async fn flush_all(&self) -> HashMap<SessionId, u64> {
         let sessions: Vec<_> = self.live().values().cloned().collect();
