@@ -1,7 +1,9 @@
 //! The client the official MCP conformance suite drives (`@modelcontextprotocol/conformance
 //! client --command …`): stepper's MCP client (`stepper-mcp`), connected to the scenario's
 //! server (the last argument), doing what `MCP_CONFORMANCE_SCENARIO` asks. An elicitation is
-//! accepted with nothing entered, so the schema's defaults apply as stepper applies them.
+//! accepted with nothing entered, so the schema's defaults apply as stepper applies them. A
+//! server that asks for authorization is signed in to as `stepper mcp login` does, the
+//! "browser" following the authorization server's redirect back to the client's listener.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -25,6 +27,50 @@ impl Gate for Accepting {
         eprintln!("elicitation from {}: {}", request.server, request.message);
         Box::pin(async { ElicitAnswer::Accept(Default::default()) })
     }
+}
+
+/// A folder of this run's own for the tokens.
+fn tempfile_dir() -> Result<std::path::PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("stepper-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    Ok(dir)
+}
+
+/// Sign in: the authorization URL is fetched without following its redirect, and the
+/// redirect (to the client's listener, with the code) is followed by hand.
+async fn sign_in(url: &str, tokens: &stepper_mcp::oauth::TokenFile) -> Result<(), String> {
+    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let login = stepper_mcp::oauth::begin_login(
+        url,
+        tokens,
+        context["client_id"].as_str(),
+        context["client_secret"].as_str(),
+    )
+    .await?;
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let answer = browser
+        .get(&login.url)
+        .send()
+        .await
+        .map_err(|e| format!("the authorization URL: {e}"))?;
+    let back = answer
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .ok_or_else(|| format!("the authorization server answered {}", answer.status()))?
+        .to_string();
+    browser
+        .get(&back)
+        .send()
+        .await
+        .map_err(|e| format!("the way back: {e}"))?;
+    login.finish(Duration::from_secs(20)).await
 }
 
 fn main() -> ExitCode {
@@ -59,9 +105,20 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
         },
     };
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    let server = McpServer::connect(&spec, &Default::default(), &cwd, Duration::from_secs(20))
-        .await
-        .map_err(|e| e.to_string())?;
+    let dir = tempfile_dir()?;
+    let tokens = stepper_mcp::oauth::TokenFile::new(dir.join("tokens.json"));
+    let timeout = Duration::from_secs(20);
+    let env = Default::default();
+    let server = match McpServer::connect_signed(&spec, &env, &cwd, timeout, Some(&tokens)).await {
+        Ok(server) => server,
+        Err(e) if e.message.starts_with(stepper_mcp::server::NEEDS_LOGIN) => {
+            sign_in(url, &tokens).await?;
+            McpServer::connect_signed(&spec, &env, &cwd, timeout, Some(&tokens))
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let tools: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
     println!(
         "connected ({}); tools: {}",

@@ -14,6 +14,15 @@ pub fn streamable(
     headers: &BTreeMap<String, String>,
 ) -> Result<impl Transport<RoleClient> + 'static, String> {
     install_tls();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    config.custom_headers = self::headers(headers)?;
+    Ok(StreamableHttpClientTransport::from_config(config))
+}
+
+/// The configuration's headers as the SDK takes them.
+pub fn headers(
+    headers: &BTreeMap<String, String>,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, String> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
         let header = http::HeaderName::from_bytes(name.as_bytes())
@@ -22,14 +31,12 @@ pub fn streamable(
             .map_err(|_| format!("`headers.{name}` holds characters a header cannot carry"))?;
         custom.insert(header, value);
     }
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
-    config.custom_headers = custom;
-    Ok(StreamableHttpClientTransport::from_config(config))
+    Ok(custom)
 }
 
 /// The SDK's HTTP client takes the process's TLS provider: ring, the one the rest of the
 /// daemon's HTTP uses.
-fn install_tls() {
+pub(crate) fn install_tls() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

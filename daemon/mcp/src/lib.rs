@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod http;
+pub mod oauth;
 pub mod pool;
 pub mod prompts;
 pub mod resources;

@@ -248,19 +248,38 @@ impl McpServer {
         cwd: &Path,
         timeout: Duration,
     ) -> Result<Arc<McpServer>, McpError> {
+        Self::connect_signed(spec, env, cwd, timeout, None).await
+    }
+
+    /// [`McpServer::connect`], a streamable HTTP server's requests signed with the tokens
+    /// `tokens` holds for it (when it holds some).
+    pub async fn connect_signed(
+        spec: &ServerSpec,
+        env: &Env,
+        cwd: &Path,
+        timeout: Duration,
+        tokens: Option<&crate::oauth::TokenFile>,
+    ) -> Result<Arc<McpServer>, McpError> {
         let started = std::time::Instant::now();
         let auto = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::LATEST],
             legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
         };
-        match Self::connect_with(spec, env, cwd, timeout, auto).await {
+        match Self::connect_with(spec, env, cwd, timeout, auto, tokens).await {
             Ok(server) => Ok(server),
             Err(e) if e.message.contains("did not initialise") => {
                 let left = timeout.saturating_sub(started.elapsed());
                 tracing::debug!(server = %spec.name, "discovery failed ({}); trying initialize", e.message);
-                Self::connect_with(spec, env, cwd, left, ClientLifecycleMode::Initialize)
-                    .await
-                    .map_err(|_| e)
+                Self::connect_with(
+                    spec,
+                    env,
+                    cwd,
+                    left,
+                    ClientLifecycleMode::Initialize,
+                    tokens,
+                )
+                .await
+                .map_err(|_| e)
             }
             Err(e) => Err(e),
         }
@@ -272,6 +291,7 @@ impl McpServer {
         cwd: &Path,
         timeout: Duration,
         lifecycle: ClientLifecycleMode,
+        tokens: Option<&crate::oauth::TokenFile>,
     ) -> Result<Arc<McpServer>, McpError> {
         let fail = |message: String| McpError {
             server: spec.name.clone(),
@@ -309,11 +329,25 @@ impl McpServer {
                 headers,
                 sse: false,
             } => {
-                let transport = crate::http::streamable(url, headers).map_err(fail)?;
-                (
-                    ready(handler.serve_with_lifecycle(transport, lifecycle), timeout).await,
-                    None,
-                )
+                let signed = match tokens {
+                    Some(tokens) => {
+                        let custom = crate::http::headers(headers).map_err(fail)?;
+                        crate::oauth::signed(url, custom, tokens)
+                            .await
+                            .map_err(fail)?
+                    }
+                    None => None,
+                };
+                let serving = match signed {
+                    Some(transport) => {
+                        ready(handler.serve_with_lifecycle(transport, lifecycle), timeout).await
+                    }
+                    None => {
+                        let transport = crate::http::streamable(url, headers).map_err(fail)?;
+                        ready(handler.serve_with_lifecycle(transport, lifecycle), timeout).await
+                    }
+                };
+                (serving, None)
             }
             Transport::Http {
                 url,
