@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use stepper_protocol::methods::{
-    McpAdd, McpAddParams, McpList, McpListParams, McpRemove, McpRemoveParams, McpScope,
-    McpServerInfo, McpStatus,
+    McpAdd, McpAddParams, McpList, McpListParams, McpLogin, McpLogout, McpRemove, McpRemoveParams,
+    McpScope, McpServerInfo, McpServerParams, McpStatus, McpWaitLogin, McpWaitLoginParams,
 };
 
 use crate::connect::{connect_or_start, places, working_dir};
@@ -36,8 +36,10 @@ pub enum McpCommand {
         #[arg(long, short)]
         scope: Option<Scope>,
     },
-    /// Sign in to a server that needs OAuth.
+    /// Sign in to a remote server that asks for it (OAuth, in the browser).
     Login { name: String },
+    /// Forget a remote server's sign-in.
+    Logout { name: String },
 }
 
 #[derive(Args)]
@@ -86,12 +88,8 @@ pub enum TransportArg {
 
 pub async fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
     let cwd = working_dir()?.display().to_string();
-    if let McpCommand::Login { name } = &command {
-        eprintln!(
-            "stepper: signing in to MCP servers (OAuth) is not built yet — give {name}'s token \
-             in its \"headers\": {{\"Authorization\": \"Bearer ${{TOKEN}}\"}}"
-        );
-        return Ok(ExitCode::from(2));
+    if let McpCommand::Login { name } = command {
+        return login(cwd, name).await;
     }
     let client = connect_or_start(&places()?, "stepper mcp").await?;
     match command {
@@ -197,8 +195,65 @@ pub async fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        McpCommand::Logout { name } => {
+            let out = client
+                .call::<McpLogout>(McpServerParams {
+                    cwd,
+                    name: name.clone(),
+                    env: crate::session::client_env(),
+                })
+                .await?;
+            if out.removed {
+                println!("Signed out of {name}");
+            } else {
+                println!("{name} had no sign-in");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         McpCommand::Login { .. } => Ok(ExitCode::from(2)),
     }
+}
+
+/// Sign in: the daemon gives the page to open and waits for the browser's return.
+async fn login(cwd: String, name: String) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    use stepper_protocol::client::{ConnectOptions, DaemonClient};
+    let places = places()?;
+    // Make sure a daemon runs, then wait long: the user is in the browser.
+    drop(connect_or_start(&places, "stepper mcp").await?);
+    let options = ConnectOptions {
+        request_timeout: std::time::Duration::from_secs(11 * 60),
+        ..Default::default()
+    };
+    let client = DaemonClient::connect_with(
+        &places.socket,
+        crate::connect::client_info("stepper mcp"),
+        options,
+    )
+    .await?;
+    let begun = client
+        .call::<McpLogin>(McpServerParams {
+            cwd,
+            name: name.clone(),
+            env: crate::session::client_env(),
+        })
+        .await?;
+    println!(
+        "Sign in to {name} by opening this page in a browser:\n\n  {}\n",
+        begun.url
+    );
+    std::io::stdout().flush()?;
+    if crate::auth::open_browser(&begun.url) {
+        println!("(opened in your browser)");
+    }
+    println!("Waiting for the browser… (Ctrl-C to give up)");
+    client
+        .call::<McpWaitLogin>(McpWaitLoginParams {
+            login_id: begun.login_id,
+        })
+        .await?;
+    println!("Signed in to {name}: its tools join the next turn.");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The server as `.mcp.json` has it.

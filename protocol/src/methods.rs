@@ -168,6 +168,12 @@ method_table! {
         McpAdd = "mcp/add" (McpAddParams) -> McpAddResponse;
         /// Remove a server from the files that name it (those `scope` names, or any).
         McpRemove = "mcp/remove" (McpRemoveParams) -> McpRemoveResponse;
+        /// Begin signing in to a remote server (OAuth): returns the URL to open.
+        McpLogin = "mcp/login" (McpServerParams) -> McpLoginResponse;
+        /// Wait until the sign-in begun by `mcp/login` completes in the browser.
+        McpWaitLogin = "mcp/waitLogin" (McpWaitLoginParams) -> Empty;
+        /// Forget a remote server's sign-in.
+        McpLogout = "mcp/logout" (McpServerParams) -> McpLogoutResponse;
     }
     subscriptions {
         /// Replay a session's events after `afterSeq` from the store, then follow it live.
@@ -977,4 +983,37 @@ pub struct McpRemoveParams {
 pub struct McpRemoveResponse {
     /// The files it was removed from (none: no file named it).
     pub removed: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerParams {
+    /// An absolute path: the folder whose servers the name is looked up in.
+    pub cwd: String,
+    pub name: String,
+    /// The environment the server's `${VAR}`s expand from, as for `mcp/list`.
+    #[serde(default)]
+    pub env: Env,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLoginResponse {
+    /// For `mcp/waitLogin`.
+    pub login_id: String,
+    /// The authorization page to open in a browser.
+    pub url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpWaitLoginParams {
+    pub login_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLogoutResponse {
+    /// Whether a sign-in was stored.
+    pub removed: bool,
 }

@@ -967,3 +967,140 @@ async fn an_elicitation_is_answered_from_a_second_client_and_defaults_fill_the_r
         }
     }
 }
+
+/// `GET url` over a plain socket, as a browser would: the status and the `Location`.
+fn browse(url: &str) -> (u16, Option<String>) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "GET {} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n",
+        if path.is_empty() { "/" } else { path }
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let location = answer.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case("location")
+            .then(|| v.trim().to_string())
+    });
+    (status, location)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_behind_oauth_is_signed_in_to_and_its_token_stays_out_of_logs() {
+    use std::io::BufRead;
+    let server = stepper_e2e::fake_mcp_oauth::FakeMcpOAuth::start();
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({"remote": {"type": "http", "url": server.url}}),
+    );
+    env.start_daemon();
+    let said = |out: std::process::Output| {
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let list = said(env.run(&["mcp", "list"]));
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("remote") && l.contains("needs login")),
+        "{list}"
+    );
+    assert!(list.contains("stepper mcp login"), "{list}");
+
+    // Sign in: the page to open is printed; the "browser" is approved at once and comes
+    // back to the daemon's listener.
+    let mut login = env
+        .stepper()
+        .args(["mcp", "login", "remote"])
+        .env("STEPPER_NO_BROWSER", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(login.stdout.take().unwrap()).lines();
+    let page = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.trim()
+                .starts_with("http://")
+                .then(|| l.trim().to_string())
+        })
+        .expect("the page to open");
+    let (status, back) = browse(&page);
+    assert_eq!(status, 302, "{page}");
+    let (status, _) = browse(&back.expect("the way back"));
+    assert_eq!(status, 200);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let done = login.wait().unwrap();
+    assert!(done.success(), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("Signed in to remote")),
+        "{rest:?}"
+    );
+
+    // Its tools are there now, and a turn calls one with the token.
+    let list = said(env.run(&["mcp", "list"]));
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("remote") && l.contains("connected")),
+        "{list}"
+    );
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_who",
+        "mcp__remote__whoami",
+        serde_json::json!({}),
+    )])));
+    env.fake.push(Reply::text(&["you are signed in"]));
+    submit(&client, &id, "who am I?").await;
+    let seen = until_turn_finished(&mut events).await;
+    let output = seen
+        .iter()
+        .find_map(|e| match &e.event {
+            AppEvent::ToolCallFinished { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(output.contains("hello, signed-in user"), "{output}");
+
+    // The token is kept in a file of its own, readable by the user alone, and nowhere else.
+    let tokens = env.places().data_dir.join("mcp-credentials.json");
+    let kept = std::fs::read_to_string(&tokens).unwrap();
+    assert!(kept.contains(stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&tokens).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    assert!(
+        !env.daemon_log()
+            .contains(stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN)
+    );
+    let events_json = serde_json::to_string(&seen).unwrap();
+    assert!(!events_json.contains(stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN));
+    assert!(server.refused() > 0, "it asked before the sign-in");
+
+    // Signing out forgets it.
+    let out = said(env.run(&["mcp", "logout", "remote"]));
+    assert!(out.contains("Signed out of remote"), "{out}");
+    assert!(
+        !std::fs::read_to_string(&tokens)
+            .unwrap()
+            .contains(stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN)
+    );
+}

@@ -8,6 +8,7 @@
 pub mod env;
 pub mod events;
 pub mod fake_llm;
+pub mod fake_mcp_oauth;
 pub mod needs;
 pub mod sshd;
 pub mod tmux;

@@ -151,6 +151,8 @@ pub struct Pool {
     /// Where each server's last tool list is kept (by a hash of its folder and
     /// configuration, which may hold secrets).
     cache: Option<PathBuf>,
+    /// Remote servers' sign-ins.
+    tokens: Option<crate::oauth::TokenFile>,
 }
 
 impl Pool {
@@ -158,6 +160,24 @@ impl Pool {
     pub fn with_hook(mut self, hook: StatusHook) -> Pool {
         self.hook = Some(hook);
         self
+    }
+
+    /// A pool whose remote servers sign their requests with the tokens `tokens` holds.
+    pub fn with_tokens(mut self, tokens: crate::oauth::TokenFile) -> Pool {
+        self.tokens = Some(tokens);
+        self
+    }
+
+    pub fn tokens(&self) -> Option<&crate::oauth::TokenFile> {
+        self.tokens.as_ref()
+    }
+
+    /// Start `name` of `cwd` afresh at its next use (after a sign-in, say): its failures and
+    /// backoff are forgotten.
+    pub fn restart(&self, cwd: &Path, name: &str) {
+        let prefix = format!("{}\u{0}", cwd.display());
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.retain(|key, e| !(key.starts_with(&prefix) && e.name == name));
     }
 
     /// A pool that keeps servers' tool lists in `dir`.
@@ -274,7 +294,14 @@ impl Pool {
         let pool = self.clone();
         let cwd: PathBuf = cwd.to_path_buf();
         tokio::spawn(async move {
-            let result = McpServer::connect(&spec, &env, &cwd, crate::connect_timeout()).await;
+            let result = McpServer::connect_signed(
+                &spec,
+                &env,
+                &cwd,
+                crate::connect_timeout(),
+                pool.tokens.as_ref(),
+            )
+            .await;
             let mut entries = pool.entries.lock().unwrap_or_else(|p| p.into_inner());
             let Some(entry) = entries.get_mut(&key).filter(|e| e.generation == generation) else {
                 return;

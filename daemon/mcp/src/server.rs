@@ -31,8 +31,9 @@ use tokio::io::AsyncBufReadExt;
 use crate::config::{ServerSpec, Transport};
 
 /// What a remote server that answers 401 is told to need.
-pub const NEEDS_LOGIN: &str = "it asks for authorization (401), and stepper cannot sign in to \
-     MCP servers yet — give a token in its \"headers\": {\"Authorization\": \"Bearer ${TOKEN}\"}";
+pub const NEEDS_LOGIN: &str = "it asks for authorization (401) — sign in with \
+     `stepper mcp login NAME`, or give a token in its \"headers\": \
+     {\"Authorization\": \"Bearer ${TOKEN}\"}";
 
 /// Why a server cannot be used, for a notice: its name, what happened, what to do.
 #[derive(Debug, Clone, thiserror::Error)]

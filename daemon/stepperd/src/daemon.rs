@@ -93,6 +93,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         places.config_dir.clone(),
         stepper_mcp::Pool::default()
             .with_cache(places.data_dir.join("mcp-tools"))
+            .with_tokens(stepper_mcp::oauth::token_file(&places.data_dir))
             .with_hook(crate::hub::mcp::status_hook(mcp_states)),
     ));
     let mcp_reaper = mcp.reap_idle();

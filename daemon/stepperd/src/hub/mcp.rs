@@ -10,7 +10,7 @@
 //! the user's `setting.json` and the project's git-ignored `setting.local.json` only, never
 //! from files the repository ships.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,16 +20,111 @@ use stepper_mcp::{McpTools, Pool, Servers, State, parse_servers};
 use stepper_protocol::methods::{McpScope, McpServerInfo, McpStatus};
 use stepper_protocol::session::Env;
 
-#[derive(Clone)]
 pub struct McpPool {
     pool: Pool,
     /// Where the user's `setting.json` is.
     config_dir: PathBuf,
+    /// Sign-ins under way, by id: the folder and server they are for.
+    logins: std::sync::Mutex<HashMap<String, (PathBuf, String, stepper_mcp::oauth::Login)>>,
 }
+
+/// How long a sign-in waits for the browser.
+const LOGIN_WAIT: Duration = Duration::from_secs(10 * 60);
 
 impl McpPool {
     pub fn new(config_dir: PathBuf, pool: Pool) -> McpPool {
-        McpPool { pool, config_dir }
+        McpPool {
+            pool,
+            config_dir,
+            logins: Default::default(),
+        }
+    }
+
+    /// `mcp/login`: begin signing in to the remote server `name` of `cwd`.
+    pub async fn begin_login(
+        &self,
+        cwd: &Path,
+        name: &str,
+        settings: (&Settings, &Settings, &Settings),
+        env: &Env,
+    ) -> Result<(String, String), String> {
+        let url = self.remote_url(cwd, name, settings, env)?;
+        let tokens = self
+            .pool
+            .tokens()
+            .ok_or("signing in to MCP servers is off in this daemon")?;
+        let login = stepper_mcp::oauth::begin_login(&url, tokens, None, None)
+            .await
+            .map_err(|e| format!("MCP server {name:?}: {e}"))?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let open = login.url.clone();
+        self.logins
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), (cwd.to_path_buf(), name.to_string(), login));
+        Ok((id, open))
+    }
+
+    /// `mcp/waitLogin`: the sign-in `id` completed (its tokens stored), and the server starts
+    /// afresh at its next use.
+    pub async fn wait_login(&self, id: &str) -> Result<(), String> {
+        let Some((cwd, name, login)) = self
+            .logins
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id)
+        else {
+            return Err(format!(
+                "no sign-in {id} is under way — begin one with `stepper mcp login NAME`"
+            ));
+        };
+        login.finish(LOGIN_WAIT).await?;
+        self.pool.restart(&cwd, &name);
+        Ok(())
+    }
+
+    /// `mcp/logout`: forget the sign-in of the remote server `name` of `cwd`.
+    pub fn logout(
+        &self,
+        cwd: &Path,
+        name: &str,
+        settings: (&Settings, &Settings, &Settings),
+        env: &Env,
+    ) -> Result<bool, String> {
+        let url = self.remote_url(cwd, name, settings, env)?;
+        let Some(tokens) = self.pool.tokens() else {
+            return Ok(false);
+        };
+        let removed = tokens.forget(&url).map_err(|e| e.to_string())?;
+        self.pool.restart(cwd, name);
+        Ok(removed)
+    }
+
+    /// The URL of the streamable HTTP server `name` configured for `cwd`.
+    fn remote_url(
+        &self,
+        cwd: &Path,
+        name: &str,
+        (user, trusted, merged): (&Settings, &Settings, &Settings),
+        env: &Env,
+    ) -> Result<String, String> {
+        let (configured, _) = configured(&self.config_dir, cwd, user, trusted, merged);
+        let Some(found) = configured.into_iter().find(|c| c.name == name) else {
+            return Err(format!(
+                "there is no MCP server {name:?} here — see `stepper mcp list`"
+            ));
+        };
+        let one: ServerMap = [(found.name.clone(), found.value)].into_iter().collect();
+        let (specs, problems) = parse_servers(&one, env);
+        match specs.into_iter().next().map(|s| s.transport) {
+            Some(stepper_mcp::Transport::Http {
+                url, sse: false, ..
+            }) => Ok(url),
+            Some(_) => Err(format!(
+                "MCP server {name:?} is not a streamable HTTP server: only those sign in"
+            )),
+            None => Err(problems.into_iter().next().unwrap_or_default()),
+        }
     }
 
     pub fn config_dir(&self) -> &Path {

@@ -33,6 +33,44 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         Ok(McpListResponse { servers })
     });
 
+    register::<McpLogin, _, _>(m, |conn, p| async move {
+        let cwd = folder(&p.cwd)?;
+        let (user, trusted, merged, env) = settings_of(&conn, &cwd, p.env).await?;
+        let (login_id, url) = conn
+            .daemon
+            .hub
+            .deps()
+            .mcp
+            .begin_login(&cwd, &p.name, (&user, &trusted, &merged), &env)
+            .await
+            .map_err(RpcError::InvalidParams)?;
+        Ok(McpLoginResponse { login_id, url })
+    });
+
+    register::<McpWaitLogin, _, _>(m, |conn, p| async move {
+        conn.daemon
+            .hub
+            .deps()
+            .mcp
+            .wait_login(&p.login_id)
+            .await
+            .map_err(RpcError::InvalidParams)?;
+        Ok(Empty {})
+    });
+
+    register::<McpLogout, _, _>(m, |conn, p| async move {
+        let cwd = folder(&p.cwd)?;
+        let (user, trusted, merged, env) = settings_of(&conn, &cwd, p.env).await?;
+        let removed = conn
+            .daemon
+            .hub
+            .deps()
+            .mcp
+            .logout(&cwd, &p.name, (&user, &trusted, &merged), &env)
+            .map_err(RpcError::InvalidParams)?;
+        Ok(McpLogoutResponse { removed })
+    });
+
     register::<McpAdd, _, _>(m, |conn, p| async move {
         let cwd = folder(&p.cwd)?;
         let config_dir = conn.daemon.hub.deps().mcp.config_dir().to_path_buf();
@@ -59,6 +97,30 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             removed: removed.iter().map(|p| p.display().to_string()).collect(),
         })
     });
+}
+
+/// The user's, the trusted and the merged settings of `cwd`, and the environment its
+/// servers' `${VAR}`s expand from: as a session's tools would have it, the login shell's
+/// under the client's `env`, less the provider keys the settings keep from tools.
+async fn settings_of(
+    conn: &Conn,
+    cwd: &Path,
+    client: Env,
+) -> Result<(Settings, Settings, Settings, Env), RpcError> {
+    let deps = conn.daemon.hub.deps();
+    let merged = deps.settings.get(Some(cwd)).await?;
+    let user = deps.settings.get(None).await?;
+    let trusted = {
+        let (config_dir, cwd) = (deps.mcp.config_dir().to_path_buf(), cwd.to_path_buf());
+        tokio::task::spawn_blocking(move || Settings::load_trusted(&config_dir, &cwd))
+            .await
+            .map_err(|e| RpcError::Internal(e.to_string()))?
+            .map_err(|e| RpcError::InvalidParams(e.to_string()))?
+    };
+    let mut env: Env = crate::hub::env::login_env(deps).await.clone();
+    env.extend(client);
+    let env = crate::hub::env::tool_env(&env, &merged);
+    Ok(((*user).clone(), trusted, (*merged).clone(), env))
 }
 
 fn folder(cwd: &str) -> Result<PathBuf, RpcError> {

@@ -1,0 +1,238 @@
+//! A remote MCP server behind OAuth, as the spec has it: protected resource metadata
+//! (RFC 9728), authorization server metadata (RFC 8414), dynamic client registration
+//! (RFC 7591), an authorization endpoint that approves at once (redirecting back with a code),
+//! a token endpoint that checks the PKCE verifier, and a streamable HTTP endpoint (JSON
+//! answers) that refuses a request without the access token it issued.
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine;
+use serde_json::{Value, json};
+use sha2::Digest;
+
+/// The access token the server issues; a test checks it never reaches a log.
+pub const ACCESS_TOKEN: &str = "fake-mcp-access-token-7f3a";
+
+#[derive(Default)]
+struct Shared {
+    base: String,
+    /// The code handed out and the PKCE challenge it was asked with.
+    code: Option<(String, String)>,
+    /// Requests refused for want of the token.
+    refused: usize,
+}
+
+pub struct FakeMcpOAuth {
+    pub url: String,
+    shared: Arc<Mutex<Shared>>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeMcpOAuth {
+    pub fn start() -> FakeMcpOAuth {
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
+        let state = Arc::clone(&shared);
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let base = format!("http://{}", listener.local_addr().unwrap());
+                state.lock().unwrap().base = base.clone();
+                url_tx.send(base).unwrap();
+                let app = Router::new()
+                    .route("/.well-known/oauth-protected-resource", get(resource))
+                    .route("/.well-known/oauth-protected-resource/mcp", get(resource))
+                    .route("/.well-known/oauth-authorization-server", get(issuer))
+                    .route("/register", post(register))
+                    .route("/authorize", get(authorize))
+                    .route("/token", post(token))
+                    .route("/mcp", post(mcp))
+                    .with_state(state);
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stop.await;
+                    })
+                    .await
+                    .unwrap();
+            });
+        });
+        let base = url_rx.recv().unwrap();
+        FakeMcpOAuth {
+            url: format!("{base}/mcp"),
+            shared,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        }
+    }
+
+    /// Requests refused because they lacked the token.
+    pub fn refused(&self) -> usize {
+        self.shared.lock().unwrap().refused
+    }
+}
+
+impl Drop for FakeMcpOAuth {
+    fn drop(&mut self) {
+        if let Some(s) = self.shutdown.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+type Shared_ = State<Arc<Mutex<Shared>>>;
+
+async fn resource(State(s): Shared_) -> Response {
+    let base = s.lock().unwrap().base.clone();
+    axum::Json(json!({
+        "resource": format!("{base}/mcp"),
+        "authorization_servers": [base],
+        "scopes_supported": ["mcp"],
+    }))
+    .into_response()
+}
+
+async fn issuer(State(s): Shared_) -> Response {
+    let base = s.lock().unwrap().base.clone();
+    axum::Json(json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "registration_endpoint": format!("{base}/register"),
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "scopes_supported": ["mcp"],
+    }))
+    .into_response()
+}
+
+async fn register(axum::Json(asked): axum::Json<Value>) -> Response {
+    let mut client = asked.clone();
+    client["client_id"] = json!("fake-client");
+    client["token_endpoint_auth_method"] = json!("none");
+    (StatusCode::CREATED, axum::Json(client)).into_response()
+}
+
+fn pairs(text: &str) -> std::collections::HashMap<String, String> {
+    url::form_urlencoded::parse(text.as_bytes())
+        .into_owned()
+        .collect()
+}
+
+async fn authorize(State(s): Shared_, RawQuery(q): RawQuery) -> Response {
+    let q = pairs(q.as_deref().unwrap_or(""));
+    let (Some(back), Some(challenge)) = (q.get("redirect_uri"), q.get("code_challenge")) else {
+        return (StatusCode::BAD_REQUEST, "redirect_uri and code_challenge").into_response();
+    };
+    let code = "fake-code-1".to_string();
+    s.lock().unwrap().code = Some((code.clone(), challenge.clone()));
+    let state = q.get("state").cloned().unwrap_or_default();
+    let iss = s.lock().unwrap().base.clone();
+    let to = format!("{back}?code={code}&state={state}&iss={}", urlencode(&iss));
+    (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
+}
+
+fn urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+async fn token(State(s): Shared_, body: String) -> Response {
+    let form = pairs(&body);
+    let grant = form.get("grant_type").map(String::as_str);
+    let fine = match grant {
+        Some("authorization_code") => {
+            let given = s.lock().unwrap().code.take();
+            match (given, form.get("code"), form.get("code_verifier")) {
+                (Some((code, challenge)), Some(asked), Some(verifier)) if *asked == code => {
+                    let hash = sha2::Sha256::digest(verifier.as_bytes());
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hash) == challenge
+                }
+                _ => false,
+            }
+        }
+        Some("refresh_token") => form
+            .get("refresh_token")
+            .is_some_and(|r| r == "fake-refresh"),
+        _ => false,
+    };
+    if !fine {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "invalid_grant"})),
+        )
+            .into_response();
+    }
+    axum::Json(json!({
+        "access_token": ACCESS_TOKEN,
+        "token_type": "Bearer",
+        "expires_in": 3600,
+        "refresh_token": "fake-refresh",
+        "scope": "mcp",
+    }))
+    .into_response()
+}
+
+async fn mcp(
+    State(s): Shared_,
+    headers: HeaderMap,
+    axum::Json(message): axum::Json<Value>,
+) -> Response {
+    let signed = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == format!("Bearer {ACCESS_TOKEN}"));
+    if !signed {
+        let mut shared = s.lock().unwrap();
+        shared.refused += 1;
+        let challenge = format!(
+            "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource\"",
+            shared.base
+        );
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, challenge)],
+        )
+            .into_response();
+    }
+    let id = message["id"].clone();
+    if id.is_null() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let result = match message["method"].as_str().unwrap_or("") {
+        "initialize" => json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake-oauth", "version": "1"},
+        }),
+        "tools/list" => json!({"tools": [{
+            "name": "whoami",
+            "description": "Who the server thinks you are.",
+            "inputSchema": {"type": "object", "properties": {}},
+        }]}),
+        "tools/call" => json!({"content": [{"type": "text", "text": "hello, signed-in user"}]}),
+        "ping" => json!({}),
+        _ => {
+            return axum::Json(json!({
+                "jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "method not found"},
+            }))
+            .into_response();
+        }
+    };
+    axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+}
