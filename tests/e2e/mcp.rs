@@ -1104,3 +1104,68 @@ async fn a_remote_server_behind_oauth_is_signed_in_to_and_its_token_stays_out_of
             .contains(stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_filesystem_server_takes_the_sessions_folder_as_its_root() {
+    let Some(entry) = everything() else { return };
+    // server-filesystem is installed beside server-everything.
+    let fs = entry
+        .ancestors()
+        .nth(3)
+        .unwrap()
+        .join("server-filesystem/dist/index.js");
+    assert!(fs.exists(), "{} (see .ci/run)", fs.display());
+    let env = TestEnv::new();
+    // No folder on its command line: it serves the roots the client gives.
+    user_servers(
+        &env,
+        serde_json::json!({"fs": {"command": "node", "args": [fs.display().to_string()]}}),
+    );
+    let folder = env.project.path().canonicalize().unwrap();
+    std::fs::write(folder.join("notes.txt"), "the project's notes\n").unwrap();
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[
+        (
+            "toolu_dirs",
+            "mcp__fs__list_allowed_directories",
+            serde_json::json!({}),
+        ),
+        (
+            "toolu_read",
+            "mcp__fs__read_text_file",
+            serde_json::json!({"path": folder.join("notes.txt")}),
+        ),
+        (
+            "toolu_out",
+            "mcp__fs__read_text_file",
+            serde_json::json!({"path": "/etc/hostname"}),
+        ),
+    ])));
+    env.fake.push(Reply::text(&["read"]));
+    submit(&client, &id, "read the notes").await;
+    let seen = until_turn_finished(&mut events).await;
+    let outputs: Vec<(ToolCallStatus, String)> = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outputs.len(), 3, "{outputs:?}");
+    assert!(
+        outputs[0].1.contains(&folder.display().to_string()),
+        "{outputs:?}"
+    );
+    assert_eq!(outputs[1].0, ToolCallStatus::Ok, "{outputs:?}");
+    assert!(outputs[1].1.contains("the project's notes"), "{outputs:?}");
+    assert_eq!(
+        outputs[2].0,
+        ToolCallStatus::Error,
+        "outside the root: {outputs:?}"
+    );
+}
