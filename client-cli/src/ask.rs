@@ -266,6 +266,8 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let cwd = crate::connect::working_dir()?;
     let places = places()?;
     let client = connect_or_start(&places, "stepper ask").await?;
+    // A project's MCP servers not approved yet are asked about first, at a terminal.
+    crate::mcp::ask_pending(&client, &cwd).await?;
 
     // An existing session (--session, --continue) keeps its model and mode; its environment
     // is refreshed from this client's.

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use stepper_protocol::methods::{
-    McpAdd, McpAddParams, McpList, McpListParams, McpLogin, McpLogout, McpRemove, McpRemoveParams,
-    McpScope, McpServerInfo, McpServerParams, McpStatus, McpWaitLogin, McpWaitLoginParams,
+    CwdParams, McpAdd, McpAddParams, McpApproval, McpApprove, McpApproveParams, McpList,
+    McpListParams, McpLogin, McpLogout, McpPending, McpRemove, McpRemoveParams, McpScope,
+    McpServerInfo, McpServerParams, McpStatus, McpWaitLogin, McpWaitLoginParams,
 };
 
 use crate::connect::{connect_or_start, places, working_dir};
@@ -40,6 +41,17 @@ pub enum McpCommand {
     Login { name: String },
     /// Forget a remote server's sign-in.
     Logout { name: String },
+    /// Let a project's servers (its .mcp.json) run, or refuse them — remembered in the
+    /// project's git-ignored .stepper/setting.local.json. With no name, those waiting.
+    Approve {
+        names: Vec<String>,
+        /// All of this project's servers, later ones too.
+        #[arg(long, conflicts_with = "deny")]
+        all: bool,
+        /// Refuse them: they do not run and are not asked about again.
+        #[arg(long)]
+        deny: bool,
+    },
 }
 
 #[derive(Args)]
@@ -210,6 +222,40 @@ pub async fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        McpCommand::Approve { names, all, deny } => {
+            let names = if names.is_empty() && !all {
+                let pending = client
+                    .call::<McpPending>(CwdParams { cwd: cwd.clone() })
+                    .await?;
+                if pending.servers.is_empty() {
+                    println!("No project server here waits for approval.");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                pending.servers.into_iter().map(|s| s.name).collect()
+            } else {
+                names
+            };
+            let decision = match (all, deny) {
+                (true, _) => McpApproval::AllowAll,
+                (_, true) => McpApproval::Deny,
+                _ => McpApproval::Allow,
+            };
+            let done = client
+                .call::<McpApprove>(McpApproveParams {
+                    cwd,
+                    names: names.clone(),
+                    decision,
+                })
+                .await?;
+            let what = if all {
+                "all of this project's servers".to_string()
+            } else {
+                names.join(", ")
+            };
+            let verb = if deny { "Refused" } else { "Approved" };
+            println!("{verb} {what} in {}", done.path);
+            Ok(ExitCode::SUCCESS)
+        }
         McpCommand::Login { .. } => Ok(ExitCode::from(2)),
     }
 }
@@ -346,4 +392,61 @@ fn status_word(status: McpStatus) -> &'static str {
         McpStatus::Disabled => "disabled",
         McpStatus::Invalid => "invalid",
     }
+}
+
+/// Before a turn of `stepper ask` at a terminal: ask about the project's servers waiting for
+/// approval, and remember the answer. Nothing is asked without a terminal (the servers
+/// stay off, and the turn's notice says how to approve them).
+pub async fn ask_pending(
+    client: &stepper_protocol::client::DaemonClient,
+    cwd: &std::path::Path,
+) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    let cwd = cwd.display().to_string();
+    let pending = client
+        .call::<McpPending>(CwdParams { cwd: cwd.clone() })
+        .await?;
+    for server in pending.servers {
+        eprintln!(
+            "\nThis project's {} names an MCP server, {}, which runs: {}",
+            std::path::Path::new(&server.source)
+                .file_name()
+                .map_or_else(
+                    || server.source.clone(),
+                    |n| n.to_string_lossy().into_owned()
+                ),
+            server.name,
+            server.target
+        );
+        eprint!("Use it? [y]es / [a]ll of this project's servers / [n]o: ");
+        let line = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|_| line)
+        })
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+        let decision = match line.trim().to_lowercase().as_str() {
+            "y" | "yes" => McpApproval::Allow,
+            "a" | "all" => McpApproval::AllowAll,
+            "n" | "no" => McpApproval::Deny,
+            // No answer is no decision: asked again next time.
+            _ => continue,
+        };
+        client
+            .call::<McpApprove>(McpApproveParams {
+                cwd: cwd.clone(),
+                names: vec![server.name.clone()],
+                decision,
+            })
+            .await?;
+        if decision == McpApproval::AllowAll {
+            break;
+        }
+    }
+    Ok(())
 }

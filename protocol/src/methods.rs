@@ -174,6 +174,11 @@ method_table! {
         McpWaitLogin = "mcp/waitLogin" (McpWaitLoginParams) -> Empty;
         /// Forget a remote server's sign-in.
         McpLogout = "mcp/logout" (McpServerParams) -> McpLogoutResponse;
+        /// The project's servers waiting for the user's approval (nothing is started).
+        McpPending = "mcp/pending" (CwdParams) -> McpListResponse;
+        /// Approve or refuse a project's servers, remembered in the project's git-ignored
+        /// `.stepper/setting.local.json`.
+        McpApprove = "mcp/approve" (McpApproveParams) -> McpAddResponse;
     }
     subscriptions {
         /// Replay a session's events after `afterSeq` from the store, then follow it live.
@@ -1016,4 +1021,26 @@ pub struct McpWaitLoginParams {
 pub struct McpLogoutResponse {
     /// Whether a sign-in was stored.
     pub removed: bool,
+}
+
+/// What the user says of a project's servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpApproval {
+    /// These run (`enabledMcpjsonServers`).
+    Allow,
+    /// All of this project's servers run, these and later ones (`enableAllProjectMcpServers`).
+    AllowAll,
+    /// These do not run, and are not asked about again (`disabledMcpjsonServers`).
+    Deny,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpApproveParams {
+    pub cwd: String,
+    /// The servers (none with `allowAll`).
+    #[serde(default)]
+    pub names: Vec<String>,
+    pub decision: McpApproval,
 }

@@ -1169,3 +1169,85 @@ async fn the_filesystem_server_takes_the_sessions_folder_as_its_root() {
         "outside the root: {outputs:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_at_a_terminal_asks_about_a_projects_server_and_remembers() {
+    let Some(entry) = everything() else { return };
+    if !stepper_e2e::Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new();
+    let root = env.project.path();
+    let marker = format!("mcp-ask-{}", std::process::id());
+    std::fs::write(
+        root.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {
+            "everything": {"command": "node", "args": [entry.display().to_string(), "stdio", marker]},
+            "other": {"command": "touch", "args": ["ran"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    env.start_daemon();
+    // Without a terminal nothing is asked: the servers stay off and the turn says why.
+    env.fake.push(Reply::text(&["no servers"]));
+    let out = env
+        .stepper()
+        .args(["ask", "first"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not approved"));
+    assert!(processes_with(&marker).is_empty());
+
+    // At a terminal, each is asked about; a yes and a no are remembered.
+    let tmux = stepper_e2e::Tmux::new(&env);
+    let pane = tmux.shell();
+    env.fake.push(echo_call("asked and approved"));
+    env.fake.push(Reply::text(&["done"]));
+    pane.run("stepper ask --yes 'echo something'");
+    pane.wait_for_text("names an MCP server, everything");
+    pane.type_text("y");
+    pane.press("Enter");
+    pane.wait_for_text("names an MCP server, other");
+    pane.type_text("n");
+    pane.press("Enter");
+    pane.wait_for_text("done");
+    let local = std::fs::read_to_string(root.join(".stepper/setting.local.json")).unwrap();
+    let local: serde_json::Value = serde_json::from_str(&local).unwrap();
+    assert_eq!(
+        local["enabledMcpjsonServers"],
+        serde_json::json!(["everything"])
+    );
+    assert_eq!(
+        local["disabledMcpjsonServers"],
+        serde_json::json!(["other"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".stepper/.gitignore")).unwrap(),
+        "setting.local.json\n",
+        "what was approved is not committed"
+    );
+    assert!(!root.join("ran").exists(), "the refused server never ran");
+    let requests = env.fake.requests();
+    assert!(
+        requests[requests.len() - 1]["messages"]
+            .to_string()
+            .contains("asked and approved")
+    );
+    // Nothing waits any more; `stepper mcp approve --all` lets later ones run too.
+    let out = env.run(&["mcp", "approve"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No project server here waits"));
+    let out = env.run(&["mcp", "approve", "--all"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let local = std::fs::read_to_string(root.join(".stepper/setting.local.json")).unwrap();
+    assert!(
+        local.contains("\"enableAllProjectMcpServers\": true"),
+        "{local}"
+    );
+}

@@ -100,6 +100,34 @@ impl McpPool {
         Ok(removed)
     }
 
+    /// `mcp/pending`: the project's servers waiting for approval, none started.
+    pub fn pending(
+        &self,
+        cwd: &Path,
+        (user, trusted, merged): (&Settings, &Settings, &Settings),
+    ) -> Vec<McpServerInfo> {
+        let (configured, _) = configured(&self.config_dir, cwd, user, trusted, merged);
+        configured
+            .into_iter()
+            .filter(|c| c.standing == McpStatus::NotApproved)
+            .map(|c| McpServerInfo {
+                transport: if c.value.get("url").is_some() {
+                    c.value["type"].as_str().unwrap_or("http").to_string()
+                } else {
+                    "stdio".into()
+                },
+                target: target(&c.value),
+                name: c.name,
+                scope: c.scope,
+                source: c.source.display().to_string(),
+                status: McpStatus::NotApproved,
+                reason: None,
+                tools: Vec::new(),
+                protocol_version: None,
+            })
+            .collect()
+    }
+
     /// The URL of the streamable HTTP server `name` configured for `cwd`.
     fn remote_url(
         &self,
@@ -166,7 +194,8 @@ impl McpPool {
         if !waiting.is_empty() {
             notices.push(format!(
                 "the project's MCP servers {} are not approved, so they do not run — approve them \
-                 with \"enabledMcpjsonServers\": [{}] (or \"enableAllProjectMcpServers\": true) in \
+                 with `stepper mcp approve` (or `stepper ask` at a terminal asks), or put \
+                 \"enabledMcpjsonServers\": [{}] (or \"enableAllProjectMcpServers\": true) in \
                  ~/.config/stepper/setting.json or .stepper/setting.local.json",
                 waiting.join(", "),
                 waiting
@@ -573,10 +602,76 @@ pub fn remove(
     Ok(removed)
 }
 
+/// `mcp/approve`: the user's word on a project's servers, in its git-ignored
+/// `.stepper/setting.local.json` (made, with a `.gitignore` for it, when missing).
+pub fn approve(
+    cwd: &Path,
+    names: &[String],
+    decision: stepper_protocol::methods::McpApproval,
+) -> Result<PathBuf, String> {
+    use stepper_protocol::methods::McpApproval;
+    let dir = cwd.join(".stepper");
+    let path = dir.join("setting.local.json");
+    if !dir.join(".gitignore").exists() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::write(
+            dir.join(".gitignore"),
+            stepper_engine::config::templates::GITIGNORE,
+        )
+        .map_err(|e| format!("cannot write {}: {e}", dir.join(".gitignore").display()))?;
+    }
+    edit_json(&path, |doc| {
+        let mut add = |key: &str, other: &str| {
+            let mut list: Vec<String> = doc
+                .get(key)
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            for n in names {
+                if !list.contains(n) {
+                    list.push(n.clone());
+                }
+            }
+            doc.insert(key.into(), list.into());
+            // A server named in the other list leaves it.
+            if let Some(serde_json::Value::Array(others)) = doc.get_mut(other) {
+                others.retain(|v| !v.as_str().is_some_and(|s| names.iter().any(|n| n == s)));
+            }
+        };
+        match decision {
+            McpApproval::Allow => add("enabledMcpjsonServers", "disabledMcpjsonServers"),
+            McpApproval::Deny => add("disabledMcpjsonServers", "enabledMcpjsonServers"),
+            McpApproval::AllowAll => {
+                doc.insert("enableAllProjectMcpServers".into(), true.into());
+            }
+        }
+        true
+    })?;
+    Ok(path)
+}
+
 /// Change the `mcpServers` of the JSON file at `path` (made when missing), written whole
 /// through a temporary file; `change` says whether it changed anything. A file with
 /// comments is not rewritten (they would be lost): the error says what to change by hand.
 fn edit_servers(
+    path: &Path,
+    change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>) -> bool,
+) -> Result<bool, String> {
+    edit_json(path, |obj| {
+        let servers = obj
+            .entry("mcpServers")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        match servers.as_object_mut() {
+            Some(servers) => change(servers),
+            None => false,
+        }
+    })
+}
+
+/// Change the JSON object in the file at `path` (made when missing), written whole through a
+/// temporary file; `change` says whether it changed anything. A file with comments is not
+/// rewritten (they would be lost): the error says to change it by hand.
+fn edit_json(
     path: &Path,
     change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>) -> bool,
 ) -> Result<bool, String> {
@@ -603,13 +698,10 @@ fn edit_servers(
     let Some(obj) = doc.as_object_mut() else {
         return Err(format!("{} is not a JSON object", path.display()));
     };
-    let servers = obj
-        .entry("mcpServers")
-        .or_insert_with(|| serde_json::Value::Object(Default::default()));
-    let Some(servers) = servers.as_object_mut() else {
+    if obj.get("mcpServers").is_some_and(|v| !v.is_object()) {
         return Err(format!("{}: `mcpServers` is not an object", path.display()));
-    };
-    if !change(servers) {
+    }
+    if !change(obj) {
         return Ok(false);
     }
     let mut out = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;

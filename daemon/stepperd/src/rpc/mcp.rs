@@ -71,6 +71,34 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         Ok(McpLogoutResponse { removed })
     });
 
+    register::<McpPending, _, _>(m, |conn, p| async move {
+        let cwd = folder(&p.cwd)?;
+        let (user, trusted, merged, _) = settings_of(&conn, &cwd, Env::new()).await?;
+        let servers = conn
+            .daemon
+            .hub
+            .deps()
+            .mcp
+            .pending(&cwd, (&user, &trusted, &merged));
+        Ok(McpListResponse { servers })
+    });
+
+    register::<McpApprove, _, _>(m, |_, p| async move {
+        let cwd = folder(&p.cwd)?;
+        if p.names.is_empty() && p.decision != McpApproval::AllowAll {
+            return Err(RpcError::InvalidParams(
+                "name the servers (`names`), or allow them all (`allowAll`)".into(),
+            ));
+        }
+        let path = tokio::task::spawn_blocking(move || mcp::approve(&cwd, &p.names, p.decision))
+            .await
+            .map_err(|e| RpcError::Internal(e.to_string()))?
+            .map_err(RpcError::InvalidParams)?;
+        Ok(McpAddResponse {
+            path: path.display().to_string(),
+        })
+    });
+
     register::<McpAdd, _, _>(m, |conn, p| async move {
         let cwd = folder(&p.cwd)?;
         let config_dir = conn.daemon.hub.deps().mcp.config_dir().to_path_buf();
