@@ -197,6 +197,31 @@ async fn attach(
             }
         });
     }
+    // The project's MCP servers waiting for approval are asked about like approvals.
+    {
+        let (core, client) = (core.clone(), client.clone());
+        let cwd = cwd.display().to_string();
+        tokio::spawn(async move {
+            if let Ok(list) = client
+                .call::<stepper_protocol::methods::McpPending>(CwdParams { cwd })
+                .await
+                && !list.servers.is_empty()
+            {
+                let servers = list
+                    .servers
+                    .into_iter()
+                    .map(|s| stepper_tui::PendingMcpServer {
+                        file: std::path::Path::new(&s.source)
+                            .file_name()
+                            .map_or_else(|| s.source.clone(), |n| n.to_string_lossy().into_owned()),
+                        name: s.name,
+                        target: s.target,
+                    })
+                    .collect();
+                let _ = core.send(CoreEvent::PendingMcp(servers)).await;
+            }
+        });
+    }
     // Ends when the TUI drops its sender or leaves, handing back the session it was showing
     // last. A call still in flight when the user leaves is not waited for.
     let calls = {
@@ -475,6 +500,22 @@ async fn perform(
             })
             .await
             .map(drop),
+        Action::ApproveMcpServer { name, decision } => {
+            use stepper_protocol::methods::{McpApproval, McpApprove, McpApproveParams};
+            let decision = match decision {
+                stepper_protocol::ApprovalDecision::Allow => McpApproval::Allow,
+                stepper_protocol::ApprovalDecision::AllowAlways => McpApproval::AllowAll,
+                stepper_protocol::ApprovalDecision::Deny => McpApproval::Deny,
+            };
+            client
+                .call::<McpApprove>(McpApproveParams {
+                    cwd: cwd.display().to_string(),
+                    names: vec![name],
+                    decision,
+                })
+                .await
+                .map(drop)
+        }
         Action::Elicit {
             request_id,
             action,

@@ -50,6 +50,12 @@ pub enum Action {
         request_id: String,
         decision: ApprovalDecision,
     },
+    /// A project's MCP server answered: `Allow` lets it run, `AllowAlways` lets all of the
+    /// project's servers run, `Deny` refuses it (each remembered for the project).
+    ApproveMcpServer {
+        name: String,
+        decision: ApprovalDecision,
+    },
     /// An MCP server's form answered: `content` with `accept`.
     Elicit {
         request_id: String,
@@ -74,6 +80,16 @@ pub enum Action {
     },
     /// Ctrl-D on an empty input, `/detach`, `/quit`, `/exit`: leave; the turn goes on.
     Detach,
+}
+
+/// A project's MCP server that runs only once the user approves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingMcpServer {
+    pub name: String,
+    /// The file that names it (`.mcp.json`).
+    pub file: String,
+    /// What it runs: its command line or URL.
+    pub target: String,
 }
 
 /// A slash command the daemon knows beyond the TUI's own.
@@ -111,6 +127,8 @@ pub enum CoreEvent {
     Info(String),
     /// The daemon's custom commands and skills (`/name`), for completion.
     Commands(Vec<CommandEntry>),
+    /// The project's MCP servers waiting for this user's approval: asked like approvals.
+    PendingMcp(Vec<PendingMcpServer>),
     /// The connection to the daemon dropped for good.
     Disconnected(String),
 }

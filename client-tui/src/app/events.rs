@@ -65,6 +65,28 @@ impl App {
                 self.commands = commands;
                 self.refresh_popup();
             }
+            CoreEvent::PendingMcp(servers) => {
+                for server in servers {
+                    let request_id = format!("{}{}", super::MCP_SERVER_ASKED, server.name);
+                    if self.approvals.iter().any(|a| a.request_id == request_id) {
+                        continue;
+                    }
+                    if self.approvals.is_empty() {
+                        self.approval_since = self.now_ms;
+                    }
+                    self.approvals.push_back(Approval {
+                        request_id,
+                        tool: format!("the project's MCP server {}", sanitize(&server.name)),
+                        summary: format!(
+                            "{} names an MCP server; it runs only once you allow it (a: all of \
+                             this project's servers)",
+                            sanitize(&server.file)
+                        ),
+                        command: Some(sanitize(&server.target)),
+                        diff: None,
+                    });
+                }
+            }
             CoreEvent::Info(message) => self.push(Cell::note("ℹ", message, theme::dim())),
             CoreEvent::Disconnected(reason) => self.exit = Some(Exit::Disconnected(reason)),
         }
@@ -426,8 +448,10 @@ impl App {
                 self.context_tokens = Some(input_side(&usage).saturating_sub(self.step_base));
             }
             AppEvent::TurnFinished { status, error } => {
-                // What the turn still asked can no longer be answered: it is over.
-                self.approvals.clear();
+                // What the turn still asked can no longer be answered: it is over. (A project's
+                // MCP server waits for its answer beyond the turn.)
+                self.approvals
+                    .retain(|a| a.request_id.starts_with(super::MCP_SERVER_ASKED));
                 self.approval_tools.clear();
                 self.finish_live(true);
                 self.running = false;

@@ -46,6 +46,12 @@ impl App {
                     let request_id = approval.request_id.clone();
                     self.approvals.pop_front();
                     self.approval_since = self.now_ms;
+                    if let Some(name) = request_id.strip_prefix(super::MCP_SERVER_ASKED) {
+                        return vec![Action::ApproveMcpServer {
+                            name: name.to_string(),
+                            decision,
+                        }];
+                    }
                     return vec![Action::Approve {
                         request_id,
                         decision,

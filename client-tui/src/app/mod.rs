@@ -19,6 +19,9 @@ use crate::{Exit, TuiOptions};
 mod events;
 mod keys;
 
+/// The request id of an approval that asks about a project's MCP server: this, and its name.
+pub(crate) const MCP_SERVER_ASKED: &str = "mcp-server:";
+
 /// An approval waiting for this user's answer.
 #[derive(Debug, Clone)]
 pub(crate) struct Approval {

@@ -309,6 +309,55 @@ fn an_mcp_server_failing_and_coming_back_is_said() {
     );
 }
 
+#[test]
+fn a_projects_mcp_servers_are_asked_about_like_approvals_and_outlast_a_turn() {
+    let mut app = app();
+    app.apply(stepper_tui::CoreEvent::PendingMcp(vec![
+        stepper_tui::PendingMcpServer {
+            name: "db".into(),
+            file: ".mcp.json".into(),
+            target: "npx db-mcp".into(),
+        },
+        stepper_tui::PendingMcpServer {
+            name: "web".into(),
+            file: ".mcp.json".into(),
+            target: "https://mcp.example".into(),
+        },
+    ]));
+    app.tick(T0 + 5_000);
+    let shown = frame(&app, 80);
+    assert!(
+        shown.contains("Allow the project's MCP server db?"),
+        "{shown}"
+    );
+    assert!(shown.contains("npx db-mcp"), "{shown}");
+    // A turn ending does not take the question away.
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [AppEvent::TurnFinished {
+            status: stepper_protocol::TurnStatus::Completed,
+            error: None,
+        }],
+    );
+    app.tick(T0 + 10_000);
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('y'))),
+        [Action::ApproveMcpServer {
+            name: "db".into(),
+            decision: ApprovalDecision::Allow
+        }]
+    );
+    app.tick(T0 + 15_000);
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('n'))),
+        [Action::ApproveMcpServer {
+            name: "web".into(),
+            decision: ApprovalDecision::Deny
+        }]
+    );
+}
+
 fn ask(id: &str, command: &str) -> AppEvent {
     AppEvent::ApprovalRequested {
         request_id: id.into(),
