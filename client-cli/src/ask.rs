@@ -149,7 +149,7 @@ async fn answer_elicitation(
     schema: &serde_json::Value,
 ) {
     use stepper_protocol::ElicitAction;
-    use stepper_protocol::elicit::{FieldKind, fields};
+    use stepper_protocol::elicit::fields;
     use stepper_protocol::methods::{SessionElicit, SessionElicitParams};
     eprintln!("\nThe MCP server {server} asks: {message}");
     let read_line = || async {
@@ -171,27 +171,7 @@ async fn answer_elicitation(
         );
         let mut action = ElicitAction::Accept;
         'fields: for field in fields(schema) {
-            let hint = match &field.kind {
-                FieldKind::Choice(options) => options
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (_, shown))| format!("{}) {shown}", i + 1))
-                    .collect::<Vec<_>>()
-                    .join("  "),
-                FieldKind::Choices(options) => format!(
-                    "some of, by commas: {}",
-                    options
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (_, shown))| format!("{}) {shown}", i + 1))
-                        .collect::<Vec<_>>()
-                        .join("  ")
-                ),
-                FieldKind::Boolean => "y/n".into(),
-                FieldKind::Number => "a number".into(),
-                FieldKind::Integer => "a whole number".into(),
-                FieldKind::Text => String::new(),
-            };
+            let hint = field.hint();
             if let Some(d) = &field.description {
                 eprintln!("  {d}");
             }

@@ -455,32 +455,12 @@ fn tokens(n: u64) -> String {
 /// An MCP server's form: its question, then a line per field (the one being typed in
 /// marked), and the keys.
 fn form_overlay(e: &crate::app::Elicit, more: usize, live: bool, width: u16) -> Overlay {
-    use stepper_protocol::elicit::FieldKind;
     let mut content = Vec::new();
     Para::new(vec![Span::raw(e.message.clone())]).wrap(width, &mut content);
     for (i, field) in e.fields.iter().enumerate() {
-        let hint = match &field.kind {
-            FieldKind::Choice(options) => format!(
-                " ({})",
-                options
-                    .iter()
-                    .enumerate()
-                    .map(|(n, (_, shown))| format!("{}={shown}", n + 1))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-            FieldKind::Choices(options) => format!(
-                " (by commas: {})",
-                options
-                    .iter()
-                    .enumerate()
-                    .map(|(n, (_, shown))| format!("{}={shown}", n + 1))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
-            FieldKind::Boolean => " (y/n)".into(),
-            FieldKind::Number | FieldKind::Integer => " (number)".into(),
-            FieldKind::Text => String::new(),
+        let hint = match field.hint() {
+            h if h.is_empty() => h,
+            h => format!(" ({h})"),
         };
         let typed = &e.typed[i];
         let shown = if typed.is_empty() {
@@ -512,15 +492,26 @@ fn form_overlay(e: &crate::app::Elicit, more: usize, live: bool, width: u16) -> 
     if let Some(problem) = &e.problem {
         content.push(Line::from(Span::styled(problem.clone(), theme::error())));
     }
+    let keys = vec![
+        Span::styled("⏎", theme::bold().patch(theme::ok())),
+        Span::raw(" send  "),
+        Span::styled("⇥", theme::bold()),
+        Span::raw(" next field  "),
+        Span::styled("esc", theme::bold().patch(theme::error())),
+        Span::raw(" decline"),
+    ];
+    Overlay {
+        title: format!("{} asks", e.server),
+        content,
+        keys: keys_line(keys, live, more),
+    }
+}
+
+/// An overlay's keys: `answer` once its keys count, a word to read first before, and how
+/// many more wait.
+fn keys_line(answer: Vec<Span<'static>>, live: bool, more: usize) -> Line<'static> {
     let mut keys = if live {
-        vec![
-            Span::styled("⏎", theme::bold().patch(theme::ok())),
-            Span::raw(" send  "),
-            Span::styled("⇥", theme::bold()),
-            Span::raw(" next field  "),
-            Span::styled("esc", theme::bold().patch(theme::error())),
-            Span::raw(" decline"),
-        ]
+        answer
     } else {
         vec![Span::styled(
             "read it first: keys in a moment",
@@ -533,11 +524,7 @@ fn form_overlay(e: &crate::app::Elicit, more: usize, live: bool, width: u16) -> 
             theme::dim(),
         ));
     }
-    Overlay {
-        title: format!("{} asks", e.server),
-        content,
-        keys: Line::from(keys),
-    }
+    Line::from(keys)
 }
 
 fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
@@ -556,30 +543,17 @@ fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
     if let Some(diff) = &a.diff {
         diff_lines(diff, width, usize::MAX, &mut || Span::raw(""), &mut content);
     }
-    let mut keys = if live {
-        vec![
-            Span::styled("y", theme::bold().patch(theme::ok())),
-            Span::raw(" allow  "),
-            Span::styled("a", theme::bold().patch(theme::ok())),
-            Span::raw(" allow always  "),
-            Span::styled("n", theme::bold().patch(theme::error())),
-            Span::raw("/esc deny"),
-        ]
-    } else {
-        vec![Span::styled(
-            "read it first: keys in a moment",
-            theme::dim(),
-        )]
-    };
-    if more > 0 {
-        keys.push(Span::styled(
-            format!("   +{more} more waiting"),
-            theme::dim(),
-        ));
-    }
+    let keys = vec![
+        Span::styled("y", theme::bold().patch(theme::ok())),
+        Span::raw(" allow  "),
+        Span::styled("a", theme::bold().patch(theme::ok())),
+        Span::raw(" allow always  "),
+        Span::styled("n", theme::bold().patch(theme::error())),
+        Span::raw("/esc deny"),
+    ];
     Overlay {
         title: format!("Allow {}?", a.tool),
         content,
-        keys: Line::from(keys),
+        keys: keys_line(keys, live, more),
     }
 }

@@ -145,6 +145,26 @@ fn listed(options: &[(String, String)]) -> String {
 }
 
 impl Field {
+    /// What to type, for a prompt: the numbered choices, `y/n`, `a number`… (empty for text).
+    pub fn hint(&self) -> String {
+        let numbered = |options: &[(String, String)]| {
+            options
+                .iter()
+                .enumerate()
+                .map(|(i, (_, shown))| format!("{}) {shown}", i + 1))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        match &self.kind {
+            FieldKind::Choice(options) => numbered(options),
+            FieldKind::Choices(options) => format!("some of, by commas: {}", numbered(options)),
+            FieldKind::Boolean => "y/n".into(),
+            FieldKind::Number => "a number".into(),
+            FieldKind::Integer => "a whole number".into(),
+            FieldKind::Text => String::new(),
+        }
+    }
+
     /// What `text` (as typed) gives this field: `Ok(None)` for nothing typed (the default
     /// applies), or why it is not a value of this field.
     pub fn parse(&self, text: &str) -> Result<Option<Value>, String> {

@@ -50,6 +50,16 @@ fn user_servers(env: &TestEnv, servers: serde_json::Value) {
     .unwrap();
 }
 
+/// The turn's finished tool calls, in order: how each ended and what it gave back.
+fn calls(seen: &[stepper_protocol::EventEnvelope]) -> Vec<(ToolCallStatus, String)> {
+    seen.iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn echo_call(message: &str) -> Reply {
     Reply::Sse(tool_use_stream(&[(
         "toolu_echo",
@@ -332,13 +342,7 @@ async fn progress_streams_as_tool_output_and_a_hung_call_times_out() {
     env.fake.push(Reply::text(&["it timed out"]));
     submit(&client, &id, "run it long").await;
     let seen = until_turn_finished(&mut events).await;
-    let (status, output) = seen
-        .iter()
-        .find_map(|e| match &e.event {
-            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
-            _ => None,
-        })
-        .unwrap();
+    let (status, output) = calls(&seen).remove(0);
     assert_eq!(status, ToolCallStatus::Error);
     assert!(output.contains("STEPPER_MCP_TOOL_TIMEOUT_MS"), "{output}");
     assert!(seen.iter().any(|e| matches!(
@@ -455,13 +459,7 @@ async fn remote_servers_over_streamable_http_and_legacy_sse() {
             .unwrap();
     }
     seen.extend(until_turn_finished(&mut events).await);
-    let outputs: Vec<(ToolCallStatus, String)> = seen
-        .iter()
-        .filter_map(|e| match &e.event {
-            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
-            _ => None,
-        })
-        .collect();
+    let outputs: Vec<(ToolCallStatus, String)> = calls(&seen);
     assert_eq!(outputs.len(), 3, "{outputs:?}");
     assert!(
         outputs
@@ -520,13 +518,7 @@ async fn a_server_killed_mid_call_starts_again_and_an_idle_one_stops() {
     assert_eq!(pids.len(), 1);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pids[0] as i32), Signal::SIGKILL).unwrap();
     seen.extend(until_turn_finished(&mut events).await);
-    let (status, output) = seen
-        .iter()
-        .find_map(|e| match &e.event {
-            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
-            _ => None,
-        })
-        .unwrap();
+    let (status, output) = calls(&seen).remove(0);
     assert_eq!(status, ToolCallStatus::Error, "{output}");
     assert!(seen.iter().any(|e| matches!(
         &e.event,
@@ -541,13 +533,7 @@ async fn a_server_killed_mid_call_starts_again_and_an_idle_one_stops() {
     env.fake.push(Reply::text(&["echoed"]));
     submit(&client, &id, "echo").await;
     let seen = until_turn_finished(&mut events).await;
-    let (status, output) = seen
-        .iter()
-        .find_map(|e| match &e.event {
-            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
-            _ => None,
-        })
-        .unwrap();
+    let (status, output) = calls(&seen).remove(0);
     assert_eq!(status, ToolCallStatus::Ok, "{output}");
     assert!(output.contains("back again"), "{output}");
     let again = processes_with(&marker);
@@ -753,13 +739,7 @@ async fn a_server_whose_tools_are_known_does_not_hold_up_a_turn() {
     submit(&client, &id, "echo").await;
     std::fs::write(&go, "").unwrap();
     let seen = until_turn_finished(&mut events).await;
-    let (status, output) = seen
-        .iter()
-        .find_map(|e| match &e.event {
-            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
-            _ => None,
-        })
-        .unwrap();
+    let (status, output) = calls(&seen).remove(0);
     assert_eq!(status, ToolCallStatus::Ok, "{output}");
     assert!(output.contains("it came up"), "{output}");
 }
@@ -801,13 +781,7 @@ async fn resources_are_listed_and_read_and_prompts_are_slash_commands() {
             .iter()
             .any(|e| matches!(e.event, AppEvent::ApprovalRequested { .. }))
     );
-    let outputs: Vec<(ToolCallStatus, String)> = seen
-        .iter()
-        .filter_map(|e| match &e.event {
-            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
-            _ => None,
-        })
-        .collect();
+    let outputs: Vec<(ToolCallStatus, String)> = calls(&seen);
     assert_eq!(outputs.len(), 2, "{outputs:?}");
     assert_eq!(outputs[0].0, ToolCallStatus::Ok, "{outputs:?}");
     assert!(outputs[0].1.contains(doc), "{}", outputs[0].1);
@@ -1149,13 +1123,7 @@ async fn the_filesystem_server_takes_the_sessions_folder_as_its_root() {
     env.fake.push(Reply::text(&["read"]));
     submit(&client, &id, "read the notes").await;
     let seen = until_turn_finished(&mut events).await;
-    let outputs: Vec<(ToolCallStatus, String)> = seen
-        .iter()
-        .filter_map(|e| match &e.event {
-            AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
-            _ => None,
-        })
-        .collect();
+    let outputs: Vec<(ToolCallStatus, String)> = calls(&seen);
     assert_eq!(outputs.len(), 3, "{outputs:?}");
     assert!(
         outputs[0].1.contains(&folder.display().to_string()),
