@@ -1219,3 +1219,57 @@ async fn ask_at_a_terminal_asks_about_a_projects_server_and_remembers() {
         "{local}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_server_adds_mid_turn_is_offered_at_the_next_model_call() {
+    let Some(entry) = everything() else { return };
+    let sdk = entry
+        .ancestors()
+        .nth(3)
+        .unwrap()
+        .join("sdk")
+        .canonicalize()
+        .unwrap();
+    let env = TestEnv::new();
+    let script = env.home.path().join("grow.mjs");
+    let source = include_str!("../fixtures/mcp/grow.mjs")
+        .replace("SDK_DIR", &format!("file://{}", sdk.display()));
+    std::fs::write(&script, source).unwrap();
+    user_servers(
+        &env,
+        serde_json::json!({"grower": {"command": "node", "args": [script.display().to_string()]}}),
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_grow",
+        "mcp__grower__grow",
+        serde_json::json!({}),
+    )])));
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_new",
+        "mcp__grower__grown-1",
+        serde_json::json!({}),
+    )])));
+    env.fake.push(Reply::text(&["grew"]));
+    submit(&client, &id, "grow a tool and use it").await;
+    let seen = until_turn_finished(&mut events).await;
+    let requests = env.fake.requests();
+    assert!(
+        !requests[0]["tools"].to_string().contains("grown-1"),
+        "not there at first"
+    );
+    assert!(
+        requests[1]["tools"]
+            .to_string()
+            .contains("mcp__grower__grown-1"),
+        "offered at the next model call, within the turn"
+    );
+    let calls = calls(&seen);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[1], (ToolCallStatus::Ok, "grown-1 ran".to_string()));
+}

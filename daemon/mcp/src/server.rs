@@ -55,7 +55,25 @@ struct Handler {
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
     /// Who answers an elicitation: the gates of the running calls, latest last.
     elicitors: Elicitors,
+    /// Changes the server announced, and the last one whose listing is done: a call that
+    /// saw a change returns once its listing is in (the next model call sees the tools).
+    relist: Relist,
     name: String,
+}
+
+#[derive(Clone, Default)]
+struct Relist {
+    announced: Arc<std::sync::atomic::AtomicU64>,
+    listed: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Relist {
+    /// Wait (briefly) until every change announced so far is listed.
+    async fn settled(&self) {
+        let want = self.announced.load(std::sync::atomic::Ordering::SeqCst);
+        let mut listed = self.listed.subscribe();
+        let _ = tokio::time::timeout(Duration::from_secs(5), listed.wait_for(|n| *n >= want)).await;
+    }
 }
 
 /// The gates of the running calls, by call. A stdio server's elicitation names no call, so
@@ -143,6 +161,11 @@ impl rmcp::ClientHandler for Handler {
     ) -> impl Future<Output = ()> + Send + '_ {
         let tools = Arc::clone(&self.tools);
         let name = self.name.clone();
+        let relist = self.relist.clone();
+        let change = relist
+            .announced
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
         tokio::spawn(async move {
             match context.peer.list_all_tools().await {
                 Ok(listed) => *tools.lock().unwrap_or_else(|p| p.into_inner()) = listed,
@@ -150,6 +173,13 @@ impl rmcp::ClientHandler for Handler {
                     tracing::warn!(server = %name, "could not list changed tools: {e}");
                 }
             }
+            relist.listed.send_if_modified(|n| {
+                let newer = *n < change;
+                if newer {
+                    *n = change;
+                }
+                newer
+            });
         });
         std::future::ready(())
     }
@@ -229,6 +259,7 @@ pub struct McpServer {
     tools: Arc<Mutex<Vec<Tool>>>,
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
     elicitors: Elicitors,
+    relist: Relist,
     calls: std::sync::atomic::AtomicU64,
     /// The protocol revision it speaks.
     pub protocol_version: String,
@@ -301,11 +332,13 @@ impl McpServer {
         let tools = Arc::new(Mutex::new(Vec::new()));
         let progress = Arc::new(Mutex::new(HashMap::new()));
         let elicitors: Elicitors = Arc::default();
+        let relist = Relist::default();
         let handler = Handler {
             root: cwd.to_path_buf(),
             tools: Arc::clone(&tools),
             progress: Arc::clone(&progress),
             elicitors: Arc::clone(&elicitors),
+            relist: relist.clone(),
             name: spec.name.clone(),
         };
         let (started, child) = match &spec.transport {
@@ -386,6 +419,7 @@ impl McpServer {
             tools,
             progress,
             elicitors,
+            relist,
             calls: std::sync::atomic::AtomicU64::new(0),
             protocol_version,
             used: Mutex::new(Instant::now()),
@@ -517,6 +551,8 @@ impl McpServer {
                 .push((call, gate));
         }
         let result = self.call_inner(tool, arguments, timeout, output).await;
+        // A change the server announced during the call is listed before the call returns.
+        self.relist.settled().await;
         self.elicitors
             .lock()
             .unwrap_or_else(|p| p.into_inner())
