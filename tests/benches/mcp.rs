@@ -96,7 +96,7 @@ fn main() {
         for _ in 0..CALLS {
             let t = Instant::now();
             direct
-                .call("echo", json!({"message": "x"}), Duration::from_secs(10), None, None)
+                .call("echo", json!({"message": "x"}), Duration::from_secs(10), Default::default())
                 .await
                 .unwrap();
             calls.push(t.elapsed());

@@ -1273,3 +1273,90 @@ async fn a_tool_the_server_adds_mid_turn_is_offered_at_the_next_model_call() {
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert_eq!(calls[1], (ToolCallStatus::Ok, "grown-1 ran".to_string()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_is_off_until_the_settings_lend_the_model_and_then_asked() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    let server = serde_json::json!({"everything": {
+        "command": "node",
+        "args": [entry.display().to_string(), "stdio"],
+    }});
+    user_servers(&env, server.clone());
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    // Off: the server is not offered the model, so it does not offer its sampling tool.
+    env.fake.push(Reply::text(&["nothing"]));
+    submit(&client, &id, "hi").await;
+    until_turn_finished(&mut events).await;
+    assert!(
+        !env.fake.requests()[0]["tools"]
+            .to_string()
+            .contains("trigger-sampling-request")
+    );
+
+    // On: the server's request is asked like a tool call, then answered by the model.
+    std::fs::write(
+        env.places().config_dir.join("setting.json"),
+        serde_json::json!({"mcpServers": server, "mcpSampling": true}).to_string(),
+    )
+    .unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_sample",
+        "mcp__everything__trigger-sampling-request",
+        serde_json::json!({"prompt": "name a colour", "maxTokens": 20}),
+    )])));
+    env.fake.push(Reply::text(&["vermilion"]));
+    env.fake.push(Reply::text(&["it said vermilion"]));
+    submit(&client, &id, "sample").await;
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        seen.extend(
+            read_until(&mut events, |e| {
+                matches!(e.event, AppEvent::ApprovalRequested { .. })
+            })
+            .await,
+        );
+        let Some(AppEvent::ApprovalRequested { request_id, .. }) =
+            seen.last().map(|e| e.event.clone())
+        else {
+            unreachable!()
+        };
+        client
+            .call::<SessionApprove>(SessionApproveParams {
+                session_id: id.clone(),
+                request_id,
+                decision: ApprovalDecision::Allow,
+            })
+            .await
+            .unwrap();
+    }
+    seen.extend(until_turn_finished(&mut events).await);
+    let summaries: Vec<String> = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::ApprovalRequested { summary, .. } => Some(summary.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        summaries[1].contains("sampling/createMessage")
+            && summaries[1].contains("use the session's model"),
+        "{summaries:?}"
+    );
+    let calls = calls(&seen);
+    assert_eq!(calls[0].0, ToolCallStatus::Ok, "{calls:?}");
+    assert!(calls[0].1.contains("vermilion"), "{calls:?}");
+    // The model got the server's conversation and instructions.
+    let requests = env.fake.requests();
+    let sampled = &requests[requests.len() - 2];
+    assert!(sampled.to_string().contains("name a colour"), "{sampled}");
+    assert!(
+        sampled
+            .to_string()
+            .contains("You are a helpful test server."),
+        "{sampled}"
+    );
+}

@@ -83,6 +83,24 @@ pub enum ElicitAnswer {
     Cancel,
 }
 
+/// A server's request to use the session's model (MCP sampling): the conversation it gives,
+/// as (role, text), with its instructions and a token limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampling {
+    pub server: String,
+    pub messages: Vec<(crate::Role, String)>,
+    pub system: Option<String>,
+    pub max_tokens: u32,
+}
+
+/// Answers [`Sampling`] with the session's model: the text, and the model that wrote it.
+pub trait Sampler: Send + Sync {
+    fn sample<'a>(
+        &'a self,
+        request: &'a Sampling,
+    ) -> BoxFuture<'a, Result<(String, String), String>>;
+}
+
 /// Decides whether a request may proceed, asking a person when the rules say so.
 pub trait Gate: Send + Sync {
     fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision>;

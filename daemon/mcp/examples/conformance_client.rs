@@ -103,6 +103,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
             headers: Default::default(),
             sse: false,
         },
+        sampling: false,
     };
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     let dir = tempfile_dir()?;
@@ -135,7 +136,15 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
     };
     let gate: Arc<dyn Gate> = Arc::new(Accepting);
     let result = server
-        .call(tool, args, Duration::from_secs(20), None, Some(gate))
+        .call(
+            tool,
+            args,
+            Duration::from_secs(20),
+            stepper_mcp::CallWith {
+                gate: Some(gate),
+                ..Default::default()
+            },
+        )
         .await?;
     println!(
         "{tool}: {}",

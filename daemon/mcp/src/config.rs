@@ -31,12 +31,17 @@ pub enum Transport {
 pub struct ServerSpec {
     pub name: String,
     pub transport: Transport,
+    /// It may use the session's model (`mcpSampling`): offered at its start.
+    pub sampling: bool,
 }
 
 impl ServerSpec {
     /// A key that changes when anything about how the server is started changes.
     pub fn key(&self) -> String {
-        format!("{}\u{0}{:?}", self.name, self.transport)
+        format!(
+            "{}\u{0}{:?}\u{0}{}",
+            self.name, self.transport, self.sampling
+        )
     }
 }
 
@@ -138,6 +143,7 @@ fn parse_one(name: &str, value: &Value, env: &Env) -> Result<ServerSpec, String>
     Ok(ServerSpec {
         name: name.to_string(),
         transport,
+        sampling: false,
     })
 }
 

@@ -17,7 +17,7 @@ pub mod tool;
 
 pub use config::{ServerSpec, Transport, parse_servers};
 pub use pool::{Pool, Servers, Slot, State};
-pub use server::{McpError, McpServer};
+pub use server::{CallWith, McpError, McpServer};
 pub use tool::{McpTool, McpTools, tool_name};
 
 use std::time::Duration;

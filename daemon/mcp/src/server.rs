@@ -23,7 +23,9 @@ use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, PeerRequestOptions, RequestContext, RoleClient,
     RunningService,
 };
-use stepper_engine::tool::{ElicitAnswer, Elicitation, Gate, OutputSink};
+use stepper_engine::tool::{
+    Decision, ElicitAnswer, Elicitation, Gate, GateRequest, OutputSink, Sampler, Sampling,
+};
 use stepper_process::group::GroupChild;
 use stepper_protocol::session::Env;
 use tokio::io::AsyncBufReadExt;
@@ -58,6 +60,8 @@ struct Handler {
     /// Changes the server announced, and the last one whose listing is done: a call that
     /// saw a change returns once its listing is in (the next model call sees the tools).
     relist: Relist,
+    /// Sampling is offered (`mcpSampling`).
+    sampling: bool,
     name: String,
 }
 
@@ -76,15 +80,27 @@ impl Relist {
     }
 }
 
-/// The gates of the running calls, by call. A stdio server's elicitation names no call, so
-/// it goes to the latest (nearly always the only one).
-type Elicitors = Arc<Mutex<Vec<(u64, Arc<dyn Gate>)>>>;
+/// The running calls' gates and samplers, by call. A stdio server's request names no call,
+/// so it goes to the latest (nearly always the only one).
+type Elicitors = Arc<Mutex<Vec<(u64, Arc<dyn Gate>, Option<Arc<dyn Sampler>>)>>>;
+
+/// What a call's server may reach while it runs: where its progress goes, the gate that
+/// asks the user (elicitation, sampling), and the session's model (sampling).
+#[derive(Clone, Default)]
+pub struct CallWith {
+    pub output: Option<Arc<dyn OutputSink>>,
+    pub gate: Option<Arc<dyn Gate>>,
+    pub sampler: Option<Arc<dyn Sampler>>,
+}
 
 #[allow(deprecated)]
 impl rmcp::ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(Default::default());
+        if self.sampling {
+            capabilities.sampling = Some(Default::default());
+        }
         capabilities.elicitation = Some(
             rmcp::model::ElicitationCapability::new()
                 .with_form(rmcp::model::FormElicitationCapability::new()),
@@ -120,7 +136,7 @@ impl rmcp::ClientHandler for Handler {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .last()
-            .map(|(_, gate)| Arc::clone(gate));
+            .map(|(_, gate, _)| Arc::clone(gate));
         let server = self.name.clone();
         async move {
             let Some(gate) = gate else {
@@ -152,6 +168,76 @@ impl rmcp::ClientHandler for Handler {
                 ElicitAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
                 ElicitAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
             })
+        }
+    }
+
+    fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::CreateMessageResult, ErrorData>> + Send + '_ {
+        let caller = self
+            .elicitors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last()
+            .map(|(_, gate, sampler)| (Arc::clone(gate), sampler.clone()));
+        let (server, offered) = (self.name.clone(), self.sampling);
+        async move {
+            let refused = |why: &str| ErrorData::invalid_request(why.to_string(), None);
+            if !offered {
+                return Err(refused(
+                    "stepper does not lend its model to MCP servers unless mcpSampling is on",
+                ));
+            }
+            let Some((gate, Some(sampler))) = caller else {
+                return Err(refused("no call of this server is running to ask for"));
+            };
+            let messages: Vec<(stepper_engine::Role, String)> = params
+                .messages
+                .iter()
+                .map(|m| {
+                    let role = match m.role {
+                        rmcp::model::Role::Assistant => stepper_engine::Role::Assistant,
+                        rmcp::model::Role::User => stepper_engine::Role::User,
+                    };
+                    (
+                        role,
+                        sampling_text(&serde_json::to_value(&m.content).unwrap_or_default()),
+                    )
+                })
+                .collect();
+            let first = messages.first().map(|(_, t)| t.clone()).unwrap_or_default();
+            let asked = GateRequest::Mcp {
+                server: server.clone(),
+                tool: "sampling/createMessage".into(),
+                arguments: first.chars().take(2000).collect(),
+                annotations: Some(format!(
+                    "the server asks to use the session's model: {} messages, up to {} tokens",
+                    messages.len(),
+                    params.max_tokens
+                )),
+            };
+            match gate.check(&asked).await {
+                Decision::Allow => {}
+                Decision::Deny(why) => return Err(refused(&format!("declined: {why}"))),
+            }
+            let request = Sampling {
+                server,
+                messages,
+                system: params.system_prompt.clone(),
+                max_tokens: params.max_tokens,
+            };
+            let (text, model) = sampler
+                .sample(&request)
+                .await
+                .map_err(|e| ErrorData::internal_error(e, None))?;
+            let mut result = rmcp::model::CreateMessageResult::new(
+                rmcp::model::SamplingMessage::assistant_text(text),
+                model,
+            );
+            result.stop_reason = Some("endTurn".into());
+            Ok(result)
         }
     }
 
@@ -209,6 +295,23 @@ impl rmcp::ClientHandler for Handler {
         }
         std::future::ready(())
     }
+}
+
+/// The text of a sampling message's content (one block or several).
+fn sampling_text(content: &serde_json::Value) -> String {
+    let blocks = match content {
+        serde_json::Value::Array(blocks) => blocks.clone(),
+        one => vec![one.clone()],
+    };
+    blocks
+        .iter()
+        .map(|b| match b["type"].as_str() {
+            Some("text") => b["text"].as_str().unwrap_or("").to_string(),
+            Some(kind) => format!("[{kind}]"),
+            None => String::new(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The fields left out of an accepted form take the schema's defaults (SEP-1034).
@@ -339,6 +442,7 @@ impl McpServer {
             progress: Arc::clone(&progress),
             elicitors: Arc::clone(&elicitors),
             relist: relist.clone(),
+            sampling: spec.sampling,
             name: spec.name.clone(),
         };
         let (started, child) = match &spec.transport {
@@ -537,26 +641,25 @@ impl McpServer {
         tool: &str,
         arguments: serde_json::Value,
         timeout: Duration,
-        output: Option<Arc<dyn OutputSink>>,
-        elicitor: Option<Arc<dyn Gate>>,
+        with: CallWith,
     ) -> Result<CallToolResult, String> {
         self.touch();
         let call = self
             .calls
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Some(gate) = elicitor {
+        if let Some(gate) = with.gate {
             self.elicitors
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push((call, gate));
+                .push((call, gate, with.sampler));
         }
-        let result = self.call_inner(tool, arguments, timeout, output).await;
+        let result = self.call_inner(tool, arguments, timeout, with.output).await;
         // A change the server announced during the call is listed before the call returns.
         self.relist.settled().await;
         self.elicitors
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .retain(|(c, _)| *c != call);
+            .retain(|(c, _, _)| *c != call);
         result
     }
 

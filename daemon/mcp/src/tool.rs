@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use stepper_engine::tool::{
-    GateRequest, Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec,
+    GateRequest, Sampler, Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec,
 };
 
 use crate::pool::{Servers, Slot};
@@ -19,17 +19,20 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 pub struct McpTool {
     slot: Slot,
     tool: rmcp::model::Tool,
+    /// The session's model, for the server's sampling requests (when `mcpSampling` is on).
+    sampler: Option<Arc<dyn Sampler>>,
 }
 
 impl McpTool {
     /// Every tool `slot`'s server offers now.
-    pub fn all(slot: &Slot) -> Vec<Arc<dyn Tool>> {
+    pub fn all(slot: &Slot, sampler: Option<&Arc<dyn Sampler>>) -> Vec<Arc<dyn Tool>> {
         slot.tools()
             .into_iter()
             .map(|tool| {
                 Arc::new(McpTool {
                     slot: slot.clone(),
                     tool,
+                    sampler: sampler.cloned(),
                 }) as Arc<dyn Tool>
             })
             .collect()
@@ -63,17 +66,28 @@ impl McpTool {
 
 /// The tools of a turn's servers, as they are before each model call: theirs, and the
 /// resource tools while one of them has resources.
-pub struct McpTools(pub Arc<Servers>);
+pub struct McpTools {
+    pub servers: Arc<Servers>,
+    /// The session's model, lent to servers that ask (`mcpSampling`).
+    pub sampler: Option<Arc<dyn Sampler>>,
+}
 
 impl stepper_engine::tool::ToolSource for McpTools {
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        let mut tools: Vec<Arc<dyn Tool>> = self.0.slots.iter().flat_map(McpTool::all).collect();
-        if crate::resources::any(&self.0) {
+        let sampler = self.sampler.as_ref();
+        let mut tools: Vec<Arc<dyn Tool>> = self
+            .servers
+            .slots
+            .iter()
+            .flat_map(|slot| McpTool::all(slot, sampler))
+            .collect();
+        if crate::resources::any(&self.servers) {
+            let servers = &self.servers;
             tools.push(Arc::new(crate::resources::ListResources(Arc::clone(
-                &self.0,
+                servers,
             ))));
             tools.push(Arc::new(crate::resources::ReadResource(Arc::clone(
-                &self.0,
+                servers,
             ))));
         }
         tools
@@ -124,15 +138,13 @@ impl Tool for McpTool {
                         self.slot.name, self.tool.name
                     ));
                 }
-                let elicitor = Some(Arc::clone(&cx.gate));
+                let with = crate::server::CallWith {
+                    output,
+                    gate: Some(Arc::clone(&cx.gate)),
+                    sampler: self.sampler.clone(),
+                };
                 server
-                    .call(
-                        &self.tool.name,
-                        args,
-                        crate::call_timeout(),
-                        output,
-                        elicitor,
-                    )
+                    .call(&self.tool.name, args, crate::call_timeout(), with)
                     .await
             };
             let result = tokio::select! {

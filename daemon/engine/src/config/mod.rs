@@ -111,6 +111,10 @@ pub struct Settings {
     /// Project MCP servers you refused, by name; they never run.
     #[serde(default)]
     pub disabled_mcpjson_servers: Vec<String>,
+    /// Let MCP servers use the session's model (sampling), each request asked like a tool
+    /// call. Off by default: servers asking for it are refused.
+    #[serde(default)]
+    pub mcp_sampling: Option<bool>,
 }
 
 /// The OS sandbox's names: the protocol's type, as for permission modes.
@@ -303,6 +307,9 @@ impl Settings {
         }
         if later.dispatch.is_some() {
             self.dispatch = later.dispatch;
+        }
+        if later.mcp_sampling.is_some() {
+            self.mcp_sampling = later.mcp_sampling;
         }
         if later.enable_all_project_mcp_servers.is_some() {
             self.enable_all_project_mcp_servers = later.enable_all_project_mcp_servers;

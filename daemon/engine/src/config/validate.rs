@@ -65,6 +65,7 @@ const KEYS: &[&str] = &[
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
     "disabledMcpjsonServers",
+    "mcpSampling",
     "compaction",
     "sandbox",
 ];
@@ -271,7 +272,7 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
                     Some("a number of bytes, such as 32768".into())
                 });
             }
-            "dispatch" | "enableAllProjectMcpServers" => {
+            "dispatch" | "enableAllProjectMcpServers" | "mcpSampling" => {
                 c.typed::<bool>(&p(key), value, &|_| Some("true or false".into()));
             }
             "enabledMcpjsonServers" | "disabledMcpjsonServers" => {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use stepper_engine::config::Settings;
+use stepper_engine::tool::{Sampler, Sampling};
 use stepper_mcp::{McpTools, Pool, Servers, State, parse_servers};
 use stepper_protocol::methods::{McpScope, McpServerInfo, McpStatus};
 use stepper_protocol::session::Env;
@@ -177,13 +178,14 @@ impl McpPool {
     /// The servers a turn in `cwd` has (`user`: the user's own settings, `trusted`: those
     /// and the project's `setting.local.json`, `merged`: every file's), starting those that
     /// do not run; a server's first start is waited for. What went wrong, as notices.
+    ///
+    /// With `sampler` (`mcpSampling` on), the servers are offered the session's model.
     pub async fn tools(
         &self,
         cwd: &Path,
-        user: &Settings,
-        trusted: &Settings,
-        merged: &Settings,
+        (user, trusted, merged): (&Settings, &Settings, &Settings),
         env: &Env,
+        sampler: Option<Arc<dyn Sampler>>,
     ) -> (Option<Arc<McpTools>>, Vec<String>) {
         let (configured, mut notices) = configured(&self.config_dir, cwd, user, trusted, merged);
         let waiting: Vec<&str> = configured
@@ -210,14 +212,21 @@ impl McpPool {
             .filter(|c| c.standing == McpStatus::Connected)
             .map(|c| (c.name, c.value))
             .collect();
-        let (specs, problems) = parse_servers(&servers, env);
+        let (mut specs, problems) = parse_servers(&servers, env);
         notices.extend(problems);
         if specs.is_empty() {
             return (None, notices);
         }
+        for spec in &mut specs {
+            spec.sampling = sampler.is_some();
+        }
         let servers = self.start(cwd, &specs, env).await;
         notices.extend(servers.notices());
-        (Some(Arc::new(McpTools(Arc::new(servers)))), notices)
+        let tools = McpTools {
+            servers: Arc::new(servers),
+            sampler,
+        };
+        (Some(Arc::new(tools)), notices)
     }
 
     /// The servers of `specs`, their first start waited for.
@@ -277,7 +286,11 @@ impl McpPool {
         let mut runnable = Vec::new();
         for c in configured {
             let one: BTreeMap<_, _> = [(c.name.clone(), c.value.clone())].into_iter().collect();
-            let (spec, problems) = parse_servers(&one, env);
+            let (mut spec, problems) = parse_servers(&one, env);
+            // The same start as a turn's: offered sampling when the settings lend the model.
+            for s in &mut spec {
+                s.sampling = merged.mcp_sampling == Some(true);
+            }
             let mut info = McpServerInfo {
                 name: c.name.clone(),
                 scope: c.scope,
@@ -408,6 +421,50 @@ fn line_of(text: &str, needle: &str) -> usize {
 
 /// Servers by name, as a file has them.
 type ServerMap = BTreeMap<String, serde_json::Value>;
+
+/// The session's model, lent to MCP servers that ask (`mcpSampling`): their conversation,
+/// one model call, its text. What it costs is not counted in the turn's usage.
+pub struct ModelSampler {
+    pub provider: Arc<dyn stepper_engine::provider::LlmProvider>,
+    /// The model's id at its provider.
+    pub model: String,
+    pub cancel: tokio_util::sync::CancellationToken,
+}
+
+/// The most a server may ask the model to write.
+const SAMPLING_MAX_TOKENS: u32 = 4096;
+
+impl Sampler for ModelSampler {
+    fn sample<'a>(
+        &'a self,
+        request: &'a Sampling,
+    ) -> futures::future::BoxFuture<'a, Result<(String, String), String>> {
+        Box::pin(async move {
+            use futures::StreamExt;
+            let messages = request
+                .messages
+                .iter()
+                .map(|(role, text)| match role {
+                    stepper_engine::Role::User => stepper_engine::ChatMessage::user(text.clone()),
+                    stepper_engine::Role::Assistant => {
+                        stepper_engine::ChatMessage::assistant(text.clone())
+                    }
+                })
+                .collect();
+            let mut chat = stepper_engine::ChatRequest::new(self.model.clone(), messages);
+            chat.system = request.system.clone();
+            chat.max_tokens = request.max_tokens.clamp(1, SAMPLING_MAX_TOKENS);
+            let mut stream = self.provider.chat_stream(chat, self.cancel.clone());
+            let mut acc = stepper_engine::MessageAccumulator::new();
+            while let Some(event) = stream.next().await {
+                let event = event.map_err(|e| format!("the model failed: {e}"))?;
+                acc.push(&event)
+                    .map_err(|e| format!("the model failed: {e}"))?;
+            }
+            Ok((acc.text(), self.model.clone()))
+        })
+    }
+}
 
 /// The pool's state changes as `McpServerStatus` events, sent with their folder.
 pub fn status_hook(

@@ -217,15 +217,24 @@ impl LiveSession {
                         .and_then(Result::ok)
                         .unwrap_or_default()
                 };
+                // With `mcpSampling`, servers may ask the session's model (each request asked).
+                let sampler = (settings.mcp_sampling == Some(true)).then(|| {
+                    Arc::new(super::mcp::ModelSampler {
+                        provider: Arc::clone(&resolved.provider),
+                        model: ModelRef::parse(model)
+                            .map_or_else(|_| model.to_string(), |m| m.model),
+                        cancel: cancel.clone(),
+                    }) as Arc<dyn stepper_engine::tool::Sampler>
+                });
                 let (mcp_tools, mcp_notices) = deps
                     .mcp
-                    .tools(&cwd, &user_settings, &trusted, &settings, &env)
+                    .tools(&cwd, (&user_settings, &trusted, &settings), &env, sampler)
                     .await;
                 notices.extend(mcp_notices);
                 // `/mcp__server__prompt args`: the server's prompt is the input.
                 let mut prompted = None;
                 if invoked.is_none() {
-                    let servers = mcp_tools.as_ref().map(|t| &*t.0);
+                    let servers = mcp_tools.as_ref().map(|t| &*t.servers);
                     match stepper_mcp::prompts::expand(servers, &input.text).await {
                         Some(Ok(text)) => prompted = Some(text),
                         Some(Err(why)) => {
