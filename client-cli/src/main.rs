@@ -89,7 +89,7 @@ enum Command {
     /// What is set up and what is not, each problem with its fix: the daemon, providers,
     /// settings, the login service, the login environment.
     Doctor,
-    /// The MCP servers of this folder: list, get, add, remove.
+    /// The MCP servers of this folder: list, get, add, remove, approve, login, logout.
     Mcp {
         #[command(subcommand)]
         command: mcp::McpCommand,
