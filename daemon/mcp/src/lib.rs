@@ -14,6 +14,7 @@ pub mod resources;
 pub mod server;
 pub mod sse;
 pub mod tool;
+pub mod watch;
 
 pub use config::{ServerSpec, Transport, parse_servers};
 pub use pool::{Pool, Servers, Slot, State};

@@ -248,10 +248,8 @@ impl rmcp::ClientHandler for Handler {
         let tools = Arc::clone(&self.tools);
         let name = self.name.clone();
         let relist = self.relist.clone();
-        let change = relist
-            .announced
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-            + 1;
+        // Counted already, as it was read (see `watch.rs`): this listing covers it.
+        let change = relist.announced.load(std::sync::atomic::Ordering::SeqCst);
         tokio::spawn(async move {
             match context.peer.list_all_tools().await {
                 Ok(listed) => *tools.lock().unwrap_or_else(|p| p.into_inner()) = listed,
@@ -445,6 +443,7 @@ impl McpServer {
             sampling: spec.sampling,
             name: spec.name.clone(),
         };
+        let announced = Arc::clone(&relist.announced);
         let (started, child) = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -459,7 +458,15 @@ impl McpServer {
                 ) else {
                     return Err(fail("its pipes could not be opened".into()));
                 };
-                let serving = handler.serve_with_lifecycle((stdout, stdin), lifecycle);
+                let pipes = rmcp::transport::IntoTransport::<
+                    RoleClient,
+                    std::io::Error,
+                    rmcp::transport::async_rw::TransportAdapterAsyncRW,
+                >::into_transport((stdout, stdin));
+                let serving = handler.serve_with_lifecycle(
+                    crate::watch::Watching::new(pipes, Arc::clone(&announced)),
+                    lifecycle,
+                );
                 (ready(serving, timeout).await, Some(child))
             }
             Transport::Http {
@@ -478,11 +485,25 @@ impl McpServer {
                 };
                 let serving = match signed {
                     Some(transport) => {
-                        ready(handler.serve_with_lifecycle(transport, lifecycle), timeout).await
+                        ready(
+                            handler.serve_with_lifecycle(
+                                crate::watch::Watching::new(transport, Arc::clone(&announced)),
+                                lifecycle,
+                            ),
+                            timeout,
+                        )
+                        .await
                     }
                     None => {
                         let transport = crate::http::streamable(url, headers).map_err(fail)?;
-                        ready(handler.serve_with_lifecycle(transport, lifecycle), timeout).await
+                        ready(
+                            handler.serve_with_lifecycle(
+                                crate::watch::Watching::new(transport, Arc::clone(&announced)),
+                                lifecycle,
+                            ),
+                            timeout,
+                        )
+                        .await
                     }
                 };
                 (serving, None)
@@ -497,7 +518,10 @@ impl McpServer {
                         .await
                         .map_err(|e| e.to_string())?;
                     handler
-                        .serve_with_lifecycle(transport, lifecycle)
+                        .serve_with_lifecycle(
+                            crate::watch::Watching::new(transport, Arc::clone(&announced)),
+                            lifecycle,
+                        )
                         .await
                         .map_err(|e| e.to_string())
                 };
