@@ -8,6 +8,7 @@
 pub mod anthropic;
 pub mod auth;
 pub mod codex;
+pub mod ndjson;
 pub mod openai;
 pub mod openai_chat;
 pub mod replay;
