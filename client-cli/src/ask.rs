@@ -89,6 +89,20 @@ fn shorten(s: &str, n: usize) -> String {
 }
 
 /// Ask at the terminal when there is one; otherwise say how another client can answer.
+/// A line typed at the terminal; `None` at its end (Ctrl-D) or when it cannot be read.
+pub(crate) async fn read_line() -> Option<String> {
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 async fn ask_approval(
     client: &stepper_protocol::client::DaemonClient,
     session_id: &str,
@@ -113,16 +127,7 @@ async fn ask_approval(
         return;
     }
     eprint!("Allow? [y]es / [a]lways / [n]o: ");
-    let line = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line).map(|_| line)
-    })
-    .await;
-    let decision = match line
-        .ok()
-        .and_then(|r| r.ok())
-        .map(|l| l.trim().to_lowercase())
-    {
+    let decision = match read_line().await.map(|l| l.trim().to_lowercase()) {
         Some(a) if a == "y" || a == "yes" => ApprovalDecision::Allow,
         Some(a) if a == "a" || a == "always" => ApprovalDecision::AllowAlways,
         _ => ApprovalDecision::Deny,
@@ -152,15 +157,6 @@ async fn answer_elicitation(
     use stepper_protocol::elicit::fields;
     use stepper_protocol::methods::{SessionElicit, SessionElicitParams};
     eprintln!("\nThe MCP server {server} asks: {message}");
-    let read_line = || async {
-        tokio::task::spawn_blocking(|| {
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).map(|n| (n, line))
-        })
-        .await
-        .ok()
-        .and_then(Result::ok)
-    };
     let mut content = serde_json::Map::new();
     let action = if !std::io::stdin().is_terminal() {
         eprintln!("stepper: declined (no terminal to answer at)");
@@ -192,11 +188,10 @@ async fn answer_elicitation(
                     format!(" ({hint})")
                 };
                 eprint!("  {}{hint}{default}: ", field.title);
-                let Some((read, line)) = read_line().await.filter(|(n, _)| *n > 0) else {
+                let Some(line) = read_line().await else {
                     action = ElicitAction::Decline;
                     break 'fields;
                 };
-                let _ = read;
                 match field.parse(&line) {
                     Ok(Some(value)) => {
                         content.insert(field.name.clone(), value);

@@ -26,6 +26,17 @@ pub enum Transport {
     },
 }
 
+impl Transport {
+    /// Its name in `mcp list`: `stdio`, `http` or `sse`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { sse: false, .. } => "http",
+            Transport::Http { sse: true, .. } => "sse",
+        }
+    }
+}
+
 /// One configured server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {

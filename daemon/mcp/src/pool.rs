@@ -16,7 +16,7 @@ use rmcp::model::Tool;
 use stepper_protocol::session::Env;
 use tokio::sync::watch;
 
-use crate::config::{ServerSpec, Transport};
+use crate::config::ServerSpec;
 use crate::server::McpServer;
 
 /// Where a server is.
@@ -26,17 +26,6 @@ pub enum State {
     Ready(Arc<McpServer>),
     /// Why it is not running.
     Failed(String),
-}
-
-impl State {
-    /// One word for a list: `starting`, `connected`, `failed`.
-    pub fn word(&self) -> &'static str {
-        match self {
-            State::Starting => "starting",
-            State::Ready(_) => "connected",
-            State::Failed(_) => "failed",
-        }
-    }
 }
 
 /// What the pool says when a server's state changes: its folder, name and new state.
@@ -51,7 +40,6 @@ pub struct Slot {
     known: Option<Vec<Tool>>,
     /// This is the server's first start: a turn waits for it.
     first: bool,
-    pub transport: &'static str,
 }
 
 impl Slot {
@@ -141,7 +129,6 @@ struct Entry {
     /// dropped.
     generation: u64,
     leases: Arc<()>,
-    transport: &'static str,
 }
 
 #[derive(Clone, Default)]
@@ -235,7 +222,6 @@ impl Pool {
                 since: now,
                 generation: 0,
                 leases: Arc::new(()),
-                transport: transport_word(&spec.transport),
             });
             let current = entry.state.borrow().clone();
             let start = match current {
@@ -272,7 +258,6 @@ impl Pool {
                 state: entry.state.subscribe(),
                 known: entry.known.clone(),
                 first,
-                transport: entry.transport,
             });
             leases.push(Arc::clone(&entry.leases));
         }
@@ -374,15 +359,6 @@ impl Pool {
         running.sort_by(|a, b| a.0.cmp(&b.0));
         running
     }
-
-    /// How many servers are running.
-    pub fn running(&self) -> usize {
-        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries
-            .values()
-            .filter(|e| matches!(&*e.state.borrow(), State::Ready(_)))
-            .count()
-    }
 }
 
 /// How long to wait before the next start after `failures` in a row: at once after the
@@ -393,14 +369,6 @@ fn backoff(failures: u32) -> Duration {
     }
     let secs = 1u64 << (failures - 2).min(6);
     Duration::from_secs(secs.min(60))
-}
-
-fn transport_word(transport: &Transport) -> &'static str {
-    match transport {
-        Transport::Stdio { .. } => "stdio",
-        Transport::Http { sse: false, .. } => "http",
-        Transport::Http { sse: true, .. } => "sse",
-    }
 }
 
 #[cfg(test)]

@@ -47,16 +47,17 @@ pub struct McpError {
 
 /// What the client answers and does with what a server sends on its own: the roots are the
 /// session's folder (roots, deprecated in the 2026-07-28 revision, still serve servers of
-/// 2025-11-25); sampling is not offered, so a request for it is refused; a changed tool list is listed again at once (the
-/// next model call sees it); progress of a running call goes to that call's output.
+/// 2025-11-25); elicitation and sampling (when offered) go to the latest running call; a
+/// changed tool list is listed again at once (the next model call sees it); progress of a
+/// running call goes to that call's output.
 #[derive(Clone)]
 struct Handler {
     root: PathBuf,
     tools: Arc<Mutex<Vec<Tool>>>,
     /// Running calls' outputs, by progress token.
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
-    /// Who answers an elicitation: the gates of the running calls, latest last.
-    elicitors: Elicitors,
+    /// Who answers elicitation and sampling: the running calls, latest last.
+    callers: Callers,
     /// Changes the server announced, and the last one whose listing is done: a call that
     /// saw a change returns once its listing is in (the next model call sees the tools).
     relist: Relist,
@@ -82,7 +83,38 @@ impl Relist {
 
 /// The running calls' gates and samplers, by call. A stdio server's request names no call,
 /// so it goes to the latest (nearly always the only one).
-type Elicitors = Arc<Mutex<Vec<(u64, Arc<dyn Gate>, Option<Arc<dyn Sampler>>)>>>;
+type Callers = Arc<Mutex<Vec<Caller>>>;
+
+/// A running call, as its server's requests reach it.
+#[derive(Clone)]
+struct Caller {
+    call: u64,
+    gate: Arc<dyn Gate>,
+    sampler: Option<Arc<dyn Sampler>>,
+}
+
+impl Handler {
+    /// The latest running call's gate and sampler.
+    fn caller(&self) -> Option<Caller> {
+        self.callers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last()
+            .cloned()
+    }
+
+    /// Serve over `transport`, each `tools/list_changed` counted as it is read.
+    fn serve<T: rmcp::transport::Transport<RoleClient> + 'static>(
+        self,
+        transport: T,
+        lifecycle: ClientLifecycleMode,
+    ) -> impl Future<
+        Output = Result<RunningService<RoleClient, Handler>, rmcp::service::ClientInitializeError>,
+    > {
+        let announced = Arc::clone(&self.relist.announced);
+        self.serve_with_lifecycle(crate::watch::Watching::new(transport, announced), lifecycle)
+    }
+}
 
 /// What a call's server may reach while it runs: where its progress goes, the gate that
 /// asks the user (elicitation, sampling), and the session's model (sampling).
@@ -131,12 +163,7 @@ impl rmcp::ClientHandler for Handler {
         _: RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<rmcp::model::ElicitResult, ErrorData>> + Send + '_ {
         use rmcp::model::{ElicitResult, ElicitationAction};
-        let gate = self
-            .elicitors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .last()
-            .map(|(_, gate, _)| Arc::clone(gate));
+        let gate = self.caller().map(|c| c.gate);
         let server = self.name.clone();
         async move {
             let Some(gate) = gate else {
@@ -176,12 +203,7 @@ impl rmcp::ClientHandler for Handler {
         params: rmcp::model::CreateMessageRequestParams,
         _: RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<rmcp::model::CreateMessageResult, ErrorData>> + Send + '_ {
-        let caller = self
-            .elicitors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .last()
-            .map(|(_, gate, sampler)| (Arc::clone(gate), sampler.clone()));
+        let caller = self.caller();
         let (server, offered) = (self.name.clone(), self.sampling);
         async move {
             let refused = |why: &str| ErrorData::invalid_request(why.to_string(), None);
@@ -190,7 +212,12 @@ impl rmcp::ClientHandler for Handler {
                     "stepper does not lend its model to MCP servers unless mcpSampling is on",
                 ));
             }
-            let Some((gate, Some(sampler))) = caller else {
+            let Some(Caller {
+                gate,
+                sampler: Some(sampler),
+                ..
+            }) = caller
+            else {
                 return Err(refused("no call of this server is running to ask for"));
             };
             let messages: Vec<(stepper_engine::Role, String)> = params
@@ -298,8 +325,8 @@ impl rmcp::ClientHandler for Handler {
 /// The text of a sampling message's content (one block or several).
 fn sampling_text(content: &serde_json::Value) -> String {
     let blocks = match content {
-        serde_json::Value::Array(blocks) => blocks.clone(),
-        one => vec![one.clone()],
+        serde_json::Value::Array(blocks) => blocks.as_slice(),
+        one => std::slice::from_ref(one),
     };
     blocks
         .iter()
@@ -359,7 +386,7 @@ pub struct McpServer {
     /// The tools it listed last.
     tools: Arc<Mutex<Vec<Tool>>>,
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
-    elicitors: Elicitors,
+    callers: Callers,
     relist: Relist,
     calls: std::sync::atomic::AtomicU64,
     /// The protocol revision it speaks.
@@ -432,18 +459,17 @@ impl McpServer {
         };
         let tools = Arc::new(Mutex::new(Vec::new()));
         let progress = Arc::new(Mutex::new(HashMap::new()));
-        let elicitors: Elicitors = Arc::default();
+        let callers: Callers = Arc::default();
         let relist = Relist::default();
         let handler = Handler {
             root: cwd.to_path_buf(),
             tools: Arc::clone(&tools),
             progress: Arc::clone(&progress),
-            elicitors: Arc::clone(&elicitors),
+            callers: Arc::clone(&callers),
             relist: relist.clone(),
             sampling: spec.sampling,
             name: spec.name.clone(),
         };
-        let announced = Arc::clone(&relist.announced);
         let (started, child) = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -463,11 +489,10 @@ impl McpServer {
                     std::io::Error,
                     rmcp::transport::async_rw::TransportAdapterAsyncRW,
                 >::into_transport((stdout, stdin));
-                let serving = handler.serve_with_lifecycle(
-                    crate::watch::Watching::new(pipes, Arc::clone(&announced)),
-                    lifecycle,
-                );
-                (ready(serving, timeout).await, Some(child))
+                (
+                    ready(handler.serve(pipes, lifecycle), timeout).await,
+                    Some(child),
+                )
             }
             Transport::Http {
                 url,
@@ -484,26 +509,10 @@ impl McpServer {
                     None => None,
                 };
                 let serving = match signed {
-                    Some(transport) => {
-                        ready(
-                            handler.serve_with_lifecycle(
-                                crate::watch::Watching::new(transport, Arc::clone(&announced)),
-                                lifecycle,
-                            ),
-                            timeout,
-                        )
-                        .await
-                    }
+                    Some(transport) => ready(handler.serve(transport, lifecycle), timeout).await,
                     None => {
                         let transport = crate::http::streamable(url, headers).map_err(fail)?;
-                        ready(
-                            handler.serve_with_lifecycle(
-                                crate::watch::Watching::new(transport, Arc::clone(&announced)),
-                                lifecycle,
-                            ),
-                            timeout,
-                        )
-                        .await
+                        ready(handler.serve(transport, lifecycle), timeout).await
                     }
                 };
                 (serving, None)
@@ -518,10 +527,7 @@ impl McpServer {
                         .await
                         .map_err(|e| e.to_string())?;
                     handler
-                        .serve_with_lifecycle(
-                            crate::watch::Watching::new(transport, Arc::clone(&announced)),
-                            lifecycle,
-                        )
+                        .serve(transport, lifecycle)
                         .await
                         .map_err(|e| e.to_string())
                 };
@@ -546,7 +552,7 @@ impl McpServer {
             _child: child.map(Mutex::new),
             tools,
             progress,
-            elicitors,
+            callers,
             relist,
             calls: std::sync::atomic::AtomicU64::new(0),
             protocol_version,
@@ -672,18 +678,22 @@ impl McpServer {
             .calls
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(gate) = with.gate {
-            self.elicitors
+            self.callers
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push((call, gate, with.sampler));
+                .push(Caller {
+                    call,
+                    gate,
+                    sampler: with.sampler,
+                });
         }
         let result = self.call_inner(tool, arguments, timeout, with.output).await;
         // A change the server announced during the call is listed before the call returns.
         self.relist.settled().await;
-        self.elicitors
+        self.callers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .retain(|(c, _, _)| *c != call);
+            .retain(|c| c.call != call);
         result
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, HeaderMap};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
@@ -35,17 +35,10 @@ impl SseTransport {
     ) -> Result<SseTransport, SseTransportError> {
         let fail = |message: String| SseTransportError(message);
         let base = reqwest::Url::parse(url).map_err(|e| fail(format!("`url` {url:?}: {e}")))?;
-        let mut map = HeaderMap::new();
-        for (name, value) in headers {
-            let header = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| fail(format!("`headers.{name}` is not a valid header name")))?;
-            let value = HeaderValue::from_str(value).map_err(|_| {
-                fail(format!(
-                    "`headers.{name}` holds characters a header cannot carry"
-                ))
-            })?;
-            map.insert(header, value);
-        }
+        let map: HeaderMap = crate::http::headers(headers)
+            .map_err(fail)?
+            .into_iter()
+            .collect();
         let client = reqwest::Client::builder()
             .build()
             .map_err(|e| fail(format!("no HTTP client: {e}")))?;

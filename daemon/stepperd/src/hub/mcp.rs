@@ -112,10 +112,13 @@ impl McpPool {
             .into_iter()
             .filter(|c| c.standing == McpStatus::NotApproved)
             .map(|c| McpServerInfo {
-                transport: if c.value.get("url").is_some() {
-                    c.value["type"].as_str().unwrap_or("http").to_string()
-                } else {
-                    "stdio".into()
+                transport: {
+                    let one: ServerMap = [(c.name.clone(), c.value.clone())].into();
+                    parse_servers(&one, &Env::new())
+                        .0
+                        .first()
+                        .map(|s| s.transport.word().to_string())
+                        .unwrap_or_default()
                 },
                 target: target(&c.value),
                 name: c.name,
@@ -276,9 +279,7 @@ impl McpPool {
     pub async fn list(
         &self,
         cwd: &Path,
-        user: &Settings,
-        trusted: &Settings,
-        merged: &Settings,
+        (user, trusted, merged): (&Settings, &Settings, &Settings),
         env: &Env,
     ) -> Vec<McpServerInfo> {
         let (configured, _) = configured(&self.config_dir, cwd, user, trusted, merged);
@@ -297,7 +298,7 @@ impl McpPool {
                 source: c.source.display().to_string(),
                 transport: spec
                     .first()
-                    .map(|s| transport_word(&s.transport).to_string())
+                    .map(|s| s.transport.word().to_string())
                     .unwrap_or_default(),
                 target: target(&c.value),
                 status: c.standing,
@@ -573,14 +574,6 @@ fn configured(
         };
     }
     (all.into_values().collect(), notices)
-}
-
-fn transport_word(transport: &stepper_mcp::Transport) -> &'static str {
-    match transport {
-        stepper_mcp::Transport::Stdio { .. } => "stdio",
-        stepper_mcp::Transport::Http { sse: false, .. } => "http",
-        stepper_mcp::Transport::Http { sse: true, .. } => "sse",
-    }
 }
 
 /// The command line or URL as written.

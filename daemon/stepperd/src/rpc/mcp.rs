@@ -29,7 +29,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         let mut env: Env = crate::hub::env::login_env(deps).await.clone();
         env.extend(p.env);
         let env = crate::hub::env::tool_env(&env, &merged);
-        let servers = deps.mcp.list(&cwd, &user, &trusted, &merged, &env).await;
+        let servers = deps.mcp.list(&cwd, (&user, &trusted, &merged), &env).await;
         Ok(McpListResponse { servers })
     });
 
