@@ -6,6 +6,7 @@
 mod acp;
 mod ask;
 mod attach;
+mod backends;
 mod boundaries;
 mod compaction;
 mod config;

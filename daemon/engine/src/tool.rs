@@ -45,6 +45,9 @@ pub enum GateRequest {
         /// the approval; a hint, never a reason to allow.
         annotations: Option<String>,
     },
+    /// Use a tool of another agent CLI driven as a back-end that none of the above
+    /// describes (Claude Code's `Task`, `WebSearch`, `NotebookEdit`…): `input` is its JSON.
+    Tool { name: String, input: String },
 }
 
 /// A command's environment, shared, and never printed: it holds the session's keys.

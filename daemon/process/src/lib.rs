@@ -6,6 +6,7 @@
 //! It depends on no other stepper crate, and a test keeps it that way.
 
 pub mod group;
+pub mod guard;
 pub mod login_env;
 pub mod registry;
 pub mod sandbox;

@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod auth;
+pub mod backend;
 pub mod codex;
 pub mod ndjson;
 pub mod openai;
@@ -44,6 +45,9 @@ pub struct Resolved {
     pub info: ModelInfo,
     /// The credentials in use, to scrub from recordings.
     pub secrets: Vec<String>,
+    /// For a CLI back-end (`claude-code/…`): what runs the turn instead of the agent loop.
+    /// `provider` then only explains that it is no model.
+    pub backend: Option<backend::BackendSpec>,
 }
 
 /// Builds providers for model references, sharing one HTTP client (and its connection pool).
@@ -61,12 +65,16 @@ fn convention(name: &str) -> Option<ProviderConfig> {
         api_key_env: key.map(str::to_string),
         headers: Default::default(),
         models: Default::default(),
+        command: None,
+        auth: None,
     };
     Some(match name {
         "anthropic" => config(ProviderKind::Anthropic, None, Some("ANTHROPIC_API_KEY")),
         "openai" => config(ProviderKind::Openai, None, Some("OPENAI_API_KEY")),
         "codex" => config(ProviderKind::Codex, None, None),
         "replay" => config(ProviderKind::Replay, None, None),
+        "claude-code" => config(ProviderKind::ClaudeCode, None, None),
+        "codex-cli" => config(ProviderKind::CodexCli, None, None),
         "ollama" => config(
             ProviderKind::OpenaiChat,
             Some("http://localhost:11434/v1"),
@@ -174,8 +182,43 @@ impl Providers {
             ))
         };
         let info = self.model_info(model, cx.settings);
-        let secrets: Vec<String> = key.iter().cloned().collect();
+        let mut secrets: Vec<String> = key.iter().cloned().collect();
+        let mut backend = None;
         let provider: Arc<dyn LlmProvider> = match config.kind {
+            ProviderKind::ClaudeCode | ProviderKind::CodexCli => {
+                let cli = if config.kind == ProviderKind::ClaudeCode {
+                    backend::Cli::ClaudeCode
+                } else {
+                    backend::Cli::CodexCli
+                };
+                if cli == backend::Cli::CodexCli {
+                    return Err(ProviderError::Config(
+                        "codex-cli/… (Codex CLI as a back-end) is not available yet: use \
+                         codex/<model> (ChatGPT sign-in) or openai/<model> meanwhile"
+                            .into(),
+                    ));
+                }
+                backend::locate(cli, config.command.as_deref(), cx.env)?;
+                // The session's Anthropic login, which `auto` hands to the CLI.
+                let mut login = Vec::new();
+                if let Some(key) = var("ANTHROPIC_API_KEY")
+                    .or_else(|| self.stored_key("anthropic", ProviderKind::Anthropic))
+                {
+                    secrets.push(key.clone());
+                    login.push(("ANTHROPIC_API_KEY".to_string(), key));
+                }
+                if let Some(url) = var("ANTHROPIC_BASE_URL") {
+                    login.push(("ANTHROPIC_BASE_URL".to_string(), url));
+                }
+                backend = Some(backend::BackendSpec {
+                    cli,
+                    command: config.command.clone(),
+                    auth: config.auth.unwrap_or_default(),
+                    model: (model.model != "default").then(|| model.model.clone()),
+                    login,
+                });
+                Arc::new(backend::NotAModel { cli })
+            }
             ProviderKind::Anthropic => {
                 let key = key.ok_or_else(|| {
                     missing_key(config.api_key_env.as_deref().unwrap_or("ANTHROPIC_API_KEY"))
@@ -242,6 +285,7 @@ impl Providers {
             provider,
             info,
             secrets,
+            backend,
         })
     }
 
@@ -262,6 +306,8 @@ impl Providers {
                     api_key_env: None,
                     headers: Default::default(),
                     models: Default::default(),
+                    command: None,
+                    auth: None,
                 })
             })
     }

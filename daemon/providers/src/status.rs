@@ -65,6 +65,8 @@ fn kind_name(kind: ProviderKind) -> &'static str {
         ProviderKind::OpenaiChat => "openai-chat",
         ProviderKind::Codex => "codex",
         ProviderKind::Replay => "replay",
+        ProviderKind::ClaudeCode => "claude-code",
+        ProviderKind::CodexCli => "codex-cli",
     }
 }
 
@@ -123,6 +125,8 @@ impl Providers {
                     api_key_env: None,
                     headers: Default::default(),
                     models: Default::default(),
+                    command: None,
+                    auth: None,
                 });
             push(name, Some(config), Some(server.clone()));
         }
@@ -239,7 +243,8 @@ impl Providers {
                 self.local_status(&mut status, c, key, base_url, probe)
                     .await
             }
-            ProviderKind::Replay => {}
+            // `stepper backends` says what a CLI back-end has.
+            ProviderKind::Replay | ProviderKind::ClaudeCode | ProviderKind::CodexCli => {}
         }
         status
     }

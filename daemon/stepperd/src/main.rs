@@ -29,6 +29,14 @@ fn main() -> ExitCode {
         let code = stepper_process::sandbox::helper_main(&argv[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
     }
+    // The parent-death guard of another agent CLI: it execs the CLI (or watches it).
+    if argv
+        .get(1)
+        .is_some_and(|a| a == stepper_process::guard::HELPER_SUBCOMMAND)
+    {
+        let code = stepper_process::guard::helper_main(&argv[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
+    }
     let args = Args::parse_from(argv);
     let places = match Places::from_env() {
         Ok(p) => p,

@@ -34,6 +34,29 @@ pub enum ProviderKind {
     Codex,
     /// A recorded exchange played back.
     Replay,
+    /// An installed Claude Code driven over stream-json: the CLI runs the turn with its
+    /// own tools, its approvals asked through stepper's gate.
+    ClaudeCode,
+    /// An installed Codex CLI driven as a back-end.
+    CodexCli,
+}
+
+impl ProviderKind {
+    /// Whether this kind drives another agent CLI rather than speak to a model.
+    pub fn is_cli(self) -> bool {
+        matches!(self, ProviderKind::ClaudeCode | ProviderKind::CodexCli)
+    }
+}
+
+/// Whose login a CLI back-end uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendAuth {
+    /// The session's API key and base URL when it has them, else the CLI's own login.
+    #[default]
+    Auto,
+    /// Always the CLI's own login (a Claude or ChatGPT plan): API keys are taken away.
+    Subscription,
 }
 
 /// A provider: its wire format, where it is, and how to authenticate.
@@ -53,6 +76,12 @@ pub struct ProviderConfig {
     /// Models of this provider, with what is known of them.
     #[serde(default)]
     pub models: BTreeMap<String, ModelInfo>,
+    /// A CLI back-end's executable (`claude-code`, `codex-cli`): a path, or a name on PATH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// A CLI back-end's login: `auto` (the default) or `subscription`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<BackendAuth>,
 }
 
 /// `setting.json`: the user's, the project's and the project's local one, merged.

@@ -68,6 +68,7 @@ impl Policy {
             GateRequest::Read { path } => vec![format!("Read(/{})", path.display())],
             GateRequest::WebFetch { url } => vec![format!("WebFetch(domain:{})", host_of(url))],
             GateRequest::Mcp { server, tool, .. } => vec![format!("mcp__{server}__{tool}")],
+            GateRequest::Tool { name, .. } => vec![name.clone()],
             // Leaving the sandbox is asked every time: no rule stands for it.
             GateRequest::Unsandboxed { .. } => Vec::new(),
         };
@@ -124,6 +125,7 @@ impl Policy {
             GateRequest::Unsandboxed {
                 command, failure, ..
             } => self.unsandboxed(command, failure),
+            GateRequest::Tool { name, .. } => self.tool(name),
         }));
         decided.unwrap_or_else(|_| {
             tracing::error!("the permission check failed; asking instead");
@@ -183,6 +185,22 @@ impl Policy {
             return Verdict::Allow;
         }
         Verdict::Ask(format!("fetch {url}"))
+    }
+
+    /// Another agent's tool, by name: rules that name it, else `auto` allows and every
+    /// other mode asks (stepper cannot tell what it will do).
+    fn tool(&self, name: &str) -> Verdict {
+        if let Some(rule) = self.deny.iter().find(|r| r.matches_tool(name)) {
+            return Verdict::Deny(format!("{name} is denied by the rule {}", rule.text));
+        }
+        let ask = || Verdict::Ask(format!("use {name}"));
+        if self.ask.iter().any(|r| r.matches_tool(name)) {
+            return ask();
+        }
+        if self.mode == PermissionMode::Auto || self.allow.iter().any(|r| r.matches_tool(name)) {
+            return Verdict::Allow;
+        }
+        ask()
     }
 
     fn mcp(&self, server: &str, tool: &str, annotations: Option<&str>) -> Verdict {

@@ -34,6 +34,9 @@ enum Matcher {
         server: String,
         tool: Option<String>,
     },
+    /// Another tool of Claude Code's by its name alone (`WebSearch`, `Task`, `NotebookEdit`),
+    /// for CLI back-ends.
+    Tool(String),
 }
 
 impl Rule {
@@ -97,9 +100,11 @@ impl Rule {
                     },
                 }
             }
+            (name, None) if is_tool_name(name) => Matcher::Tool(name.to_string()),
             _ => {
                 return Err(format!(
-                    "rule {text:?}: unknown tool (Bash, Read, Edit, Write, WebFetch, mcp__server__tool)"
+                    "rule {text:?}: unknown tool (Bash, Read, Edit, Write, WebFetch, \
+                     mcp__server__tool, or another tool's name such as WebSearch)"
                 ));
             }
         };
@@ -157,6 +162,10 @@ impl Rule {
         }
     }
 
+    pub(super) fn matches_tool(&self, name: &str) -> bool {
+        matches!(&self.matcher, Matcher::Tool(n) if n == name)
+    }
+
     pub(super) fn matches_mcp(&self, server: &str, tool: &str) -> bool {
         match &self.matcher {
             Matcher::Mcp { server: s, tool: t } => {
@@ -165,6 +174,13 @@ impl Rule {
             _ => false,
         }
     }
+}
+
+/// A tool's name as Claude Code spells them: a capital, then letters and digits.
+fn is_tool_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 fn words(s: &str) -> Vec<String> {

@@ -340,6 +340,10 @@ fn claude_request(request: &GateRequest) -> (String, serde_json::Value) {
             format!("mcp__{server}__{tool}"),
             serde_json::from_str(arguments).unwrap_or_else(|_| json!({})),
         ),
+        GateRequest::Tool { name, input } => (
+            name.clone(),
+            serde_json::from_str(input).unwrap_or_else(|_| json!({})),
+        ),
     }
 }
 
@@ -366,5 +370,6 @@ fn describe(request: &GateRequest) -> (String, Option<String>, Option<String>) {
             Some(arguments.clone()),
             None,
         ),
+        GateRequest::Tool { name, input } => (name.clone(), Some(input.clone()), None),
     }
 }

@@ -6,6 +6,7 @@
 //! runs with; `approvals` and `checkpoint` are the gate's questions and the files' history.
 
 pub mod approvals;
+pub mod backend;
 pub mod checkpoint;
 pub mod context;
 pub mod env;

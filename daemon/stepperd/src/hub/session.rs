@@ -46,6 +46,9 @@ pub struct LiveSession {
     pub(super) state: Mutex<State>,
     /// Fired when the session is deleted: its subscriptions end, its queue stops.
     pub ended: CancellationToken,
+    /// The session's Claude Code, while its model is `claude-code/…`: the process lives
+    /// from turn to turn (one turn at a time holds it).
+    pub(super) backend: tokio::sync::Mutex<Option<stepper_providers::backend::claude::ClaudeCode>>,
 }
 
 pub(super) struct State {
@@ -123,6 +126,7 @@ impl LiveSession {
             queued,
             submitting: tokio::sync::Mutex::new(()),
             ended: CancellationToken::new(),
+            backend: tokio::sync::Mutex::new(None),
             state: Mutex::new(State {
                 env,
                 env_from_client: from_client,

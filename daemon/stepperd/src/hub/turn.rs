@@ -60,17 +60,17 @@ enum TurnError {
 const MAX_TOKENS: u32 = 32_000;
 
 /// What a turn runs with.
-struct Prepared {
-    resolved: Resolved,
-    settings: Arc<Settings>,
+pub(super) struct Prepared {
+    pub(super) resolved: Resolved,
+    pub(super) settings: Arc<Settings>,
     /// What the tools run with: the login environment overlaid with the session's, less
     /// the provider keys (see `tool_env`).
-    env: Env,
+    pub(super) env: Env,
     /// Every credential the daemon knows of, taken out of tool output.
-    secrets: Vec<String>,
-    cwd: PathBuf,
+    pub(super) secrets: Vec<String>,
+    pub(super) cwd: PathBuf,
     /// The environment providers of other layers' models are resolved with.
-    effective: Env,
+    pub(super) effective: Env,
 }
 
 impl LiveSession {
@@ -137,7 +137,17 @@ impl LiveSession {
         let said = Mutex::new(input.text.clone());
         let (status, error, contexts) = match prepared {
             Err(e) => (TurnStatus::Failed, Some(e.to_string()), Vec::new()),
+            // Another agent CLI runs the whole turn.
+            Ok((prepared, _)) if prepared.resolved.backend.is_some() => {
+                self.backend_turn(turn, &input.text, prepared, &consulted, &cancel, deps)
+                    .await?
+            }
             Ok((prepared, messages)) => {
+                // A session that left its CLI back-end lets its process go (the
+                // conversation's id stays, for a return).
+                if let Some(backend) = self.backend.lock().await.as_mut() {
+                    backend.shut().await;
+                }
                 let Prepared {
                     resolved,
                     settings,
@@ -270,22 +280,7 @@ impl LiveSession {
                 for message in notices {
                     self.notice_once(turn, message).await;
                 }
-                let (mut policy, problems) =
-                    Policy::from_settings(settings.permissions.as_ref(), &cwd, home.as_deref());
-                for problem in problems {
-                    let _ = self
-                        .log
-                        .append(
-                            Some(turn),
-                            AppEvent::Notice {
-                                message: format!("setting.json: {problem}"),
-                            },
-                        )
-                        .await;
-                }
-                if let Some(mode) = self.state().mode {
-                    policy.mode = mode;
-                }
+                let mut policy = self.policy(turn, &settings, &cwd, home.as_deref()).await;
                 // What the invoked command or skill may use without asking, for this turn.
                 for text in invoked.iter().flat_map(|i| i.allowed_tools.iter()) {
                     match Rule::parse(text, &cwd, home.as_deref()) {
@@ -526,6 +521,34 @@ impl LiveSession {
         Ok(added)
     }
 
+    /// The permission policy of a turn: the settings' rules, the session's mode. Bad rules
+    /// are said in notices and left out.
+    pub(super) async fn policy(
+        &self,
+        turn: u32,
+        settings: &Settings,
+        cwd: &Path,
+        home: Option<&Path>,
+    ) -> Policy {
+        let (mut policy, problems) =
+            Policy::from_settings(settings.permissions.as_ref(), cwd, home);
+        for problem in problems {
+            let _ = self
+                .log
+                .append(
+                    Some(turn),
+                    AppEvent::Notice {
+                        message: format!("setting.json: {problem}"),
+                    },
+                )
+                .await;
+        }
+        if let Some(mode) = self.state().mode {
+            policy.mode = mode;
+        }
+        policy
+    }
+
     /// The sandbox of this turn's commands. A sandbox that is wanted but cannot be applied
     /// is said once per session (a notice): its commands then ask as in `default` mode.
     async fn sandbox_plan(
@@ -673,10 +696,10 @@ pub(super) async fn run_inputs(
 }
 
 /// Where one agent's events go: the session's log, tagged with the agent.
-struct AgentSink<'a> {
-    log: &'a EventLog,
-    turn: u32,
-    agent: Option<String>,
+pub(super) struct AgentSink<'a> {
+    pub(super) log: &'a EventLog,
+    pub(super) turn: u32,
+    pub(super) agent: Option<String>,
 }
 
 impl EventSink for AgentSink<'_> {
@@ -970,6 +993,7 @@ impl TurnHost {
                 provider: Arc::clone(&self.main.0),
                 info: self.main.1.clone(),
                 secrets: Vec::new(),
+                backend: None,
             });
         }
         let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
@@ -995,6 +1019,7 @@ impl TurnHost {
             provider,
             info,
             secrets: more_secrets,
+            ..
         } = match self.provider(&model) {
             Ok(p) => p,
             Err(error) => return TurnOutcome::failed(error),

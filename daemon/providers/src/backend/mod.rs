@@ -1,0 +1,422 @@
+//! Other agent CLIs driven as back-ends: a session whose model is `claude-code/<model>` runs
+//! each turn in an installed Claude Code, with its own tools, login and conversation, while
+//! stepper keeps the session: events, approvals through the session's gate, checkpoints,
+//! one history.
+//!
+//! `host.rs` is what every CLI needs of its host (the process in its group under the
+//! parent-death guard, writes queued in order, lines reassembled, stderr to the log);
+//! `claude.rs` speaks Claude Code's stream-json protocol over it. This module finds the
+//! executable, checks its version, and builds the environment it runs with.
+
+pub mod claude;
+pub mod host;
+pub mod mcp_list;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use stepper_engine::ProviderError;
+use stepper_engine::config::BackendAuth;
+use stepper_protocol::session::Env;
+
+/// Which CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cli {
+    ClaudeCode,
+    CodexCli,
+}
+
+impl Cli {
+    /// The provider name of its models (`claude-code/…`).
+    pub fn provider(self) -> &'static str {
+        match self {
+            Cli::ClaudeCode => "claude-code",
+            Cli::CodexCli => "codex-cli",
+        }
+    }
+
+    /// The executable's usual name.
+    pub fn program(self) -> &'static str {
+        match self {
+            Cli::ClaudeCode => "claude",
+            Cli::CodexCli => "codex",
+        }
+    }
+
+    /// What installs it.
+    pub fn install(self) -> &'static str {
+        match self {
+            Cli::ClaudeCode => "npm install -g @anthropic-ai/claude-code",
+            Cli::CodexCli => "npm install -g @openai/codex",
+        }
+    }
+
+    /// The oldest version stepper drives: Claude Code's control protocol over stream-json
+    /// (`can_use_tool`, `interrupt`, `set_model`) came with 2.0.
+    pub fn minimum(self) -> Version {
+        match self {
+            Cli::ClaudeCode => Version(2, 0, 0),
+            Cli::CodexCli => Version(0, 40, 0),
+        }
+    }
+
+    /// The product's name, for messages.
+    pub fn title(self) -> &'static str {
+        match self {
+            Cli::ClaudeCode => "Claude Code",
+            Cli::CodexCli => "Codex CLI",
+        }
+    }
+
+    /// The variables that carry an API login, which `subscription` takes away.
+    fn auth_variables(self) -> &'static [&'static str] {
+        match self {
+            Cli::ClaudeCode => &[
+                "ANTHROPIC_API_KEY",
+                "ANTHROPIC_AUTH_TOKEN",
+                "ANTHROPIC_BASE_URL",
+            ],
+            Cli::CodexCli => &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"],
+        }
+    }
+}
+
+/// The provider a CLI back-end's model resolves to: it runs no model call of its own, so
+/// what asks one of it (compaction, MCP sampling, another layer) is told what to use.
+pub struct NotAModel {
+    pub cli: Cli,
+}
+
+impl stepper_engine::LlmProvider for NotAModel {
+    fn name(&self) -> &str {
+        self.cli.provider()
+    }
+
+    fn chat_stream(
+        &self,
+        _request: stepper_engine::ChatRequest,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> stepper_engine::provider::ChatStream {
+        let message = format!(
+            "{}/… runs whole turns in {} and answers no single model call: name another model \
+             for this (compaction.model, a layer's or a subagent's model)",
+            self.cli.provider(),
+            self.cli.title()
+        );
+        Box::pin(futures::stream::once(async move {
+            Err(ProviderError::Config(message))
+        }))
+    }
+}
+
+/// A CLI version, `major.minor.patch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version(pub u32, pub u32, pub u32);
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+impl Version {
+    /// The first `x.y.z` in what `--version` printed (`2.1.3 (Claude Code)`,
+    /// `codex-cli 0.171.0`).
+    pub fn find(text: &str) -> Option<Version> {
+        text.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == 'v')
+            .find_map(|word| {
+                let core = word.split(['-', '+']).next()?;
+                let mut parts = core.split('.').map(|p| p.parse::<u32>().ok());
+                let (a, b, c) = (parts.next()??, parts.next()??, parts.next()??);
+                Some(Version(a, b, c))
+            })
+    }
+}
+
+/// A CLI found and fit to drive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub cli: Cli,
+    pub program: PathBuf,
+    pub version: Version,
+}
+
+/// Folders where CLIs are installed but a daemon started by the service manager or a GUI
+/// session may not have on its `PATH`; each is added after the session's own `PATH`.
+fn extra_path(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(home) = home {
+        for sub in [
+            ".local/bin",
+            ".claude/local",
+            ".npm-global/bin",
+            ".bun/bin",
+            ".volta/bin",
+            ".yarn/bin",
+            ".cargo/bin",
+            "bin",
+        ] {
+            dirs.push(home.join(sub));
+        }
+    }
+    for dir in [
+        "/usr/local/bin",
+        "/opt/homebrew/bin",
+        "/home/linuxbrew/.linuxbrew/bin",
+        "/usr/bin",
+        "/bin",
+    ] {
+        dirs.push(PathBuf::from(dir));
+    }
+    dirs
+}
+
+/// `PATH` as a CLI gets it: the session's, then the usual install folders it lacks.
+pub fn augmented_path(env: &Env) -> String {
+    let sep = if cfg!(windows) { ';' } else { ':' };
+    let mut parts: Vec<String> = env
+        .get("PATH")
+        .map(|p| {
+            p.split(sep)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let home = env.get("HOME").map(Path::new);
+    for dir in extra_path(home) {
+        let dir = dir.display().to_string();
+        if !parts.contains(&dir) {
+            parts.push(dir);
+        }
+    }
+    parts.join(&sep.to_string())
+}
+
+/// Where `cli` is: `command` from the settings (a path, or a name looked up on the
+/// augmented `PATH`), else its usual name on that `PATH`.
+pub fn locate(cli: Cli, command: Option<&str>, env: &Env) -> Result<PathBuf, ProviderError> {
+    let wanted = command.unwrap_or(cli.program());
+    let not_found = || {
+        let how = match command {
+            Some(c) => format!(
+                "providers.{}.command is {c:?}, which is not an executable",
+                cli.provider()
+            ),
+            None => format!("no `{}` on PATH", cli.program()),
+        };
+        ProviderError::Config(format!(
+            "{} is not installed ({how}): install it with `{}`, or set \"command\" under \
+             providers.{} in setting.json to where it is",
+            cli.title(),
+            cli.install(),
+            cli.provider()
+        ))
+    };
+    let named = Path::new(wanted);
+    if named.components().count() > 1 || named.is_absolute() {
+        let path = match (named.is_absolute(), env.get("HOME")) {
+            (false, _) if wanted.starts_with("~/") => env
+                .get("HOME")
+                .map(|h| Path::new(h).join(&wanted[2..]))
+                .ok_or_else(not_found)?,
+            _ => named.to_path_buf(),
+        };
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(not_found())
+        };
+    }
+    let path = augmented_path(env);
+    let sep = if cfg!(windows) { ';' } else { ':' };
+    for dir in path.split(sep) {
+        let candidate = Path::new(dir).join(wanted);
+        if is_executable(&candidate) {
+            return Ok(candidate);
+        }
+        #[cfg(windows)]
+        for ext in ["exe", "cmd"] {
+            let candidate = candidate.with_extension(ext);
+            if is_executable(&candidate) {
+                return Ok(candidate);
+            }
+        }
+    }
+    Err(not_found())
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    meta.is_file()
+}
+
+/// How long `--version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The version of the CLI at `program`, asked once per executable (path, size and mtime).
+pub async fn version(cli: Cli, program: &Path, env: &Env) -> Result<Version, ProviderError> {
+    type Seen = Vec<((PathBuf, u64, Option<std::time::SystemTime>), Version)>;
+    static SEEN: Mutex<Seen> = Mutex::new(Vec::new());
+    let meta = std::fs::metadata(program).ok();
+    let key = (
+        program.to_path_buf(),
+        meta.as_ref().map_or(0, std::fs::Metadata::len),
+        meta.and_then(|m| m.modified().ok()),
+    );
+    if let Some((_, v)) = SEEN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(k, _)| *k == key)
+    {
+        return Ok(*v);
+    }
+    let mut command = tokio::process::Command::new(program);
+    command
+        .arg("--version")
+        .env_clear()
+        .envs(env.iter())
+        .env("PATH", augmented_path(env))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let failed = |why: String| {
+        ProviderError::Config(format!(
+            "{} at {} did not say its version ({why}): reinstall it with `{}`",
+            cli.title(),
+            program.display(),
+            cli.install()
+        ))
+    };
+    let out = tokio::time::timeout(VERSION_TIMEOUT, command.output())
+        .await
+        .map_err(|_| failed(format!("no answer in {}s", VERSION_TIMEOUT.as_secs())))?
+        .map_err(|e| failed(e.to_string()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let found =
+        Version::find(&text).ok_or_else(|| failed(format!("it printed {:?}", text.trim())))?;
+    if found < cli.minimum() {
+        return Err(ProviderError::Config(format!(
+            "{} {found} at {} is too old for stepper ({} or newer is needed): update it with \
+             `{}@latest`",
+            cli.title(),
+            program.display(),
+            cli.minimum(),
+            cli.install()
+        )));
+    }
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    seen.retain(|(k, _)| k.0 != key.0);
+    seen.push((key, found));
+    Ok(found)
+}
+
+/// What a back-end is set up with, from the provider's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendSpec {
+    pub cli: Cli,
+    /// `command` from the settings, if any.
+    pub command: Option<String>,
+    pub auth: BackendAuth,
+    /// The model within the CLI (`None`: its default).
+    pub model: Option<String>,
+    /// The API login the session has for the CLI's vendor (`auto` only): a key and a base
+    /// URL, as the variables the CLI reads.
+    pub login: Vec<(String, String)>,
+}
+
+impl BackendSpec {
+    /// The environment the CLI runs with: the session's, `PATH` augmented, and the API
+    /// login by `auth` — `auto` passes the session's key and base URL when it has them
+    /// (else the CLI uses its own login), `subscription` takes them away so the CLI's own
+    /// login (a Claude or ChatGPT plan) is used.
+    pub fn environment(&self, env: &Env) -> Env {
+        let mut out = env.clone();
+        out.insert("PATH".into(), augmented_path(env));
+        // stepper's own variables mean nothing to the CLI.
+        out.retain(|k, _| !k.starts_with("STEPPER_") || k == "STEPPER_HOME");
+        match self.auth {
+            BackendAuth::Subscription => {
+                for var in self.cli.auth_variables() {
+                    out.remove(*var);
+                }
+            }
+            BackendAuth::Auto => {
+                for (k, v) in &self.login {
+                    out.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_from_what_the_clis_print() {
+        assert_eq!(
+            Version::find("2.1.332 (Claude Code)\n"),
+            Some(Version(2, 1, 332))
+        );
+        assert_eq!(Version::find("codex-cli 0.171.0"), Some(Version(0, 171, 0)));
+        assert_eq!(Version::find("v1.0.3-beta.2"), Some(Version(1, 0, 3)));
+        assert_eq!(Version::find("claude"), None);
+        assert!(Version(1, 9, 9) < Cli::ClaudeCode.minimum());
+    }
+
+    #[test]
+    fn subscription_takes_the_api_login_away_and_auto_adds_the_sessions() {
+        let env: Env = [
+            ("PATH".to_string(), "/usr/bin".to_string()),
+            ("HOME".to_string(), "/home/u".to_string()),
+            ("ANTHROPIC_API_KEY".to_string(), "sk-env".to_string()),
+            ("STEPPER_GROUP".to_string(), "x".to_string()),
+        ]
+        .into_iter()
+        .collect();
+        let mut spec = BackendSpec {
+            cli: Cli::ClaudeCode,
+            command: None,
+            auth: BackendAuth::Subscription,
+            model: None,
+            login: vec![("ANTHROPIC_BASE_URL".into(), "http://x".into())],
+        };
+        let sub = spec.environment(&env);
+        assert!(!sub.contains_key("ANTHROPIC_API_KEY"));
+        assert!(!sub.contains_key("ANTHROPIC_BASE_URL"));
+        assert!(!sub.contains_key("STEPPER_GROUP"));
+        assert!(sub["PATH"].starts_with("/usr/bin:"));
+        assert!(sub["PATH"].contains("/home/u/.local/bin"));
+        spec.auth = BackendAuth::Auto;
+        let auto = spec.environment(&env);
+        assert_eq!(auto["ANTHROPIC_API_KEY"], "sk-env");
+        assert_eq!(auto["ANTHROPIC_BASE_URL"], "http://x");
+    }
+
+    #[test]
+    fn a_missing_cli_names_its_install_command() {
+        let env: Env = [("PATH".to_string(), "/nonexistent".to_string())]
+            .into_iter()
+            .collect();
+        let e = locate(Cli::ClaudeCode, Some("/nonexistent/claude"), &env).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("npm install -g @anthropic-ai/claude-code"),
+            "{e}"
+        );
+        let e = locate(Cli::CodexCli, Some("no-such-codex-here"), &env).unwrap_err();
+        assert!(e.to_string().contains("@openai/codex"), "{e}");
+    }
+}

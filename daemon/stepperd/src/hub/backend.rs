@@ -1,0 +1,148 @@
+//! A turn run by another agent CLI (`claude-code/<model>`): the session's Claude Code gets
+//! the prompt once the checkpoint baseline is taken; its events go to the session's log, its
+//! permission requests to the session's gate, and its conversation's id is stored with the
+//! turn's end, so the conversation resumes after a daemon restart. The files it changed are
+//! checkpointed like stepper's own tools' changes (it may change files without asking, so
+//! the turn's files are always walked).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use stepper_engine::ChatMessage;
+use stepper_engine::orchestrator::LayerContext;
+use stepper_engine::tool::CommandEnv;
+use stepper_protocol::{AppEvent, PermissionMode, TurnStatus};
+use stepper_providers::backend::claude::{ClaudeCode, TurnSpec};
+use tokio_util::sync::CancellationToken;
+
+use super::HubDeps;
+use super::approvals::SessionGate;
+use super::context::{MAIN_LAYER, history};
+use super::log::LogError;
+use super::session::LiveSession;
+use super::turn::{AgentSink, Prepared};
+
+/// Where a session's Claude Code conversation id is kept: a context of its own, replaced
+/// at each turn's end.
+const CLAUDE_CONTEXT: &str = "backend:claude-code";
+
+/// How long an interrupted CLI gets to end its turn before its group is stopped
+/// (`STEPPER_BACKEND_GRACE_MS`).
+fn grace() -> Duration {
+    std::env::var("STEPPER_BACKEND_GRACE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(5), Duration::from_millis)
+}
+
+impl LiveSession {
+    pub(super) async fn backend_turn(
+        &self,
+        turn: u32,
+        prompt: &str,
+        prepared: Prepared,
+        consulted: &Arc<AtomicBool>,
+        cancel: &CancellationToken,
+        deps: &HubDeps,
+    ) -> Result<(TurnStatus, Option<String>, Vec<LayerContext>), LogError> {
+        let Prepared {
+            resolved,
+            settings,
+            env,
+            effective,
+            secrets,
+            cwd,
+        } = prepared;
+        let Some(spec) = resolved.backend else {
+            return Ok((
+                TurnStatus::Failed,
+                Some("this model is not a CLI back-end".into()),
+                Vec::new(),
+            ));
+        };
+        let home = env.get("HOME").map(PathBuf::from);
+        let policy = self.policy(turn, &settings, &cwd, home.as_deref()).await;
+        let plan = policy.mode == PermissionMode::Plan;
+        let policy = Arc::new(std::sync::Mutex::new(policy));
+        self.state().active_policy = Some(Arc::clone(&policy));
+        let (baseline_taken, baseline) = tokio::sync::watch::channel(false);
+        let gate = SessionGate {
+            consulted: Arc::clone(consulted),
+            policy,
+            approvals: Arc::clone(&self.approvals),
+            log: self.log.clone(),
+            turn,
+            cancel: cancel.clone(),
+            baseline,
+            hooks: None,
+            agent: None,
+        };
+        // The CLI may change files without asking (its own allow rules): the baseline is
+        // taken before it gets the prompt, and the files are walked after the turn.
+        consulted.store(true, Ordering::SeqCst);
+        if let Err(e) = self.checkpoints.sync(&deps.store).await {
+            let message = format!("file checkpoints are off for this turn: {e}");
+            self.log
+                .append(Some(turn), AppEvent::Notice { message })
+                .await?;
+        }
+        let _ = baseline_taken.send(true);
+
+        let mut backend = self.backend.lock().await;
+        if backend.is_none() {
+            // The conversation of an earlier daemon, if the session had one.
+            let stored = history(&deps.store, &self.id, CLAUDE_CONTEXT)
+                .await
+                .ok()
+                .and_then(|m| m.last().map(ChatMessage::text))
+                .filter(|id| !id.is_empty());
+            *backend = Some(ClaudeCode::new(stored));
+        }
+        let Some(claude) = backend.as_mut() else {
+            return Ok((TurnStatus::Failed, None, Vec::new()));
+        };
+        let guard = std::env::current_exe().ok();
+        let sink = AgentSink {
+            log: &self.log,
+            turn,
+            agent: None,
+        };
+        let outcome = claude
+            .turn(
+                TurnSpec {
+                    prompt,
+                    spec: &spec,
+                    env: &effective,
+                    cwd: &cwd,
+                    plan,
+                    gate: &gate,
+                    command_env: CommandEnv(Arc::new(env)),
+                    cancel,
+                    guard: guard.as_deref(),
+                    secrets: &secrets,
+                    grace: grace(),
+                },
+                &sink,
+            )
+            .await;
+        let mut messages = vec![ChatMessage::user(prompt.to_string())];
+        if !outcome.text.is_empty() {
+            messages.push(ChatMessage::assistant(outcome.text.clone()));
+        }
+        let mut contexts = vec![LayerContext {
+            key: MAIN_LAYER.to_string(),
+            messages,
+            replace: false,
+        }];
+        if let Some(id) = claude.session_id() {
+            contexts.push(LayerContext {
+                key: CLAUDE_CONTEXT.to_string(),
+                messages: vec![ChatMessage::assistant(id.to_string())],
+                replace: true,
+            });
+        }
+        Ok((outcome.status, outcome.error, contexts))
+    }
+}

@@ -1,0 +1,500 @@
+//! Other agent CLIs as back-ends, first against the scripted fake in `tests/fake-clis/claude`
+//! (the edge cases: chunks cut mid-line and mid-UTF-8, noise, a crash, an interrupt honoured
+//! and one ignored, a last line without newline), then against the real Claude Code from
+//! npm (`STEPPER_TEST_CLAUDE_CODE`, installed by `.ci/run`) talking to the fake LLM.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use stepper_e2e::{TestEnv, read_until, submit, until_turn_finished, wait_until};
+use stepper_protocol::methods::{
+    SessionApprove, SessionApproveParams, SessionCreate, SessionCreateParams, SessionInterrupt,
+    SessionParams, SessionRewind, SessionRewindParams, SessionSetModel, SessionSetModelParams,
+};
+use stepper_protocol::{AppEvent, ApprovalDecision, EventEnvelope, ToolCallStatus, TurnStatus};
+
+fn fake_claude() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fake-clis/claude")
+}
+
+/// Settings naming the CLI for `claude-code/…`, and more.
+fn settings(env: &TestEnv, command: &Path, more: serde_json::Value) {
+    let dir = env.places().config_dir;
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut value = serde_json::json!({
+        "providers": {"claude-code": {"kind": "claude-code", "command": command}},
+    });
+    if let (Some(obj), Some(more)) = (value.as_object_mut(), more.as_object()) {
+        obj.extend(more.clone());
+    }
+    std::fs::write(dir.join("setting.json"), value.to_string()).unwrap();
+}
+
+/// One start of the fake CLI, as it logged it.
+struct Start {
+    pid: i32,
+    argv: Vec<String>,
+    /// The conversation it ran.
+    session: String,
+}
+
+impl Start {
+    fn resumes(&self, conversation: &str) -> bool {
+        self.argv
+            .windows(2)
+            .any(|w| w[0] == "--resume" && w[1] == conversation)
+    }
+}
+
+/// The starts the fake CLI logged.
+fn starts(log: &Path) -> Vec<Start> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            Start {
+                pid: v["pid"].as_i64().unwrap() as i32,
+                argv: v["argv"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_string())
+                    .collect(),
+                session: v["session"].as_str().unwrap().to_string(),
+            }
+        })
+        .collect()
+}
+
+async fn session(
+    env: &TestEnv,
+    client: &stepper_protocol::client::DaemonClient,
+    model: &str,
+) -> String {
+    let mut vars: std::collections::BTreeMap<String, String> = env.envs().into_iter().collect();
+    vars.insert(
+        "FAKE_CLAUDE_LOG".into(),
+        env.home
+            .path()
+            .join("claude-starts.jsonl")
+            .display()
+            .to_string(),
+    );
+    client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: vars,
+            model: Some(model.into()),
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: None,
+        })
+        .await
+        .expect("session/create")
+        .session
+        .id
+}
+
+fn text_of(events: &[EventEnvelope]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn finished(events: &[EventEnvelope]) -> (TurnStatus, Option<String>) {
+    events
+        .iter()
+        .find_map(|e| match &e.event {
+            AppEvent::TurnFinished { status, error } => Some((*status, error.clone())),
+            _ => None,
+        })
+        .expect("a TurnFinished")
+}
+
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+            .is_some_and(|s| s != 'Z' && s != 'X'),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn a_cli_turn_streams_reuses_its_process_and_switches_model_on_the_control_channel() {
+    let env = TestEnv::new();
+    settings(&env, &fake_claude(), serde_json::json!({}));
+    env.start_daemon();
+    let client = env.client().await;
+    let id = session(&env, &client, "claude-code/sonnet").await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let log = env.home.path().join("claude-starts.jsonl");
+
+    submit(&client, &id, "hello").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None), "{seen:#?}");
+    // Reassembled from chunks cut mid-line and mid-character.
+    assert_eq!(text_of(&seen), "héllo wörld ✓ from sonnet");
+    assert!(
+        seen.iter().any(|e| matches!(&e.event, AppEvent::Notice { message } if message.contains("warning: this is not JSON"))),
+        "a non-protocol line is a notice: {seen:#?}"
+    );
+    assert!(seen.iter().any(|e| matches!(&e.event,
+        AppEvent::UsageUpdated { usage, cost_usd: Some(c) } if usage.input_tokens == 100 && (*c - 0.0125).abs() < 1e-9)));
+    assert!(seen.iter().any(|e| matches!(&e.event,
+        AppEvent::MessageCompleted { text, stop_reason: Some(r) } if text.starts_with("héllo") && r == "end_turn")));
+    let first = starts(&log);
+    assert_eq!(first.len(), 1);
+    let argv = &first[0].argv;
+    for flag in [
+        "-p",
+        "--input-format",
+        "--output-format",
+        "--verbose",
+        "--include-partial-messages",
+        "--permission-prompt-tool",
+    ] {
+        assert!(argv.iter().any(|a| a == flag), "{flag} missing: {argv:?}");
+    }
+    assert!(
+        argv.windows(2).any(|w| w == ["--model", "sonnet"]),
+        "{argv:?}"
+    );
+    assert!(
+        argv.windows(2)
+            .any(|w| w == ["--permission-mode", "default"])
+    );
+    assert!(
+        wait_for_log(&env, "some noise on stderr"),
+        "stderr goes to the daemon's log"
+    );
+
+    // A second turn: the same process.
+    submit(&client, &id, "again").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(text_of(&seen), "you said again");
+    // `/model`: the control channel, still the same process.
+    client
+        .call::<SessionSetModel>(SessionSetModelParams {
+            session_id: id.clone(),
+            model: "claude-code/opus".into(),
+        })
+        .await
+        .unwrap();
+    submit(&client, &id, "hello").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(text_of(&seen), "héllo wörld ✓ from opus");
+    assert_eq!(starts(&log).len(), 1, "one process for three turns");
+}
+
+fn wait_for_log(env: &TestEnv, needle: &str) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if env.daemon_log().contains(needle) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[tokio::test]
+async fn the_clis_tool_calls_go_through_the_gate_and_any_client_answers() {
+    let env = TestEnv::new();
+    settings(
+        &env,
+        &fake_claude(),
+        serde_json::json!({"permissions": {"deny": ["Bash(rm:*)"]}}),
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let second = env.client().await;
+    let id = session(&env, &client, "claude-code/default").await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let mut watching = second.subscribe_events(&id, 0).await.unwrap();
+
+    // A command that writes is asked, and the second client's answer lets it run.
+    submit(&client, &id, "bash touch made-by-cli").await;
+    let asked = stepper_e2e::events::next_approval(&mut watching).await;
+    assert_eq!(asked.command.as_deref(), Some("touch made-by-cli"));
+    second
+        .call::<SessionApprove>(SessionApproveParams {
+            session_id: id.clone(),
+            request_id: asked.request_id,
+            decision: ApprovalDecision::Allow,
+        })
+        .await
+        .unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Completed, "{seen:#?}");
+    assert!(env.project.path().join("made-by-cli").exists());
+    assert!(seen.iter().any(|e| matches!(&e.event,
+        AppEvent::ToolCallStarted { tool, .. } if tool == "Bash")));
+    assert!(seen.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::ToolCallFinished {
+            status: ToolCallStatus::Ok,
+            ..
+        }
+    )));
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.event, AppEvent::CheckpointCreated { .. })),
+        "what the CLI changed is checkpointed: {seen:#?}"
+    );
+
+    // A read-only command runs without asking: the shell gate judged it.
+    submit(&client, &id, "bash ls").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e.event, AppEvent::ApprovalRequested { .. }))
+    );
+    assert!(seen.iter().any(|e| matches!(&e.event,
+        AppEvent::ToolCallFinished { status: ToolCallStatus::Ok, output, .. } if output.contains("made-by-cli"))));
+
+    // A deny rule holds for the CLI's commands too.
+    submit(&client, &id, "bash rm made-by-cli").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e.event, AppEvent::ApprovalRequested { .. }))
+    );
+    assert!(
+        seen.iter().any(|e| matches!(
+            &e.event,
+            AppEvent::ToolCallFinished {
+                status: ToolCallStatus::Denied,
+                ..
+            }
+        )),
+        "{seen:#?}"
+    );
+    assert!(env.project.path().join("made-by-cli").exists());
+}
+
+#[tokio::test]
+async fn files_the_cli_changed_without_asking_are_rewound() {
+    let env = TestEnv::new();
+    settings(&env, &fake_claude(), serde_json::json!({}));
+    std::fs::write(env.project.path().join("notes.txt"), "before").unwrap();
+    env.start_daemon();
+    let client = env.client().await;
+    let id = session(&env, &client, "claude-code/default").await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let notes = env.project.path().join("notes.txt");
+    submit(&client, &id, &format!("write {} after", notes.display())).await;
+    let seen = until_turn_finished(&mut events).await;
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.event, AppEvent::CheckpointCreated { .. })),
+        "{seen:#?}"
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "after");
+    client
+        .call::<SessionRewind>(SessionRewindParams {
+            session_id: id.clone(),
+            turn: 1,
+            files: true,
+            conversation: true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "before");
+}
+
+#[tokio::test]
+async fn a_crash_fails_the_turn_and_the_next_resumes_the_conversation() {
+    let env = TestEnv::new();
+    settings(&env, &fake_claude(), serde_json::json!({}));
+    env.start_daemon();
+    let client = env.client().await;
+    let id = session(&env, &client, "claude-code/default").await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let log = env.home.path().join("claude-starts.jsonl");
+    submit(&client, &id, "crash").await;
+    let seen = until_turn_finished(&mut events).await;
+    let (status, error) = finished(&seen);
+    assert_eq!(status, TurnStatus::Failed);
+    let error = error.unwrap();
+    assert!(
+        error.contains("exit code 3") && error.contains("the fake fell over"),
+        "{error}"
+    );
+    assert_eq!(text_of(&seen), "about to", "what streamed stays");
+    let first = &starts(&log)[0];
+    assert!(
+        !first.argv.iter().any(|a| a == "--resume"),
+        "{:?}",
+        first.argv
+    );
+
+    // The last line without a newline is read when the process closes.
+    submit(&client, &id, "last").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None), "{seen:#?}");
+    let all = starts(&log);
+    assert_eq!(all.len(), 2);
+    assert!(all[1].resumes(&all[0].session), "{:?}", all[1].argv);
+}
+
+#[tokio::test]
+async fn an_interrupt_is_asked_then_forced_after_the_grace_period() {
+    let env = TestEnv::new();
+    settings(&env, &fake_claude(), serde_json::json!({}));
+    env.start_daemon_with(&[("STEPPER_BACKEND_GRACE_MS", "400")]);
+    let client = env.client().await;
+    let id = session(&env, &client, "claude-code/default").await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let log = env.home.path().join("claude-starts.jsonl");
+    let interrupt = || async {
+        client
+            .call::<SessionInterrupt>(SessionParams {
+                session_id: id.clone(),
+            })
+            .await
+            .unwrap();
+    };
+
+    // Honoured: the CLI ends the turn and stays.
+    submit(&client, &id, "slow").await;
+    read_until(
+        &mut events,
+        |e| matches!(&e.event, AppEvent::TextDelta { text } if text == "working"),
+    )
+    .await;
+    interrupt().await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Interrupted);
+    submit(&client, &id, "still there").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(text_of(&seen), "you said still there");
+    assert_eq!(starts(&log).len(), 1);
+
+    // Ignored: its group is stopped after the grace period, and the next turn resumes.
+    submit(&client, &id, "hang").await;
+    read_until(
+        &mut events,
+        |e| matches!(&e.event, AppEvent::TextDelta { text } if text == "stuck"),
+    )
+    .await;
+    interrupt().await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Interrupted);
+    let pid = starts(&log)[0].pid;
+    wait_until("the hung CLI to be gone", Duration::from_secs(10), || {
+        !alive(pid)
+    });
+    submit(&client, &id, "back").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(text_of(&seen), "you said back");
+    let all = starts(&log);
+    assert_eq!(all.len(), 2);
+    assert!(all[1].resumes(&all[0].session), "{:?}", all[1].argv);
+}
+
+#[tokio::test]
+async fn a_sigkilled_daemon_leaves_no_cli_and_the_next_one_resumes() {
+    let env = TestEnv::new();
+    settings(&env, &fake_claude(), serde_json::json!({}));
+    env.start_daemon();
+    let client = env.client().await;
+    let id = session(&env, &client, "claude-code/default").await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let log = env.home.path().join("claude-starts.jsonl");
+    submit(&client, &id, "first").await;
+    until_turn_finished(&mut events).await;
+    let pid = starts(&log)[0].pid;
+    assert!(alive(pid));
+    drop(events);
+    drop(client);
+    env.signal_daemon(Signal::SIGKILL);
+    wait_until(
+        "the CLI to die with its daemon",
+        Duration::from_secs(10),
+        || !alive(pid),
+    );
+
+    env.start_daemon();
+    let client = env.client().await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    submit(&client, &id, "second").await;
+    let seen = read_until(&mut events, |e| {
+        matches!(&e.event, AppEvent::TurnFinished { .. }) && e.turn == Some(2)
+    })
+    .await;
+    assert!(text_of(&seen).ends_with("you said second"), "{seen:#?}");
+    let all = starts(&log);
+    assert_eq!(all.len(), 2);
+    assert!(all[1].resumes(&all[0].session), "{:?}", all[1].argv);
+}
+
+#[tokio::test]
+async fn a_missing_or_old_cli_says_how_to_install_it() {
+    let env = TestEnv::new();
+    settings(
+        &env,
+        Path::new("/nonexistent/claude"),
+        serde_json::json!({}),
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let refused = client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: env.envs().into_iter().collect(),
+            model: Some("claude-code/default".into()),
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: None,
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("npm install -g @anthropic-ai/claude-code"),
+        "{refused}"
+    );
+
+    settings(&env, &fake_claude(), serde_json::json!({}));
+    let mut vars: std::collections::BTreeMap<String, String> = env.envs().into_iter().collect();
+    vars.insert("FAKE_CLAUDE_VERSION".into(), "1.0.44 (Claude Code)".into());
+    let id = client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: vars,
+            model: Some("claude-code/default".into()),
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: None,
+        })
+        .await
+        .unwrap()
+        .session
+        .id;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    submit(&client, &id, "hello").await;
+    let seen = until_turn_finished(&mut events).await;
+    let (status, error) = finished(&seen);
+    assert_eq!(status, TurnStatus::Failed);
+    let error = error.unwrap();
+    assert!(
+        error.contains("1.0.44") && error.contains("too old") && error.contains("@latest"),
+        "{error}"
+    );
+}
