@@ -498,3 +498,177 @@ async fn a_missing_or_old_cli_says_how_to_install_it() {
         "{error}"
     );
 }
+
+/// The real Claude Code from npm, or `None` (the test skips, or fails in CI).
+fn real_claude() -> Option<PathBuf> {
+    let found = std::env::var_os("STEPPER_TEST_CLAUDE_CODE")
+        .map(PathBuf::from)
+        .filter(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            !stepper_e2e::needs::strict(),
+            "STEPPER_TEST_CLAUDE_CODE must name an installed claude (npm install --prefix DIR \
+             @anthropic-ai/claude-code)"
+        );
+        eprintln!(
+            "skipped: needs Claude Code (npm install --prefix DIR @anthropic-ai/claude-code, \
+             then STEPPER_TEST_CLAUDE_CODE=DIR/node_modules/.bin/claude)"
+        );
+    }
+    found
+}
+
+/// A session on the real CLI, talking to this test's fake LLM with its dummy key.
+async fn real_session(env: &TestEnv, client: &stepper_protocol::client::DaemonClient) -> String {
+    let mut vars: std::collections::BTreeMap<String, String> = env.envs().into_iter().collect();
+    for (k, v) in [
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+        ("DISABLE_TELEMETRY", "1"),
+    ] {
+        vars.insert(k.into(), v.into());
+    }
+    client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: vars,
+            model: Some("claude-code/claude-sonnet-4-5".into()),
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: None,
+        })
+        .await
+        .expect("session/create")
+        .session
+        .id
+}
+
+/// The pids of processes running `program`.
+fn running(program: &Path) -> Vec<i32> {
+    let Ok(real) = std::fs::canonicalize(program) else {
+        return Vec::new();
+    };
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == real)
+                && alive(*pid)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_real_claude_code_answers_asks_a_second_client_and_dies_with_a_killed_daemon() {
+    let Some(claude) = real_claude() else { return };
+    let env = TestEnv::new();
+    settings(&env, &claude, serde_json::json!({}));
+    env.start_daemon();
+    let client = env.client().await;
+    let second = env.client().await;
+    let id = real_session(&env, &client).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let mut watching = second.subscribe_events(&id, 0).await.unwrap();
+
+    // A turn with text: the fake's answer, streamed through the CLI.
+    submit(&client, &id, "say hello").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(
+        finished(&seen),
+        (TurnStatus::Completed, None),
+        "{seen:#?}\n{}",
+        env.daemon_log()
+    );
+    assert_eq!(text_of(&seen), "Hello, world! ✓");
+    assert!(seen.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::UsageUpdated {
+            cost_usd: Some(_),
+            ..
+        }
+    )));
+    let request = env.fake.requests().last().cloned().unwrap();
+    assert_eq!(request["model"], "claude-sonnet-4-5");
+
+    // A shell command the model wants: Claude Code asks, stepper's gate asks every client,
+    // the second answers, the command runs.
+    env.fake.push_when(
+        "make the file",
+        stepper_e2e::Reply::Sse(stepper_e2e::fake_llm::tool_use_stream(&[(
+            "toolu_real_1",
+            "Bash",
+            serde_json::json!({"command": "touch made-by-claude", "description": "make a file"}),
+        )])),
+    );
+    submit(&client, &id, "make the file").await;
+    let asked = stepper_e2e::events::next_approval(&mut watching).await;
+    assert_eq!(asked.command.as_deref(), Some("touch made-by-claude"));
+    second
+        .call::<SessionApprove>(SessionApproveParams {
+            session_id: id.clone(),
+            request_id: asked.request_id,
+            decision: ApprovalDecision::Allow,
+        })
+        .await
+        .unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Completed, "{seen:#?}");
+    assert!(env.project.path().join("made-by-claude").exists());
+    assert!(seen.iter().any(|e| matches!(&e.event,
+        AppEvent::ToolCallStarted { tool, call_id, .. } if tool == "Bash" && call_id == "toolu_real_1")));
+    assert!(seen.iter().any(|e| matches!(&e.event,
+        AppEvent::ToolCallFinished { call_id, status: ToolCallStatus::Ok, .. } if call_id == "toolu_real_1")), "{seen:#?}");
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.event, AppEvent::CheckpointCreated { .. }))
+    );
+
+    // One process served both turns; a SIGKILLed daemon takes it along.
+    let pids = running(&claude);
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    drop((events, watching, client, second));
+    env.signal_daemon(Signal::SIGKILL);
+    wait_until("no Claude Code left", Duration::from_secs(10), || {
+        running(&claude).is_empty()
+    });
+}
+
+#[tokio::test]
+async fn the_real_claude_code_is_interrupted() {
+    let Some(claude) = real_claude() else { return };
+    let env = TestEnv::new();
+    settings(&env, &claude, serde_json::json!({}));
+    env.start_daemon();
+    let client = env.client().await;
+    let id = real_session(&env, &client).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let gate = stepper_e2e::fake_llm::Gate::new();
+    env.fake.push_when(
+        "take your time",
+        stepper_e2e::Reply::held(&["thinking it over"], &gate),
+    );
+    submit(&client, &id, "take your time").await;
+    read_until(
+        &mut events,
+        |e| matches!(&e.event, AppEvent::TextDelta { text } if text.contains("thinking")),
+    )
+    .await;
+    client
+        .call::<SessionInterrupt>(SessionParams {
+            session_id: id.clone(),
+        })
+        .await
+        .unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Interrupted, "{seen:#?}");
+    gate.open();
+    // The session goes on.
+    submit(&client, &id, "and now?").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None), "{seen:#?}");
+    assert_eq!(text_of(&seen), "Hello, world! ✓");
+}
