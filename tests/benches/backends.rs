@@ -1,0 +1,204 @@
+//! What driving Claude Code as a back-end costs. The real CLI (`STEPPER_TEST_CLAUDE_CODE`,
+//! as for the tests) answers from the fake LLM. Per round, interleaved:
+//! - through the daemon, a new session's first turn (the CLI is started) and its second
+//!   (the warm process is reused);
+//! - the same CLI run directly with the same arguments, environment and prompts: a fresh
+//!   process's first turn, then a second message on the same process.
+//!
+//! Each time runs from sending the prompt to the turn's end (`TurnFinished` through the
+//! daemon, the CLI's `result` line directly).
+//!
+//! `STEPPER_TEST_CLAUDE_CODE=DIR/node_modules/.bin/claude cargo bench -p stepper-e2e --bench backends`
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use stepper_e2e::{TestEnv, read_until, submit};
+use stepper_protocol::AppEvent;
+use stepper_protocol::methods::{SessionCreate, SessionCreateParams};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+const ROUNDS: usize = 9;
+
+const EXTRA: [(&str, &str); 3] = [
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("DISABLE_AUTOUPDATER", "1"),
+    ("DISABLE_TELEMETRY", "1"),
+];
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A session's first and second turn through the daemon.
+async fn through_daemon(env: &TestEnv) -> (Duration, Duration) {
+    let client = env.client().await;
+    let mut vars: std::collections::BTreeMap<String, String> = env.envs().into_iter().collect();
+    for (k, v) in EXTRA {
+        vars.insert(k.into(), v.into());
+    }
+    let id = client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: vars,
+            model: Some("claude-code/claude-sonnet-4-5".into()),
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: None,
+        })
+        .await
+        .unwrap()
+        .session
+        .id;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let first = daemon_turn(&client, &id, &mut events, "say hello").await;
+    let second = daemon_turn(&client, &id, &mut events, "say it again").await;
+    // The session's process goes with the session.
+    client
+        .call::<stepper_protocol::methods::SessionDelete>(stepper_protocol::methods::SessionParams {
+            session_id: id.clone(),
+        })
+        .await
+        .unwrap();
+    (first, second)
+}
+
+/// One turn through the daemon: from the submit to its `TurnFinished`.
+async fn daemon_turn(
+    client: &stepper_protocol::client::DaemonClient,
+    id: &str,
+    events: &mut stepper_protocol::client::EventStream,
+    text: &str,
+) -> Duration {
+    let t = Instant::now();
+    submit(client, id, text).await;
+    let seen = read_until(events, |e| matches!(e.event, AppEvent::TurnFinished { .. })).await;
+    let took = t.elapsed();
+    assert!(
+        seen.iter().any(|e| matches!(&e.event,
+            AppEvent::TurnFinished { status: stepper_protocol::TurnStatus::Completed, .. })),
+        "{seen:#?}"
+    );
+    took
+}
+
+/// The same prompts to the CLI run directly: a fresh process's first turn, then its second.
+async fn direct(env: &TestEnv, claude: &Path) -> (Duration, Duration) {
+    let mut command = tokio::process::Command::new(claude);
+    command
+        .args([
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--permission-prompt-tool",
+            "stdio",
+            "--permission-mode",
+            "default",
+            "--model",
+            "claude-sonnet-4-5",
+        ])
+        .env_clear()
+        .envs(env.envs())
+        .envs(EXTRA)
+        .current_dir(env.project.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let t = Instant::now();
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut turn = async |text: &str| {
+        let message = serde_json::json!({"type": "user", "message": {"role": "user", "content": text},
+            "parent_tool_use_id": null, "session_id": "default"});
+        stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        stdin.flush().await.unwrap();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("\"type\":\"result\"") {
+                return;
+            }
+        }
+        panic!("the CLI closed its output before a result");
+    };
+    turn("say hello").await;
+    let first = t.elapsed();
+    let t = Instant::now();
+    turn("say it again").await;
+    let second = t.elapsed();
+    drop(stdin);
+    let _ = child.kill().await;
+    (first, second)
+}
+
+fn main() {
+    let Some(claude) = std::env::var_os("STEPPER_TEST_CLAUDE_CODE").map(PathBuf::from) else {
+        eprintln!("skipped: set STEPPER_TEST_CLAUDE_CODE (see README, the tests' programs)");
+        return;
+    };
+    let env = TestEnv::new();
+    let config = env.places().config_dir;
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("setting.json"),
+        serde_json::json!({"providers": {"claude-code": {"kind": "claude-code", "command": claude}}})
+            .to_string(),
+    )
+    .unwrap();
+    env.start_daemon();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // One of each first, unmeasured: the CLI's own first start (its files in the home).
+    rt.block_on(through_daemon(&env));
+    rt.block_on(direct(&env, &claude));
+    let (mut d_first, mut d_second, mut c_first, mut c_second) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let (a, b) = rt.block_on(through_daemon(&env));
+        d_first.push(a);
+        d_second.push(b);
+        let (a, b) = rt.block_on(direct(&env, &claude));
+        c_first.push(a);
+        c_second.push(b);
+    }
+    let (df, ds, cf, cs) = (
+        median(&mut d_first),
+        median(&mut d_second),
+        median(&mut c_first),
+        median(&mut c_second),
+    );
+    println!("claude-code back-end, {ROUNDS} rounds, medians:");
+    println!(
+        "  through the daemon: first turn {:.1} ms (the CLI started), second {:.1} ms (warm) — \
+         warm/first {:.3}",
+        ms(df),
+        ms(ds),
+        ds.as_secs_f64() / df.as_secs_f64()
+    );
+    println!(
+        "  the CLI directly:   first turn {:.1} ms, second {:.1} ms",
+        ms(cf),
+        ms(cs)
+    );
+    println!(
+        "  stepper's overhead: first turn {:+.1} ms ({:.2}x), warm turn {:+.1} ms ({:.2}x)",
+        ms(df) - ms(cf),
+        df.as_secs_f64() / cf.as_secs_f64(),
+        ms(ds) - ms(cs),
+        ds.as_secs_f64() / cs.as_secs_f64()
+    );
+    drop(rt);
+    let _ = env.run(&["daemon", "stop"]);
+}
