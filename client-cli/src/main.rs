@@ -4,6 +4,7 @@ mod acp;
 mod ask;
 mod attach;
 mod auth;
+mod backends;
 mod config_cmd;
 mod connect;
 mod daemon_cmd;
@@ -86,6 +87,8 @@ enum Command {
     },
     /// The models stepper knows, with context windows and prices.
     Models(models::ModelsArgs),
+    /// The agent CLIs stepper can drive (Claude Code, Codex): version, login, MCP servers.
+    Backends(backends::BackendsArgs),
     /// What is set up and what is not, each problem with its fix: the daemon, providers,
     /// settings, the login service, the login environment.
     Doctor,
@@ -171,6 +174,7 @@ fn run(cli: Cli) -> ExitCode {
             Some(Command::Doctor) => doctor::run().await,
             Some(Command::Auth { command }) => auth::run(command).await,
             Some(Command::Models(args)) => models::run(args).await,
+            Some(Command::Backends(args)) => backends::run(args).await,
             Some(Command::Mcp { command }) => mcp::run(command).await,
             Some(Command::Init(args)) => config_cmd::init(args).await,
             Some(Command::Completions { shell }) => {

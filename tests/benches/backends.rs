@@ -64,9 +64,11 @@ async fn through_daemon(env: &TestEnv) -> (Duration, Duration) {
     let second = daemon_turn(&client, &id, &mut events, "say it again").await;
     // The session's process goes with the session.
     client
-        .call::<stepper_protocol::methods::SessionDelete>(stepper_protocol::methods::SessionParams {
-            session_id: id.clone(),
-        })
+        .call::<stepper_protocol::methods::SessionDelete>(
+            stepper_protocol::methods::SessionParams {
+                session_id: id.clone(),
+            },
+        )
         .await
         .unwrap();
     (first, second)
@@ -84,8 +86,13 @@ async fn daemon_turn(
     let seen = read_until(events, |e| matches!(e.event, AppEvent::TurnFinished { .. })).await;
     let took = t.elapsed();
     assert!(
-        seen.iter().any(|e| matches!(&e.event,
-            AppEvent::TurnFinished { status: stepper_protocol::TurnStatus::Completed, .. })),
+        seen.iter().any(|e| matches!(
+            &e.event,
+            AppEvent::TurnFinished {
+                status: stepper_protocol::TurnStatus::Completed,
+                ..
+            }
+        )),
         "{seen:#?}"
     );
     took
@@ -125,7 +132,10 @@ async fn direct(env: &TestEnv, claude: &Path) -> (Duration, Duration) {
     let mut turn = async |text: &str| {
         let message = serde_json::json!({"type": "user", "message": {"role": "user", "content": text},
             "parent_tool_use_id": null, "session_id": "default"});
-        stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
         stdin.flush().await.unwrap();
         while let Some(line) = lines.next_line().await.unwrap() {
             if line.contains("\"type\":\"result\"") {

@@ -672,3 +672,76 @@ async fn the_real_claude_code_is_interrupted() {
     assert_eq!(finished(&seen), (TurnStatus::Completed, None), "{seen:#?}");
     assert_eq!(text_of(&seen), "Hello, world! ✓");
 }
+
+#[tokio::test]
+async fn stepper_backends_lists_the_real_cli_its_login_and_its_mcp_servers() {
+    let Some(claude) = real_claude() else { return };
+    let env = TestEnv::new();
+    settings(&env, &claude, serde_json::json!({}));
+    // A server of Claude Code's own, added with its own command in the test's home.
+    let added = std::process::Command::new(&claude)
+        .args([
+            "mcp",
+            "add",
+            "-s",
+            "user",
+            "--transport",
+            "http",
+            "docs",
+            "http://127.0.0.1:9/mcp",
+        ])
+        .env_clear()
+        .envs(env.envs())
+        .current_dir(env.project.path())
+        .output()
+        .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let out = env.run(&["backends", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let claude_code = &list["backends"][0];
+    assert_eq!(claude_code["name"], "claude-code");
+    assert!(
+        claude_code["version"].as_str().unwrap().starts_with("2."),
+        "{list:#}"
+    );
+    assert_eq!(claude_code["loggedIn"], true, "{list:#}");
+    assert!(
+        claude_code["login"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY"),
+        "{list:#}"
+    );
+    let servers = claude_code["mcpServers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{list:#}");
+    assert_eq!(servers[0]["name"], "docs");
+    assert_eq!(servers[0]["transport"], "http");
+    assert!(
+        servers[0]["status"].as_str().unwrap().starts_with("Failed"),
+        "{list:#}"
+    );
+    let codex = &list["backends"][1];
+    assert_eq!(codex["name"], "codex-cli");
+    if let Some(problem) = codex["problem"].as_str() {
+        assert!(
+            problem.contains("npm install -g @openai/codex"),
+            "{problem}"
+        );
+    }
+    // And in words.
+    let out = env.run(&["backends"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Claude Code 2.") && text.contains("docs (http)"),
+        "{text}"
+    );
+}

@@ -3,21 +3,10 @@
 //! Versions print one server a line, `name: target`, later ones with the transport in
 //! parentheses and a health check after ` - ` (`✓ Connected`, `✗ Failed to connect`,
 //! `⚠ Needs authentication`); lines that are not servers (the "Checking…" header, "No MCP
-//! servers configured…") are skipped. Tests hold output recorded from real versions.
+//! servers configured…") are skipped. Tests hold output recorded from real versions (1.0.128,
+//! 2.0.0, 2.1.332: the same three servers, one connected, two unreachable).
 
-use serde::Serialize;
-
-/// One server Claude Code reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct McpEntry {
-    pub name: String,
-    /// The command line or URL, as printed.
-    pub target: String,
-    /// `stdio`, `http` or `sse`.
-    pub transport: String,
-    /// The health check as printed without its mark (`Connected`), when there was one.
-    pub status: Option<String>,
-}
+pub use stepper_protocol::methods::BackendMcpServer as McpEntry;
 
 /// The servers in `claude mcp list`'s output.
 pub fn parse(output: &str) -> Vec<McpEntry> {
@@ -105,6 +94,26 @@ mod tests {
                 .starts_with("Failed to connect"),
             "{servers:?}"
         );
+    }
+
+    #[test]
+    fn output_of_1_0_and_2_0() {
+        for version in ["1.0.128.txt", "2.0.0.txt"] {
+            let servers = parse(&fixture(version));
+            let names: Vec<_> = servers.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(
+                names,
+                ["everything", "remote", "legacy"],
+                "{version}: {servers:?}"
+            );
+            assert_eq!(servers[0].target, "python3 /tmp/cc/mini_mcp.py");
+            assert_eq!(servers[0].transport, "stdio");
+            assert_eq!(servers[0].status.as_deref(), Some("Connected"));
+            assert_eq!(servers[1].target, "http://127.0.0.1:9/mcp");
+            assert_eq!(servers[1].transport, "http");
+            assert_eq!(servers[1].status.as_deref(), Some("Failed to connect"));
+            assert_eq!(servers[2].transport, "sse");
+        }
     }
 
     #[test]

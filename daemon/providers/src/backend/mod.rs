@@ -11,6 +11,7 @@
 pub mod claude;
 pub mod host;
 pub mod mcp_list;
+pub mod status;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -1,5 +1,5 @@
-//! `providers/status`, `providers/probe`: which providers are set up, and what a local
-//! server serves.
+//! `providers/status`, `providers/probe`, `backends/list`: which providers are set up, what
+//! a local server serves, and which agent CLIs could run turns.
 
 use std::path::Path;
 
@@ -11,6 +11,34 @@ use super::{Conn, RpcError, register};
 use crate::hub::HubError;
 
 pub(super) fn register_all(m: &mut RpcModule<Conn>) {
+    register::<BackendsList, _, _>(m, |conn, p| async move {
+        let deps = conn.daemon.hub.deps();
+        let cwd = match p.cwd.as_deref().map(Path::new) {
+            Some(cwd) if !cwd.is_absolute() => {
+                return Err(RpcError::InvalidParams(format!(
+                    "cwd {:?} must be an absolute path",
+                    cwd.display()
+                )));
+            }
+            cwd => cwd,
+        };
+        let settings = deps.settings.get(cwd).await?;
+        // What a session started here would have: the login shell's environment under the
+        // client's.
+        let mut env = crate::hub::env::login_env(deps).await.clone();
+        env.extend(p.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let here = cwd.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        let of = |kind| settings.providers.values().find(|c| c.kind == kind);
+        use stepper_engine::config::ProviderKind;
+        use stepper_providers::backend::{Cli, status::status};
+        let (claude, codex) = tokio::join!(
+            status(Cli::ClaudeCode, of(ProviderKind::ClaudeCode), &env, &here),
+            status(Cli::CodexCli, of(ProviderKind::CodexCli), &env, &here),
+        );
+        Ok(BackendsListResponse {
+            backends: vec![claude, codex],
+        })
+    });
     register::<ProvidersStatus, _, _>(m, |conn, p| async move {
         let deps = conn.daemon.hub.deps();
         let cwd = match p.cwd.as_deref().map(Path::new) {
