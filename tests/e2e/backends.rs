@@ -545,21 +545,45 @@ async fn real_session(env: &TestEnv, client: &stepper_protocol::client::DaemonCl
         .id
 }
 
-/// The pids of processes running `program`.
-fn running(program: &Path) -> Vec<i32> {
-    let Ok(real) = std::fs::canonicalize(program) else {
-        return Vec::new();
-    };
+/// The pids of live processes of this test (their `HOME` is its home: tests run side by
+/// side) whose command line or executable holds one of `markers` (a CLI started through a
+/// wrapper has its own process too: Codex's node script runs a native binary).
+fn running(env: &TestEnv, markers: &[&str]) -> Vec<i32> {
+    let home = format!("HOME={}", env.home.path().display());
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == real)
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).into_owned())
+                .unwrap_or_default();
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+                .map(|e| e.display().to_string())
+                .unwrap_or_default();
+            let ours = std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|e| e.split(|&b| b == 0).any(|v| v == home.as_bytes()));
+            ours && markers
+                .iter()
+                .any(|m| cmdline.contains(m) || exe.contains(m))
                 && alive(*pid)
         })
         .collect()
+}
+
+/// What finds a CLI's processes: its path as given, and where npm put its package.
+fn markers(program: &Path) -> Vec<String> {
+    let mut markers = vec![program.display().to_string()];
+    if let Ok(real) = std::fs::canonicalize(program) {
+        markers.push(real.display().to_string());
+    }
+    if let Some(modules) = program.parent().and_then(Path::parent) {
+        for package in ["@openai/codex", "@anthropic-ai/claude-code"] {
+            markers.push(modules.join(package).display().to_string());
+        }
+    }
+    markers
 }
 
 #[tokio::test]
@@ -628,12 +652,14 @@ async fn the_real_claude_code_answers_asks_a_second_client_and_dies_with_a_kille
     );
 
     // One process served both turns; a SIGKILLed daemon takes it along.
-    let pids = running(&claude);
+    let markers = markers(&claude);
+    let markers: Vec<&str> = markers.iter().map(String::as_str).collect();
+    let pids = running(&env, &markers);
     assert_eq!(pids.len(), 1, "{pids:?}");
     drop((events, watching, client, second));
     env.signal_daemon(Signal::SIGKILL);
     wait_until("no Claude Code left", Duration::from_secs(10), || {
-        running(&claude).is_empty()
+        running(&env, &markers).is_empty()
     });
 }
 
@@ -743,5 +769,260 @@ async fn stepper_backends_lists_the_real_cli_its_login_and_its_mcp_servers() {
     assert!(
         text.contains("Claude Code 2.") && text.contains("docs (http)"),
         "{text}"
+    );
+}
+
+/// The real Codex CLI from npm, or `None` (the test skips, or fails in CI).
+fn real_codex() -> Option<PathBuf> {
+    let found = std::env::var_os("STEPPER_TEST_CODEX_CLI")
+        .map(PathBuf::from)
+        .filter(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            !stepper_e2e::needs::strict(),
+            "STEPPER_TEST_CODEX_CLI must name an installed codex (npm install --prefix DIR \
+             @openai/codex)"
+        );
+        eprintln!(
+            "skipped: needs the Codex CLI (npm install --prefix DIR @openai/codex, then \
+             STEPPER_TEST_CODEX_CLI=DIR/node_modules/.bin/codex)"
+        );
+    }
+    found
+}
+
+/// Codex pointed at the fake LLM's Responses endpoint with the test's dummy key, as a user
+/// with a provider of their own would write `~/.codex/config.toml`.
+fn codex_home(env: &TestEnv, codex: &Path) {
+    let dir = env.home.path().join(".codex");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "model_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\n\
+             base_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+            env.fake.url
+        ),
+    )
+    .unwrap();
+    let config = env.places().config_dir;
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("setting.json"),
+        serde_json::json!({"providers": {"codex-cli": {"kind": "codex-cli", "command": codex}}})
+            .to_string(),
+    )
+    .unwrap();
+}
+
+/// A Responses stream that calls Codex's `exec_command` with `cmd`.
+fn exec_command_stream(call_id: &str, cmd: &str) -> String {
+    let args = serde_json::json!({"cmd": cmd}).to_string();
+    let item = |status: &str, arguments: &str| {
+        serde_json::json!({"type": "function_call", "id": "fc_1", "call_id": call_id,
+            "name": "exec_command", "arguments": arguments, "status": status})
+    };
+    let events = [
+        serde_json::json!({"type": "response.created", "sequence_number": 0,
+            "response": {"id": "resp_x", "object": "response", "status": "in_progress", "output": []}}),
+        serde_json::json!({"type": "response.output_item.added", "sequence_number": 1,
+            "output_index": 0, "item": item("in_progress", "")}),
+        serde_json::json!({"type": "response.function_call_arguments.delta", "sequence_number": 2,
+            "item_id": "fc_1", "output_index": 0, "delta": args}),
+        serde_json::json!({"type": "response.function_call_arguments.done", "sequence_number": 3,
+            "item_id": "fc_1", "output_index": 0, "arguments": args}),
+        serde_json::json!({"type": "response.output_item.done", "sequence_number": 4,
+            "output_index": 0, "item": item("completed", &args)}),
+        serde_json::json!({"type": "response.completed", "sequence_number": 5,
+            "response": {"id": "resp_x", "object": "response", "status": "completed",
+                "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": 10, "total_tokens": 110}}}),
+    ];
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect()
+}
+
+async fn codex_session(env: &TestEnv, client: &stepper_protocol::client::DaemonClient) -> String {
+    client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: env.envs().into_iter().collect(),
+            model: Some("codex-cli/gpt-5-codex".into()),
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: None,
+        })
+        .await
+        .expect("session/create")
+        .session
+        .id
+}
+
+#[tokio::test]
+async fn the_real_codex_answers_asks_a_second_client_and_dies_with_a_killed_daemon() {
+    let Some(codex) = real_codex() else { return };
+    let env = TestEnv::new();
+    codex_home(&env, &codex);
+    env.start_daemon();
+    let client = env.client().await;
+    let second = env.client().await;
+    let id = codex_session(&env, &client).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let mut watching = second.subscribe_events(&id, 0).await.unwrap();
+
+    submit(&client, &id, "say hello").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(
+        finished(&seen),
+        (TurnStatus::Completed, None),
+        "{seen:#?}\n{}",
+        env.daemon_log()
+    );
+    assert_eq!(text_of(&seen), "Hello, world!");
+    assert!(seen.iter().any(
+        |e| matches!(&e.event, AppEvent::UsageUpdated { usage, .. } if usage.output_tokens > 0)
+    ));
+    let sent = env.fake.seen(stepper_e2e::fake_llm::Route::Responses);
+    assert_eq!(sent.last().unwrap().body["model"], "gpt-5-codex");
+
+    // A command Codex does not know to be safe: asked through stepper's gate, answered by
+    // the second client.
+    env.fake.push_to(
+        stepper_e2e::fake_llm::Route::Responses,
+        stepper_e2e::Reply::Sse(exec_command_stream("call_touch", "touch made-by-codex")),
+    );
+    submit(&client, &id, "make the file").await;
+    let asked = stepper_e2e::events::next_approval(&mut watching).await;
+    assert!(
+        asked
+            .command
+            .as_deref()
+            .unwrap_or("")
+            .contains("touch made-by-codex"),
+        "{:?}",
+        asked.command
+    );
+    second
+        .call::<SessionApprove>(SessionApproveParams {
+            session_id: id.clone(),
+            request_id: asked.request_id,
+            decision: ApprovalDecision::Allow,
+        })
+        .await
+        .unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Completed, "{seen:#?}");
+    assert!(
+        env.project.path().join("made-by-codex").exists(),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter().any(|e| matches!(&e.event,
+        AppEvent::ToolCallStarted { tool, .. } if tool == "exec_command")),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter().any(|e| matches!(
+            &e.event,
+            AppEvent::ToolCallFinished {
+                status: ToolCallStatus::Ok,
+                ..
+            }
+        )),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.event, AppEvent::CheckpointCreated { .. }))
+    );
+
+    let markers = markers(&codex);
+    let markers: Vec<&str> = markers.iter().map(String::as_str).collect();
+    let pids = running(&env, &markers);
+    assert!(
+        pids.len() >= 2,
+        "Codex's script and its binary serve the session: {pids:?}"
+    );
+    drop((events, watching, client, second));
+    env.signal_daemon(Signal::SIGKILL);
+    wait_until("no Codex left", Duration::from_secs(10), || {
+        running(&env, &markers).is_empty()
+    });
+}
+
+#[tokio::test]
+async fn the_real_codex_is_interrupted_and_its_thread_resumed_after_a_restart() {
+    let Some(codex) = real_codex() else { return };
+    let env = TestEnv::new();
+    codex_home(&env, &codex);
+    env.start_daemon();
+    let client = env.client().await;
+    let id = codex_session(&env, &client).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let gate = stepper_e2e::fake_llm::Gate::new();
+    let text = stepper_e2e::fake_llm::fixture("openai/text.sse");
+    // The text fixture held open after its first delta.
+    let cut = text.find("event: response.output_text.delta").unwrap();
+    let cut = cut + text[cut..].find("\n\n").unwrap() + 2;
+    env.fake.push_to(
+        stepper_e2e::fake_llm::Route::Responses,
+        stepper_e2e::Reply::Held {
+            before: text[..cut].to_string(),
+            gate: gate.clone(),
+            after: text[cut..].to_string(),
+        },
+    );
+    submit(&client, &id, "take your time").await;
+    read_until(
+        &mut events,
+        |e| matches!(&e.event, AppEvent::TextDelta { text } if text == "Hello"),
+    )
+    .await;
+    client
+        .call::<SessionInterrupt>(SessionParams {
+            session_id: id.clone(),
+        })
+        .await
+        .unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Interrupted, "{seen:#?}");
+    gate.open();
+
+    // After a restart the thread is resumed: Codex sends the earlier turn's words again.
+    drop(events);
+    drop(client);
+    assert!(env.run(&["daemon", "stop"]).status.success());
+    env.start_daemon();
+    let client = env.client().await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    submit(&client, &id, "and now?").await;
+    let seen = read_until(&mut events, |e| {
+        matches!(&e.event, AppEvent::TurnFinished { .. }) && e.turn == Some(2)
+    })
+    .await;
+    assert!(
+        seen.iter().any(|e| matches!(
+            &e.event,
+            AppEvent::TurnFinished {
+                status: TurnStatus::Completed,
+                ..
+            }
+        ) && e.turn == Some(2)),
+        "{seen:#?}"
+    );
+    let last = env
+        .fake
+        .seen(stepper_e2e::fake_llm::Route::Responses)
+        .last()
+        .unwrap()
+        .body
+        .to_string();
+    assert!(
+        last.contains("take your time") && last.contains("and now?"),
+        "the thread was not resumed: {last}"
     );
 }

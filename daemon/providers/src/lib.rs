@@ -191,24 +191,29 @@ impl Providers {
                 } else {
                     backend::Cli::CodexCli
                 };
-                if cli == backend::Cli::CodexCli {
-                    return Err(ProviderError::Config(
-                        "codex-cli/… (Codex CLI as a back-end) is not available yet: use \
-                         codex/<model> (ChatGPT sign-in) or openai/<model> meanwhile"
-                            .into(),
-                    ));
-                }
                 backend::locate(cli, config.command.as_deref(), cx.env)?;
-                // The session's Anthropic login, which `auto` hands to the CLI.
+                // The session's login with the CLI's vendor, which `auto` hands to the CLI.
+                let (vendor, kind, key_var, url_var) = match cli {
+                    backend::Cli::ClaudeCode => (
+                        "anthropic",
+                        ProviderKind::Anthropic,
+                        "ANTHROPIC_API_KEY",
+                        "ANTHROPIC_BASE_URL",
+                    ),
+                    backend::Cli::CodexCli => (
+                        "openai",
+                        ProviderKind::Openai,
+                        "OPENAI_API_KEY",
+                        "OPENAI_BASE_URL",
+                    ),
+                };
                 let mut login = Vec::new();
-                if let Some(key) = var("ANTHROPIC_API_KEY")
-                    .or_else(|| self.stored_key("anthropic", ProviderKind::Anthropic))
-                {
+                if let Some(key) = var(key_var).or_else(|| self.stored_key(vendor, kind)) {
                     secrets.push(key.clone());
-                    login.push(("ANTHROPIC_API_KEY".to_string(), key));
+                    login.push((key_var.to_string(), key));
                 }
-                if let Some(url) = var("ANTHROPIC_BASE_URL") {
-                    login.push(("ANTHROPIC_BASE_URL".to_string(), url));
+                if let Some(url) = var(url_var) {
+                    login.push((url_var.to_string(), url));
                 }
                 backend = Some(backend::BackendSpec {
                     cli,

@@ -53,12 +53,12 @@ struct Live {
 
 /// What a process was started with that a later turn cannot change on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct SpawnKey {
-    program: PathBuf,
-    plan: bool,
-    cwd: PathBuf,
+pub(super) struct SpawnKey {
+    pub(super) program: PathBuf,
+    pub(super) plan: bool,
+    pub(super) cwd: PathBuf,
     /// A digest of the environment it got.
-    env: u64,
+    pub(super) env: u64,
 }
 
 /// One turn's request.
@@ -92,7 +92,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn failed(error: impl Into<String>) -> Outcome {
+    pub(super) fn failed(error: impl Into<String>) -> Outcome {
         Outcome {
             status: TurnStatus::Failed,
             error: Some(error.into()),
@@ -253,22 +253,9 @@ impl ClaudeCode {
                             text: run.text,
                         };
                     }
-                    let code = match exit {
-                        Some(Exit::Code(Some(c))) => format!("exit code {c}"),
-                        Some(Exit::Code(None)) => "killed by a signal".into(),
-                        _ => "its output closed".into(),
-                    };
-                    let said = if tail.is_empty() {
-                        String::new()
-                    } else {
-                        format!("; it said: {}", tail.join(" | "))
-                    };
                     return Outcome {
                         status: TurnStatus::Failed,
-                        error: Some(format!(
-                            "Claude Code ended during the turn ({code}){said}. The next \
-                             message starts it again, resuming the conversation"
-                        )),
+                        error: Some(died(cli, exit, &tail)),
                         text: run.text,
                     };
                 }
@@ -305,7 +292,7 @@ impl ClaudeCode {
     }
 }
 
-fn digest(env: &Env) -> u64 {
+pub(super) fn digest(env: &Env) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     env.hash(&mut h);
     h.finish()
@@ -581,15 +568,7 @@ impl<'t, 'a> Run<'t, 'a> {
                     } else {
                         ToolCallStatus::Ok
                     };
-                    let mut output = result_text(block.get("content"));
-                    if output.len() > OUTPUT_CAP {
-                        let mut cut = OUTPUT_CAP;
-                        while !output.is_char_boundary(cut) {
-                            cut -= 1;
-                        }
-                        output.truncate(cut);
-                        output.push_str("\n[cut]");
-                    }
+                    let output = cap(result_text(block.get("content")));
                     emit(AppEvent::ToolCallFinished {
                         call_id,
                         status,
@@ -673,8 +652,40 @@ impl<'t, 'a> Run<'t, 'a> {
     }
 }
 
-fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
+pub(super) fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
     value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A tool's output as an event carries it: cut at [`OUTPUT_CAP`].
+pub(super) fn cap(mut output: String) -> String {
+    if output.len() > OUTPUT_CAP {
+        let mut cut = OUTPUT_CAP;
+        while !output.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        output.truncate(cut);
+        output.push_str("\n[cut]");
+    }
+    output
+}
+
+/// Why a turn failed when the CLI's process ended during it.
+pub(super) fn died(cli: Cli, exit: Option<Exit>, tail: &[String]) -> String {
+    let code = match exit {
+        Some(Exit::Code(Some(c))) => format!("exit code {c}"),
+        Some(Exit::Code(None)) => "killed by a signal".into(),
+        _ => "its output closed".into(),
+    };
+    let said = if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; it said: {}", tail.join(" | "))
+    };
+    format!(
+        "{} ended during the turn ({code}){said}. The next message starts it again, resuming \
+         the conversation",
+        cli.title()
+    )
 }
 
 /// A tool result's content as text: a string, or the text of its blocks.

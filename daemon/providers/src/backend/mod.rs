@@ -9,6 +9,7 @@
 //! executable, checks its version, and builds the environment it runs with.
 
 pub mod claude;
+pub mod codex;
 pub mod host;
 pub mod mcp_list;
 pub mod status;
@@ -54,11 +55,12 @@ impl Cli {
     }
 
     /// The oldest version stepper drives: Claude Code's control protocol over stream-json
-    /// (`can_use_tool`, `interrupt`, `set_model`) came with 2.0.
+    /// (`can_use_tool`, `interrupt`, `set_model`) came with 2.0; Codex's app-server threads
+    /// and turns (its v2 API) with 0.50.
     pub fn minimum(self) -> Version {
         match self {
             Cli::ClaudeCode => Version(2, 0, 0),
-            Cli::CodexCli => Version(0, 40, 0),
+            Cli::CodexCli => Version(0, 50, 0),
         }
     }
 
@@ -79,6 +81,57 @@ impl Cli {
                 "ANTHROPIC_BASE_URL",
             ],
             Cli::CodexCli => &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY"],
+        }
+    }
+}
+
+/// A session's back-end: the CLI its model names, with its process and conversation.
+pub enum Driver {
+    Claude(claude::ClaudeCode),
+    Codex(codex::CodexCli),
+}
+
+impl Driver {
+    /// A back-end for `cli` that resumes the conversation `id` (Claude Code's session,
+    /// Codex's thread), if any.
+    pub fn new(cli: Cli, id: Option<String>) -> Driver {
+        match cli {
+            Cli::ClaudeCode => Driver::Claude(claude::ClaudeCode::new(id)),
+            Cli::CodexCli => Driver::Codex(codex::CodexCli::new(id)),
+        }
+    }
+
+    pub fn cli(&self) -> Cli {
+        match self {
+            Driver::Claude(_) => Cli::ClaudeCode,
+            Driver::Codex(_) => Cli::CodexCli,
+        }
+    }
+
+    /// The CLI's conversation, to resume after a restart.
+    pub fn conversation(&self) -> Option<&str> {
+        match self {
+            Driver::Claude(c) => c.session_id(),
+            Driver::Codex(c) => c.thread_id(),
+        }
+    }
+
+    pub async fn turn<S: stepper_engine::EventSink>(
+        &mut self,
+        t: claude::TurnSpec<'_>,
+        sink: &S,
+    ) -> claude::Outcome {
+        match self {
+            Driver::Claude(c) => c.turn(t, sink).await,
+            Driver::Codex(c) => c.turn(t, sink).await,
+        }
+    }
+
+    /// Stop the process; the conversation's id stays.
+    pub async fn shut(&mut self) {
+        match self {
+            Driver::Claude(c) => c.shut().await,
+            Driver::Codex(c) => c.shut().await,
         }
     }
 }
@@ -344,7 +397,7 @@ impl BackendSpec {
         let mut out = env.clone();
         out.insert("PATH".into(), augmented_path(env));
         // stepper's own variables mean nothing to the CLI.
-        out.retain(|k, _| !k.starts_with("STEPPER_") || k == "STEPPER_HOME");
+        out.retain(|k, _| !k.starts_with("STEPPER_"));
         match self.auth {
             BackendAuth::Subscription => {
                 for var in self.cli.auth_variables() {

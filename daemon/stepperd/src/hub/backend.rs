@@ -1,7 +1,8 @@
-//! A turn run by another agent CLI (`claude-code/<model>`): the session's Claude Code gets
-//! the prompt once the checkpoint baseline is taken; its events go to the session's log, its
-//! permission requests to the session's gate, and its conversation's id is stored with the
-//! turn's end, so the conversation resumes after a daemon restart. The files it changed are
+//! A turn run by another agent CLI (`claude-code/<model>`, `codex-cli/<model>`): the
+//! session's CLI gets the prompt once the checkpoint baseline is taken; its events go to the
+//! session's log, its permission requests to the session's gate, and its conversation's id
+//! (Claude Code's session, Codex's thread) is stored with the turn's end, so the
+//! conversation resumes after a daemon restart. The files it changed are
 //! checkpointed like stepper's own tools' changes (it may change files without asking, so
 //! the turn's files are always walked).
 
@@ -14,7 +15,8 @@ use stepper_engine::ChatMessage;
 use stepper_engine::orchestrator::LayerContext;
 use stepper_engine::tool::CommandEnv;
 use stepper_protocol::{AppEvent, PermissionMode, TurnStatus};
-use stepper_providers::backend::claude::{ClaudeCode, TurnSpec};
+use stepper_providers::backend::claude::TurnSpec;
+use stepper_providers::backend::{Cli, Driver};
 use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
@@ -24,9 +26,11 @@ use super::log::LogError;
 use super::session::LiveSession;
 use super::turn::{AgentSink, Prepared};
 
-/// Where a session's Claude Code conversation id is kept: a context of its own, replaced
-/// at each turn's end.
-const CLAUDE_CONTEXT: &str = "backend:claude-code";
+/// Where a session's conversation id with `cli` is kept: a context of its own, replaced at
+/// each turn's end.
+fn context_key(cli: Cli) -> String {
+    format!("backend:{}", cli.provider())
+}
 
 /// How long an interrupted CLI gets to end its turn before its group is stopped
 /// (`STEPPER_BACKEND_GRACE_MS`).
@@ -91,16 +95,21 @@ impl LiveSession {
         let _ = baseline_taken.send(true);
 
         let mut backend = self.backend.lock().await;
+        // Another CLI than the last turn's: that one's process goes.
+        if let Some(other) = backend.as_mut().filter(|b| b.cli() != spec.cli) {
+            other.shut().await;
+            *backend = None;
+        }
         if backend.is_none() {
             // The conversation of an earlier daemon, if the session had one.
-            let stored = history(&deps.store, &self.id, CLAUDE_CONTEXT)
+            let stored = history(&deps.store, &self.id, &context_key(spec.cli))
                 .await
                 .ok()
                 .and_then(|m| m.last().map(ChatMessage::text))
                 .filter(|id| !id.is_empty());
-            *backend = Some(ClaudeCode::new(stored));
+            *backend = Some(Driver::new(spec.cli, stored));
         }
-        let Some(claude) = backend.as_mut() else {
+        let Some(driver) = backend.as_mut() else {
             return Ok((TurnStatus::Failed, None, Vec::new()));
         };
         let guard = std::env::current_exe().ok();
@@ -109,7 +118,7 @@ impl LiveSession {
             turn,
             agent: None,
         };
-        let outcome = claude
+        let outcome = driver
             .turn(
                 TurnSpec {
                     prompt,
@@ -136,9 +145,9 @@ impl LiveSession {
             messages,
             replace: false,
         }];
-        if let Some(id) = claude.session_id() {
+        if let Some(id) = driver.conversation() {
             contexts.push(LayerContext {
-                key: CLAUDE_CONTEXT.to_string(),
+                key: context_key(spec.cli),
                 messages: vec![ChatMessage::assistant(id.to_string())],
                 replace: true,
             });

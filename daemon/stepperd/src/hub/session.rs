@@ -46,9 +46,9 @@ pub struct LiveSession {
     pub(super) state: Mutex<State>,
     /// Fired when the session is deleted: its subscriptions end, its queue stops.
     pub ended: CancellationToken,
-    /// The session's Claude Code, while its model is `claude-code/…`: the process lives
-    /// from turn to turn (one turn at a time holds it).
-    pub(super) backend: tokio::sync::Mutex<Option<stepper_providers::backend::claude::ClaudeCode>>,
+    /// The session's agent CLI, while its model is `claude-code/…` or `codex-cli/…`: the
+    /// process lives from turn to turn (one turn at a time holds it).
+    pub(super) backend: tokio::sync::Mutex<Option<stepper_providers::backend::Driver>>,
 }
 
 pub(super) struct State {
