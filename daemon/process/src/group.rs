@@ -1,8 +1,9 @@
 //! Children in their own process group, so that everything they start can be stopped with
 //! them: a cancelled or timed-out command never leaves a grandchild behind.
 //!
-//! On Unix a child leads a new process group and the whole group is signalled; elsewhere the
-//! child alone is killed (a Job Object comes with Windows support).
+//! On Unix a child leads a new process group and the whole group is signalled. On Windows
+//! the child is put in a Job Object that kills every process in it when its handle closes:
+//! when the group is killed here, and when the daemon dies (the OS closes its handles).
 
 use std::io;
 use std::time::Duration;
@@ -15,6 +16,9 @@ pub struct GroupChild {
     /// What every process of the group inherits in `STEPPER_GROUP`.
     token: String,
     reaped: bool,
+    /// The job holding the child's tree (Windows); dropping it kills the tree.
+    #[cfg(windows)]
+    job: Option<win32job::Job>,
 }
 
 /// Spawn `command` as the leader of a new process group.
@@ -32,11 +36,25 @@ pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
         crate::registry::record(pid, &token);
     }
     Ok(GroupChild {
+        #[cfg(windows)]
+        job: job_for(&child),
         child,
         pid,
         token,
         reaped: false,
     })
+}
+
+/// A job that kills `child`'s tree when it closes. What the child started before it was
+/// assigned is not in it (it is assigned at once, before it can have started much).
+#[cfg(windows)]
+fn job_for(child: &tokio::process::Child) -> Option<win32job::Job> {
+    let handle = child.raw_handle()? as isize;
+    let mut info = win32job::ExtendedLimitInfo::new();
+    info.limit_kill_on_job_close();
+    let job = win32job::Job::create_with_limit_info(&info).ok()?;
+    job.assign_process(handle).ok()?;
+    Some(job)
 }
 
 impl GroupChild {
@@ -68,7 +86,7 @@ impl GroupChild {
         self.signal_group(Signal::Kill);
     }
 
-    fn signal_group(&self, signal: Signal) {
+    fn signal_group(&mut self, signal: Signal) {
         #[cfg(unix)]
         if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
             use nix::sys::signal::{Signal as S, killpg};
@@ -86,9 +104,12 @@ impl GroupChild {
                 crate::registry::forget(pid);
             }
         }
-        // Elsewhere only the child itself is killed (kill_on_drop); a Job Object that holds
-        // the whole tree comes with Windows support.
-        #[cfg(not(unix))]
+        // Closing the job kills its whole tree.
+        #[cfg(windows)]
+        if let Signal::Kill = signal {
+            self.job.take();
+        }
+        #[cfg(not(any(unix, windows)))]
         let _ = signal;
     }
 }

@@ -7,8 +7,8 @@
 //!   the fork and the request), and execs the program, which keeps the request;
 //! - on other Unix systems (macOS) the helper stays as a watchdog: it runs the program as
 //!   its child in its own process group, and kills the group once its parent is gone;
-//! - on Windows the helper runs the program and waits (a Job Object that closes with the
-//!   daemon is not built yet).
+//! - on Windows the helper runs the program and waits: the Job Object every group is in
+//!   (`group.rs`) already kills the tree when the daemon's handles close.
 //!
 //! The kernel sends the parent-death signal when the *thread* that forked the child ends,
 //! so [`spawn`] forks on a thread that lives as long as the process, never on one of the
