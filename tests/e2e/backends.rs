@@ -83,20 +83,29 @@ async fn session(
             .to_string(),
     );
     client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: vars,
-            model: Some(model.into()),
-            title: None,
-            record: None,
-            mode: None,
-            sandbox: None,
-            input: None,
-        })
+        .call::<SessionCreate>(create_params(env, model, vars))
         .await
         .expect("session/create")
         .session
         .id
+}
+
+/// `session/create` in the project with `model` and the environment `vars`.
+fn create_params(
+    env: &TestEnv,
+    model: &str,
+    vars: std::collections::BTreeMap<String, String>,
+) -> SessionCreateParams {
+    SessionCreateParams {
+        cwd: env.project.path().display().to_string(),
+        env: vars,
+        model: Some(model.into()),
+        title: None,
+        record: None,
+        mode: None,
+        sandbox: None,
+        input: None,
+    }
 }
 
 fn text_of(events: &[EventEnvelope]) -> String {
@@ -451,16 +460,11 @@ async fn a_missing_or_old_cli_says_how_to_install_it() {
     env.start_daemon();
     let client = env.client().await;
     let refused = client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: env.envs().into_iter().collect(),
-            model: Some("claude-code/default".into()),
-            title: None,
-            record: None,
-            mode: None,
-            sandbox: None,
-            input: None,
-        })
+        .call::<SessionCreate>(create_params(
+            &env,
+            "claude-code/default",
+            env.envs().into_iter().collect(),
+        ))
         .await
         .unwrap_err()
         .to_string();
@@ -473,16 +477,7 @@ async fn a_missing_or_old_cli_says_how_to_install_it() {
     let mut vars: std::collections::BTreeMap<String, String> = env.envs().into_iter().collect();
     vars.insert("FAKE_CLAUDE_VERSION".into(), "1.0.44 (Claude Code)".into());
     let id = client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: vars,
-            model: Some("claude-code/default".into()),
-            title: None,
-            record: None,
-            mode: None,
-            sandbox: None,
-            input: None,
-        })
+        .call::<SessionCreate>(create_params(&env, "claude-code/default", vars))
         .await
         .unwrap()
         .session
@@ -529,16 +524,7 @@ async fn real_session(env: &TestEnv, client: &stepper_protocol::client::DaemonCl
         vars.insert(k.into(), v.into());
     }
     client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: vars,
-            model: Some("claude-code/claude-sonnet-4-5".into()),
-            title: None,
-            record: None,
-            mode: None,
-            sandbox: None,
-            input: None,
-        })
+        .call::<SessionCreate>(create_params(env, "claude-code/claude-sonnet-4-5", vars))
         .await
         .expect("session/create")
         .session
@@ -846,16 +832,11 @@ fn exec_command_stream(call_id: &str, cmd: &str) -> String {
 
 async fn codex_session(env: &TestEnv, client: &stepper_protocol::client::DaemonClient) -> String {
     client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: env.envs().into_iter().collect(),
-            model: Some("codex-cli/gpt-5-codex".into()),
-            title: None,
-            record: None,
-            mode: None,
-            sandbox: None,
-            input: None,
-        })
+        .call::<SessionCreate>(create_params(
+            env,
+            "codex-cli/gpt-5-codex",
+            env.envs().into_iter().collect(),
+        ))
         .await
         .expect("session/create")
         .session

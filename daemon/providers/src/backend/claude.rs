@@ -135,19 +135,9 @@ impl ClaudeCode {
     /// Run one turn; its events go to `sink`.
     pub async fn turn<S: EventSink>(&mut self, t: TurnSpec<'_>, sink: &S) -> Outcome {
         let cli = Cli::ClaudeCode;
-        let program = match locate(cli, t.spec.command.as_deref(), t.env) {
-            Ok(p) => p,
-            Err(e) => return Outcome::failed(e.to_string()),
-        };
-        if let Err(e) = version(cli, &program, t.env).await {
-            return Outcome::failed(e.to_string());
-        }
-        let env = t.spec.environment(t.env);
-        let key = SpawnKey {
-            program: program.clone(),
-            plan: t.plan,
-            cwd: t.cwd.to_path_buf(),
-            env: digest(&env),
+        let (program, env, key) = match prepare(cli, &t).await {
+            Ok(ready) => ready,
+            Err(failed) => return failed,
         };
         if let Some(live) = &mut self.live
             && (live.key != key || live.host.has_exited())
@@ -292,7 +282,28 @@ impl ClaudeCode {
     }
 }
 
-pub(super) fn digest(env: &Env) -> u64 {
+/// What a turn's process starts with: the executable (found, and recent enough), its
+/// environment, and the key a running process must match to be reused.
+pub(super) async fn prepare(
+    cli: Cli,
+    t: &TurnSpec<'_>,
+) -> Result<(PathBuf, Env, SpawnKey), Outcome> {
+    let program = locate(cli, t.spec.command.as_deref(), t.env)
+        .map_err(|e| Outcome::failed(e.to_string()))?;
+    version(cli, &program, t.env)
+        .await
+        .map_err(|e| Outcome::failed(e.to_string()))?;
+    let env = t.spec.environment(t.env);
+    let key = SpawnKey {
+        program: program.clone(),
+        plan: t.plan,
+        cwd: t.cwd.to_path_buf(),
+        env: digest(&env),
+    };
+    Ok((program, env, key))
+}
+
+fn digest(env: &Env) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     env.hash(&mut h);
     h.finish()

@@ -25,9 +25,9 @@ use stepper_engine::EventSink;
 use stepper_engine::tool::{Decision, GateRequest};
 use stepper_protocol::{AppEvent, ToolCallStatus, TurnStatus, Usage};
 
-use super::claude::{Outcome, SpawnKey, TurnSpec, cap, died, digest, str_of};
+use super::Cli;
+use super::claude::{Outcome, SpawnKey, TurnSpec, cap, died, prepare, str_of};
 use super::host::{Host, HostSpec};
-use super::{Cli, locate, version};
 use crate::ndjson::Line;
 
 /// How long the app-server may take to answer `initialize` and a thread's start.
@@ -86,19 +86,9 @@ impl CodexCli {
     /// Run one turn; its events go to `sink`.
     pub async fn turn<S: EventSink>(&mut self, t: TurnSpec<'_>, sink: &S) -> Outcome {
         let cli = Cli::CodexCli;
-        let program = match locate(cli, t.spec.command.as_deref(), t.env) {
-            Ok(p) => p,
-            Err(e) => return Outcome::failed(e.to_string()),
-        };
-        if let Err(e) = version(cli, &program, t.env).await {
-            return Outcome::failed(e.to_string());
-        }
-        let env = t.spec.environment(t.env);
-        let key = SpawnKey {
-            program: program.clone(),
-            plan: t.plan,
-            cwd: t.cwd.to_path_buf(),
-            env: digest(&env),
+        let (program, env, key) = match prepare(cli, &t).await {
+            Ok(ready) => ready,
+            Err(failed) => return failed,
         };
         if let Some(live) = &mut self.live
             && (live.key != key || live.host.has_exited())
