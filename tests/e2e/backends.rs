@@ -294,6 +294,55 @@ async fn the_clis_tool_calls_go_through_the_gate_and_any_client_answers() {
 }
 
 #[tokio::test]
+async fn what_the_cli_says_has_the_keys_taken_out() {
+    let env = TestEnv::new();
+    settings(&env, &fake_claude(), serde_json::json!({}));
+    env.start_daemon();
+    let client = env.client().await;
+    let id = session(&env, &client, "claude-code/default").await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    submit(&client, &id, "leak").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen).0, TurnStatus::Completed, "{seen:#?}");
+    let all = serde_json::to_string(&seen).unwrap();
+    assert!(!all.contains(stepper_e2e::fake_llm::FAKE_KEY), "{all}");
+    assert_eq!(text_of(&seen), "the key is [redacted] indeed");
+    assert!(seen.iter().any(|e| matches!(&e.event,
+        AppEvent::ToolCallFinished { output, .. } if output == "ANTHROPIC_API_KEY=[redacted]")));
+    // Nor in the store, nor the log.
+    drop(events);
+    drop(client);
+    assert!(env.run(&["daemon", "stop"]).status.success());
+    for entry in walk(env.home.path()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        let hay = String::from_utf8_lossy(&bytes);
+        assert!(
+            !hay.contains(stepper_e2e::fake_llm::FAKE_KEY)
+                || entry.ends_with("claude-starts.jsonl"),
+            "the key is in {}",
+            entry.display()
+        );
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test]
 async fn files_the_cli_changed_without_asking_are_rewound() {
     let env = TestEnv::new();
     settings(&env, &fake_claude(), serde_json::json!({}));

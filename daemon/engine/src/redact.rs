@@ -11,9 +11,6 @@ pub const REDACTED: &str = "[redacted]";
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     secrets: std::sync::Arc<Vec<String>>,
-    /// The longest secret, in bytes: a streamed piece keeps this much minus one back, in
-    /// case a secret is split between two pieces.
-    longest: usize,
 }
 
 impl Redactor {
@@ -23,10 +20,8 @@ impl Redactor {
         // Longest first: a secret that contains another is replaced whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
-        let longest = secrets.first().map_or(0, String::len);
         Redactor {
             secrets: std::sync::Arc::new(secrets),
-            longest,
         }
     }
 
@@ -43,6 +38,25 @@ impl Redactor {
             }
         }
         out
+    }
+
+    /// The length of the longest tail of `text` that is the start (not the whole) of a
+    /// secret; 0 when none is.
+    fn open_tail(&self, text: &str) -> usize {
+        let mut longest = 0;
+        for secret in self.secrets.iter() {
+            let most = text.len().min(secret.len() - 1);
+            for len in (longest + 1..=most).rev() {
+                if secret.is_char_boundary(len)
+                    && text.is_char_boundary(text.len() - len)
+                    && text.ends_with(&secret[..len])
+                {
+                    longest = len;
+                    break;
+                }
+            }
+        }
+        longest
     }
 
     /// A redactor for streamed pieces, which keeps back what could be the start of a secret
@@ -71,11 +85,9 @@ impl StreamRedactor {
         let mut text = self.held.remove(id).unwrap_or_default();
         text.push_str(piece);
         let text = self.redactor.redact(&text);
-        // Hold back the longest tail that could still become a secret.
-        let mut cut = text.len().saturating_sub(self.redactor.longest - 1);
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
+        // Hold back the longest tail that is the start of a secret: only it could still
+        // become one, so ordinary text goes out at once.
+        let cut = text.len() - self.redactor.open_tail(&text);
         let (now, later) = text.split_at(cut);
         if !later.is_empty() {
             self.held.insert(id.to_string(), later.to_string());
@@ -138,6 +150,17 @@ mod tests {
         }
         out.extend(s.finish_all().into_iter().map(|(_, rest)| rest));
         assert_eq!(out, "before [redacted] after — ü");
+    }
+
+    #[test]
+    fn only_what_could_start_a_secret_is_held_back() {
+        let r = Redactor::new(vec![KEY.into()]);
+        let mut s = r.stream();
+        assert_eq!(s.push("c", "thinking it over"), "thinking it over");
+        assert_eq!(s.push("c", "; the key: sk-an"), "; the key: ");
+        assert_eq!(s.push("c", "swer"), "sk-answer");
+        assert_eq!(s.push("c", " is s"), " is ");
+        assert_eq!(s.finish("c"), "s");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use stepper_engine::ProviderError;
 use stepper_engine::config::BackendAuth;
+use stepper_protocol::AppEvent;
 use stepper_protocol::session::Env;
 
 /// Which CLI.
@@ -116,15 +117,29 @@ impl Driver {
         }
     }
 
+    /// Run one turn. What the CLI says reaches `sink` with every known secret taken out (a
+    /// command it runs may print the environment), and so does the outcome.
     pub async fn turn<S: stepper_engine::EventSink>(
         &mut self,
         t: claude::TurnSpec<'_>,
         sink: &S,
     ) -> claude::Outcome {
-        match self {
-            Driver::Claude(c) => c.turn(t, sink).await,
-            Driver::Codex(c) => c.turn(t, sink).await,
+        let redactor = stepper_engine::redact::Redactor::new(t.secrets.to_vec());
+        let redacting = Redacting {
+            inner: sink,
+            redactor: redactor.clone(),
+            stream: Mutex::new(redactor.stream()),
+        };
+        let mut outcome = match self {
+            Driver::Claude(c) => c.turn(t, &redacting).await,
+            Driver::Codex(c) => c.turn(t, &redacting).await,
+        };
+        if let Err(e) = redacting.flush().await {
+            outcome = claude::Outcome::failed(e.to_string());
         }
+        outcome.text = redactor.redact(&outcome.text);
+        outcome.error = outcome.error.map(|e| redactor.redact(&e));
+        outcome
     }
 
     /// Stop the process; the conversation's id stays.
@@ -133,6 +148,111 @@ impl Driver {
             Driver::Claude(c) => c.shut().await,
             Driver::Codex(c) => c.shut().await,
         }
+    }
+}
+
+/// A sink that takes known secrets out of every event on its way: streamed text through a
+/// stream redactor (a secret may be cut between two deltas), the rest whole.
+struct Redacting<'a, S> {
+    inner: &'a S,
+    redactor: stepper_engine::redact::Redactor,
+    stream: Mutex<stepper_engine::redact::StreamRedactor>,
+}
+
+impl<S: stepper_engine::EventSink> Redacting<'_, S> {
+    /// What the stream redactor still holds, out.
+    async fn flush(&self) -> Result<(), stepper_engine::agent::SinkError> {
+        let held = self
+            .stream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .finish_all();
+        for (id, text) in held {
+            let event = if id == "reasoning" {
+                AppEvent::ReasoningDelta { text }
+            } else {
+                AppEvent::TextDelta { text }
+            };
+            self.inner.emit(event).await?;
+        }
+        Ok(())
+    }
+
+    fn push(&self, id: &str, piece: &str) -> String {
+        self.stream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(id, piece)
+    }
+
+    fn json(&self, value: serde_json::Value) -> serde_json::Value {
+        let text = value.to_string();
+        let clean = self.redactor.redact(&text);
+        if clean == text {
+            value
+        } else {
+            serde_json::from_str(&clean).unwrap_or(serde_json::Value::String(clean))
+        }
+    }
+}
+
+impl<S: stepper_engine::EventSink> stepper_engine::EventSink for Redacting<'_, S> {
+    async fn emit(&self, event: AppEvent) -> Result<(), stepper_engine::agent::SinkError> {
+        let r = &self.redactor;
+        let event = match event {
+            AppEvent::TextDelta { text } => {
+                let text = self.push("text", &text);
+                if text.is_empty() {
+                    return Ok(());
+                }
+                return self.inner.emit(AppEvent::TextDelta { text }).await;
+            }
+            AppEvent::ReasoningDelta { text } => {
+                let text = self.push("reasoning", &text);
+                if text.is_empty() {
+                    return Ok(());
+                }
+                return self.inner.emit(AppEvent::ReasoningDelta { text }).await;
+            }
+            other => other,
+        };
+        // Anything else ends what streamed before it.
+        self.flush().await?;
+        let event = match event {
+            AppEvent::MessageCompleted { text, stop_reason } => AppEvent::MessageCompleted {
+                text: r.redact(&text),
+                stop_reason,
+            },
+            AppEvent::ToolCallStarted {
+                call_id,
+                tool,
+                input,
+            } => AppEvent::ToolCallStarted {
+                call_id,
+                tool,
+                input: self.json(input),
+            },
+            AppEvent::ToolCallFinished {
+                call_id,
+                status,
+                output,
+                exit_code,
+                duration_ms,
+                diff,
+            } => AppEvent::ToolCallFinished {
+                call_id,
+                status,
+                output: r.redact(&output),
+                exit_code,
+                duration_ms,
+                diff: diff.map(|d| r.redact(&d)),
+            },
+            AppEvent::Notice { message } => AppEvent::Notice {
+                message: r.redact(&message),
+            },
+            other => other,
+        };
+        self.inner.emit(event).await
     }
 }
 
@@ -398,6 +518,14 @@ impl BackendSpec {
         out.insert("PATH".into(), augmented_path(env));
         // stepper's own variables mean nothing to the CLI.
         out.retain(|k, _| !k.starts_with("STEPPER_"));
+        // Each Bash command of Claude Code's starts in the project, where the gate judged it
+        // (a `cd` in one command does not carry over to the next).
+        if self.cli == Cli::ClaudeCode {
+            out.insert(
+                "CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR".into(),
+                "1".into(),
+            );
+        }
         match self.auth {
             BackendAuth::Subscription => {
                 for var in self.cli.auth_variables() {
