@@ -11,6 +11,7 @@ use stepper_e2e::{TestEnv, read_until, submit, until_turn_finished, wait_until};
 use stepper_protocol::methods::{
     SessionApprove, SessionApproveParams, SessionCreate, SessionCreateParams, SessionInterrupt,
     SessionParams, SessionRewind, SessionRewindParams, SessionSetModel, SessionSetModelParams,
+    SessionSteer,
 };
 use stepper_protocol::{AppEvent, ApprovalDecision, EventEnvelope, ToolCallStatus, TurnStatus};
 
@@ -203,6 +204,91 @@ async fn a_cli_turn_streams_reuses_its_process_and_switches_model_on_the_control
     let seen = until_turn_finished(&mut events).await;
     assert_eq!(text_of(&seen), "héllo wörld ✓ from opus");
     assert_eq!(starts(&log).len(), 1, "one process for three turns");
+}
+
+#[tokio::test]
+async fn text_steered_in_reaches_the_cli_within_the_same_turn() {
+    let env = TestEnv::new();
+    settings(&env, &fake_claude(), serde_json::json!({}));
+    env.start_daemon();
+    let client = env.client().await;
+    let id = session(&env, &client, "claude-code/default").await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let release = env.home.path().join("release");
+    let prompt = format!("wait {}", release.display());
+    submit(&client, &id, &prompt).await;
+    read_until(
+        &mut events,
+        |e| matches!(&e.event, AppEvent::TextDelta { text } if text == "waiting"),
+    )
+    .await;
+    let steer = |text: &str| stepper_protocol::methods::SessionSubmitParams {
+        session_id: id.clone(),
+        text: text.into(),
+        env: None,
+    };
+    client
+        .call::<SessionSteer>(steer("also this"))
+        .await
+        .unwrap();
+    client
+        .call::<SessionSteer>(steer("and that"))
+        .await
+        .unwrap();
+    std::fs::write(&release, "").unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None), "{seen:#?}");
+    // The CLI finished what it was doing, then got both steered texts as one message.
+    assert_eq!(
+        text_of(&seen),
+        "done waitingyou said also this\n\nand that",
+        "{seen:#?}"
+    );
+    assert_eq!(
+        starts(&env.home.path().join("claude-starts.jsonl")).len(),
+        1
+    );
+
+    // The session's conversation has both exchanges: another model sees them.
+    client
+        .call::<SessionSetModel>(SessionSetModelParams {
+            session_id: id.clone(),
+            model: "anthropic/claude-sonnet-4-5".into(),
+        })
+        .await
+        .unwrap();
+    submit(&client, &id, "what happened?").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None), "{seen:#?}");
+    let request = env.fake.requests().last().cloned().unwrap();
+    let said: Vec<(String, String)> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = match &m["content"] {
+                serde_json::Value::String(s) => s.clone(),
+                blocks => blocks
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect(),
+            };
+            (m["role"].as_str().unwrap_or("").to_string(), text)
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("user", prompt.as_str()),
+        ("assistant", "waitingdone waiting"),
+        ("user", "also this\n\nand that"),
+        ("assistant", "you said also this\n\nand that"),
+        ("user", "what happened?"),
+    ]
+    .iter()
+    .map(|(r, t)| (r.to_string(), t.to_string()))
+    .collect();
+    assert_eq!(said, expected);
 }
 
 fn wait_for_log(env: &TestEnv, needle: &str) -> bool {

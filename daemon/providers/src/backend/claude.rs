@@ -62,6 +62,7 @@ pub(super) struct SpawnKey {
 }
 
 /// One turn's request.
+#[derive(Clone)]
 pub struct TurnSpec<'a> {
     pub prompt: &'a str,
     pub spec: &'a BackendSpec,
@@ -80,6 +81,8 @@ pub struct TurnSpec<'a> {
     pub secrets: &'a [String],
     /// How long the CLI gets to end an interrupted turn before its group is stopped.
     pub grace: Duration,
+    /// Takes the text steered into the running turn (`session/steer`) since last asked.
+    pub steering: Option<&'a (dyn Fn() -> Vec<String> + Send + Sync)>,
 }
 
 /// How the turn ended.

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use stepper_engine::ProviderError;
 use stepper_engine::config::BackendAuth;
-use stepper_protocol::AppEvent;
 use stepper_protocol::session::Env;
+use stepper_protocol::{AppEvent, TurnStatus};
 
 /// Which CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,27 +119,52 @@ impl Driver {
 
     /// Run one turn. What the CLI says reaches `sink` with every known secret taken out (a
     /// command it runs may print the environment), and so does the outcome.
+    ///
+    /// Text steered in while the CLI works goes to it as soon as it has finished what it was
+    /// doing, as a message of its own within the same turn, and the turn goes on until
+    /// nothing steered is left unanswered. Claude Code takes a message sent mid-turn as a turn
+    /// of its own after the running one (its own `result`), so sending it at the end is what
+    /// the CLI would do anyway, without a second `result` to tell apart; Codex does the same.
     pub async fn turn<S: stepper_engine::EventSink>(
         &mut self,
         t: claude::TurnSpec<'_>,
         sink: &S,
-    ) -> claude::Outcome {
+    ) -> Finished {
         let redactor = stepper_engine::redact::Redactor::new(t.secrets.to_vec());
         let redacting = Redacting {
             inner: sink,
             redactor: redactor.clone(),
             stream: Mutex::new(redactor.stream()),
         };
-        let mut outcome = match self {
-            Driver::Claude(c) => c.turn(t, &redacting).await,
-            Driver::Codex(c) => c.turn(t, &redacting).await,
+        let mut exchanges = Vec::new();
+        let mut prompt = t.prompt.to_string();
+        let outcome = loop {
+            let mut spec = t.clone();
+            spec.prompt = &prompt;
+            let mut outcome = match self {
+                Driver::Claude(c) => c.turn(spec, &redacting).await,
+                Driver::Codex(c) => c.turn(spec, &redacting).await,
+            };
+            if let Err(e) = redacting.flush().await {
+                outcome = claude::Outcome::failed(e.to_string());
+            }
+            outcome.text = redactor.redact(&outcome.text);
+            outcome.error = outcome.error.map(|e| redactor.redact(&e));
+            exchanges.push((std::mem::take(&mut prompt), outcome.text.clone()));
+            let steered = match t.steering {
+                Some(take)
+                    if outcome.status == TurnStatus::Completed && !t.cancel.is_cancelled() =>
+                {
+                    take()
+                }
+                _ => Vec::new(),
+            };
+            if steered.is_empty() {
+                break outcome;
+            }
+            prompt = steered.join("\n\n");
         };
-        if let Err(e) = redacting.flush().await {
-            outcome = claude::Outcome::failed(e.to_string());
-        }
-        outcome.text = redactor.redact(&outcome.text);
-        outcome.error = outcome.error.map(|e| redactor.redact(&e));
-        outcome
+        Finished { outcome, exchanges }
     }
 
     /// Stop the process; the conversation's id stays.
@@ -149,6 +174,14 @@ impl Driver {
             Driver::Codex(c) => c.shut().await,
         }
     }
+}
+
+/// How a back-end's turn ended, and what was said in it: the prompt and the CLI's answer,
+/// then each text steered in and its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    pub outcome: claude::Outcome,
+    pub exchanges: Vec<(String, String)>,
 }
 
 /// A sink that takes known secrets out of every event on its way: streamed text through a

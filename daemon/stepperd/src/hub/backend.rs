@@ -16,7 +16,7 @@ use stepper_engine::orchestrator::LayerContext;
 use stepper_engine::tool::CommandEnv;
 use stepper_protocol::{AppEvent, PermissionMode, TurnStatus};
 use stepper_providers::backend::claude::TurnSpec;
-use stepper_providers::backend::{Cli, Driver};
+use stepper_providers::backend::{Cli, Driver, Finished};
 use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
@@ -113,12 +113,14 @@ impl LiveSession {
             return Ok((TurnStatus::Failed, None, Vec::new()));
         };
         let guard = std::env::current_exe().ok();
+        let steering = Arc::clone(&self.steering);
+        let take = move || std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()));
         let sink = AgentSink {
             log: &self.log,
             turn,
             agent: None,
         };
-        let outcome = driver
+        let Finished { outcome, exchanges } = driver
             .turn(
                 TurnSpec {
                     prompt,
@@ -132,13 +134,17 @@ impl LiveSession {
                     guard: guard.as_deref(),
                     secrets: &secrets,
                     grace: grace(),
+                    steering: Some(&take),
                 },
                 &sink,
             )
             .await;
-        let mut messages = vec![ChatMessage::user(prompt.to_string())];
-        if !outcome.text.is_empty() {
-            messages.push(ChatMessage::assistant(outcome.text.clone()));
+        let mut messages = Vec::new();
+        for (said, answer) in exchanges {
+            messages.push(ChatMessage::user(said));
+            if !answer.is_empty() {
+                messages.push(ChatMessage::assistant(answer));
+            }
         }
         let mut contexts = vec![LayerContext {
             key: MAIN_LAYER.to_string(),
