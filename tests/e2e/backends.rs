@@ -912,20 +912,9 @@ fn real_codex() -> Option<PathBuf> {
     found
 }
 
-/// Codex pointed at the fake LLM's Responses endpoint with the test's dummy key, as a user
-/// with a provider of their own would write `~/.codex/config.toml`.
+/// Codex on the fake LLM, and stepper's setting naming it.
 fn codex_home(env: &TestEnv, codex: &Path) {
-    let dir = env.home.path().join(".codex");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("config.toml"),
-        format!(
-            "model_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\n\
-             base_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
-            env.fake.url
-        ),
-    )
-    .unwrap();
+    env.codex_config();
     let config = env.places().config_dir;
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(

@@ -89,6 +89,22 @@ impl TestEnv {
         env
     }
 
+    /// Codex pointed at the fake LLM's Responses endpoint with the test's dummy key, as a
+    /// user with a provider of their own would write `~/.codex/config.toml`.
+    pub fn codex_config(&self) {
+        let dir = self.home.path().join(".codex");
+        std::fs::create_dir_all(&dir).expect("the test's .codex folder");
+        std::fs::write(
+            dir.join("config.toml"),
+            format!(
+                "model_provider = \"fake\"\n\n[model_providers.fake]\nname = \"fake\"\n\
+                 base_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+                self.fake.url
+            ),
+        )
+        .expect("writing the test's Codex config");
+    }
+
     pub fn places(&self) -> Places {
         Places::resolve(|k| match k {
             "STEPPER_HOME" => Some(self.home.path().into()),

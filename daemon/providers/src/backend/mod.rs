@@ -73,6 +73,35 @@ impl Cli {
         }
     }
 
+    /// `error` with how to sign in when it says the CLI has no login.
+    fn with_login_hint(self, error: String) -> String {
+        let lower = error.to_lowercase();
+        let about_login = [
+            "not logged in",
+            "log in",
+            "login",
+            "unauthorized",
+            "401",
+            "invalid api key",
+        ]
+        .iter()
+        .any(|w| lower.contains(w));
+        if !about_login {
+            return error;
+        }
+        let how = match self {
+            Cli::ClaudeCode => {
+                "sign in by running `claude` in a terminal and typing /login, or give the session \
+                 ANTHROPIC_API_KEY (handed to the CLI while providers.claude-code.auth is \"auto\")"
+            }
+            Cli::CodexCli => {
+                "sign in with `codex login`, or give the session OPENAI_API_KEY (handed to the \
+                 CLI while providers.codex-cli.auth is \"auto\")"
+            }
+        };
+        format!("{error} — {how}; `stepper backends` shows each CLI's login")
+    }
+
     /// The variables that carry an API login, which `subscription` takes away.
     fn auth_variables(self) -> &'static [&'static str] {
         match self {
@@ -137,7 +166,13 @@ impl Driver {
             stream: Mutex::new(redactor.stream()),
         };
         let mut exchanges = Vec::new();
+        // Text steered in before the CLI got anything (or left by a turn that ended before it
+        // could be sent) joins the prompt, as a steer joins the next user message elsewhere.
         let mut prompt = t.prompt.to_string();
+        for early in t.steering.map(|take| take()).unwrap_or_default() {
+            prompt.push_str("\n\n");
+            prompt.push_str(&early);
+        }
         let outcome = loop {
             let mut spec = t.clone();
             spec.prompt = &prompt;
@@ -149,7 +184,9 @@ impl Driver {
                 outcome = claude::Outcome::failed(e.to_string());
             }
             outcome.text = redactor.redact(&outcome.text);
-            outcome.error = outcome.error.map(|e| redactor.redact(&e));
+            outcome.error = outcome
+                .error
+                .map(|e| self.cli().with_login_hint(redactor.redact(&e)));
             exchanges.push((std::mem::take(&mut prompt), outcome.text.clone()));
             let steered = match t.steering {
                 Some(take)
@@ -618,6 +655,22 @@ mod tests {
         let auto = spec.environment(&env);
         assert_eq!(auto["ANTHROPIC_API_KEY"], "sk-env");
         assert_eq!(auto["ANTHROPIC_BASE_URL"], "http://x");
+    }
+
+    #[test]
+    fn a_failed_login_says_how_to_sign_in() {
+        let e = Cli::ClaudeCode
+            .with_login_hint("Claude Code: Not logged in · Please run /login".into());
+        assert!(
+            e.contains("/login")
+                && e.contains("ANTHROPIC_API_KEY")
+                && e.contains("stepper backends"),
+            "{e}"
+        );
+        let e = Cli::CodexCli.with_login_hint("Codex: unexpected status 401 Unauthorized".into());
+        assert!(e.contains("codex login"), "{e}");
+        let other = "Codex: the model refused".to_string();
+        assert_eq!(Cli::CodexCli.with_login_hint(other.clone()), other);
     }
 
     #[test]
