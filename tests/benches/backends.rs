@@ -100,25 +100,17 @@ async fn daemon_turn(
     took
 }
 
-/// The same prompts to the CLI run directly: a fresh process's first turn, then its second.
-async fn direct(env: &TestEnv, claude: &Path) -> (Duration, Duration) {
-    let mut command = tokio::process::Command::new(claude);
+/// `command` started as the daemon starts a CLI: the session's environment, in the project,
+/// talking over its stdin and stdout.
+fn start(
+    mut command: tokio::process::Command,
+    env: &TestEnv,
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
     command
-        .args([
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--include-partial-messages",
-            "--permission-prompt-tool",
-            "stdio",
-            "--permission-mode",
-            "default",
-            "--model",
-            "claude-sonnet-4-5",
-        ])
         .env_clear()
         .envs(env.envs())
         .envs(EXTRA)
@@ -127,10 +119,32 @@ async fn direct(env: &TestEnv, claude: &Path) -> (Duration, Duration) {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true);
-    let t = Instant::now();
     let mut child = command.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let stdin = child.stdin.take().unwrap();
+    let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, lines)
+}
+
+/// The same prompts to the CLI run directly: a fresh process's first turn, then its second.
+async fn direct(env: &TestEnv, claude: &Path) -> (Duration, Duration) {
+    let mut command = tokio::process::Command::new(claude);
+    command.args([
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--permission-prompt-tool",
+        "stdio",
+        "--permission-mode",
+        "default",
+        "--model",
+        "claude-sonnet-4-5",
+    ]);
+    let t = Instant::now();
+    let (mut child, mut stdin, mut lines) = start(command, env);
     let mut turn = async |text: &str| {
         let message = serde_json::json!({"type": "user", "message": {"role": "user", "content": text},
             "parent_tool_use_id": null, "session_id": "default"});
@@ -159,19 +173,9 @@ async fn direct(env: &TestEnv, claude: &Path) -> (Duration, Duration) {
 /// Codex's app-server run directly: started, a thread, then two turns.
 async fn direct_codex(env: &TestEnv, codex: &Path) -> (Duration, Duration) {
     let mut command = tokio::process::Command::new(codex);
-    command
-        .arg("app-server")
-        .env_clear()
-        .envs(env.envs())
-        .current_dir(env.project.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
+    command.arg("app-server");
     let t = Instant::now();
-    let mut child = command.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut stdin, mut lines) = start(command, env);
     let mut next_id = 0;
     // Send, then read until a line for which `done` holds; returns that line (a notification,
     // with no `done`, returns at once).

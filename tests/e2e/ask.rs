@@ -225,13 +225,8 @@ fn the_api_key_never_reaches_disk() {
     assert!(out.status.success());
     // Stop the daemon so the WAL is checkpointed and the log flushed, then read every file.
     assert!(env.run(&["daemon", "stop"]).status.success());
-    let mut files = vec![env.home.path().to_path_buf()];
     let mut checked = 0;
-    while let Some(path) = files.pop() {
-        if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-            continue;
-        }
+    for path in stepper_e2e::files_under(env.home.path()) {
         let bytes = std::fs::read(&path).unwrap();
         let text = String::from_utf8_lossy(&bytes);
         for secret in [stepper_e2e::fake_llm::FAKE_KEY, "ghp_secretvalue42"] {

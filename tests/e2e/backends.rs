@@ -399,7 +399,7 @@ async fn what_the_cli_says_has_the_keys_taken_out() {
     drop(events);
     drop(client);
     assert!(env.run(&["daemon", "stop"]).status.success());
-    for entry in walk(env.home.path()) {
+    for entry in stepper_e2e::files_under(env.home.path()) {
         let bytes = std::fs::read(&entry).unwrap_or_default();
         let hay = String::from_utf8_lossy(&bytes);
         assert!(
@@ -409,23 +409,6 @@ async fn what_the_cli_says_has_the_keys_taken_out() {
             entry.display()
         );
     }
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    files
 }
 
 #[tokio::test]

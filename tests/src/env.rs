@@ -328,6 +328,23 @@ impl Drop for TestEnv {
 }
 
 /// Queue `text` in a session, over the protocol.
+/// Every file under `dir`, in any depth.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
 pub async fn submit(client: &DaemonClient, session_id: &str, text: &str) {
     let params = stepper_protocol::methods::SessionSubmitParams {
         session_id: session_id.into(),

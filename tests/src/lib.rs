@@ -15,7 +15,7 @@ pub mod tmux;
 pub mod wait;
 pub mod ws;
 
-pub use env::{TestEnv, bin_dir, submit};
+pub use env::{TestEnv, bin_dir, files_under, submit};
 pub use events::{Asked, next_approval, read_until, stream_json, until_turn_finished};
 pub use fake_llm::{FakeLlm, Gate, Reply, Route};
 pub use tmux::{Pane, Tmux};

@@ -113,8 +113,7 @@ impl LiveSession {
             return Ok((TurnStatus::Failed, None, Vec::new()));
         };
         let guard = std::env::current_exe().ok();
-        let steering = Arc::clone(&self.steering);
-        let take = move || std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()));
+        let take = self.steering_taker();
         let sink = AgentSink {
             log: &self.log,
             turn,
@@ -134,7 +133,7 @@ impl LiveSession {
                     guard: guard.as_deref(),
                     secrets: &secrets,
                     grace: grace(),
-                    steering: Some(&take),
+                    steering: Some(&*take),
                 },
                 &sink,
             )

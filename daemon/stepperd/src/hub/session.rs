@@ -245,6 +245,12 @@ impl LiveSession {
         }
     }
 
+    /// What takes the text steered in since it was last called, for the running turn.
+    pub(super) fn steering_taker(&self) -> Arc<dyn Fn() -> Vec<String> + Send + Sync> {
+        let steering = Arc::clone(&self.steering);
+        Arc::new(move || std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner())))
+    }
+
     /// Add text to the running turn; `None` when no turn runs (then the caller submits).
     pub async fn steer(&self, text: String, by: Option<String>) -> Result<Option<u64>, HubError> {
         if !self.is_running() {

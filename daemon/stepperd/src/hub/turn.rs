@@ -331,10 +331,7 @@ impl LiveSession {
                     }
                     let _ = baseline_taken.send(true);
                 };
-                let steering = Arc::clone(&self.steering);
-                let take: Arc<dyn Fn() -> Vec<String> + Send + Sync> = Arc::new(move || {
-                    std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner()))
-                });
+                let take = self.steering_taker();
                 let render_cx = cx.clone();
                 let host = Arc::new(TurnHost {
                     main_model: model.to_string(),
