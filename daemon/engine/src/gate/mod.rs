@@ -13,6 +13,7 @@
 
 mod bash;
 pub mod commands;
+pub mod protected;
 pub mod repo;
 pub mod rules;
 pub mod shell;
@@ -153,6 +154,11 @@ impl Policy {
         if self.mode == PermissionMode::Auto {
             return Verdict::Allow;
         }
+        let root = resolve(&self.project_root);
+        // Whatever the rules allow: what the next turn or the user's own git would run.
+        if edit && let Some(why) = protected::why(&resolved, &root) {
+            return Verdict::Ask(format!("change {}: {why}", resolved.display()));
+        }
         if let Some(rule) = self.ask.iter().find(|r| r.matches_path(&resolved, edit)) {
             return Verdict::Ask(format!(
                 "{what} {} (rule {})",
@@ -163,7 +169,6 @@ impl Policy {
         if self.allow.iter().any(|r| r.matches_path(&resolved, edit)) {
             return Verdict::Allow;
         }
-        let root = resolve(&self.project_root);
         let inside = resolved.starts_with(&root);
         match (edit, inside, self.mode) {
             (false, true, _) => Verdict::Allow,

@@ -952,6 +952,18 @@ fn entries(text: &str) -> Result<Vec<Entry>, String> {
     Ok(out)
 }
 
+/// The last value of `section.name` (both in lower case) outside subsections, quotes taken
+/// off; `None` when the file cannot be read with certainty or does not set it.
+pub fn config_value(text: &str, section: &str, name: &str) -> Option<String> {
+    entries(text)
+        .ok()?
+        .into_iter()
+        .filter(|e| e.section == section && e.sub.is_none() && e.name == name)
+        .last()
+        .map(|e| e.value.trim_matches('"').to_string())
+        .filter(|v| !v.is_empty())
+}
+
 /// Why the configuration `text` may make git run a program or read elsewhere, or None when
 /// every key is on the allow-list. `worktree_inside`: every `core.worktree` it sets (a
 /// submodule's) lies inside the project.

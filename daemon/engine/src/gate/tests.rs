@@ -960,3 +960,39 @@ fn leaving_the_sandbox_is_always_asked() {
         "deny"
     );
 }
+
+#[test]
+fn what_configures_the_next_run_asks_in_every_mode_but_auto() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = resolve(dir.path());
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    let edit = |rel: &str| GateRequest::Edit {
+        path: root.join(rel),
+        diff: String::new(),
+    };
+    for mode in [Default, AcceptEdits] {
+        // Even an allow rule covering everything does not skip the question.
+        let p = policy(mode, &root, &["Edit(**)", "Edit(./.git/**)"], &[], &[]);
+        for protected in [
+            ".stepper/setting.json",
+            ".claude/settings.json",
+            ".mcp.json",
+            ".git/config",
+            ".git/hooks/pre-commit",
+            ".git/info/attributes",
+        ] {
+            let v = p.decide(&edit(protected));
+            assert!(
+                matches!(&v, Verdict::Ask(why) if why.contains("run")),
+                "{mode:?} {protected}: {v:?}"
+            );
+        }
+        assert_eq!(p.decide(&edit("src/lib.rs")), Verdict::Allow, "{mode:?}");
+    }
+    let plan = policy(Plan, &root, &[], &[], &[]);
+    assert_eq!(kind(&plan.decide(&edit(".git/config"))), "deny");
+    let auto = policy(Auto, &root, &[], &[], &[]);
+    assert_eq!(auto.decide(&edit(".git/hooks/pre-commit")), Verdict::Allow);
+    let denied = policy(Auto, &root, &[], &["Edit(./.git/**)"], &[]);
+    assert_eq!(kind(&denied.decide(&edit(".git/config"))), "deny");
+}
