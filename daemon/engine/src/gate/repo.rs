@@ -958,8 +958,7 @@ pub fn config_value(text: &str, section: &str, name: &str) -> Option<String> {
     entries(text)
         .ok()?
         .into_iter()
-        .filter(|e| e.section == section && e.sub.is_none() && e.name == name)
-        .last()
+        .rfind(|e| e.section == section && e.sub.is_none() && e.name == name)
         .map(|e| e.value.trim_matches('"').to_string())
         .filter(|v| !v.is_empty())
 }
