@@ -241,7 +241,9 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let cwd = crate::connect::working_dir()?;
     let places = places()?;
     let client = connect_or_start(&places, "stepper ask").await?;
-    // A project's MCP servers not approved yet are asked about first, at a terminal.
+    // An undecided folder whose files ask for more than they get is asked about first, at a
+    // terminal; then a project's MCP servers not approved yet.
+    crate::trust::ask_once(&client, &cwd).await?;
     crate::mcp::ask_pending(&client, &cwd).await?;
 
     // An existing session (--session, --continue) keeps its model and mode; its environment
@@ -453,9 +455,9 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 cost_usd = c;
             }
             AppEvent::Error { message } if ours => eprintln!("stepper: {message}"),
-            AppEvent::Notice { message } if ours && args.format == Format::Text => {
-                eprintln!("stepper: {message}");
-            }
+            // On stderr whatever the format: notices are for the person (an untrusted
+            // folder's, a memory import refused), and JSON goes to stdout.
+            AppEvent::Notice { message } if ours => eprintln!("stepper: {message}"),
             AppEvent::ApprovalRequested {
                 request_id,
                 summary,

@@ -197,31 +197,32 @@ async fn attach(
             }
         });
     }
-    // The project's MCP servers waiting for approval are asked about like approvals.
+    // An undecided folder whose files ask for what only trust gives is asked about first.
     {
         let (core, client) = (core.clone(), client.clone());
         let cwd = cwd.display().to_string();
         tokio::spawn(async move {
-            if let Ok(list) = client
-                .call::<stepper_protocol::methods::McpPending>(CwdParams { cwd })
+            if let Ok(report) = client
+                .call::<stepper_protocol::methods::TrustGet>(CwdParams { cwd })
                 .await
-                && !list.servers.is_empty()
+                && report.decided_by.is_none()
+                && !report.ignored.is_empty()
+                && report.too_broad.is_none()
             {
-                let servers = list
-                    .servers
-                    .into_iter()
-                    .map(|s| stepper_tui::PendingMcpServer {
-                        file: std::path::Path::new(&s.source)
-                            .file_name()
-                            .map_or_else(|| s.source.clone(), |n| n.to_string_lossy().into_owned()),
-                        name: s.name,
-                        target: s.target,
-                    })
-                    .collect();
-                let _ = core.send(CoreEvent::PendingMcp(servers)).await;
+                let question = stepper_tui::TrustQuestion {
+                    folder: report.folder,
+                    ignored: report.ignored,
+                };
+                let _ = core.send(CoreEvent::Trust(question)).await;
             }
         });
     }
+    // The project's MCP servers waiting for approval are asked about like approvals.
+    tokio::spawn(ask_pending_mcp(
+        client.clone(),
+        cwd.to_path_buf(),
+        core.clone(),
+    ));
     // Ends when the TUI drops its sender or leaves, handing back the session it was showing
     // last. A call still in flight when the user leaves is not waited for.
     let calls = {
@@ -459,6 +460,33 @@ async fn leave_on_signal(cancel: CancellationToken) {
     cancel.cancel();
 }
 
+/// Send the TUI the project's MCP servers waiting for this user's approval, if any.
+async fn ask_pending_mcp(
+    client: DaemonClient,
+    cwd: std::path::PathBuf,
+    core: mpsc::Sender<CoreEvent>,
+) {
+    let cwd = cwd.display().to_string();
+    if let Ok(list) = client
+        .call::<stepper_protocol::methods::McpPending>(CwdParams { cwd })
+        .await
+        && !list.servers.is_empty()
+    {
+        let servers = list
+            .servers
+            .into_iter()
+            .map(|s| stepper_tui::PendingMcpServer {
+                file: std::path::Path::new(&s.source)
+                    .file_name()
+                    .map_or_else(|| s.source.clone(), |n| n.to_string_lossy().into_owned()),
+                name: s.name,
+                target: s.target,
+            })
+            .collect();
+        let _ = core.send(CoreEvent::PendingMcp(servers)).await;
+    }
+}
+
 /// One action as one daemon call; the error to show, if it failed.
 async fn perform(
     client: &DaemonClient,
@@ -515,6 +543,22 @@ async fn perform(
                 })
                 .await
                 .map(drop)
+        }
+        Action::Trust { trusted } => {
+            let set = client
+                .call::<stepper_protocol::methods::TrustSet>(
+                    stepper_protocol::methods::TrustSetParams {
+                        cwd: cwd.display().to_string(),
+                        trusted,
+                        all_below: false,
+                    },
+                )
+                .await;
+            // Trusted, the project's own MCP servers are offered: asked about as at start.
+            if set.is_ok() && trusted {
+                ask_pending_mcp(client.clone(), cwd.to_path_buf(), core.clone()).await;
+            }
+            set.map(drop)
         }
         Action::Elicit {
             request_id,

@@ -16,6 +16,7 @@ mod remote;
 mod service;
 mod session;
 mod sessions;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -97,6 +98,10 @@ enum Command {
         #[command(subcommand)]
         command: mcp::McpCommand,
     },
+    /// Trust a folder: its project files (settings, hooks, MCP servers, commands) then apply
+    /// as your own do. Until then they may only narrow what happens. --revoke takes it back,
+    /// --list shows your decisions.
+    Trust(trust::TrustArgs),
     /// Start, stop or inspect the daemon.
     Daemon {
         #[command(subcommand)]
@@ -176,6 +181,7 @@ fn run(cli: Cli) -> ExitCode {
             Some(Command::Models(args)) => models::run(args).await,
             Some(Command::Backends(args)) => backends::run(args).await,
             Some(Command::Mcp { command }) => mcp::run(command).await,
+            Some(Command::Trust(args)) => trust::run(args).await,
             Some(Command::Init(args)) => config_cmd::init(args).await,
             Some(Command::Completions { shell }) => {
                 let mut cmd = Cli::command();

@@ -56,6 +56,11 @@ pub enum Action {
         name: String,
         decision: ApprovalDecision,
     },
+    /// The answer to [`CoreEvent::Trust`]: trust the session's folder or not (remembered
+    /// either way, in the user's own config).
+    Trust {
+        trusted: bool,
+    },
     /// An MCP server's form answered: `content` with `accept`.
     Elicit {
         request_id: String,
@@ -90,6 +95,16 @@ pub struct PendingMcpServer {
     pub file: String,
     /// What it runs: its command line or URL.
     pub target: String,
+}
+
+/// A folder the user never decided about, whose project files ask for what only trust
+/// gives (hooks, allow rules, MCP servers, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustQuestion {
+    /// What trusting records: the top of the folder's repository, or the folder.
+    pub folder: String,
+    /// What the files ask for, one item each (`.stepper/setting.json: hooks (Stop)`).
+    pub ignored: Vec<String>,
 }
 
 /// A slash command the daemon knows beyond the TUI's own.
@@ -129,6 +144,8 @@ pub enum CoreEvent {
     Commands(Vec<CommandEntry>),
     /// The project's MCP servers waiting for this user's approval: asked like approvals.
     PendingMcp(Vec<PendingMcpServer>),
+    /// Whether to trust the session's folder: asked like an approval, before anything else.
+    Trust(TrustQuestion),
     /// The connection to the daemon dropped for good.
     Disconnected(String),
 }

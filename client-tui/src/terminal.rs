@@ -242,8 +242,11 @@ where
                 None => break Exit::Disconnected("the core closed its event channel".into()),
             },
             _ = tick.tick() => {
+                // Drawn while time changes the screen, and once more when it stops (a hint
+                // that expired, keys that started to answer).
+                let was = app.animating();
                 app.tick(now_ms());
-                if !app.animating() {
+                if !was && !app.animating() {
                     continue;
                 }
             }

@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Widget};
 use stepper_protocol::session::{PermissionMode, SandboxState};
 
-use crate::app::{App, Approval};
+use crate::app::{App, Approval, Asks};
 use crate::screen::Screen;
 use crate::theme;
 use crate::transcript::diff_lines;
@@ -153,7 +153,13 @@ impl App {
             .as_ref()
             .map(|p| p.lines(width))
             .unwrap_or_default();
-        let placeholder = if !self.approvals.is_empty() {
+        let placeholder = if self
+            .approvals
+            .front()
+            .is_some_and(|a| a.asks == Asks::Trust)
+        {
+            "answer above: y trusts the folder, n does not"
+        } else if !self.approvals.is_empty() {
             "answer the approval above: y, a or n"
         } else if !self.elicits.is_empty() {
             "answer the form above: type, ⇥ next field, ⏎ send, esc decline"
@@ -529,7 +535,9 @@ fn keys_line(answer: Vec<Span<'static>>, live: bool, more: usize) -> Line<'stati
 
 fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
     let mut content = Vec::new();
-    Para::new(vec![Span::raw(a.summary.clone())]).wrap(width, &mut content);
+    for line in a.summary.lines() {
+        Para::new(vec![Span::raw(line.to_string())]).wrap(width, &mut content);
+    }
     if let Some(command) = &a.command {
         for line in command.lines() {
             Para::prefixed(
@@ -542,6 +550,19 @@ fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
     }
     if let Some(diff) = &a.diff {
         diff_lines(diff, width, usize::MAX, &mut || Span::raw(""), &mut content);
+    }
+    if a.asks == Asks::Trust {
+        let keys = vec![
+            Span::styled("y", theme::bold().patch(theme::ok())),
+            Span::raw(" trust  "),
+            Span::styled("n", theme::bold().patch(theme::error())),
+            Span::raw("/esc not trusted (remembered; `stepper trust` changes it)"),
+        ];
+        return Overlay {
+            title: format!("Trust {}?", a.tool),
+            content,
+            keys: keys_line(keys, live, more),
+        };
     }
     let keys = vec![
         Span::styled("y", theme::bold().patch(theme::ok())),

@@ -32,3 +32,4 @@ mod service;
 mod subscribe;
 mod tool_env;
 mod tools;
+mod trust;

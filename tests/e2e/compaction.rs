@@ -28,6 +28,8 @@ fn settings(env: &TestEnv, window: u64, extra: serde_json::Value) {
     let dir = env.project.path().join(".stepper");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("setting.json"), value.to_string()).unwrap();
+    // A project of the user's own: its providers and hooks apply.
+    env.trust_project();
 }
 
 async fn session(env: &TestEnv, client: &stepper_protocol::client::DaemonClient) -> String {

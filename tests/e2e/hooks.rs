@@ -24,6 +24,8 @@ fn setup(env: &TestEnv, scripts: &[(&str, &str)], hooks: Value) {
         json!({"hooks": hooks}).to_string(),
     )
     .unwrap();
+    // The user's own project: its hooks run.
+    env.trust_project();
 }
 
 fn hook(command: &str) -> Value {

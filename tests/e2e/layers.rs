@@ -348,6 +348,7 @@ async fn no_task_list_runs_the_parallel_layer_once_and_a_failing_worker_is_repor
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_another_client() {
     let env = TestEnv::new();
+    env.trust_project();
     write(
         &env.project.path().join(".stepper/setting.json"),
         &serde_json::json!({"dispatch": true, "hooks": {

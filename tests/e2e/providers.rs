@@ -117,6 +117,7 @@ fn openai_compatible_server_from_settings() {
         settings.to_string(),
     )
     .unwrap();
+    env.trust_project();
     let (result, out) = ask_json(&env, &["hi"]);
     assert_eq!(result.status, TurnStatus::Completed, "{}", stderr(&out));
     assert_eq!(result.text, "Hello there!");
@@ -487,6 +488,7 @@ fn nobody_listening_is_a_fast_clear_error() {
         settings.to_string(),
     )
     .unwrap();
+    env.trust_project();
     let (events, _) = stream_events(&env, &["--model", "local/any", "hi"]);
     assert!(
         notices(&events).is_empty(),

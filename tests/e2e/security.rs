@@ -82,3 +82,61 @@ fn another_user_is_refused_before_any_method_runs() {
     // The daemon is unharmed.
     assert!(env.run(&["daemon", "status"]).status.success());
 }
+
+/// Provider keys leave the daemon's process environment (`/proc/<pid>/environ` keeps what
+/// a process had at exec, for a tool to read) and stay usable from memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_keeps_no_provider_key_in_its_environment() {
+    use stepper_e2e::fake_llm::FAKE_KEY;
+    use stepper_protocol::methods::{SessionCreate, SessionCreateParams};
+    let env = TestEnv::new();
+    env.start_daemon();
+    let pid = env.daemon_pid().expect("a running daemon");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(
+        !environ.contains(FAKE_KEY),
+        "the key is in the daemon's environ"
+    );
+    assert!(
+        environ.contains("STEPPER_HOME="),
+        "the rest stays: {environ}"
+    );
+    // A client without the key: the daemon's own, kept in memory, still serves it.
+    let client = env.client().await;
+    let keyless: std::collections::BTreeMap<String, String> = env
+        .envs()
+        .into_iter()
+        .filter(|(k, _)| !k.ends_with("_API_KEY"))
+        .collect();
+    env.fake
+        .push(stepper_e2e::Reply::text(&["served by the daemon's key"]));
+    let created = client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: keyless.into_iter().collect(),
+            model: Some("anthropic/claude-sonnet-4-5".into()),
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: Some("hello".into()),
+        })
+        .await
+        .unwrap();
+    let mut events = client
+        .subscribe_events(&created.session.id, 0)
+        .await
+        .unwrap();
+    let done = stepper_e2e::until_turn_finished(&mut events).await;
+    assert!(
+        matches!(
+            done.last().map(|e| &e.event),
+            Some(stepper_protocol::AppEvent::TurnFinished {
+                status: stepper_protocol::TurnStatus::Completed,
+                ..
+            })
+        ),
+        "{done:#?}"
+    );
+}

@@ -84,7 +84,9 @@ fn provider_keys_stay_out_of_tools_and_their_output() {
     assert!(export.contains("token=[redacted]"));
     assert!(!export.contains(FAKE_KEY));
 
-    // Settings can pass a key on (a script of the project that calls the API itself).
+    // Settings can pass a key on (a script of the project that calls the API itself), in a
+    // folder the user trusts.
+    env.trust_project();
     std::fs::create_dir_all(env.project.path().join(".stepper")).unwrap();
     std::fs::write(
         env.project.path().join(".stepper/setting.json"),

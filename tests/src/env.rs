@@ -105,6 +105,26 @@ impl TestEnv {
         .expect("writing the test's Codex config");
     }
 
+    /// Trust the project folder, as `stepper trust` does (a decision in the user's config
+    /// folder): its settings, hooks, MCP servers and commands then apply in full.
+    pub fn trust_project(&self) {
+        self.trust(self.project.path());
+    }
+
+    /// Trust `folder` (and every folder below it).
+    pub fn trust(&self, folder: &Path) {
+        let path = self.places().config_dir.join("trust.json");
+        let mut stored: serde_json::Value = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_else(|| serde_json::json!({"folders": {}}));
+        let folder = std::fs::canonicalize(folder).expect("the folder to trust");
+        stored["folders"][folder.display().to_string()] =
+            serde_json::json!({"trusted": true, "at": 0});
+        std::fs::create_dir_all(path.parent().expect("the config folder")).unwrap();
+        std::fs::write(&path, stored.to_string()).expect("writing trust.json");
+    }
+
     pub fn places(&self) -> Places {
         Places::resolve(|k| match k {
             "STEPPER_HOME" => Some(self.home.path().into()),

@@ -474,6 +474,35 @@ pub fn modes(current: stepper_protocol::PermissionMode) -> Value {
 }
 
 /// The choices of `session/request_permission`; the answer names one by its id.
+/// The question whether to trust a folder, as a permission request's tool call: what its
+/// files ask for that only trust gives.
+pub fn trust_question(folder: &str, ignored: &[String]) -> Value {
+    let mut text = format!(
+        "{folder} is a folder you have not trusted. Its files ask for what only trust gives; \
+         trusting lets them run code and widen permissions, as your own settings do. Until \
+         then they are left out (deny rules and stricter modes still apply):"
+    );
+    for item in ignored {
+        text.push_str("\n- ");
+        text.push_str(item);
+    }
+    json!({
+        "toolCallId": "stepper-trust",
+        "title": format!("Trust {folder}?"),
+        "kind": "other",
+        "status": "pending",
+        "content": [text_content(&text)],
+    })
+}
+
+/// The answers to [`trust_question`]: both remembered, in the user's own config.
+pub fn trust_options() -> Value {
+    json!([
+        {"optionId": "trust", "name": "Trust this folder", "kind": "allow_always"},
+        {"optionId": "untrusted", "name": "Don't trust it", "kind": "reject_always"},
+    ])
+}
+
 pub fn permission_options() -> Value {
     json!([
         {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
@@ -486,6 +515,23 @@ pub fn permission_options() -> Value {
 mod tests {
     use super::*;
     use stepper_protocol::TurnStatus;
+
+    #[test]
+    fn the_trust_question_lists_what_trust_gives_and_both_answers_are_remembered() {
+        let asked = trust_question("/src/x", &[".mcp.json: MCP servers (db)".to_string()]);
+        assert_eq!(asked["title"], "Trust /src/x?");
+        assert_eq!(asked["toolCallId"], "stepper-trust");
+        let text = asked["content"][0]["content"]["text"].as_str().unwrap();
+        assert!(text.contains("- .mcp.json: MCP servers (db)"), "{text}");
+        let options = trust_options();
+        let kinds: Vec<&str> = options
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["allow_always", "reject_always"]);
+    }
 
     #[test]
     fn a_replayed_message_comes_whole_and_a_streamed_one_once() {

@@ -19,7 +19,8 @@ use stepper_protocol::methods::{
     CommandInfo, CommandsList, CwdParams, ProvidersStatus, ProvidersStatusParams, SessionApprove,
     SessionApproveParams, SessionCreate, SessionCreateParams, SessionGet, SessionInterrupt,
     SessionList, SessionListParams, SessionParams, SessionSetMode, SessionSetModeParams,
-    SessionSetModel, SessionSetModelParams, SessionSubmit, SessionSubmitParams,
+    SessionSetModel, SessionSetModelParams, SessionSubmit, SessionSubmitParams, TrustGet, TrustSet,
+    TrustSetParams,
 };
 use stepper_protocol::{AppEvent, ApprovalDecision, PermissionMode, TurnStatus};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
@@ -54,6 +55,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         sessions: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(0),
         waiting: Mutex::new(HashMap::new()),
+        trust_asked: Mutex::default(),
     });
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut line = Vec::new();
@@ -179,6 +181,7 @@ struct Turns {
 /// One session this connection follows: its events become the editor's updates.
 struct Live {
     id: String,
+    cwd: String,
     view: Mutex<View>,
     turns: Mutex<Turns>,
     /// Open `session/request_permission`s: the daemon's request id → ours.
@@ -205,6 +208,8 @@ struct Conn {
     next_id: AtomicU64,
     /// Our requests to the editor awaiting its answer.
     waiting: Mutex<HashMap<u64, oneshot::Sender<Result<Value, Value>>>>,
+    /// The folders whose trust this connection asked about (once each).
+    trust_asked: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Conn {
@@ -503,6 +508,7 @@ impl Conn {
             .ok_or_else(|| AcpError::invalid("session/prompt needs prompt: an array of blocks"))?;
         let text = prompt_text(blocks)?;
         let daemon = self.daemon().await?;
+        self.ask_trust(daemon, &live).await;
         if let Some(done) = self.command(daemon, &id, &text).await? {
             self.notify(
                 "session/update",
@@ -548,6 +554,54 @@ impl Conn {
                 -32603,
                 error.unwrap_or_else(|| "the turn failed — see 'stepper daemon logs'".into()),
             )),
+        }
+    }
+
+    /// Before a folder's first prompt on this connection: when the user never decided about
+    /// it and its files ask for what only trust gives, ask the editor (a permission request);
+    /// the answer is remembered either way. An editor that cannot answer decides nothing.
+    async fn ask_trust(&self, daemon: &DaemonClient, live: &Live) {
+        let first = self
+            .trust_asked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(live.cwd.clone());
+        if !first {
+            return;
+        }
+        let Ok(report) = daemon
+            .call::<TrustGet>(CwdParams {
+                cwd: live.cwd.clone(),
+            })
+            .await
+        else {
+            return;
+        };
+        if report.decided_by.is_some() || report.ignored.is_empty() || report.too_broad.is_some() {
+            return;
+        }
+        let (ours, rx) = self.expect_answer();
+        self.request_permission(
+            ours,
+            &live.id,
+            map::trust_question(&report.folder, &report.ignored),
+            map::trust_options(),
+        );
+        let Ok(Ok(answer)) = rx.await else { return };
+        let trusted = match answer.pointer("/outcome/optionId").and_then(Value::as_str) {
+            Some("trust") => true,
+            Some("untrusted") => false,
+            _ => return,
+        };
+        if let Err(e) = daemon
+            .call::<TrustSet>(TrustSetParams {
+                cwd: live.cwd.clone(),
+                trusted,
+                all_below: false,
+            })
+            .await
+        {
+            eprintln!("stepper acp: trust: {e}");
         }
     }
 
@@ -609,6 +663,7 @@ impl Conn {
         };
         let live = Arc::new(Live {
             id: id.to_string(),
+            cwd: cwd.to_string(),
             view: Mutex::new(View::new(cwd, window, &self.name)),
             turns: Mutex::new(Turns::default()),
             asks: Mutex::new(HashMap::new()),
@@ -630,29 +685,36 @@ impl Conn {
         live
     }
 
-    /// Put an approval to the editor; its answer goes to the daemon (the first answer from
-    /// any client wins).
-    async fn ask(self: Arc<Self>, live: Arc<Live>, request_id: String, tool_call: Value) {
+    /// A new id for a request to the editor, and where its answer will arrive.
+    fn expect_answer(&self) -> (u64, oneshot::Receiver<Result<Value, Value>>) {
         let ours = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.waiting
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(ours, tx);
-        live.asks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(request_id.clone(), ours);
+        (ours, rx)
+    }
+
+    /// Ask the editor `session/request_permission` as request `ours`.
+    fn request_permission(&self, ours: u64, session_id: &str, tool_call: Value, options: Value) {
         self.send(json!({
             "jsonrpc": "2.0",
             "id": ours,
             "method": "session/request_permission",
-            "params": {
-                "sessionId": live.id,
-                "toolCall": tool_call,
-                "options": map::permission_options(),
-            },
+            "params": {"sessionId": session_id, "toolCall": tool_call, "options": options},
         }));
+    }
+
+    /// Put an approval to the editor; its answer goes to the daemon (the first answer from
+    /// any client wins).
+    async fn ask(self: Arc<Self>, live: Arc<Live>, request_id: String, tool_call: Value) {
+        let (ours, rx) = self.expect_answer();
+        live.asks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(request_id.clone(), ours);
+        self.request_permission(ours, &live.id, tool_call, map::permission_options());
         // Dropped: answered elsewhere (the request was withdrawn) or the editor left.
         let Ok(answer) = rx.await else { return };
         live.asks

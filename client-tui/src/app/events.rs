@@ -6,7 +6,7 @@
 use stepper_protocol::event::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus, Usage};
 use stepper_protocol::session::SessionStatus;
 
-use super::{App, Approval};
+use super::{App, Approval, Asks};
 use crate::markdown::{self, OpenFence};
 use crate::theme;
 use crate::transcript::{AgentCell, Cell, ToolCell, ToolDone, decision_text, tool_summary};
@@ -67,15 +67,15 @@ impl App {
             }
             CoreEvent::PendingMcp(servers) => {
                 for server in servers {
-                    let request_id = format!("{}{}", super::MCP_SERVER_ASKED, server.name);
-                    if self.approvals.iter().any(|a| a.request_id == request_id) {
+                    let asks = Asks::McpServer(server.name.clone());
+                    if self.approvals.iter().any(|a| a.asks == asks) {
                         continue;
                     }
                     if self.approvals.is_empty() {
                         self.approval_since = self.now_ms;
                     }
                     self.approvals.push_back(Approval {
-                        request_id,
+                        asks,
                         tool: format!("the project's MCP server {}", sanitize(&server.name)),
                         summary: format!(
                             "{} names an MCP server; it runs only once you allow it (a: all of \
@@ -86,6 +86,29 @@ impl App {
                         diff: None,
                     });
                 }
+            }
+            CoreEvent::Trust(question) => {
+                if self.approvals.iter().any(|a| a.asks == Asks::Trust) {
+                    return;
+                }
+                self.approval_since = self.now_ms;
+                let mut summary = String::from(
+                    "Its files ask for what only trust gives. Trusting lets them run code and \
+                     widen permissions, as your own settings do; until then they are left out \
+                     (deny rules and stricter modes still apply).",
+                );
+                for item in &question.ignored {
+                    summary.push_str("\n• ");
+                    summary.push_str(&sanitize(item));
+                }
+                // First in line: what the session may do depends on it.
+                self.approvals.push_front(Approval {
+                    asks: Asks::Trust,
+                    tool: sanitize(&question.folder),
+                    summary,
+                    command: None,
+                    diff: None,
+                });
             }
             CoreEvent::Info(message) => self.push(Cell::note("ℹ", message, theme::dim())),
             CoreEvent::Disconnected(reason) => self.exit = Some(Exit::Disconnected(reason)),
@@ -330,7 +353,7 @@ impl App {
                     self.approval_since = self.now_ms;
                 }
                 self.approvals.push_back(Approval {
-                    request_id,
+                    asks: Asks::Tool(request_id),
                     tool,
                     summary: sanitize(&summary),
                     command: command.as_deref().map(sanitize),
@@ -424,9 +447,10 @@ impl App {
                 decision,
                 by,
             } => {
-                let front = self.approvals.front().map(|a| a.request_id.clone());
-                self.approvals.retain(|a| a.request_id != request_id);
-                if front.as_deref() == Some(request_id.as_str()) {
+                let asks = Asks::Tool(request_id.clone());
+                let front = self.approvals.front().map(|a| a.asks.clone());
+                self.approvals.retain(|a| a.asks != asks);
+                if front == Some(asks) {
                     self.approval_since = self.now_ms;
                 }
                 let tool = self.approval_tools.remove(&request_id).unwrap_or_default();
@@ -449,9 +473,8 @@ impl App {
             }
             AppEvent::TurnFinished { status, error } => {
                 // What the turn still asked can no longer be answered: it is over. (A project's
-                // MCP server waits for its answer beyond the turn.)
-                self.approvals
-                    .retain(|a| a.request_id.starts_with(super::MCP_SERVER_ASKED));
+                // MCP server, and trust in the folder, wait for their answer beyond the turn.)
+                self.approvals.retain(|a| !matches!(a.asks, Asks::Tool(_)));
                 self.approval_tools.clear();
                 self.finish_live(true);
                 self.running = false;

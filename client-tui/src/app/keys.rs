@@ -3,7 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::App;
+use super::{App, Asks};
 use crate::command::{self, COMMANDS, Parsed};
 use crate::completion::Kind;
 use crate::theme;
@@ -35,7 +35,10 @@ impl App {
         if let Some(approval) = self.approvals.front() {
             let decision = match key.code {
                 KeyCode::Char('y') if !ctrl && !alt => Some(crate::ApprovalDecision::Allow),
-                KeyCode::Char('a') if !ctrl && !alt => Some(crate::ApprovalDecision::AllowAlways),
+                // Trust has no "always": it is remembered whatever the answer.
+                KeyCode::Char('a') if !ctrl && !alt && approval.asks != Asks::Trust => {
+                    Some(crate::ApprovalDecision::AllowAlways)
+                }
                 KeyCode::Char('n') | KeyCode::Esc if !ctrl && !alt => {
                     Some(crate::ApprovalDecision::Deny)
                 }
@@ -43,18 +46,18 @@ impl App {
             };
             if let Some(decision) = decision {
                 if self.answer_keys_live() {
-                    let request_id = approval.request_id.clone();
+                    let asks = approval.asks.clone();
                     self.approvals.pop_front();
                     self.approval_since = self.now_ms;
-                    if let Some(name) = request_id.strip_prefix(super::MCP_SERVER_ASKED) {
-                        return vec![Action::ApproveMcpServer {
-                            name: name.to_string(),
+                    return vec![match asks {
+                        Asks::McpServer(name) => Action::ApproveMcpServer { name, decision },
+                        Asks::Trust => Action::Trust {
+                            trusted: decision != crate::ApprovalDecision::Deny,
+                        },
+                        Asks::Tool(request_id) => Action::Approve {
+                            request_id,
                             decision,
-                        }];
-                    }
-                    return vec![Action::Approve {
-                        request_id,
-                        decision,
+                        },
                     }];
                 }
                 if key.code == KeyCode::Esc && self.popup.is_none() {

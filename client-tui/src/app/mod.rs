@@ -20,12 +20,21 @@ mod events;
 mod keys;
 
 /// The request id of an approval that asks about a project's MCP server: this, and its name.
-pub(crate) const MCP_SERVER_ASKED: &str = "mcp-server:";
+/// What an approval asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Asks {
+    /// A tool call of the session's turn, by its request id: over when the turn is.
+    Tool(String),
+    /// Whether a project's MCP server may run, by its name: outlasts turns.
+    McpServer(String),
+    /// Whether to trust the session's folder: outlasts turns.
+    Trust,
+}
 
 /// An approval waiting for this user's answer.
 #[derive(Debug, Clone)]
 pub(crate) struct Approval {
-    pub request_id: String,
+    pub asks: Asks,
     pub tool: String,
     pub summary: String,
     pub command: Option<String>,
@@ -175,9 +184,15 @@ impl App {
         }
     }
 
-    /// Whether the screen changes with time alone (a spinner, a hint that expires).
+    /// Whether the screen changes with time alone (a spinner, a hint that expires, a
+    /// question whose keys are about to answer: with no turn running, a project's MCP server
+    /// or trust in the folder, nothing else would show them).
     pub fn animating(&self) -> bool {
-        self.running || self.flash.is_some() || self.live.iter().any(Cell::is_live)
+        self.running
+            || self.flash.is_some()
+            || self.live.iter().any(Cell::is_live)
+            || ((!self.approvals.is_empty() || !self.elicits.is_empty())
+                && !self.answer_keys_live())
     }
 
     /// The finished cells not yet committed, rendered at `width` for the scrollback, each

@@ -358,6 +358,68 @@ fn a_projects_mcp_servers_are_asked_about_like_approvals_and_outlast_a_turn() {
     );
 }
 
+#[test]
+fn an_untrusted_folder_is_asked_about_first_and_the_answer_outlasts_a_turn() {
+    let mut app = app();
+    app.apply(stepper_tui::CoreEvent::PendingMcp(vec![
+        stepper_tui::PendingMcpServer {
+            name: "db".into(),
+            file: ".mcp.json".into(),
+            target: "npx db-mcp".into(),
+        },
+    ]));
+    app.apply(stepper_tui::CoreEvent::Trust(stepper_tui::TrustQuestion {
+        folder: "/src/cloned".into(),
+        ignored: vec![
+            ".stepper/setting.json: hooks (SessionStart)".into(),
+            ".mcp.json: MCP servers (db)".into(),
+        ],
+    }));
+    // With no turn running, the screen still changes when its keys start to answer.
+    assert!(
+        app.animating(),
+        "the keys line must be drawn when it goes live"
+    );
+    // Asked twice (a second attach's question): still one question.
+    app.apply(stepper_tui::CoreEvent::Trust(stepper_tui::TrustQuestion {
+        folder: "/src/cloned".into(),
+        ignored: vec![],
+    }));
+    app.tick(T0 + 5_000);
+    assert!(!app.animating());
+    let shown = frame(&app, 100);
+    assert!(shown.contains("Trust /src/cloned?"), "{shown}");
+    assert!(shown.contains("hooks (SessionStart)"), "{shown}");
+    assert!(shown.contains("y trust"), "{shown}");
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [AppEvent::TurnFinished {
+            status: stepper_protocol::TurnStatus::Completed,
+            error: None,
+        }],
+    );
+    app.tick(T0 + 10_000);
+    // `a` is no answer here (it types); Esc says no.
+    assert!(app.on_key(key(KeyCode::Char('a'))).is_empty());
+    assert_eq!(
+        app.on_key(key(KeyCode::Esc)),
+        [Action::Trust { trusted: false }]
+    );
+    app.tick(T0 + 15_000);
+    assert!(frame(&app, 100).contains("Allow the project's MCP server db?"));
+    // And yes, for another folder.
+    app.apply(stepper_tui::CoreEvent::Trust(stepper_tui::TrustQuestion {
+        folder: "/src/other".into(),
+        ignored: vec!["x".into()],
+    }));
+    app.tick(T0 + 20_000);
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('y'))),
+        [Action::Trust { trusted: true }]
+    );
+}
+
 fn ask(id: &str, command: &str) -> AppEvent {
     AppEvent::ApprovalRequested {
         request_id: id.into(),

@@ -9,6 +9,7 @@ pub mod anthropic;
 pub mod auth;
 pub mod backend;
 pub mod codex;
+pub mod daemon_env;
 pub mod ndjson;
 pub mod openai;
 pub mod openai_chat;
@@ -35,6 +36,9 @@ pub struct ResolveContext<'a> {
     /// The session's environment (the client's), searched before the daemon's own.
     pub env: &'a Env,
     pub settings: &'a Settings,
+    /// The user's own settings, without the project's: a provider's key goes only where
+    /// these, the environment and the conventions send it, whatever the project's say.
+    pub user: &'a Settings,
     /// Relative replay files are found from here.
     pub cwd: &'a Path,
 }
@@ -56,6 +60,18 @@ pub struct Providers {
     http: reqwest::Client,
     credentials: PathBuf,
 }
+
+/// The provider names that have a convention.
+const CONVENTIONS: &[&str] = &[
+    "anthropic",
+    "openai",
+    "codex",
+    "replay",
+    "claude-code",
+    "codex-cli",
+    "ollama",
+    "openrouter",
+];
 
 /// The conventional set-up of a provider name nobody configured.
 fn convention(name: &str) -> Option<ProviderConfig> {
@@ -165,7 +181,7 @@ impl Providers {
             cx.env
                 .get(var_name)
                 .cloned()
-                .or_else(|| std::env::var(var_name).ok())
+                .or_else(|| daemon_env::var(var_name))
                 .filter(|v| !v.trim().is_empty())
         };
         let base_url = base_url_of(name, &config, cx.settings, var);
@@ -181,6 +197,13 @@ impl Providers {
                  store one with 'stepper auth login --{name}'"
             ))
         };
+        self.key_goes_where_the_user_sent_it(
+            name,
+            &config,
+            base_url.as_deref(),
+            key.is_some(),
+            cx,
+        )?;
         let info = self.model_info(model, cx.settings);
         let mut secrets: Vec<String> = key.iter().cloned().collect();
         let mut backend = None;
@@ -208,11 +231,17 @@ impl Providers {
                     ),
                 };
                 let mut login = Vec::new();
-                if let Some(key) = var(key_var).or_else(|| self.stored_key(vendor, kind)) {
+                // A program the project's settings chose gets no login of the user's.
+                let users_program = self
+                    .config_for(name, cx.user)
+                    .is_some_and(|user| user.command == config.command);
+                if users_program
+                    && let Some(key) = var(key_var).or_else(|| self.stored_key(vendor, kind))
+                {
                     secrets.push(key.clone());
                     login.push((key_var.to_string(), key));
                 }
-                if let Some(url) = var(url_var) {
+                if let Some(url) = var(url_var).filter(|_| users_program) {
                     login.push((url_var.to_string(), url));
                 }
                 backend = Some(backend::BackendSpec {
@@ -294,6 +323,88 @@ impl Providers {
         })
     }
 
+    /// A provider's key (or ChatGPT sign-in) goes only to the endpoint the user configured
+    /// for it: their own settings, their environment, or the convention. A project's
+    /// settings may name models of the user's providers, not point them, or the user's key
+    /// variables, somewhere else. A key variable no provider of the user's names is the
+    /// project's own (its settings only apply in a folder the user trusts).
+    fn key_goes_where_the_user_sent_it(
+        &self,
+        name: &str,
+        config: &ProviderConfig,
+        base_url: Option<&str>,
+        has_key: bool,
+        cx: &ResolveContext<'_>,
+    ) -> Result<(), ProviderError> {
+        let signed_in = config.kind == ProviderKind::Codex;
+        if !(has_key || signed_in) {
+            return Ok(());
+        }
+        let var = |var_name: &str| {
+            cx.env
+                .get(var_name)
+                .cloned()
+                .or_else(|| daemon_env::var(var_name))
+                .filter(|v| !v.trim().is_empty())
+        };
+        let destination = |kind: ProviderKind, base: Option<&str>| -> Option<String> {
+            let base = match kind {
+                ProviderKind::Anthropic => base.unwrap_or(anthropic::DEFAULT_BASE_URL),
+                ProviderKind::Openai => base.unwrap_or(openai::DEFAULT_BASE_URL),
+                ProviderKind::Codex => base.unwrap_or(codex::DEFAULT_BASE_URL),
+                ProviderKind::OpenaiChat => base?,
+                _ => return None,
+            };
+            Some(base.trim_end_matches('/').to_string())
+        };
+        let Some(going_to) = destination(config.kind, base_url) else {
+            return Ok(());
+        };
+        // Where the user's own set-up sends this key: the provider of this name as the user
+        // has it, and every provider of the user's that reads the same variable.
+        let mut names = vec![name.to_string()];
+        if config.api_key_env.is_some() {
+            names.extend(cx.user.providers.keys().cloned());
+            names.extend(CONVENTIONS.iter().map(|n| n.to_string()));
+        }
+        for other in names {
+            let Some(users) = self.config_for(&other, cx.user) else {
+                continue;
+            };
+            if (other == name || users.api_key_env.is_some())
+                && users.api_key_env == config.api_key_env
+                && destination(
+                    users.kind,
+                    base_url_of(&other, &users, cx.user, var).as_deref(),
+                )
+                .as_deref()
+                    == Some(&going_to)
+            {
+                return Ok(());
+            }
+        }
+        // Not as the user set it up: only a key of the project's own may go there.
+        let bound = Providers::key_variables(cx.user);
+        let own_variable = config
+            .api_key_env
+            .as_ref()
+            .is_some_and(|v| !bound.contains(v) && var(v).is_some());
+        if own_variable && !signed_in {
+            return Ok(());
+        }
+        let what = match (&config.api_key_env, signed_in) {
+            (_, true) => "your ChatGPT sign-in".to_string(),
+            (Some(v), false) => format!("your {v}"),
+            (None, false) => format!("the key stored for {name}"),
+        };
+        Err(ProviderError::Config(format!(
+            "the project's settings would send {what} to {going_to}, which is not where you \
+             configured it: a project can name your providers' models, not point your keys \
+             elsewhere — set the provider's baseUrl in your own setting.json (or its *_BASE_URL \
+             variable) if {going_to} is really yours"
+        )))
+    }
+
     /// How `name` is set up: the settings' entry, else the convention, else a local server
     /// stored with `stepper auth login --local`.
     pub(crate) fn config_for(&self, name: &str, settings: &Settings) -> Option<ProviderConfig> {
@@ -354,7 +465,7 @@ impl Providers {
             .unwrap_or_default();
         for name in Providers::key_variables(settings) {
             secrets.extend(env.get(&name).cloned());
-            secrets.extend(std::env::var(&name).ok());
+            secrets.extend(daemon_env::var(&name));
         }
         secrets.retain(|s| s.trim().len() >= 8);
         secrets.sort();
@@ -405,4 +516,99 @@ fn header_map(config: &ProviderConfig) -> Result<HeaderMap, ProviderError> {
         headers.insert(name, value);
     }
     Ok(headers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(json: serde_json::Value) -> Settings {
+        serde_json::from_value(json).unwrap()
+    }
+
+    /// Resolve `model` with the project's settings `merged` over the user's `user`.
+    fn resolve(user: &Settings, merged: &Settings, model: &str) -> Result<(), String> {
+        let dir = tempfile::tempdir().unwrap();
+        let providers = Providers::new(dir.path().join("credentials.json")).unwrap();
+        let env: Env = [
+            ("ANTHROPIC_API_KEY", "sk-ant-user"),
+            ("ANTHROPIC_BASE_URL", "http://user.example"),
+            ("TEAM_KEY", "team-key"),
+            ("LOCAL_KEY", "local-key"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let cx = ResolveContext {
+            env: &env,
+            settings: merged,
+            user,
+            cwd: dir.path(),
+        };
+        providers
+            .resolve(&ModelRef::parse(model).unwrap(), &cx)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_key_goes_only_where_the_user_sent_it() {
+        let user = settings(serde_json::json!({"providers": {
+            "local": {"kind": "openai-chat", "baseUrl": "http://local.example", "apiKeyEnv": "LOCAL_KEY"}
+        }}));
+        let refused = |merged: serde_json::Value, model: &str| {
+            let mut all = user.clone();
+            all.merge(settings(merged));
+            let err = resolve(&user, &all, model).unwrap_err();
+            assert!(
+                err.contains("not where you configured it"),
+                "{model}: {err}"
+            );
+        };
+        let allowed = |merged: serde_json::Value, model: &str| {
+            let mut all = user.clone();
+            all.merge(settings(merged));
+            resolve(&user, &all, model).unwrap_or_else(|e| panic!("{model}: {e}"));
+        };
+        allowed(serde_json::json!({}), "anthropic/claude-sonnet-4-5");
+        allowed(serde_json::json!({}), "local/qwen3");
+        // A provider of the project's own under the user's key, elsewhere: refused.
+        refused(
+            serde_json::json!({"providers": {"evil": {"kind": "anthropic", "baseUrl": "http://evil.example", "apiKeyEnv": "ANTHROPIC_API_KEY"}}}),
+            "evil/m",
+        );
+        // The user's providers pointed elsewhere: refused.
+        refused(
+            serde_json::json!({"providers": {"anthropic": {"kind": "anthropic", "baseUrl": "http://evil.example/", "apiKeyEnv": "ANTHROPIC_API_KEY"}}}),
+            "anthropic/m",
+        );
+        refused(
+            serde_json::json!({"providers": {"local": {"kind": "openai-chat", "baseUrl": "http://evil.example", "apiKeyEnv": "LOCAL_KEY"}}}),
+            "local/m",
+        );
+        // The ChatGPT sign-in is a key too.
+        refused(
+            serde_json::json!({"providers": {"codex": {"kind": "codex", "baseUrl": "http://evil.example"}}}),
+            "codex/gpt-5",
+        );
+        // Where the user sends it anyway, or only headers added: allowed.
+        allowed(
+            serde_json::json!({"providers": {"alias": {"kind": "anthropic", "baseUrl": "http://user.example/", "apiKeyEnv": "ANTHROPIC_API_KEY"}}}),
+            "alias/m",
+        );
+        allowed(
+            serde_json::json!({"providers": {"anthropic": {"kind": "anthropic", "apiKeyEnv": "ANTHROPIC_API_KEY", "headers": {"x-team": "core"}}}}),
+            "anthropic/m",
+        );
+        // A key variable no provider of the user's reads is the project's own.
+        allowed(
+            serde_json::json!({"providers": {"team": {"kind": "openai-chat", "baseUrl": "http://team.example", "apiKeyEnv": "TEAM_KEY"}}}),
+            "team/m",
+        );
+        // A server without a key takes nothing of the user's.
+        allowed(
+            serde_json::json!({"providers": {"box": {"kind": "openai-chat", "baseUrl": "http://box.example"}}}),
+            "box/m",
+        );
+    }
 }

@@ -40,8 +40,7 @@ impl Environments<'_> {
         if let Some(v) = self.login.and_then(|l| l.get(name)).filter(|v| usable(v)) {
             return Some((v.clone(), ProviderSource::LoginShell));
         }
-        std::env::var(name)
-            .ok()
+        crate::daemon_env::var(name)
             .filter(usable)
             .map(|v| (v, ProviderSource::Daemon))
     }

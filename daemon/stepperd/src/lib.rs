@@ -1,11 +1,13 @@
 //! stepperd: the daemon that owns sessions, turns and everything that touches the machine.
 //!
 //! `daemon` wires the parts and owns the lifecycle; `rpc` is the method handlers; `hub` holds
-//! live sessions, their event logs and their turns; `lock` makes one daemon own a data dir.
+//! live sessions, their event logs and their turns; `lock` makes one daemon own a data dir;
+//! `own_env` takes provider keys out of the daemon's process environment.
 
 pub mod auth;
 pub mod daemon;
 pub mod hub;
 pub mod lock;
 pub mod logging;
+pub mod own_env;
 pub mod rpc;

@@ -37,11 +37,14 @@ fn main() -> ExitCode {
         let code = stepper_process::guard::helper_main(&argv[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
     }
-    let args = Args::parse_from(argv);
     let places = match Places::from_env() {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
+    // Provider keys out of the process environment (this may execute the daemon again),
+    // while it has one thread.
+    let keys = stepperd::own_env::take_keys_out(&places.config_dir, &argv);
+    let args = Args::parse_from(argv);
     if args.print_places {
         println!("data:   {}", places.data_dir.display());
         println!("config: {}", places.config_dir.display());
@@ -67,6 +70,16 @@ fn main() -> ExitCode {
         Ok(guard) => guard,
         Err(e) => return fail(&e),
     };
+    match keys {
+        Ok(stepperd::own_env::Outcome::Kept(n)) => {
+            tracing::info!(
+                keys = n,
+                "provider keys kept in memory, out of the environment"
+            )
+        }
+        Ok(stepperd::own_env::Outcome::None) => {}
+        Err(e) => tracing::warn!(error = %e, "provider keys stay in the daemon's environment"),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -3,7 +3,10 @@
 //! every folder from the repository root (the filesystem root outside a repository) down to
 //! the session's folder — Claude Code's `CLAUDE.md` and `CLAUDE.local.md` where a folder has
 //! no `AGENTS.md`. `@path` in a file imports another (relative to the file, `~/` from home),
-//! at most [`MAX_HOPS`] deep; a cycle is refused. The whole is capped, and what the cap
+//! at most [`MAX_HOPS`] deep; a cycle is refused. A project's files import only from the
+//! project (its repository) and the user's own `~/.stepper`, `~/.claude` and config folder:
+//! `@~/.ssh/id_rsa` in a cloned repository's `CLAUDE.md` would send the key to the provider.
+//! The user's own `AGENTS.md` imports from anywhere. The whole is capped, and what the cap
 //! cut is said.
 
 use std::path::{Path, PathBuf};
@@ -68,12 +71,24 @@ pub struct Memory {
 /// The instructions for a session in `cwd`, with the user's config folder `config_dir`,
 /// `home` for `~/` imports, and `cap` bytes at most.
 pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>, cap: usize) -> Memory {
+    let root = repository_root(cwd);
+    // Where a project's files may import from: the repository (the folder itself outside
+    // one), and Markdown in the user's own folders.
+    let project = if root.parent().is_some() { &root } else { cwd };
+    let users_folder = canonical(config_dir);
+    let mut users_folders = vec![users_folder.clone()];
+    if let Some(home) = home {
+        users_folders.push(canonical(&home.join(".stepper")));
+        users_folders.push(canonical(&home.join(".claude")));
+    }
     let mut loader = Loader {
         home: home.map(Path::to_path_buf),
         memory: Memory::default(),
         parts: Vec::new(),
+        project: canonical(project),
+        users_folders,
+        users_folder,
     };
-    let root = repository_root(cwd);
     if let Some(stepper) = super::layers::locate(cwd, config_dir) {
         loader.top(&stepper, Source::Stepper);
     }
@@ -115,6 +130,22 @@ struct Loader {
     memory: Memory,
     /// (file index, its text with imports expanded).
     parts: Vec<(usize, String)>,
+    /// The project (canonical): a project's files import anything inside it.
+    project: PathBuf,
+    /// The user's own folders (canonical): a project's files import only Markdown there
+    /// (their credentials files hold sign-in tokens).
+    users_folders: Vec<PathBuf>,
+    /// The user's config folder: what is read from there is the user's own.
+    users_folder: PathBuf,
+}
+
+/// What is being expanded: the file, and whether it is the user's own (its imports go
+/// anywhere) or a project's (they stay inside [`Loader::allowed`]).
+#[derive(Clone, Copy)]
+struct Importer<'a> {
+    file: &'a Path,
+    users: bool,
+    line: usize,
 }
 
 impl Loader {
@@ -137,7 +168,12 @@ impl Loader {
             cut: false,
         });
         let mut chain = vec![canonical(path)];
-        let expanded = self.expand(&text, path, &mut chain);
+        let importer = Importer {
+            file: path,
+            users: source == Source::User || canonical(path).starts_with(&self.users_folder),
+            line: 0,
+        };
+        let expanded = self.expand(&text, importer, &mut chain);
         self.parts.push((index, expanded));
     }
 
@@ -169,10 +205,14 @@ impl Loader {
 
     /// `text` of `file` with each `@path` that names a file replaced by that file's text
     /// (itself expanded), outside code.
-    fn expand(&mut self, text: &str, file: &Path, chain: &mut Vec<PathBuf>) -> String {
+    fn expand(&mut self, text: &str, file: Importer<'_>, chain: &mut Vec<PathBuf>) -> String {
         let mut out = String::with_capacity(text.len());
         let mut fenced = false;
-        for line in text.split_inclusive('\n') {
+        for (n, line) in text.split_inclusive('\n').enumerate() {
+            let file = Importer {
+                line: n + 1,
+                ..file
+            };
             if line.trim_start().starts_with("```") || line.trim_start().starts_with("~~~") {
                 fenced = !fenced;
                 out.push_str(line);
@@ -187,7 +227,13 @@ impl Loader {
         out
     }
 
-    fn expand_line(&mut self, line: &str, file: &Path, chain: &mut Vec<PathBuf>, out: &mut String) {
+    fn expand_line(
+        &mut self,
+        line: &str,
+        file: Importer<'_>,
+        chain: &mut Vec<PathBuf>,
+        out: &mut String,
+    ) {
         let mut in_code = false;
         let mut rest = line;
         while let Some(i) = rest.find(['@', '`']) {
@@ -208,11 +254,12 @@ impl Loader {
                 .unwrap_or("");
             let token = token.trim_end_matches(['.', ';', ':']);
             let target = (!in_code && word_start && !token.is_empty())
-                .then(|| self.resolve(token, file))
-                .flatten();
+                .then(|| self.resolve(token, file.file))
+                .flatten()
+                .filter(|target| self.may_import(target, file, token));
             match target {
                 Some(target) => {
-                    out.push_str(&self.import(&target, chain, token));
+                    out.push_str(&self.import(&target, chain, token, file.users));
                     rest = &at[1 + token.len()..];
                 }
                 None => {
@@ -236,8 +283,41 @@ impl Loader {
         path.is_file().then_some(path)
     }
 
+    /// Whether `importer` may import `target`: the user's own files anything, a project's
+    /// only what lies inside the project or the user's folders (links followed). A refusal
+    /// is said once, with the file and line.
+    fn may_import(&mut self, target: &Path, importer: Importer<'_>, token: &str) -> bool {
+        if importer.users {
+            return true;
+        }
+        let real = canonical(target);
+        let markdown = real
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+        if real.starts_with(&self.project)
+            || (markdown && self.users_folders.iter().any(|root| real.starts_with(root)))
+        {
+            return true;
+        }
+        self.memory.notices.push(format!(
+            "{}:{}: @{token} is not imported: {} is outside the project (a project's \
+             instructions import only from the project, and Markdown from ~/.stepper and \
+             ~/.claude)",
+            importer.file.display(),
+            importer.line,
+            real.display()
+        ));
+        false
+    }
+
     /// The text an import brings, or the token back when it may not be imported.
-    fn import(&mut self, target: &Path, chain: &mut Vec<PathBuf>, token: &str) -> String {
+    fn import(
+        &mut self,
+        target: &Path,
+        chain: &mut Vec<PathBuf>,
+        token: &str,
+        users: bool,
+    ) -> String {
         let key = canonical(target);
         if chain.contains(&key) {
             self.memory.notices.push(format!(
@@ -267,7 +347,12 @@ impl Loader {
             cut: false,
         });
         chain.push(key);
-        let expanded = self.expand(&text, target, chain);
+        let importer = Importer {
+            file: target,
+            users,
+            line: 0,
+        };
+        let expanded = self.expand(&text, importer, chain);
         chain.pop();
         expanded
     }
@@ -431,6 +516,53 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("over 400 bytes") && n.contains("sub"))
         );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_projects_imports_stay_inside_it_and_the_users_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let root = home.join("src/repo");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        write(&home.join(".ssh/id_rsa"), "PRIVATE KEY\n");
+        write(&home.join("src/secret.txt"), "NEXT DOOR\n");
+        write(&home.join(".claude/style.md"), "the user's style\n");
+        write(&home.join(".claude/.credentials.json"), "CLAUDE TOKEN\n");
+        write(&home.join("notes/mine.md"), "the user's notes\n");
+        std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), root.join("key.md")).unwrap();
+        write(&root.join("docs/ok.md"), "inside\n");
+        write(
+            &root.join("CLAUDE.md"),
+            "a\n@~/.ssh/id_rsa\n@../secret.txt\n@/etc/hostname\n@key.md\n@docs/ok.md\n@~/.claude/style.md\n@~/.claude/.credentials.json\n",
+        );
+        let config = home.join(".config/stepper");
+        write(&config.join("AGENTS.md"), "user: @~/notes/mine.md\n");
+        let memory = load(&root, &config, Some(&home), DEFAULT_CAP);
+        for leaked in ["PRIVATE KEY", "NEXT DOOR", "CLAUDE TOKEN"] {
+            assert!(!memory.text.contains(leaked), "{}", memory.text);
+        }
+        for kept in ["inside", "the user's style", "the user's notes"] {
+            assert!(memory.text.contains(kept), "{kept}: {}", memory.text);
+        }
+        let claude = root.join("CLAUDE.md").display().to_string();
+        for (line, token) in [(2, "~/.ssh/id_rsa"), (3, "../secret.txt"), (5, "key.md")] {
+            assert!(
+                memory
+                    .notices
+                    .iter()
+                    .any(|n| n.starts_with(&format!("{claude}:{line}: @{token} is not imported"))),
+                "{token}: {:?}",
+                memory.notices
+            );
+        }
+        if Path::new("/etc/hostname").is_file() {
+            assert!(
+                memory.notices.iter().any(|n| n.contains("@/etc/hostname")),
+                "{:?}",
+                memory.notices
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod layers;
 pub mod locate;
 pub mod memory;
 pub mod templates;
+pub mod trust;
 pub mod validate;
 
 use std::collections::BTreeMap;
@@ -259,13 +260,48 @@ impl Settings {
         Settings::load_files(vec![config_dir.join("setting.json")])
     }
 
-    /// What may approve a project's MCP servers: the user's settings and the project's
-    /// git-ignored `setting.local.json`, merged.
-    pub fn load_trusted(config_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
-        Settings::load_files(vec![
-            config_dir.join("setting.json"),
-            cwd.join(".stepper").join("setting.local.json"),
-        ])
+    /// The settings for a session in `cwd`: the user's, then the project's files — whole in
+    /// a folder the user trusts, else only what narrows ([`trust::narrow`]) — and what was
+    /// left out, each as `file: what`. Missing files are fine.
+    pub fn load_folder(
+        config_dir: &Path,
+        cwd: &Path,
+        trusted: bool,
+    ) -> Result<(Settings, Vec<String>), ConfigError> {
+        let mut merged = Settings::default();
+        let mut ignored = Vec::new();
+        for (i, path) in Settings::files(config_dir, cwd).into_iter().enumerate() {
+            let Some(layer) = Settings::read_layer(&path)? else {
+                continue;
+            };
+            if i == 0 || trusted {
+                merged.merge(layer);
+                continue;
+            }
+            let shown = path
+                .strip_prefix(cwd)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            let (kept, left_out) = trust::narrow(layer, &merged, &shown);
+            ignored.extend(left_out);
+            merged.merge(kept);
+        }
+        Ok((merged, ignored))
+    }
+
+    /// What may approve a project's MCP servers: the user's settings, and in a folder the
+    /// user trusts the project's git-ignored `setting.local.json`, merged.
+    pub fn load_approvals(
+        config_dir: &Path,
+        cwd: &Path,
+        trusted: bool,
+    ) -> Result<Settings, ConfigError> {
+        let mut files = vec![config_dir.join("setting.json")];
+        if trusted {
+            files.push(cwd.join(".stepper").join("setting.local.json"));
+        }
+        Settings::load_files(files)
     }
 
     /// The share of a model's window at which its context is compacted.
@@ -296,21 +332,33 @@ impl Settings {
     pub fn load_files(files: Vec<PathBuf>) -> Result<Settings, ConfigError> {
         let mut merged = Settings::default();
         for path in files {
-            let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(source) => return Err(ConfigError::Read { path, source }),
-            };
-            let layer: Settings =
-                serde_json::from_str(&jsonc::strip(&text)).map_err(|e| ConfigError::Parse {
-                    path: path.clone(),
-                    line: e.line(),
-                    column: e.column(),
-                    message: e.to_string(),
-                })?;
-            merged.merge(layer);
+            if let Some(layer) = Settings::read_layer(&path)? {
+                merged.merge(layer);
+            }
         }
         Ok(merged)
+    }
+
+    /// One settings file, or `None` when it does not exist.
+    fn read_layer(path: &Path) -> Result<Option<Settings>, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        serde_json::from_str(&jsonc::strip(&text))
+            .map(Some)
+            .map_err(|e| ConfigError::Parse {
+                path: path.to_path_buf(),
+                line: e.line(),
+                column: e.column(),
+                message: e.to_string(),
+            })
     }
 
     /// Later layers win: a scalar replaces, a provider replaces the one of the same name.

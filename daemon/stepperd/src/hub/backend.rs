@@ -58,6 +58,7 @@ impl LiveSession {
             effective,
             secrets,
             cwd,
+            ..
         } = prepared;
         let Some(spec) = resolved.backend else {
             return Ok((

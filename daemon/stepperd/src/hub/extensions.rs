@@ -158,6 +158,9 @@ pub struct Invoked {
     pub body: String,
     pub allowed_tools: Vec<String>,
     pub model: Option<String>,
+    /// The project's (not the user's own): it runs programs and allows tools only in a
+    /// folder the user trusts.
+    pub project: bool,
 }
 
 /// What `text` invokes, if its first word is `/name` of a command or a user-invocable skill.
@@ -174,6 +177,7 @@ pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
             body: extensions::substitute(&command.body, arguments),
             allowed_tools: command.allowed_tools.clone(),
             model: command.model.clone(),
+            project: command.scope == "project",
         });
     }
     let skill = ext.skill(name).filter(|s| s.user_invocable)?;
@@ -186,13 +190,15 @@ pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
         ),
         allowed_tools: skill.allowed_tools.clone(),
         model: skill.model.clone(),
+        project: skill.scope == "project",
     })
 }
 
 /// A command's body as the model gets it: each `` !`cmd` `` replaced by what the command
-/// printed (run by the bash tool, so through the gate), each `@path` by the file (read by
-/// the read tool, so through the gate too).
-pub async fn render(body: &str, tools: &[Arc<dyn Tool>], cx: &ToolCx) -> String {
+/// printed (run by the bash tool, so through the gate; not run at all unless `run`: a
+/// project's command in a folder the user has not trusted), each `@path` by the file (read
+/// by the read tool, so through the gate too).
+pub async fn render(body: &str, tools: &[Arc<dyn Tool>], cx: &ToolCx, run: bool) -> String {
     let tool = |name: &str| tools.iter().find(|t| t.spec().name == name).cloned();
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
@@ -206,6 +212,10 @@ pub async fn render(body: &str, tools: &[Arc<dyn Tool>], cx: &ToolCx) -> String 
         };
         let command = &after[..end];
         let ran = match tool("bash") {
+            Some(_) if !run => format!(
+                "(`{command}` did not run: this folder is not trusted — `stepper trust` lets \
+                 its commands run programs)"
+            ),
             Some(bash) => match bash.call(json!({"command": command}), cx).await {
                 Ok(output) => output.content,
                 Err(e) => format!("(`{command}` did not run: {e})"),

@@ -46,7 +46,7 @@ impl McpPool {
         &self,
         cwd: &Path,
         name: &str,
-        settings: (&Settings, &Settings, &Settings),
+        settings: McpSettings<'_>,
         env: &Env,
     ) -> Result<(String, String), String> {
         let url = self.remote_url(cwd, name, settings, env)?;
@@ -89,7 +89,7 @@ impl McpPool {
         &self,
         cwd: &Path,
         name: &str,
-        settings: (&Settings, &Settings, &Settings),
+        settings: McpSettings<'_>,
         env: &Env,
     ) -> Result<bool, String> {
         let url = self.remote_url(cwd, name, settings, env)?;
@@ -102,12 +102,8 @@ impl McpPool {
     }
 
     /// `mcp/pending`: the project's servers waiting for approval, none started.
-    pub fn pending(
-        &self,
-        cwd: &Path,
-        (user, trusted, merged): (&Settings, &Settings, &Settings),
-    ) -> Vec<McpServerInfo> {
-        let (configured, _) = configured(&self.config_dir, cwd, user, trusted, merged);
+    pub fn pending(&self, cwd: &Path, settings: McpSettings<'_>) -> Vec<McpServerInfo> {
+        let (configured, _) = configured(&self.config_dir, cwd, settings);
         configured
             .into_iter()
             .filter(|c| c.standing == McpStatus::NotApproved)
@@ -137,10 +133,10 @@ impl McpPool {
         &self,
         cwd: &Path,
         name: &str,
-        (user, trusted, merged): (&Settings, &Settings, &Settings),
+        settings: McpSettings<'_>,
         env: &Env,
     ) -> Result<String, String> {
-        let (configured, _) = configured(&self.config_dir, cwd, user, trusted, merged);
+        let (configured, _) = configured(&self.config_dir, cwd, settings);
         let Some(found) = configured.into_iter().find(|c| c.name == name) else {
             return Err(format!(
                 "there is no MCP server {name:?} here — see `stepper mcp list`"
@@ -186,11 +182,11 @@ impl McpPool {
     pub async fn tools(
         &self,
         cwd: &Path,
-        (user, trusted, merged): (&Settings, &Settings, &Settings),
+        settings: McpSettings<'_>,
         env: &Env,
         sampler: Option<Arc<dyn Sampler>>,
     ) -> (Option<Arc<McpTools>>, Vec<String>) {
-        let (configured, mut notices) = configured(&self.config_dir, cwd, user, trusted, merged);
+        let (configured, mut notices) = configured(&self.config_dir, cwd, settings);
         let waiting: Vec<&str> = configured
             .iter()
             .filter(|c| c.standing == McpStatus::NotApproved)
@@ -279,10 +275,10 @@ impl McpPool {
     pub async fn list(
         &self,
         cwd: &Path,
-        (user, trusted, merged): (&Settings, &Settings, &Settings),
+        settings: McpSettings<'_>,
         env: &Env,
     ) -> Vec<McpServerInfo> {
-        let (configured, _) = configured(&self.config_dir, cwd, user, trusted, merged);
+        let (configured, _) = configured(&self.config_dir, cwd, settings);
         let mut infos = Vec::new();
         let mut runnable = Vec::new();
         for c in configured {
@@ -290,7 +286,7 @@ impl McpPool {
             let (mut spec, problems) = parse_servers(&one, env);
             // The same start as a turn's: offered sampling when the settings lend the model.
             for s in &mut spec {
-                s.sampling = merged.mcp_sampling == Some(true);
+                s.sampling = settings.merged.mcp_sampling == Some(true);
             }
             let mut info = McpServerInfo {
                 name: c.name.clone(),
@@ -414,6 +410,13 @@ pub fn mcp_json_path(cwd: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The servers a folder's `.mcp.json` names, with the file; `None` when it names none (or
+/// cannot be read: `mcp/list` says why).
+pub fn project_servers(cwd: &Path) -> Option<(String, Vec<String>)> {
+    let (path, servers) = mcp_json(cwd).ok()??;
+    (!servers.is_empty()).then(|| (path.display().to_string(), servers.into_keys().collect()))
+}
+
 /// The line `needle` first appears on (1 when it does not).
 fn line_of(text: &str, needle: &str) -> usize {
     text.find(needle)
@@ -503,14 +506,42 @@ struct Configured {
     standing: McpStatus,
 }
 
+/// The settings that decide a folder's servers.
+#[derive(Clone, Copy)]
+pub struct McpSettings<'a> {
+    /// The user's own.
+    pub user: &'a Settings,
+    /// What may approve the project's servers (the user's, and the trusted project's
+    /// `setting.local.json`).
+    pub approvals: &'a Settings,
+    /// Every file's, as the folder's sessions get them.
+    pub merged: &'a Settings,
+    /// Whether the user trusts the folder: an untrusted one offers none of its servers.
+    pub trusted: bool,
+}
+
+impl<'a> McpSettings<'a> {
+    pub fn of(user: &'a Settings, folder: &'a super::settings::Folder) -> McpSettings<'a> {
+        McpSettings {
+            user,
+            approvals: &folder.approvals,
+            merged: &folder.settings,
+            trusted: folder.trust.trusted,
+        }
+    }
+}
+
 /// Every server configured for `cwd`, by name: the user's and the project's local ones run;
 /// the project's shared ones run once approved.
 fn configured(
     config_dir: &Path,
     cwd: &Path,
-    user: &Settings,
-    trusted: &Settings,
-    merged: &Settings,
+    McpSettings {
+        user,
+        approvals: trusted,
+        merged,
+        trusted: folder_trusted,
+    }: McpSettings<'_>,
 ) -> (Vec<Configured>, Vec<String>) {
     let mut notices = Vec::new();
     let mut all: BTreeMap<String, Configured> = BTreeMap::new();
@@ -518,8 +549,11 @@ fn configured(
     let local_file = cwd.join(".stepper").join("setting.local.json");
     let project_file = cwd.join(".stepper").join("setting.json");
     // Later entries win, as the settings merge: project, then local; `.mcp.json` below them.
+    // A folder the user has not trusted offers none of its own servers: its settings'
+    // are left out by the settings' narrowing, `.mcp.json` here.
     let mcp_json = match mcp_json(cwd) {
-        Ok(found) => found,
+        Ok(found) if folder_trusted => found,
+        Ok(_) => None,
         Err(why) => {
             notices.push(why);
             None

@@ -18,6 +18,7 @@ pub mod replay;
 pub mod sandbox;
 pub mod session;
 pub mod settings;
+pub mod trust;
 pub mod turn;
 pub(crate) use turn::tool_names;
 
@@ -346,9 +347,11 @@ impl Hub {
         let model = ModelRef::parse(&chosen).map_err(|e| HubError::Invalid(e.to_string()))?;
         let mut effective = login.cloned().unwrap_or_default();
         effective.extend(client.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let user = self.deps.settings.get(None).await?;
         let cx = stepper_providers::ResolveContext {
             env: &effective,
             settings,
+            user: &user,
             cwd,
         };
         match self.deps.providers.check(&model, &cx) {

@@ -39,6 +39,7 @@ use super::approvals::SessionGate;
 use super::context::{ContextError, MAIN_LAYER, context_rows, history};
 use super::env::{login_env, tool_env};
 use super::log::{EventLog, LogError};
+use super::mcp::McpSettings;
 use super::session::{LiveSession, QueuedInput};
 use super::settings::SettingsError;
 
@@ -63,6 +64,8 @@ const MAX_TOKENS: u32 = 32_000;
 pub(super) struct Prepared {
     pub(super) resolved: Resolved,
     pub(super) settings: Arc<Settings>,
+    /// The user's own settings: where their keys may go.
+    pub(super) user: Arc<Settings>,
     /// What the tools run with: the login environment overlaid with the session's, less
     /// the provider keys (see `tool_env`).
     pub(super) env: Env,
@@ -151,6 +154,7 @@ impl LiveSession {
                 let Prepared {
                     resolved,
                     settings,
+                    user,
                     env,
                     effective,
                     secrets,
@@ -180,12 +184,13 @@ impl LiveSession {
                 // `/compact [what to keep]`: the conversation is compacted now, as a turn
                 // of its own, so it waits for the turn before it like any input.
                 if let Some(instructions) = compact_command(&input.text) {
-                    let summarizer = summarizer(&settings, &deps.providers, &effective, &cwd)
-                        .unwrap_or_else(|| {
-                            let id = ModelRef::parse(model)
-                                .map_or_else(|_| model.to_string(), |m| m.model);
-                            (Arc::clone(&resolved.provider), id)
-                        });
+                    let summarizer =
+                        summarizer((&settings, &user), &deps.providers, &effective, &cwd)
+                            .unwrap_or_else(|| {
+                                let id = ModelRef::parse(model)
+                                    .map_or_else(|_| model.to_string(), |m| m.model);
+                                (Arc::clone(&resolved.provider), id)
+                            });
                     let mut request = ChatRequest::new(summarizer.1.clone(), messages);
                     if !system.is_empty() {
                         request.system = Some(system);
@@ -195,6 +200,12 @@ impl LiveSession {
                         .await;
                 }
                 let mut notices = memory.notices;
+                // A folder the user has not trusted: what its files asked for is said once.
+                let trust = super::trust::report(deps, &cwd, home.as_deref()).await.ok();
+                let trusted = trust.as_ref().is_some_and(|t| t.trust.trusted);
+                notices.extend(trust.as_ref().and_then(super::trust::Report::notice));
+                // A project's command runs programs and allows tools only once trusted.
+                let runs = invoked.as_ref().is_none_or(|i| !i.project || trusted);
                 notices.extend(
                     hook_set
                         .problems
@@ -219,14 +230,7 @@ impl LiveSession {
                 }
                 // MCP servers' tools; a server that fails is left out, with a notice.
                 let user_settings = deps.settings.get(None).await.unwrap_or_default();
-                let trusted = {
-                    let (config_dir, cwd) = (deps.settings.config_dir().to_path_buf(), cwd.clone());
-                    tokio::task::spawn_blocking(move || Settings::load_trusted(&config_dir, &cwd))
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                        .unwrap_or_default()
-                };
+                let here = deps.settings.folder(Some(&cwd)).await.unwrap_or_default();
                 // With `mcpSampling`, servers may ask the session's model (each request asked).
                 let sampler = (settings.mcp_sampling == Some(true)).then(|| {
                     Arc::new(super::mcp::ModelSampler {
@@ -238,7 +242,7 @@ impl LiveSession {
                 });
                 let (mcp_tools, mcp_notices) = deps
                     .mcp
-                    .tools(&cwd, (&user_settings, &trusted, &settings), &env, sampler)
+                    .tools(&cwd, McpSettings::of(&user_settings, &here), &env, sampler)
                     .await;
                 notices.extend(mcp_notices);
                 // `/mcp__server__prompt args`: the server's prompt is the input.
@@ -282,7 +286,11 @@ impl LiveSession {
                 }
                 let mut policy = self.policy(turn, &settings, &cwd, home.as_deref()).await;
                 // What the invoked command or skill may use without asking, for this turn.
-                for text in invoked.iter().flat_map(|i| i.allowed_tools.iter()) {
+                for text in invoked
+                    .iter()
+                    .filter(|_| runs)
+                    .flat_map(|i| i.allowed_tools.iter())
+                {
                     match Rule::parse(text, &cwd, home.as_deref()) {
                         Ok(rule) => policy.allow.push(rule),
                         Err(e) => {
@@ -338,6 +346,7 @@ impl LiveSession {
                     main: (resolved.provider, resolved.info),
                     providers: deps.providers.clone(),
                     settings: Arc::clone(&settings),
+                    user,
                     effective,
                     cwd: cwd.clone(),
                     system,
@@ -385,7 +394,7 @@ impl LiveSession {
                         *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
                     }
                     if let Some(invoked) = &invoked {
-                        text = render(&invoked.body, &deps.tools, &render_cx).await;
+                        text = render(&invoked.body, &deps.tools, &render_cx, runs).await;
                         *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
                     }
                     orchestrator.run(&layers, layered, &text, histories).await
@@ -592,6 +601,7 @@ impl LiveSession {
         };
         let model_ref = ModelRef::parse(model)?;
         let settings = deps.settings.get(Some(&cwd)).await?;
+        let user = deps.settings.get(None).await?;
         // A client's environment is whole: the login shell's fills gaps if it is read
         // already, and is not waited for — unless the provider finds no credentials without
         // it. An environment from the store (it keeps no secrets) waits for it.
@@ -610,6 +620,7 @@ impl LiveSession {
             let cx = ResolveContext {
                 env: effective,
                 settings: &settings,
+                user: &user,
                 cwd: &cwd,
             };
             deps.providers.resolve(&model_ref, &cx)
@@ -639,6 +650,7 @@ impl LiveSession {
             env: tool_env(&effective, &settings),
             effective,
             settings,
+            user,
             secrets,
             cwd,
         })
@@ -835,7 +847,7 @@ fn compact_command(text: &str) -> Option<&str> {
 
 /// The summariser settings name (`compaction.model`, or its older name `provider`).
 fn summarizer(
-    settings: &Settings,
+    (settings, user): (&Settings, &Settings),
     providers: &stepper_providers::Providers,
     env: &Env,
     cwd: &Path,
@@ -843,7 +855,12 @@ fn summarizer(
     let compaction = settings.compaction.as_ref()?;
     let model = compaction.model.as_ref().or(compaction.provider.as_ref())?;
     let model_ref = ModelRef::parse(model).ok()?;
-    let cx = ResolveContext { env, settings, cwd };
+    let cx = ResolveContext {
+        env,
+        settings,
+        user,
+        cwd,
+    };
     let resolved = providers.resolve(&model_ref, &cx).ok()?;
     Some((resolved.provider, model_ref.model))
 }
@@ -943,6 +960,8 @@ struct TurnHost {
     main: (Arc<dyn LlmProvider>, ModelInfo),
     providers: stepper_providers::Providers,
     settings: Arc<Settings>,
+    /// The user's own settings: where their keys may go.
+    user: Arc<Settings>,
     effective: Env,
     cwd: PathBuf,
     /// The instructions every agent gets (memory, hooks' additions).
@@ -997,6 +1016,7 @@ impl TurnHost {
         let cx = ResolveContext {
             env: &self.effective,
             settings: &self.settings,
+            user: &self.user,
             cwd: &self.cwd,
         };
         self.providers
@@ -1007,7 +1027,12 @@ impl TurnHost {
     /// The model settings name for summaries (`compaction.model`), when it is not the
     /// agent's own.
     fn summarizer(&self) -> Option<(Arc<dyn LlmProvider>, String)> {
-        summarizer(&self.settings, &self.providers, &self.effective, &self.cwd)
+        summarizer(
+            (&self.settings, &self.user),
+            &self.providers,
+            &self.effective,
+            &self.cwd,
+        )
     }
 
     async fn run(&self, run: AgentRun, messages: Vec<ChatMessage>) -> TurnOutcome {

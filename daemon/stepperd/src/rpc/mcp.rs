@@ -1,47 +1,39 @@
 //! `mcp/list`, `mcp/add`, `mcp/remove`: the MCP servers of a folder, as `stepper mcp` shows
 //! and changes them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use jsonrpsee::RpcModule;
 use stepper_engine::config::Settings;
 use stepper_protocol::methods::*;
 use stepper_protocol::session::Env;
 
-use super::{Conn, RpcError, register};
-use crate::hub::mcp;
+use super::{Conn, RpcError, folder, register};
+use crate::hub::mcp::{self, McpSettings};
+use crate::hub::settings::Folder;
 
 pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<McpList, _, _>(m, |conn, p| async move {
         let cwd = folder(&p.cwd)?;
+        let (user, here, env) = settings_of(&conn, &cwd, p.env).await?;
         let deps = conn.daemon.hub.deps();
-        let merged = deps.settings.get(Some(&cwd)).await?;
-        let user = deps.settings.get(None).await?;
-        let trusted = {
-            let (config_dir, cwd) = (deps.mcp.config_dir().to_path_buf(), cwd.clone());
-            tokio::task::spawn_blocking(move || Settings::load_trusted(&config_dir, &cwd))
-                .await
-                .map_err(|e| RpcError::Internal(e.to_string()))?
-                .map_err(|e| RpcError::InvalidParams(e.to_string()))?
-        };
-        // As a session's tools would have it: the login shell's environment under the
-        // client's, less the provider keys the settings keep from tools.
-        let mut env: Env = crate::hub::env::login_env(deps).await.clone();
-        env.extend(p.env);
-        let env = crate::hub::env::tool_env(&env, &merged);
-        let servers = deps.mcp.list(&cwd, (&user, &trusted, &merged), &env).await;
+        let servers = deps
+            .mcp
+            .list(&cwd, McpSettings::of(&user, &here), &env)
+            .await;
         Ok(McpListResponse { servers })
     });
 
     register::<McpLogin, _, _>(m, |conn, p| async move {
         let cwd = folder(&p.cwd)?;
-        let (user, trusted, merged, env) = settings_of(&conn, &cwd, p.env).await?;
+        let (user, here, env) = settings_of(&conn, &cwd, p.env).await?;
         let (login_id, url) = conn
             .daemon
             .hub
             .deps()
             .mcp
-            .begin_login(&cwd, &p.name, (&user, &trusted, &merged), &env)
+            .begin_login(&cwd, &p.name, McpSettings::of(&user, &here), &env)
             .await
             .map_err(RpcError::InvalidParams)?;
         Ok(McpLoginResponse { login_id, url })
@@ -60,26 +52,26 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
 
     register::<McpLogout, _, _>(m, |conn, p| async move {
         let cwd = folder(&p.cwd)?;
-        let (user, trusted, merged, env) = settings_of(&conn, &cwd, p.env).await?;
+        let (user, here, env) = settings_of(&conn, &cwd, p.env).await?;
         let removed = conn
             .daemon
             .hub
             .deps()
             .mcp
-            .logout(&cwd, &p.name, (&user, &trusted, &merged), &env)
+            .logout(&cwd, &p.name, McpSettings::of(&user, &here), &env)
             .map_err(RpcError::InvalidParams)?;
         Ok(McpLogoutResponse { removed })
     });
 
     register::<McpPending, _, _>(m, |conn, p| async move {
         let cwd = folder(&p.cwd)?;
-        let (user, trusted, merged, _) = settings_of(&conn, &cwd, Env::new()).await?;
+        let (user, here, _) = settings_of(&conn, &cwd, Env::new()).await?;
         let servers = conn
             .daemon
             .hub
             .deps()
             .mcp
-            .pending(&cwd, (&user, &trusted, &merged));
+            .pending(&cwd, McpSettings::of(&user, &here));
         Ok(McpListResponse { servers })
     });
 
@@ -127,36 +119,19 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     });
 }
 
-/// The user's, the trusted and the merged settings of `cwd`, and the environment its
-/// servers' `${VAR}`s expand from: as a session's tools would have it, the login shell's
-/// under the client's `env`, less the provider keys the settings keep from tools.
+/// The user's settings and those of `cwd`, and the environment its servers' `${VAR}`s
+/// expand from: as a session's tools would have it, the login shell's under the client's
+/// `env`, less the provider keys the settings keep from tools.
 async fn settings_of(
     conn: &Conn,
     cwd: &Path,
     client: Env,
-) -> Result<(Settings, Settings, Settings, Env), RpcError> {
+) -> Result<(Arc<Settings>, Arc<Folder>, Env), RpcError> {
     let deps = conn.daemon.hub.deps();
-    let merged = deps.settings.get(Some(cwd)).await?;
+    let here = deps.settings.folder(Some(cwd)).await?;
     let user = deps.settings.get(None).await?;
-    let trusted = {
-        let (config_dir, cwd) = (deps.mcp.config_dir().to_path_buf(), cwd.to_path_buf());
-        tokio::task::spawn_blocking(move || Settings::load_trusted(&config_dir, &cwd))
-            .await
-            .map_err(|e| RpcError::Internal(e.to_string()))?
-            .map_err(|e| RpcError::InvalidParams(e.to_string()))?
-    };
     let mut env: Env = crate::hub::env::login_env(deps).await.clone();
     env.extend(client);
-    let env = crate::hub::env::tool_env(&env, &merged);
-    Ok(((*user).clone(), trusted, (*merged).clone(), env))
-}
-
-fn folder(cwd: &str) -> Result<PathBuf, RpcError> {
-    let path = Path::new(cwd);
-    if !path.is_absolute() || !path.is_dir() {
-        return Err(RpcError::InvalidParams(format!(
-            "cwd {cwd:?} must be an absolute path to a folder"
-        )));
-    }
-    Ok(path.to_path_buf())
+    let env = crate::hub::env::tool_env(&env, &here.settings);
+    Ok((user, here, env))
 }

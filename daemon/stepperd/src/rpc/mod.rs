@@ -1,7 +1,7 @@
 //! The method handlers, one file per resource: `daemon` (initialize, info, shutdown),
 //! `session` (create, list, get, change, rewind, fork, export), `subscribe` (the event
 //! stream), `config` (settings, models, project scaffold), `auth` and `providers` (which are set
-//! up). Each connection gets
+//! up), `trust` (the user's trust in folders). Each connection gets
 //! one `RpcModule` built from the protocol's method table, with its own state (who the client
 //! is, whether it said `initialize`). Every error becomes a protocol error in `error`.
 
@@ -13,6 +13,7 @@ mod mcp;
 mod providers;
 mod session;
 mod subscribe;
+mod trust;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,6 +84,17 @@ fn parse<T: serde::de::DeserializeOwned>(params: &Params<'_>) -> Result<T, Error
     serde_json::from_str(text).map_err(|e| error::invalid_params(format!("invalid params: {e}")))
 }
 
+/// A folder a client names (`cwd`): an absolute path to one.
+fn folder(cwd: &str) -> Result<std::path::PathBuf, RpcError> {
+    let path = std::path::Path::new(cwd);
+    if !path.is_absolute() || !path.is_dir() {
+        return Err(RpcError::InvalidParams(format!(
+            "cwd {cwd:?} must be an absolute path to a folder"
+        )));
+    }
+    Ok(path.to_path_buf())
+}
+
 /// Register `M`'s handler: refused before `initialize`, params decoded by the table's type.
 fn register<M, F, Fut>(module: &mut RpcModule<Conn>, handler: F)
 where
@@ -122,5 +134,6 @@ pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
     auth::register_all(&mut m);
     providers::register_all(&mut m);
     mcp::register_all(&mut m);
+    trust::register_all(&mut m);
     m
 }
