@@ -561,3 +561,54 @@ fn the_official_acp_sdk_accepts_every_message() {
         seen["session"]["sessionId"]
     );
 }
+
+/// An editor's first prompt in a folder whose files ask for what only trust gives: the
+/// question comes as a permission request first; "don't trust it" runs nothing of the
+/// folder's, is remembered, and is not asked again.
+#[test]
+fn an_untrusted_folder_is_asked_about_once_before_the_first_prompt() {
+    let env = TestEnv::new();
+    let marker = env.home.path().join("hook-ran");
+    std::fs::create_dir_all(env.project.path().join(".stepper")).unwrap();
+    std::fs::write(
+        env.project.path().join(".stepper/setting.json"),
+        json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": format!("touch {}", marker.display())}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    env.fake.push(Reply::text(&["first"]));
+    env.fake.push(Reply::text(&["second"]));
+    let mut editor = Editor::start(&env);
+    editor.initialize();
+    let session = editor.new_session(&env);
+    let prompt = editor.prompt(&session, "hello");
+    let asked = editor.wait("the trust question", |m| {
+        m["method"] == "session/request_permission"
+            && m["params"]["toolCall"]["toolCallId"] == "stepper-trust"
+    });
+    let text = asked["params"]["toolCall"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("hooks (UserPromptSubmit)"), "{text}");
+    editor.send(json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": "untrusted"}}}));
+    let answer = editor.response(prompt);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(!marker.exists(), "the folder's hook ran");
+    let listed = String::from_utf8_lossy(&env.run(&["trust", "--list"]).stdout).to_string();
+    assert!(listed.contains("not trusted"), "{listed}");
+    // Decided: the next prompt is not asked about.
+    let prompt = editor.prompt(&session, "again");
+    let answer = editor.response(prompt);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(
+        !editor
+            .seen
+            .iter()
+            .any(|m| m["method"] == "session/request_permission"),
+        "{:#?}",
+        editor.seen
+    );
+}
