@@ -183,6 +183,12 @@ async fn a_cli_turn_streams_reuses_its_process_and_switches_model_on_the_control
         argv.windows(2)
             .any(|w| w == ["--permission-mode", "default"])
     );
+    // An untrusted folder's settings stay out of the CLI too.
+    assert!(
+        argv.windows(2).any(|w| w == ["--setting-sources", "user"])
+            && argv.iter().any(|a| a == "--strict-mcp-config"),
+        "{argv:?}"
+    );
     assert!(
         wait_for_log(&env, "some noise on stderr"),
         "stderr goes to the daemon's log"
@@ -204,6 +210,18 @@ async fn a_cli_turn_streams_reuses_its_process_and_switches_model_on_the_control
     let seen = until_turn_finished(&mut events).await;
     assert_eq!(text_of(&seen), "héllo wörld ✓ from opus");
     assert_eq!(starts(&log).len(), 1, "one process for three turns");
+
+    // Trusted now: the next turn's process loads the project's settings.
+    env.trust_project();
+    submit(&client, &id, "hello").await;
+    until_turn_finished(&mut events).await;
+    let all = starts(&log);
+    assert_eq!(all.len(), 2, "trust changes how the CLI starts");
+    assert!(
+        !all[1].argv.iter().any(|a| a == "--setting-sources"),
+        "{:?}",
+        all[1].argv
+    );
 }
 
 #[tokio::test]

@@ -250,6 +250,8 @@ impl Providers {
                     auth: config.auth.unwrap_or_default(),
                     model: (model.model != "default").then(|| model.model.clone()),
                     login,
+                    // The daemon says, once it knows the folder's trust.
+                    project_trusted: false,
                 });
                 Arc::new(backend::NotAModel { cli })
             }

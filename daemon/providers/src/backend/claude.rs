@@ -59,6 +59,8 @@ pub(super) struct SpawnKey {
     pub(super) cwd: PathBuf,
     /// A digest of the environment it got.
     pub(super) env: u64,
+    /// Whether it loads the project's settings (the folder is trusted).
+    pub(super) trusted: bool,
 }
 
 /// One turn's request.
@@ -277,6 +279,11 @@ impl ClaudeCode {
             args.push("--model".into());
             args.push(model.into());
         }
+        // An untrusted folder's settings (hooks, allow rules, MCP servers) stay out of the
+        // CLI too: `-p` skips Claude Code's own trust question.
+        if !spec.project_trusted {
+            args.extend(["--setting-sources", "user", "--strict-mcp-config"].map(OsString::from));
+        }
         if let Some(id) = &self.session_id {
             args.push("--resume".into());
             args.push(id.into());
@@ -302,6 +309,7 @@ pub(super) async fn prepare(
         plan: t.plan,
         cwd: t.cwd.to_path_buf(),
         env: digest(&env),
+        trusted: t.spec.project_trusted,
     };
     Ok((program, env, key))
 }

@@ -576,6 +576,10 @@ pub struct BackendSpec {
     /// The API login the session has for the CLI's vendor (`auto` only): a key and a base
     /// URL, as the variables the CLI reads.
     pub login: Vec<(String, String)>,
+    /// Whether the user trusts the session's folder. Untrusted, Claude Code loads only the
+    /// user's settings (not the project's hooks, permissions or `.mcp.json`), as stepper
+    /// does; Codex keeps its own trust list.
+    pub project_trusted: bool,
 }
 
 impl BackendSpec {
@@ -644,6 +648,7 @@ mod tests {
             auth: BackendAuth::Subscription,
             model: None,
             login: vec![("ANTHROPIC_BASE_URL".into(), "http://x".into())],
+            project_trusted: false,
         };
         let sub = spec.environment(&env);
         assert!(!sub.contains_key("ANTHROPIC_API_KEY"));

@@ -91,6 +91,7 @@ pub async fn status(
         auth: config.and_then(|c| c.auth).unwrap_or(BackendAuth::Auto),
         model: None,
         login: Vec::new(),
+        project_trusted: false,
     };
     let env = spec.environment(env);
     let (login, servers) = match cli {

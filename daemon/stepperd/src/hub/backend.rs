@@ -60,13 +60,18 @@ impl LiveSession {
             cwd,
             ..
         } = prepared;
-        let Some(spec) = resolved.backend else {
+        let Some(mut spec) = resolved.backend else {
             return Ok((
                 TurnStatus::Failed,
                 Some("this model is not a CLI back-end".into()),
                 Vec::new(),
             ));
         };
+        spec.project_trusted = deps
+            .settings
+            .folder(Some(&cwd))
+            .await
+            .is_ok_and(|f| f.trust.trusted);
         let home = env.get("HOME").map(PathBuf::from);
         let policy = self.policy(turn, &settings, &cwd, home.as_deref()).await;
         let plan = policy.mode == PermissionMode::Plan;
