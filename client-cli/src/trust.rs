@@ -134,7 +134,9 @@ pub async fn ask_once(client: &DaemonClient, cwd: &Path) -> anyhow::Result<()> {
             all_below: false,
         })
         .await?;
-    if !trusted {
+    if trusted {
+        eprintln!("stepper: trusted {}", report.folder);
+    } else {
         eprintln!(
             "stepper: not trusted (remembered): its files only narrow what happens — \
              `stepper trust` changes that"
