@@ -277,6 +277,40 @@ async fn settings(report: &mut Report, client: &DaemonClient, cwd: &Path) {
             }
         }
     }
+    trust(report, client, cwd).await;
+}
+
+/// Whether this folder's project files apply in full, and what waits for trust.
+async fn trust(report: &mut Report, client: &DaemonClient, cwd: &Path) {
+    let Ok(t) = client
+        .call::<TrustGet>(CwdParams {
+            cwd: cwd.display().to_string(),
+        })
+        .await
+    else {
+        return;
+    };
+    match (t.trusted, t.ignored.len()) {
+        (true, _) => report.ok(&format!(
+            "trusted: the project's files apply in full ({})",
+            t.decided_by.as_deref().unwrap_or(&t.folder)
+        )),
+        (false, 0) => report.note(
+            &format!(
+                "{} is not trusted; its files ask for nothing trust gives",
+                t.folder
+            ),
+            None,
+        ),
+        (false, n) => report.note(
+            &format!(
+                "{} is not trusted: {n} thing(s) its files ask for are left out ({})",
+                t.folder,
+                t.ignored.join("; ")
+            ),
+            Some(&format!("if you trust it: 'stepper trust {}'", t.folder)),
+        ),
+    }
 }
 
 fn service(report: &mut Report, places: &Places) {
