@@ -13,7 +13,7 @@ use stepper_protocol::session::Env;
 
 use super::commands::{self, IgnoreWalk, Judgement, Reads};
 use super::shell::{self, SimpleCommand, Value, Word, pattern};
-use super::{Policy, SandboxState, Verdict, repo, resolve};
+use super::{Policy, SandboxState, Verdict, is_process_view, repo, resolve};
 use crate::config::PermissionMode;
 
 /// Folders a line may run its commands in (one per `cd` combination) before the gate stops
@@ -650,11 +650,7 @@ impl Policy {
         };
         let root = resolve(&self.project_root);
         for dir in path.split(':') {
-            if dir.is_empty() || !dir.starts_with('/') {
-                return Err(format!(
-                    "PATH holds the relative folder {dir:?}, so {name} could be a program in the project"
-                ));
-            }
+            path_folder(dir).map_err(|why| format!("{why}, so {name} {WHOSE}"))?;
             let candidate = Path::new(dir).join(name);
             if !is_executable(&candidate) {
                 continue;
@@ -666,10 +662,35 @@ impl Policy {
                     real.display()
                 ));
             }
+            if is_process_view(&real) {
+                return Err(format!(
+                    "{name} would be found through {}, which only the command can resolve",
+                    real.display()
+                ));
+            }
             return Ok(());
         }
         Err(format!("{name} is not on PATH"))
     }
+}
+
+/// What a doubtful `PATH` folder means for the program found there.
+const WHOSE: &str = "could be a program in the project";
+
+/// A folder of `PATH`, as bash looks in it: it must be absolute (the current folder is the
+/// project) and not under `/proc` (where `/proc/self/cwd` is the command's own folder).
+fn path_folder(dir: &str) -> Result<(), String> {
+    if dir.is_empty() || !dir.starts_with('/') {
+        return Err(format!("PATH holds the relative folder {dir:?}"));
+    }
+    let real = resolve(Path::new(dir));
+    if is_process_view(&real) {
+        return Err(format!(
+            "PATH holds {dir}, which leads to {}",
+            real.display()
+        ));
+    }
+    Ok(())
 }
 
 /// What one decision has already looked up: a long line repeats its commands, paths and
@@ -704,12 +725,6 @@ impl Default for Memo {
 /// Each word's literal text, or None when bash computes it.
 fn literal_words(cmd: &SimpleCommand) -> Vec<Option<&str>> {
     cmd.words.iter().map(Word::text).collect()
-}
-
-/// Paths under `/proc`, and `/dev` paths other than the null device.
-fn is_process_view(path: &Path) -> bool {
-    let path = super::normalize(path);
-    path.starts_with("/proc") || (path.starts_with("/dev") && path != Path::new("/dev/null"))
 }
 
 /// What the filter of ripgrep's walk found so far.
@@ -859,9 +874,10 @@ fn shell_environment(env: &Env, root: &Path, line: &str) -> Option<String> {
             continue;
         };
         let doubtful = value.split([':', ' ']).any(|entry| {
-            entry.is_empty()
-                || !entry.starts_with('/')
-                || resolve(Path::new(entry)).starts_with(&root)
+            entry.is_empty() || !entry.starts_with('/') || {
+                let real = resolve(Path::new(entry));
+                real.starts_with(&root) || is_process_view(&real)
+            }
         });
         if doubtful {
             return Some(format!(

@@ -173,6 +173,12 @@ impl Policy {
         match (edit, inside, self.mode) {
             (false, true, _) => Verdict::Allow,
             (true, true, PermissionMode::AcceptEdits) => Verdict::Allow,
+            (_, false, _) if is_process_view(&resolved) => Verdict::Ask(format!(
+                "{what} {}, which leads through {}: what that names depends on the process \
+                 reading it",
+                path.display(),
+                resolved.display()
+            )),
             (_, false, _) => Verdict::Ask(format!(
                 "{what} {}, outside the project",
                 resolved.display()
@@ -229,7 +235,104 @@ impl Policy {
     }
 }
 
+/// Links a path may pass through before the gate stops following them (Linux's limit).
+#[cfg(unix)]
+const MAX_LINKS: usize = 40;
+
 /// The real path: symlinks followed for the part that exists, `..` folded for the rest.
+///
+/// Except a link under `/proc` (`/proc/self`, `/proc/<pid>/cwd`, `/proc/self/fd/3`, and so
+/// `/dev/fd/3` and `/dev/stdin`, which lead there): what it leads to depends on the process
+/// that follows it, and the daemon following it would see itself, not the command that will.
+/// The path stops there — the link and what follows it, as written — which is outside every
+/// project: whoever compares it with a folder finds it elsewhere.
+#[cfg(unix)]
+pub fn resolve(path: &Path) -> PathBuf {
+    use std::ffi::OsString;
+    enum Part {
+        Root,
+        Up,
+        Name(OsString),
+    }
+    fn parts(path: &Path) -> impl DoubleEndedIterator<Item = Part> + '_ {
+        path.components().filter_map(|c| match c {
+            Component::RootDir | Component::Prefix(_) => Some(Part::Root),
+            Component::CurDir => None,
+            Component::ParentDir => Some(Part::Up),
+            Component::Normal(name) => Some(Part::Name(name.to_os_string())),
+        })
+    }
+    let mut out = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+    };
+    // What is left to walk, the next part last.
+    let mut rest: Vec<Part> = parts(path).rev().collect();
+    let mut links = 0usize;
+    // Past a part that does not exist, the rest is folded as written (nothing can be read
+    // through it).
+    let mut missing = false;
+    let as_written = |mut at: PathBuf, rest: Vec<Part>| {
+        for part in rest.into_iter().rev() {
+            match part {
+                Part::Root => at = PathBuf::from("/"),
+                Part::Up => at.push(".."),
+                Part::Name(name) => at.push(name),
+            }
+        }
+        at
+    };
+    while let Some(part) = rest.pop() {
+        let name = match part {
+            Part::Root => {
+                out = PathBuf::from("/");
+                continue;
+            }
+            Part::Up => {
+                out.pop();
+                continue;
+            }
+            Part::Name(name) => name,
+        };
+        let next = out.join(&name);
+        if missing {
+            out = next;
+            continue;
+        }
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if next.starts_with("/proc") || links > MAX_LINKS {
+                    return as_written(next, rest);
+                }
+                match std::fs::read_link(&next) {
+                    Ok(target) => rest.extend(parts(&target).rev()),
+                    Err(_) => {
+                        missing = true;
+                        out = next;
+                    }
+                }
+            }
+            Ok(_) => out = next,
+            Err(_) => {
+                missing = true;
+                out = next;
+            }
+        }
+    }
+    out
+}
+
+/// Paths under `/proc`, and `/dev` paths other than the null device: what they name depends
+/// on the process reading them.
+pub(crate) fn is_process_view(path: &Path) -> bool {
+    let path = normalize(path);
+    path.starts_with("/proc") || (path.starts_with("/dev") && path != Path::new("/dev/null"))
+}
+
+/// The real path: symlinks followed for the part that exists, `..` folded for the rest.
+#[cfg(not(unix))]
 pub fn resolve(path: &Path) -> PathBuf {
     if let Ok(real) = std::fs::canonicalize(path) {
         return real;

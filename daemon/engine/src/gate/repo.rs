@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use stepper_protocol::session::Env;
 
-use super::resolve;
+use super::{is_process_view, resolve};
 
 /// Environment variables of git's that the gate accepts: they name people and dates, or
 /// only make git do less.
@@ -70,7 +70,7 @@ pub fn check(dir: &Path, env: &Env, project_root: &Path, deadline: Instant) -> R
     }
     let root = resolve(project_root);
     user_configuration_elsewhere(env, &root)?;
-    let mut pending = discover(&resolve(dir))?;
+    let mut pending = discover(&located_at(dir)?)?;
     let mut seen: HashSet<PathBuf> = HashSet::new();
     while let Some(repo) = pending.pop() {
         if !seen.insert(repo.git_dir.clone()) {
@@ -95,11 +95,14 @@ pub fn user_configuration_elsewhere(env: &Env, root: &Path) -> Result<(), String
     for var in ["HOME", "XDG_CONFIG_HOME"] {
         if let Some(value) = env.get(var)
             && !value.is_empty()
-            && (!value.starts_with('/') || resolve(Path::new(value)).starts_with(root))
+            && (!value.starts_with('/') || {
+                let real = resolve(Path::new(value));
+                real.starts_with(root) || is_process_view(&real)
+            })
         {
             return Err(format!(
-                "{var} is relative or inside the project, so git could read its user \
-                 configuration from there"
+                "{var} is relative, inside the project or under /proc, so git could read its \
+                 user configuration from there"
             ));
         }
     }
@@ -115,9 +118,9 @@ pub fn exclude_dirs(dot_git: &Path) -> Result<Vec<PathBuf>, String> {
             .strip_prefix("gitdir: ")
             .ok_or_else(|| format!("{} is not a gitdir file", dot_git.display()))?;
         let folder = dot_git.parent().unwrap_or(Path::new("/"));
-        resolve(&folder.join(pointer(target, dot_git)?))
+        located_at(&folder.join(pointer(target, dot_git)?))?
     } else {
-        resolve(dot_git)
+        located_at(dot_git)?
     };
     let common = common_dir(&git_dir)?;
     Ok(if common == git_dir {
@@ -197,7 +200,7 @@ fn worktrees(config: &str, git_dir: &Path) -> Result<Vec<PathBuf>, String> {
     entries(config)?
         .into_iter()
         .filter(|e| e.section == "core" && e.name == "worktree")
-        .map(|e| Ok(resolve(&git_dir.join(plain_value(&e)?))))
+        .map(|e| located_at(&git_dir.join(plain_value(&e)?)))
         .collect()
 }
 
@@ -241,11 +244,25 @@ fn read_text(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
+/// Where a path git follows to a repository or work tree leads: git resolves a link under
+/// `/proc` (`/proc/self/cwd`) as itself, which the daemon cannot, so such a path is refused.
+fn located_at(path: &Path) -> Result<PathBuf, String> {
+    let real = resolve(path);
+    if is_process_view(&real) {
+        return Err(format!(
+            "{} leads through {}, which git would resolve as itself",
+            path.display(),
+            real.display()
+        ));
+    }
+    Ok(real)
+}
+
 /// The folder holding a git directory's shared parts (a linked work tree's `commondir`).
 fn common_dir(git_dir: &Path) -> Result<PathBuf, String> {
     let file = git_dir.join("commondir");
     Ok(match read_text(&file)? {
-        Some(c) => resolve(&git_dir.join(pointer(&c, &file)?)),
+        Some(c) => located_at(&git_dir.join(pointer(&c, &file)?))?,
         None => git_dir.to_path_buf(),
     })
 }
@@ -700,9 +717,9 @@ fn discover_here(d: &Path) -> Result<Option<(Repo, bool)>, String> {
         let target = text
             .strip_prefix("gitdir: ")
             .ok_or_else(|| format!("{} is not a gitdir file", dot_git.display()))?;
-        resolve(&d.join(pointer(target, &dot_git)?))
+        located_at(&d.join(pointer(target, &dot_git)?))?
     } else {
-        resolve(&dot_git)
+        located_at(&dot_git)?
     };
     let repo = Repo {
         git_dir,

@@ -996,3 +996,5 @@ fn what_configures_the_next_run_asks_in_every_mode_but_auto() {
     let denied = policy(Auto, &root, &[], &["Edit(./.git/**)"], &[]);
     assert_eq!(kind(&denied.decide(&edit(".git/config"))), "deny");
 }
+
+mod escapes;

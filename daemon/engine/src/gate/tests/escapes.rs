@@ -1,0 +1,101 @@
+//! Ways out of the project the path checks once missed (issue 34, item 7): links whose
+//! meaning depends on the process that follows them, git's pathspec magic, programs that run
+//! others by name, options that follow links for metadata, and files with more than one name.
+
+#![cfg(unix)]
+
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{PermissionsExt, symlink};
+
+use super::*;
+
+fn script(path: &Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn links_through_proc_and_dev_mean_what_they_mean_to_the_command() {
+    let (dir, root) = project();
+    let outside = dir.path().canonicalize().unwrap();
+    // Descriptors of this process (the daemon's, in a session) on files of the project:
+    // through /proc/self/fd the daemon finds them inside, a command finds its own.
+    let file = std::fs::File::open(root.join("src/a.rs")).unwrap();
+    let folder = std::fs::File::open(root.join("src")).unwrap();
+    let (f, d) = (file.as_raw_fd(), folder.as_raw_fd());
+    for (name, target) in [
+        ("fdlink", format!("/proc/self/fd/{f}")),
+        ("devfd", format!("/dev/fd/{f}")),
+        ("thread", format!("/proc/thread-self/fd/{f}")),
+        ("fddir", format!("/proc/self/fd/{d}")),
+        ("updir", format!("/dev/fd/../fd/{d}")),
+    ] {
+        symlink(target, root.join(name)).unwrap();
+    }
+    std::fs::create_dir_all(root.join("src/nested")).unwrap();
+    symlink(format!("/proc/self/fd/{d}"), root.join("src/nested/back")).unwrap();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let decide = |line: &str| p.decide(&sh_in(line, &root));
+    for line in [
+        "cat fdlink",
+        "head devfd",
+        "wc -l thread",
+        "ls fddir",
+        "ls updir",
+        "cat fddir/a.rs",
+        "cat fddir/*",
+        "cat fdd?r/a.rs",
+        "cd fddir && cat a.rs",
+        "cd fddir && ls",
+        "grep -r x fddir",
+        "find fddir -name a.rs",
+        "du -a fddir",
+        "git -C fddir status",
+        "cat src/nested/back/a.rs",
+        "cd src/nested && cat back/a.rs",
+        "cat < fdlink",
+    ] {
+        let v = decide(line);
+        assert_eq!(kind(&v), "ask", "{line}: {v:?}");
+    }
+    // The read tool too: what the path means is the reading process's to say.
+    let v = p.decide(&GateRequest::Read {
+        path: root.join("fdlink"),
+    });
+    assert_eq!(kind(&v), "ask", "{v:?}");
+    // A PATH folder or loader path through /proc/self/cwd is the command's own folder.
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    script(&root.join("bin/ls"), ": > RAN");
+    for (var, value) in [
+        ("PATH", "/proc/self/cwd/bin:/usr/bin:/bin".to_string()),
+        ("PATH", format!("/dev/fd/{d}/../../bin:/usr/bin:/bin")),
+        ("LD_LIBRARY_PATH", "/proc/self/cwd/lib".to_string()),
+    ] {
+        let v = p.decide(&sh_env("ls", &root, &[(var, &value)]));
+        assert_eq!(kind(&v), "ask", "{var}={value}: {v:?}");
+    }
+    // A git directory named through /proc is git's to resolve, not the daemon's.
+    std::fs::create_dir_all(root.join("real/objects")).unwrap();
+    std::fs::create_dir_all(root.join("real/refs")).unwrap();
+    std::fs::write(root.join("real/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let real = std::fs::File::open(root.join("real")).unwrap();
+    std::fs::create_dir_all(root.join("wt")).unwrap();
+    std::fs::write(
+        root.join("wt/.git"),
+        format!("gitdir: /proc/self/fd/{}\n", real.as_raw_fd()),
+    )
+    .unwrap();
+    let v = decide("git -C wt status");
+    assert_eq!(kind(&v), "ask", "{v:?}");
+    // Plain paths and links inside are as before; /dev/null is nothing to read.
+    symlink(root.join("src"), root.join("srclink")).unwrap();
+    for line in [
+        "cat srclink/a.rs",
+        "cd srclink && ls",
+        "cat src/a.rs",
+        "ls src",
+    ] {
+        assert_eq!(decide(line), Verdict::Allow, "{line}");
+    }
+    drop((file, folder, real, outside));
+}
