@@ -641,7 +641,9 @@ impl Policy {
     }
 
     /// The program bash runs for `name`: found on the session's `PATH` the way bash finds
-    /// it, and not inside the project (a project's `ls` is the project's code).
+    /// it, and not inside the project (a project's `ls` is the project's code). A program
+    /// that is no binary (a script: `egrep` runs `grep`) may run any other by name, so then
+    /// no folder on `PATH` may be the project's, and its interpreter may not be either.
     fn program(&self, name: &str, env: &Env) -> Result<(), String> {
         let Some(path) = env.get("PATH") else {
             return Err(format!(
@@ -650,7 +652,7 @@ impl Policy {
         };
         let root = resolve(&self.project_root);
         for dir in path.split(':') {
-            path_folder(dir).map_err(|why| format!("{why}, so {name} {WHOSE}"))?;
+            path_folder(dir, None).map_err(|why| format!("{why}, so {name} {WHOSE}"))?;
             let candidate = Path::new(dir).join(name);
             if !is_executable(&candidate) {
                 continue;
@@ -668,7 +670,7 @@ impl Policy {
                     real.display()
                 ));
             }
-            return Ok(());
+            return runs_by_name(name, &real, path, &root);
         }
         Err(format!("{name} is not on PATH"))
     }
@@ -677,20 +679,105 @@ impl Policy {
 /// What a doubtful `PATH` folder means for the program found there.
 const WHOSE: &str = "could be a program in the project";
 
-/// A folder of `PATH`, as bash looks in it: it must be absolute (the current folder is the
-/// project) and not under `/proc` (where `/proc/self/cwd` is the command's own folder).
-fn path_folder(dir: &str) -> Result<(), String> {
+/// A folder of `PATH`, as bash (or a script's interpreter) looks in it: it must be absolute
+/// (the current folder is the project) and not under `/proc` (where `/proc/self/cwd` is the
+/// command's own folder) — nor, for a script, inside the project (`root`).
+fn path_folder(dir: &str, root: Option<&Path>) -> Result<(), String> {
     if dir.is_empty() || !dir.starts_with('/') {
         return Err(format!("PATH holds the relative folder {dir:?}"));
     }
     let real = resolve(Path::new(dir));
+    if root.is_some_and(|r| real.starts_with(r)) {
+        return Err(format!("PATH holds {dir}, a folder of the project"));
+    }
     if is_process_view(&real) {
         return Err(format!(
-            "PATH holds {dir}, which leads to {}",
+            "PATH holds {dir}, which leads through {}",
             real.display()
         ));
     }
     Ok(())
+}
+
+/// Interpreters a script may chain through before the gate stops following (Linux's own
+/// limit is 5).
+const MAX_INTERPRETERS: usize = 5;
+
+/// A program that is no binary runs by name what it likes: every folder on `PATH` must be
+/// outside the project, and the interpreter its `#!` line names (in turn) too. bash runs a
+/// file without one as a script of its own.
+fn runs_by_name(name: &str, program: &Path, path: &str, root: &Path) -> Result<(), String> {
+    let mut current = program.to_path_buf();
+    for _ in 0..MAX_INTERPRETERS {
+        let interpreter = match executable_format(&current) {
+            Format::Binary => return Ok(()),
+            Format::Script(interpreter) => interpreter,
+        };
+        for dir in path.split(':') {
+            path_folder(dir, Some(root)).map_err(|why| {
+                format!("{name} is a script, which may run other programs by name, and {why}")
+            })?;
+        }
+        let Some(interpreter) = interpreter else {
+            // bash runs it itself: the shell already checked.
+            return Ok(());
+        };
+        let real = resolve(&interpreter);
+        if !interpreter.is_absolute() || real.starts_with(root) || is_process_view(&real) {
+            return Err(format!(
+                "{name} is a script run by {}, which could be a program in the project",
+                interpreter.display()
+            ));
+        }
+        current = real;
+    }
+    Err(format!(
+        "{name} is a script whose interpreters run through more scripts than the gate follows"
+    ))
+}
+
+/// What kind of executable a file is, by its first bytes.
+enum Format {
+    /// Machine code the kernel loads itself (an ELF file), or a file the gate cannot read
+    /// (nor could an interpreter).
+    Binary,
+    /// A script, with the interpreter its `#!` line names (none: bash runs it).
+    Script(Option<PathBuf>),
+}
+
+#[cfg(unix)]
+fn executable_format(path: &Path) -> Format {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::OpenOptionsExt;
+    // The kernel reads at most this much of a `#!` line.
+    let mut head = [0u8; 256];
+    let read = std::fs::File::options()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .and_then(|mut f| f.read(&mut head));
+    let Ok(n) = read else {
+        return Format::Binary;
+    };
+    let head = &head[..n];
+    if head.starts_with(b"\x7fELF") {
+        return Format::Binary;
+    }
+    let Some(line) = head.strip_prefix(b"#!") else {
+        return Format::Script(None);
+    };
+    let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+    let interpreter = line
+        .split(|&b| b == b' ' || b == b'\t')
+        .find(|w| !w.is_empty())
+        .map(|w| PathBuf::from(std::ffi::OsStr::from_bytes(w)));
+    Format::Script(interpreter.or_else(|| Some(PathBuf::new())))
+}
+
+#[cfg(not(unix))]
+fn executable_format(_: &Path) -> Format {
+    Format::Binary
 }
 
 /// What one decision has already looked up: a long line repeats its commands, paths and

@@ -99,3 +99,54 @@ fn links_through_proc_and_dev_mean_what_they_mean_to_the_command() {
     }
     drop((file, folder, real, outside));
 }
+
+#[test]
+fn a_program_that_runs_others_by_name_needs_a_path_outside_the_project() {
+    let (dir, root) = project();
+    let outside = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    script(&root.join("bin/grep"), ": > RAN");
+    let p = policy(Default, &root, &[], &[], &[]);
+    let bin = root.join("bin").display().to_string();
+    for path in [
+        format!("{bin}:/usr/bin:/bin"),
+        format!("/usr/bin:/bin:{bin}"),
+    ] {
+        for line in ["egrep x src/a.rs", "fgrep -r x src", "which ls"] {
+            let v = p.decide(&sh_env(line, &root, &[("PATH", &path)]));
+            assert_eq!(kind(&v), "ask", "{path}: {line}: {v:?}");
+        }
+        // A program that is no script runs nothing by name.
+        let v = p.decide(&sh_env("ls src", &root, &[("PATH", &path)]));
+        assert_eq!(v, Verdict::Allow, "{path}");
+    }
+    // A script whose interpreter is the project's, or found on PATH by env.
+    let bin = outside.join("wrappers");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("tree"), format!("#!{}/bin/grep\n", root.display())).unwrap();
+    std::fs::write(bin.join("rg"), "#!/usr/bin/env sh\nexit 0\n").unwrap();
+    for name in ["tree", "rg"] {
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let v = p.decide(&sh_env(
+        "tree src",
+        &root,
+        &[("PATH", &format!("{}:/usr/bin:/bin", bin.display()))],
+    ));
+    assert_eq!(kind(&v), "ask", "{v:?}");
+    let v = p.decide(&sh_env(
+        "rg x src",
+        &root,
+        &[(
+            "PATH",
+            &format!("{}:/usr/bin:/bin:{}/bin", bin.display(), root.display()),
+        )],
+    ));
+    assert_eq!(kind(&v), "ask", "{v:?}");
+    let v = p.decide(&sh_env(
+        "rg x src",
+        &root,
+        &[("PATH", &format!("{}:/usr/bin:/bin", bin.display()))],
+    ));
+    assert_eq!(v, Verdict::Allow);
+}
