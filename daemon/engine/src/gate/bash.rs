@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use stepper_protocol::session::Env;
 
-use super::commands::{self, IgnoreWalk, Judgement, Reads};
+use super::commands::{self, IgnoreWalk, Judgement, Reads, Walk};
 use super::shell::{self, SimpleCommand, Value, Word, pattern};
 use super::{Policy, SandboxState, Verdict, is_process_view, repo, resolve};
 use crate::config::PermissionMode;
@@ -25,6 +25,8 @@ const MAX_LISTED: usize = 50_000;
 const MAX_MATCHING: u64 = 50_000_000;
 /// Time the checks of one line may take before the gate gives up on it.
 const MAX_CHECKING: Duration = Duration::from_secs(1);
+/// Entries the gate's own walks of one line (the links a listing describes) may go through.
+const MAX_WALKED: usize = 200_000;
 
 /// Variables that make bash run or parse something beyond the line itself.
 const SHELL_VARIABLES: &[(&str, &str)] = &[
@@ -152,9 +154,15 @@ impl Policy {
                     }
                 }
             }
-            let files_only = matches!(judgement, Judgement::Reads(r) if r.files_only);
+            let matched = match judgement {
+                Judgement::Reads(r) => Matched {
+                    files_only: r.files_only,
+                    link_targets: r.link_targets,
+                },
+                _ => Matched::default(),
+            };
             for word in &cmd.words {
-                match self.check_pattern(word, &folders, &mut memo, files_only) {
+                match self.check_pattern(word, &folders, &mut memo, matched) {
                     Finding::Fine => {}
                     Finding::Deny(why) => return Verdict::Deny(why),
                     Finding::Ask(why) => asks.push(why),
@@ -317,6 +325,22 @@ impl Policy {
         if reads.cwd {
             for folder in folders {
                 match self.read(folder, memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+        }
+        if let Some(walk) = reads.link_targets {
+            // The folders it lists: those named, or where it runs (a pattern's, with it).
+            let named = bases.iter().flat_map(|base| {
+                reads.paths.iter().filter_map(move |w| match &w.value {
+                    Value::Literal(text) if !is_stream(text) => Some(base.join(text)),
+                    _ => None,
+                })
+            });
+            let here = folders.iter().filter(|_| reads.cwd).cloned();
+            for root in named.chain(here).collect::<Vec<_>>() {
+                match self.check_link_targets(&root, walk, memo) {
                     Finding::Fine => {}
                     other => return other,
                 }
@@ -547,7 +571,7 @@ impl Policy {
                 }
                 Finding::Fine
             }
-            _ => self.check_pattern(word, folders, memo, false),
+            _ => self.check_pattern(word, folders, memo, Matched::default()),
         }
     }
 
@@ -559,7 +583,7 @@ impl Policy {
         word: &Word,
         folders: &[PathBuf],
         memo: &mut Memo,
-        files_only: bool,
+        matched: Matched,
     ) -> Finding {
         let Value::Pattern(p) = &word.value else {
             return Finding::Fine;
@@ -571,11 +595,11 @@ impl Policy {
         } else {
             folders
         };
-        let key = (word.raw.clone(), folders.to_vec(), files_only);
+        let key = (word.raw.clone(), folders.to_vec(), matched);
         if let Some(found) = memo.patterns.get(&key) {
             return found.clone();
         }
-        let found = self.expand_and_read(word, p, folders, memo, files_only);
+        let found = self.expand_and_read(word, p, folders, memo, matched);
         memo.patterns.insert(key, found.clone());
         found
     }
@@ -586,7 +610,7 @@ impl Policy {
         p: &shell::Pattern,
         folders: &[PathBuf],
         memo: &mut Memo,
-        files_only: bool,
+        matched: Matched,
     ) -> Finding {
         for folder in folders {
             let expansion = match pattern::expand(p, folder, &mut memo.budget) {
@@ -614,7 +638,7 @@ impl Policy {
                     ));
                 }
                 let path = folder.join(name);
-                if files_only && path.is_dir() {
+                if matched.files_only && path.is_dir() {
                     return Finding::Ask(format!(
                         "{} matches the folder {name}, whose files would be compared following links",
                         word.raw
@@ -623,6 +647,77 @@ impl Policy {
                 match self.read(&path, memo) {
                     Finding::Fine => {}
                     other => return other,
+                }
+                if let Some(walk) = matched.link_targets {
+                    match self.check_link_targets(&path, walk, memo) {
+                        Finding::Fine => {}
+                        other => return other,
+                    }
+                }
+            }
+        }
+        Finding::Fine
+    }
+
+    /// A listing that describes what its links lead to reads each link's target: every link
+    /// among the entries of `root` (or below it) is read like a path.
+    fn check_link_targets(&self, root: &Path, walk: Walk, memo: &mut Memo) -> Finding {
+        let key = (root.to_path_buf(), walk);
+        if let Some(found) = memo.link_walks.get(&key) {
+            return found.clone();
+        }
+        let found = self.walk(root, walk, memo, |gate, entry, kind, memo| {
+            if kind.is_symlink() {
+                gate.read(entry, memo)
+            } else {
+                Finding::Fine
+            }
+        });
+        memo.link_walks.insert(key, found.clone());
+        found
+    }
+
+    /// Go through the entries of the folder `root` (following `root` itself, as programs
+    /// follow the folders they are named), and for `Walk::Tree` through every folder below,
+    /// never entering a link: `visit` judges each entry. A walk longer than the line's budget
+    /// asks.
+    fn walk(
+        &self,
+        root: &Path,
+        walk: Walk,
+        memo: &mut Memo,
+        mut visit: impl FnMut(&Self, &Path, std::fs::FileType, &mut Memo) -> Finding,
+    ) -> Finding {
+        if !root.is_dir() {
+            return Finding::Fine;
+        }
+        let mut pending = vec![root.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            // A folder the gate cannot list, the program cannot either.
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries {
+                memo.walked += 1;
+                if memo.walked > MAX_WALKED || Instant::now() > memo.budget.deadline {
+                    return Finding::Ask(format!(
+                        "the line goes through more of {} than the gate checks in time",
+                        root.display()
+                    ));
+                }
+                let Ok(entry) = entry else {
+                    continue;
+                };
+                let path = entry.path();
+                let Ok(kind) = entry.file_type() else {
+                    return Finding::Ask(format!("{} cannot be examined", path.display()));
+                };
+                match visit(self, &path, kind, memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+                if walk == Walk::Tree && kind.is_dir() {
+                    pending.push(path);
                 }
             }
         }
@@ -785,7 +880,10 @@ fn executable_format(_: &Path) -> Format {
 struct Memo {
     programs: HashMap<String, Result<(), String>>,
     reads: HashMap<PathBuf, Finding>,
-    patterns: HashMap<(String, Vec<PathBuf>, bool), Finding>,
+    patterns: HashMap<(String, Vec<PathBuf>, Matched), Finding>,
+    link_walks: HashMap<(PathBuf, Walk), Finding>,
+    /// Entries the gate's own walks went through.
+    walked: usize,
     repos: HashMap<PathBuf, Result<(), String>>,
     ignore_walks: HashMap<(PathBuf, IgnoreWalk), Finding>,
     /// What patterns and repository checks may still spend.
@@ -798,6 +896,8 @@ impl Default for Memo {
             programs: HashMap::new(),
             reads: HashMap::new(),
             patterns: HashMap::new(),
+            link_walks: HashMap::new(),
+            walked: 0,
             repos: HashMap::new(),
             ignore_walks: HashMap::new(),
             budget: pattern::Budget {
@@ -807,6 +907,15 @@ impl Default for Memo {
             },
         }
     }
+}
+
+/// How a command reads the names its patterns match.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct Matched {
+    /// A folder among them would be compared file by file, following links.
+    files_only: bool,
+    /// A folder among them is listed with what its links lead to.
+    link_targets: Option<Walk>,
 }
 
 /// Each word's literal text, or None when bash computes it.

@@ -1,9 +1,11 @@
 //! Programs that list and describe files: ls, tree, find, du, df, stat, file, realpath,
 //! readlink, basename, dirname. Options that follow links while walking (out of the project
-//! through a link inside it), write files, or read lists of further names are refused.
+//! through a link inside it), write files, or read lists of further names are refused; those
+//! that follow the links they list to describe what they lead to (`ls -L`, `ls -F`, `find
+//! -xtype`, and tree always) make the gate read each such link's target.
 
-use super::options::{Spec, Style};
-use super::{Operands, Reads, path, with_spec};
+use super::options::{Parsed, Spec, Style};
+use super::{Operands, Reads, Walk, path, with_spec};
 use crate::gate::shell::{Value, Word};
 
 const FOLLOWS: &str =
@@ -321,9 +323,13 @@ pub(super) const DIRNAME: Spec = Spec {
 pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
     match name {
         "ls" => {
-            let (p, reads) = with_spec(&LS, args, Operands::FilesOrCwd)?;
-            if p.has(&["-R", "--recursive"]) && p.has(&["-L", "--dereference"]) {
+            let (p, mut reads) = with_spec(&LS, args, Operands::FilesOrCwd)?;
+            let recursive = p.has(&["-R", "--recursive"]);
+            if recursive && p.has(&["-L", "--dereference"]) {
                 return Err(format!("ls -R -L {FOLLOWS}"));
+            }
+            if ls_describes_targets(&p) && !p.has(&["-d", "--directory"]) {
+                reads.link_targets = Some(if recursive { Walk::Tree } else { Walk::Entries });
             }
             Ok(reads)
         }
@@ -331,6 +337,8 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
             let (_, mut reads) = with_spec(&TREE, args, Operands::FilesOrCwd)?;
             // tree writes JSON to the descriptor this names.
             reads.env = &["STDDATA_FD"];
+            // It looks at every link's target, to show what it is.
+            reads.link_targets = Some(Walk::Tree);
             Ok(reads)
         }
         "find" => find(args),
@@ -349,6 +357,44 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
         "dirname" => Ok(with_spec(&DIRNAME, args, Operands::Text)?.1),
         _ => Err(format!("{name} is not a program the gate knows")),
     }
+}
+
+/// Whether ls, listing a folder, looks at what its links lead to: their metadata (`-L`),
+/// their kind for an indicator (`-F`, `--file-type`) or a colour, or their real path for a
+/// hyperlink. A value that turns the option off (`--color=never`) does not count; any other
+/// (`auto` included) does.
+fn ls_describes_targets(p: &Parsed<'_>) -> bool {
+    let off = |v: &str| !v.is_empty() && ("never".starts_with(v) || "none".starts_with(v));
+    p.options.iter().any(|(o, v)| match o.as_str() {
+        "-L" | "--dereference" | "-F" | "--file-type" => true,
+        "--classify" | "--color" | "--colour" | "--hyperlink" => !v.as_deref().is_some_and(off),
+        "--indicator-style" => !v
+            .as_deref()
+            .is_some_and(|v| off(v) || (!v.is_empty() && "slash".starts_with(v))),
+        _ => false,
+    })
+}
+
+/// find's primaries that look at what a link leads to when find itself does not follow
+/// links: its kind, or whether it may be read, written or run.
+const FIND_TARGETS: &[&str] = &["-xtype", "-readable", "-writable", "-executable"];
+
+/// Whether a `-printf` format prints what a link leads to (`%Y`, its target's kind).
+fn prints_targets(format: &str) -> bool {
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        // Flags, width and precision, as printf takes them.
+        let conversion = chars
+            .by_ref()
+            .find(|c| !matches!(c, '-' | '+' | ' ' | '#' | '0'..='9' | '.'));
+        if conversion == Some('Y') {
+            return true;
+        }
+    }
+    false
 }
 
 /// find's primaries that take no argument.
@@ -499,6 +545,9 @@ fn find(args: &[Word]) -> Result<Reads, String> {
         if let Some((_, why)) = FIND_REFUSED.iter().find(|(n, _)| *n == primary) {
             return Err(format!("find {primary} {why}"));
         }
+        if FIND_TARGETS.contains(&primary) {
+            reads.link_targets = Some(Walk::Tree);
+        }
         if FIND_FLAGS.contains(&primary) {
             continue;
         }
@@ -520,6 +569,11 @@ fn find(args: &[Word]) -> Result<Reads, String> {
             reads.paths.push(path(arg)?);
         } else if let Value::Unsafe(why) | Value::Splits(why) = &arg.value {
             return Err(format!("find {primary}'s argument: {why}"));
+        } else if primary == "-printf" {
+            // A format known only at run time may print anything.
+            if arg.text().is_none_or(prints_targets) {
+                reads.link_targets = Some(Walk::Tree);
+            }
         } else if newer.is_some() {
             let Some(date) = arg.text() else {
                 return Err(format!("find {primary}'s date is known only at run time"));

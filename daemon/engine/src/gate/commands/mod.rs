@@ -63,6 +63,20 @@ pub struct Reads {
     pub env: &'static [&'static str],
     /// ripgrep: it reads the ignore files of every folder it walks and of their parents.
     pub ignore_files: Option<IgnoreWalk>,
+    /// The folders it lists — its folder operands, where it runs when it names none, the
+    /// folders its patterns match — show what their links lead to (`ls -L`, `ls -F`, `find
+    /// -xtype`, tree): the metadata of each link's target is read, among the folders' own
+    /// entries or among every entry below them.
+    pub link_targets: Option<Walk>,
+}
+
+/// How much of a folder a program goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Walk {
+    /// Its own entries.
+    Entries,
+    /// Every entry below it, never entering a link.
+    Tree,
 }
 
 /// Which folders ripgrep walks, for the ignore files it reads there.

@@ -564,3 +564,35 @@ fn tables_know_every_long_option_of_the_installed_programs() {
     }
     assert!(checked > 0, "no program could be cross-checked");
 }
+
+#[test]
+fn listings_that_describe_what_links_lead_to() {
+    let targets = |line: &str| match judged(line) {
+        Judgement::Reads(r) => r.link_targets,
+        other => panic!("{line:?} should only read: {other:?}"),
+    };
+    for (line, want) in [
+        ("ls -l", None),
+        ("ls -L", Some(Walk::Entries)),
+        ("ls -lF src", Some(Walk::Entries)),
+        ("ls --file-type", Some(Walk::Entries)),
+        ("ls --color", Some(Walk::Entries)),
+        ("ls --colour=auto", Some(Walk::Entries)),
+        ("ls --color=nev", None),
+        ("ls --classify=no", None),
+        ("ls --hyperlink=always", Some(Walk::Entries)),
+        ("ls --indicator-style=slash", None),
+        ("ls --indicator-style=c", Some(Walk::Entries)),
+        ("ls -dL src", None),
+        ("ls -RF", Some(Walk::Tree)),
+        ("tree -a", Some(Walk::Tree)),
+        ("find . -type l", None),
+        ("find . -xtype f", Some(Walk::Tree)),
+        ("find . ! -readable", Some(Walk::Tree)),
+        ("find . -printf '%p %s\\n'", None),
+        ("find . -printf '%%Y'", None),
+        ("find . -printf '%-3Y'", Some(Walk::Tree)),
+    ] {
+        assert_eq!(targets(line), want, "{line}");
+    }
+}

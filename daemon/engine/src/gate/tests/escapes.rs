@@ -14,6 +14,17 @@ fn script(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Fake `rg` and `tree` outside the project (the real ones need not be installed), first on
+/// a PATH that holds no folder of the project.
+fn fake_programs(outside: &Path) -> String {
+    let bin = outside.join("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["rg", "tree"] {
+        script(&bin.join(name), "exit 0");
+    }
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
 #[test]
 fn links_through_proc_and_dev_mean_what_they_mean_to_the_command() {
     let (dir, root) = project();
@@ -149,4 +160,66 @@ fn a_program_that_runs_others_by_name_needs_a_path_outside_the_project() {
         &[("PATH", &format!("{}:/usr/bin:/bin", bin.display()))],
     ));
     assert_eq!(v, Verdict::Allow);
+}
+
+#[test]
+fn options_that_follow_links_for_metadata_read_what_the_links_lead_to() {
+    let (dir, root) = project();
+    let outside = dir.path().canonicalize().unwrap();
+    std::fs::write(outside.join("big"), "s").unwrap();
+    std::fs::create_dir_all(root.join("meta")).unwrap();
+    symlink(outside.join("big"), root.join("meta/big")).unwrap();
+    symlink(&outside, root.join("meta/up")).unwrap();
+    std::fs::create_dir_all(root.join("tidy")).unwrap();
+    symlink("../src/a.rs", root.join("tidy/in")).unwrap();
+    std::fs::write(root.join("tidy/file"), "").unwrap();
+    let path = fake_programs(&outside);
+    let p = policy(Default, &root, &[], &[], &[]);
+    let decide = |line: &str| p.decide(&sh_env(line, &root, &[("PATH", &path)]));
+    for line in [
+        "ls -lL meta",
+        "ls -L -s meta",
+        "ls --dereference -l meta",
+        "ls -lF meta",
+        "ls --classify meta",
+        "ls --classify=always meta",
+        "ls -l --file-type meta",
+        "ls -l --indicator-style=classify meta",
+        "ls --color=always meta",
+        "ls --colo meta",
+        "ls --hyperlink meta",
+        "ls -lL m*",
+        "cd meta && ls -lL",
+        "ls -lL",
+        "ls -RF",
+        "find meta -xtype f",
+        "find meta -readable",
+        "find meta -writable",
+        "find meta -executable",
+        "find meta -printf '%Y %p\\n'",
+        "find . -xtype l",
+        "find m* -xtype d",
+        "tree meta",
+        "tree",
+        "tree -d src meta",
+    ] {
+        let v = decide(line);
+        assert_eq!(kind(&v), "ask", "{line}: {v:?}");
+    }
+    for line in [
+        "ls -l meta",
+        "ls meta",
+        "ls -la meta",
+        "ls --color=never meta",
+        "ls --classify=never -l meta",
+        "ls -lL tidy",
+        "ls -lF tidy src",
+        "ls -lLd meta",
+        "find meta -printf '%s %p\\n'",
+        "find meta -type l",
+        "find tidy -xtype f",
+        "tree tidy",
+    ] {
+        assert_eq!(decide(line), Verdict::Allow, "{line}");
+    }
 }
