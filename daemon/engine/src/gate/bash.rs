@@ -158,6 +158,7 @@ impl Policy {
                 Judgement::Reads(r) => Matched {
                     files_only: r.files_only,
                     link_targets: r.link_targets,
+                    pathspecs: r.pathspecs,
                 },
                 _ => Matched::default(),
             };
@@ -637,6 +638,12 @@ impl Policy {
                         word.raw
                     ));
                 }
+                if matched.pathspecs && name.starts_with(':') {
+                    return Finding::Ask(format!(
+                        "{} matches the file {name}, which git would take for pathspec magic",
+                        word.raw
+                    ));
+                }
                 let path = folder.join(name);
                 if matched.files_only && path.is_dir() {
                     return Finding::Ask(format!(
@@ -916,6 +923,8 @@ struct Matched {
     files_only: bool,
     /// A folder among them is listed with what its links lead to.
     link_targets: Option<Walk>,
+    /// git takes them for pathspecs: a name starting with `:` would have magic.
+    pathspecs: bool,
 }
 
 /// Each word's literal text, or None when bash computes it.

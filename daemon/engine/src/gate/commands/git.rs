@@ -8,6 +8,10 @@
 //!
 //! What the repository's own configuration can make git run is checked by the gate against
 //! the session (see `gate::repo`): the judgement asks for that check.
+//!
+//! Operands are pathspecs, read as git reads them: magic from the top of the work tree
+//! (`:/x`, `:(top)x`), which may lie above the project, is read from there; an exclusion
+//! (`:!x`) reads nothing; magic the gate does not know asks.
 
 use super::options::{Spec, Style, parse};
 use super::{Judgement, Reads, path};
@@ -770,6 +774,8 @@ fn refused(why: impl Into<String>) -> NotRead {
 
 fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
     let mut chained = std::path::PathBuf::new();
+    // `--literal-pathspecs`: no operand has magic.
+    let mut literal = false;
     let mut i = 0;
     while let Some(word) = args.get(i) {
         let owned = match &word.value {
@@ -795,6 +801,7 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
             continue;
         }
         if GLOBAL_FLAGS.contains(&text) {
+            literal |= text == "--literal-pathspecs";
             continue;
         }
         if GLOBAL_PRINT.contains(&text) {
@@ -856,13 +863,110 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
         .then(|| Word::literal(&chained.to_string_lossy()))
         .into_iter()
         .collect();
-    let mut paths = files.operands;
+    let mut paths = Vec::new();
+    let mut top_files = files.files.clone();
+    for operand in files.operands {
+        let text = operand.unexpanded().unwrap_or_default();
+        let spec = if literal {
+            Pathspec::AsWritten
+        } else {
+            pathspec(&text).map_err(refused)?
+        };
+        match spec {
+            Pathspec::AsWritten => paths.push(operand),
+            Pathspec::Path(path) => paths.push(Word::literal(&path)),
+            // A pattern matching no file reaches git as written; what it matches is checked
+            // with the line's other patterns (a name starting with `:` asks).
+            Pathspec::FromTop(path) => {
+                let word = Word::literal(&path);
+                paths.push(word.clone());
+                top_files.push(word);
+            }
+            Pathspec::Excluded => {}
+        }
+    }
     paths.extend(files.files.iter().cloned());
     Ok(Reads {
         paths,
-        top_files: files.files,
+        top_files,
         git: Some(dirs),
+        pathspecs: !literal,
         ..Reads::default()
+    })
+}
+
+/// What git reads for one operand taken as a pathspec.
+#[derive(Debug, PartialEq, Eq)]
+enum Pathspec {
+    /// The operand as written, from git's folder.
+    AsWritten,
+    /// This path (the operand without its magic), from git's folder.
+    Path(String),
+    /// This path from the top of the work tree.
+    FromTop(String),
+    /// Nothing: it only leaves paths out.
+    Excluded,
+}
+
+/// Characters git takes for short pathspec magic after a leading `:` (`ctype.c`'s
+/// `GIT_PATHSPEC_MAGIC`); of these only `/` (top) and `!` (exclude, `^` too) mean anything,
+/// and git dies on the others.
+const SHORT_MAGIC: &str = "!\"#%&',-/;<=>@_`~";
+
+/// An operand's pathspec magic, as git's `pathspec.c` parses it: `:(top,glob)x` or `:/!x`.
+fn pathspec(text: &str) -> Result<Pathspec, String> {
+    let Some(rest) = text.strip_prefix(':') else {
+        return Ok(Pathspec::AsWritten);
+    };
+    let (mut top, mut exclude) = (false, false);
+    let pattern = if let Some(long) = rest.strip_prefix('(') {
+        let Some((magic, pattern)) = long.split_once(')') else {
+            return Err(format!(
+                "the pathspec {text} misses its closing parenthesis"
+            ));
+        };
+        for word in magic.split(',') {
+            match word {
+                "top" => top = true,
+                "exclude" => exclude = true,
+                "literal" | "glob" | "icase" => {}
+                // Attribute values may escape a `,` or `)`, which this split does not read.
+                w if w.starts_with("attr:") && !w.contains('\\') => {}
+                w => {
+                    return Err(format!(
+                        "the pathspec {text} has magic the gate does not know ({w})"
+                    ));
+                }
+            }
+        }
+        pattern
+    } else {
+        let mut end = rest.len();
+        for (at, c) in rest.char_indices() {
+            match c {
+                ':' => {
+                    end = at + 1;
+                    break;
+                }
+                '/' => top = true,
+                '!' | '^' => exclude = true,
+                c if SHORT_MAGIC.contains(c) => {
+                    return Err(format!("the pathspec {text} has magic git does not know"));
+                }
+                _ => {
+                    end = at;
+                    break;
+                }
+            }
+        }
+        &rest[end..]
+    };
+    Ok(if exclude {
+        Pathspec::Excluded
+    } else if top {
+        Pathspec::FromTop(pattern.to_string())
+    } else {
+        Pathspec::Path(pattern.to_string())
     })
 }
 

@@ -54,8 +54,11 @@ pub struct Reads {
     /// repository must not configure programs to run; `paths` are read from there.
     pub git: Option<Vec<Word>>,
     /// Files of `paths` the program may also read from the top of the work tree (git's
-    /// `blame --contents`, `-S`, `--ignore-revs-file`).
+    /// `blame --contents`, `-S`, `--ignore-revs-file`, pathspecs from the top: `:/x`).
     pub top_files: Vec<Word>,
+    /// git reads its operands as pathspecs: a name a pattern matches that starts with `:`
+    /// would be pathspec magic.
+    pub pathspecs: bool,
     /// `cd`: the folder later commands run in.
     pub cd: Option<Word>,
     /// Environment variables that change what the program does beyond its words; when the

@@ -596,3 +596,51 @@ fn listings_that_describe_what_links_lead_to() {
         assert_eq!(targets(line), want, "{line}");
     }
 }
+
+#[test]
+fn git_operands_are_pathspecs_magic_and_all() {
+    let from_top = |line: &str| match judged(line) {
+        Judgement::Reads(r) => r
+            .top_files
+            .iter()
+            .map(|w| w.shown().to_string())
+            .collect::<Vec<_>>(),
+        other => panic!("{line:?} should only read: {other:?}"),
+    };
+    assert_eq!(
+        reads("git grep x -- ':(top)a' ':/b' ':/'"),
+        ["x", "a", "b", ""],
+        "(git grep's pattern is checked as a path too: it may be a revision or a path)"
+    );
+    assert_eq!(
+        from_top("git grep x -- ':(top)a' ':/b' ':/'"),
+        ["a", "b", ""]
+    );
+    assert_eq!(
+        from_top("git log -- ':/!a' :^b ':(exclude,top)c'"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        reads("git log -- ':/!a' :^b ':(exclude)c'"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        reads("git grep x -- ':(icase,glob)../A*' :src ::b"),
+        ["x", "../A*", "src", "b"]
+    );
+    assert_eq!(reads("git --literal-pathspecs grep x :/"), ["x", ":/"]);
+    assert_eq!(
+        from_top("git --literal-pathspecs grep x :/"),
+        Vec::<String>::new()
+    );
+    for line in [
+        "git grep x -- ':(top'",
+        "git grep x -- ':(prefix:0)a'",
+        "git grep x -- ':(top,,glob)a'",
+        "git grep x -- ':(attr:a\\,b)'",
+        "git grep x -- :@a",
+        "git grep x -- ':#a'",
+    ] {
+        assert!(refused(line).contains("pathspec"), "{line}");
+    }
+}

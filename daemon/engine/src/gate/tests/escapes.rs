@@ -6,12 +6,36 @@
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{PermissionsExt, symlink};
+use std::process::Command;
 
 use super::*;
 
 fn script(path: &Path, body: &str) {
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Fake `rg` and `tree` outside the project (the real ones need not be installed), first on
@@ -109,6 +133,79 @@ fn links_through_proc_and_dev_mean_what_they_mean_to_the_command() {
         assert_eq!(decide(line), Verdict::Allow, "{line}");
     }
     drop((file, folder, real, outside));
+}
+
+/// The project is a folder of a repository: git's pathspecs from the top (`:/`, `:(top)`)
+/// name what lies above it.
+#[test]
+fn pathspec_magic_is_read_where_git_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().canonicalize().unwrap();
+    let root = top.join("project");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/a.rs"), "x\n").unwrap();
+    std::fs::write(top.join("outer.txt"), "secret\n").unwrap();
+    git(&top, &["init", "-q"]);
+    git(&top, &["add", "."]);
+    git(&top, &["commit", "-qm", "one"]);
+    let p = policy(Default, &root, &[], &[], &[]);
+    let decide = |line: &str| p.decide(&sh_in(line, &root));
+    for line in [
+        "git grep secret -- :/",
+        "git grep secret :/",
+        "git grep secret ':(top)'",
+        "git grep secret -- ':/outer.txt'",
+        "git grep secret -- ':/*.txt'",
+        "git grep secret -- ':(top,glob)**'",
+        "git grep secret -- ':(glob,top)*.txt'",
+        "git grep secret -- ':(icase,top)OUTER.TXT'",
+        "git grep secret -- ':(top,literal)outer.txt'",
+        "git grep secret -- ':(top,attr:text)'",
+        "git grep secret -- src ':/'",
+        "git grep -e secret --untracked -- ':(top)'",
+        "git ls-files -o -- :/",
+        "git ls-files ':(top)'",
+        "git --glob-pathspecs grep secret -- ':(top)*'",
+        "git --icase-pathspecs grep secret -- :/",
+        "git log -p -- :/",
+        "git diff HEAD -- ':/outer.txt'",
+        "git grep secret -- ':(icase)../OUTER.TXT'",
+        "git grep secret -- ':(glob)../*'",
+        "git grep secret -- ':(frobnicate)x'",
+        "git grep secret -- ':(prefix:0)outer.txt'",
+        "git grep secret -- ':(top'",
+        "git grep secret -- ':@x'",
+        "git -C src grep secret -- :/",
+    ] {
+        let v = decide(line);
+        assert_eq!(kind(&v), "ask", "{line}: {v:?}");
+    }
+    for line in [
+        "git grep secret -- ':!vendor'",
+        "git grep secret -- ':^vendor' src",
+        "git grep secret -- ':(exclude)vendor'",
+        "git grep secret -- ':(exclude,top)vendor'",
+        "git grep secret -- ':(glob)src/**'",
+        "git grep secret -- ':src'",
+        "git --literal-pathspecs grep secret -- :/",
+        "git grep secret -- src",
+        "git log --oneline -- src",
+    ] {
+        assert_eq!(decide(line), Verdict::Allow, "{line}");
+    }
+    // A name a pattern matches reaches git as a pathspec, magic and all.
+    std::fs::write(root.join(":(top)outer.txt"), "").unwrap();
+    for line in ["git grep secret -- :*", "git grep secret -- *"] {
+        let v = decide(line);
+        assert_eq!(kind(&v), "ask", "{line}: {v:?}");
+    }
+    assert_eq!(decide("ls :*"), Verdict::Allow, "ls takes it for a name");
+    // Where the project is the top, the top is inside.
+    let p = policy(Default, &top, &[], &[], &[]);
+    assert_eq!(
+        p.decide(&sh_in("git grep secret -- :/", &top.join("project"))),
+        Verdict::Allow
+    );
 }
 
 #[test]
