@@ -4,16 +4,16 @@
 //! name a pattern expands to, the program bash finds on `PATH`, and git's configuration.
 //! Doubt anywhere asks.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stepper_protocol::session::Env;
 
-use super::commands::{self, IgnoreWalk, Judgement, Reads, Walk};
+use super::commands::{self, IgnoreWalk, Judgement, Reads, Walk, WorkTree};
 use super::shell::{self, SimpleCommand, Value, Word, pattern};
-use super::{Policy, SandboxState, Verdict, is_process_view, repo, resolve};
+use super::{Policy, SandboxState, Verdict, is_process_view, repo, resolve, several_names};
 use crate::config::PermissionMode;
 
 /// Folders a line may run its commands in (one per `cd` combination) before the gate stops
@@ -25,7 +25,8 @@ const MAX_LISTED: usize = 50_000;
 const MAX_MATCHING: u64 = 50_000_000;
 /// Time the checks of one line may take before the gate gives up on it.
 const MAX_CHECKING: Duration = Duration::from_secs(1);
-/// Entries the gate's own walks of one line (the links a listing describes) may go through.
+/// Entries the gate's own walks of one line (the links a listing describes, the files a
+/// search reads) may go through.
 const MAX_WALKED: usize = 200_000;
 
 /// Variables that make bash run or parse something beyond the line itself.
@@ -127,6 +128,7 @@ impl Policy {
             let words = literal_words(cmd);
             let by_prefix = self.allow.iter().any(|r| r.matches_command(&words));
             let exactly = self.allow.iter().any(|r| r.matches_exactly(&words));
+            memo.names.touched.clear();
             match judgement {
                 Judgement::Shell(_) if confined => {}
                 Judgement::Shell(why) => return refuse(format!("{}: {why}", cmd.shown())),
@@ -159,6 +161,7 @@ impl Policy {
                     files_only: r.files_only,
                     link_targets: r.link_targets,
                     pathspecs: r.pathspecs,
+                    searches: r.searches,
                 },
                 _ => Matched::default(),
             };
@@ -168,6 +171,12 @@ impl Policy {
                     Finding::Deny(why) => return Verdict::Deny(why),
                     Finding::Ask(why) => asks.push(why),
                 }
+            }
+            // The files it reads with several names: each name must have been met.
+            if let Some(why) = memo.names.unmet()
+                && !by_prefix
+            {
+                asks.push(why);
             }
         }
         for word in &analysis.reads {
@@ -347,6 +356,22 @@ impl Policy {
                 }
             }
         }
+        if reads.searches {
+            // Every file below the folders it searches (a pattern's, with it).
+            let named = bases.iter().flat_map(|base| {
+                reads.paths.iter().filter_map(move |w| match &w.value {
+                    Value::Literal(text) if !is_stream(text) => Some(base.join(text)),
+                    _ => None,
+                })
+            });
+            let here = folders.iter().filter(|_| reads.cwd).cloned();
+            for root in named.chain(here).collect::<Vec<_>>() {
+                match self.check_files_below(&root, memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+        }
         if let Some(walk) = reads.ignore_files {
             // The folders it searches: the named ones, or where it runs; a pattern's matches
             // lie in the folder it is expanded from, walked whole.
@@ -367,10 +392,15 @@ impl Policy {
             }
             for key in roots {
                 let found = match memo.ignore_walks.get(&key) {
-                    Some(found) => found.clone(),
+                    Some((found, files)) => {
+                        let found = found.clone();
+                        memo.names.touch(&files.clone());
+                        found
+                    }
                     None => {
-                        let found = self.check_ignore_files(&key.0, key.1, memo);
-                        memo.ignore_walks.insert(key, found.clone());
+                        let mut files = Vec::new();
+                        let found = self.check_ignore_files(&key.0, key.1, memo, &mut files);
+                        memo.ignore_walks.insert(key, (found.clone(), files));
                         found
                     }
                 };
@@ -395,9 +425,71 @@ impl Policy {
                 if let Err(why) = checked {
                     return Finding::Ask(format!("git: {why}"));
                 }
+                if let Some(work_tree) = reads.work_tree {
+                    match self.check_work_tree(&dir, work_tree, memo) {
+                        Finding::Fine => {}
+                        other => return other,
+                    }
+                }
             }
         }
         Finding::Fine
+    }
+
+    /// The files of its work tree git reads: each tracked one (below its folder, or all),
+    /// and for untracked ones every file below — their names met for [`Names`].
+    fn check_work_tree(&self, dir: &Path, work_tree: WorkTree, memo: &mut Memo) -> Finding {
+        let deadline = memo.budget.deadline;
+        let tracked = match repo::tracked_files(dir, work_tree.whole, deadline) {
+            Ok(files) => files,
+            Err(why) => return Finding::Ask(format!("git: {why}")),
+        };
+        for (n, file) in tracked.iter().enumerate() {
+            if n % 1024 == 0 && Instant::now() > deadline {
+                return self.too_long();
+            }
+            // git reads what a link says, not what it leads to.
+            if let Ok(meta) = std::fs::symlink_metadata(file) {
+                memo.names.note(file, &meta);
+            }
+        }
+        if work_tree.untracked {
+            let roots = if work_tree.whole {
+                repo::top_levels(dir)
+            } else {
+                vec![dir.to_path_buf()]
+            };
+            for root in roots {
+                match self.check_files_below(&root, memo) {
+                    Finding::Fine => {}
+                    other => return other,
+                }
+            }
+        }
+        Finding::Fine
+    }
+
+    /// A search reads every file below `root` (following `root`, no link below it): their
+    /// names are met for [`Names`].
+    fn check_files_below(&self, root: &Path, memo: &mut Memo) -> Finding {
+        let real = resolve(root);
+        if let Some((found, files)) = memo.file_walks.get(&real) {
+            let found = found.clone();
+            memo.names.touch(&files.clone());
+            return found;
+        }
+        let mut files = Vec::new();
+        let found = self.walk(&real, Walk::Tree, memo, |_, entry, kind, memo| {
+            if kind.is_file()
+                && let Ok(meta) = entry.metadata()
+                && let Some(file) = memo.names.note(&entry.path(), &meta)
+            {
+                files.push(file);
+            }
+            Finding::Fine
+        });
+        memo.file_walks.insert(real, (found.clone(), files));
+        found
     }
 
     /// A path read: as the read tool's read would be decided.
@@ -427,7 +519,16 @@ impl Policy {
     /// ripgrep reads the ignore files of each folder it walks and of the folders above (and
     /// prints a line it cannot parse): each is read like any other file, and must be a
     /// regular one. Folders above the project are the user's own.
-    fn check_ignore_files(&self, root: &Path, walk: IgnoreWalk, memo: &mut Memo) -> Finding {
+    ///
+    /// ripgrep reads the files of that walk too: those with several names are met for
+    /// [`Names`] (and handed back in `files`).
+    fn check_ignore_files(
+        &self,
+        root: &Path,
+        walk: IgnoreWalk,
+        memo: &mut Memo,
+        files: &mut Vec<FileKey>,
+    ) -> Finding {
         let project = resolve(&self.project_root);
         let resolved = resolve(root);
         for dir in resolved.ancestors().chain(root.ancestors()) {
@@ -460,8 +561,16 @@ impl Policy {
         builder.filter_entry({
             let shared = Arc::clone(&shared);
             move |entry| {
-                // Only folders hold ignore files; files are not worth yielding.
+                // Only folders hold ignore files; files are not worth yielding, but ripgrep
+                // reads them: one with several names is handed on.
                 if !entry.file_type().is_some_and(|t| t.is_dir()) {
+                    if entry.file_type().is_some_and(|t| t.is_file())
+                        && let Ok(meta) = entry.metadata()
+                        && several_names(entry.path(), &meta).is_some()
+                        && let Ok(mut walked) = shared.lock()
+                    {
+                        walked.several.push((entry.path().to_path_buf(), meta));
+                    }
                     return false;
                 }
                 let Ok(mut walked) = shared.lock() else {
@@ -487,12 +596,25 @@ impl Policy {
         let mut walker = builder.build();
         loop {
             let more = walker.next().is_some();
-            let (found, trouble, folders) = match shared.lock() {
-                Ok(mut w) => (std::mem::take(&mut w.found), w.trouble.clone(), w.folders),
+            let (found, several, trouble, folders) = match shared.lock() {
+                Ok(mut w) => (
+                    std::mem::take(&mut w.found),
+                    std::mem::take(&mut w.several),
+                    w.trouble.clone(),
+                    w.folders,
+                ),
                 Err(_) => return Finding::Ask("the check of rg's ignore files failed".into()),
             };
             if let Some(why) = trouble {
                 return Finding::Ask(why);
+            }
+            for (file, meta) in several {
+                // As a path in the real folder: the same file met twice is one name.
+                let real = file
+                    .strip_prefix(root)
+                    .map(|rest| resolved.join(rest))
+                    .unwrap_or(file);
+                files.extend(memo.names.note(&real, &meta));
             }
             for file in found {
                 let checked = if file.ends_with(".git") {
@@ -661,6 +783,12 @@ impl Policy {
                         other => return other,
                     }
                 }
+                if matched.searches && path.is_dir() {
+                    match self.check_files_below(&path, memo) {
+                        Finding::Fine => {}
+                        other => return other,
+                    }
+                }
             }
         }
         Finding::Fine
@@ -675,7 +803,7 @@ impl Policy {
         }
         let found = self.walk(root, walk, memo, |gate, entry, kind, memo| {
             if kind.is_symlink() {
-                gate.read(entry, memo)
+                gate.read(&entry.path(), memo)
             } else {
                 Finding::Fine
             }
@@ -693,7 +821,7 @@ impl Policy {
         root: &Path,
         walk: Walk,
         memo: &mut Memo,
-        mut visit: impl FnMut(&Self, &Path, std::fs::FileType, &mut Memo) -> Finding,
+        mut visit: impl FnMut(&Self, &std::fs::DirEntry, std::fs::FileType, &mut Memo) -> Finding,
     ) -> Finding {
         if !root.is_dir() {
             return Finding::Fine;
@@ -715,16 +843,15 @@ impl Policy {
                 let Ok(entry) = entry else {
                     continue;
                 };
-                let path = entry.path();
                 let Ok(kind) = entry.file_type() else {
-                    return Finding::Ask(format!("{} cannot be examined", path.display()));
+                    return Finding::Ask(format!("{} cannot be examined", entry.path().display()));
                 };
-                match visit(self, &path, kind, memo) {
+                match visit(self, &entry, kind, memo) {
                     Finding::Fine => {}
                     other => return other,
                 }
                 if walk == Walk::Tree && kind.is_dir() {
-                    pending.push(path);
+                    pending.push(entry.path());
                 }
             }
         }
@@ -889,10 +1016,13 @@ struct Memo {
     reads: HashMap<PathBuf, Finding>,
     patterns: HashMap<(String, Vec<PathBuf>, Matched), Finding>,
     link_walks: HashMap<(PathBuf, Walk), Finding>,
+    /// Searches below a folder: what they found, and the files with several names met.
+    file_walks: HashMap<PathBuf, Searched>,
     /// Entries the gate's own walks went through.
     walked: usize,
+    names: Names,
     repos: HashMap<PathBuf, Result<(), String>>,
-    ignore_walks: HashMap<(PathBuf, IgnoreWalk), Finding>,
+    ignore_walks: HashMap<(PathBuf, IgnoreWalk), Searched>,
     /// What patterns and repository checks may still spend.
     budget: pattern::Budget,
 }
@@ -904,7 +1034,9 @@ impl Default for Memo {
             reads: HashMap::new(),
             patterns: HashMap::new(),
             link_walks: HashMap::new(),
+            file_walks: HashMap::new(),
             walked: 0,
+            names: Names::default(),
             repos: HashMap::new(),
             ignore_walks: HashMap::new(),
             budget: pattern::Budget {
@@ -916,6 +1048,68 @@ impl Default for Memo {
     }
 }
 
+/// A file, as (device, inode).
+type FileKey = (u64, u64);
+
+/// What a walk found, and the files with several names it met.
+type Searched = (Finding, Vec<FileKey>);
+
+/// Files with several names (hard links) met among what the commands of a line read. Under
+/// another name a file may be one outside the project; it is the project's own when every
+/// one of its names was met inside it.
+#[derive(Default)]
+struct Names {
+    /// (device, inode): how many names the file has, and those met.
+    files: BTreeMap<FileKey, (u64, BTreeSet<PathBuf>)>,
+    /// The files the command being judged reads.
+    touched: BTreeSet<FileKey>,
+}
+
+impl Names {
+    /// The file at `path` (a real path), whose metadata is `meta`, is read: its key when it
+    /// has several names.
+    fn note(&mut self, path: &Path, meta: &std::fs::Metadata) -> Option<FileKey> {
+        let names = several_names(path, meta)?;
+        let key = file_key(meta);
+        let entry = self.files.entry(key).or_default();
+        entry.0 = names;
+        entry.1.insert(path.to_path_buf());
+        self.touched.insert(key);
+        Some(key)
+    }
+
+    /// Files read again, as an earlier walk met them.
+    fn touch(&mut self, keys: &[FileKey]) {
+        self.touched.extend(keys.iter().copied());
+    }
+
+    /// Why the command being judged may read a file outside: one it reads has a name that
+    /// was not met.
+    fn unmet(&self) -> Option<String> {
+        self.touched.iter().find_map(|key| {
+            let (names, met) = self.files.get(key)?;
+            let first = met.iter().next()?;
+            (met.len() < usize::try_from(*names).unwrap_or(usize::MAX)).then(|| {
+                format!(
+                    "read {}: the file has {names} names, and another may be outside the project",
+                    first.display()
+                )
+            })
+        })
+    }
+}
+
+#[cfg(unix)]
+fn file_key(meta: &std::fs::Metadata) -> FileKey {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn file_key(_: &std::fs::Metadata) -> FileKey {
+    (0, 0)
+}
+
 /// How a command reads the names its patterns match.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 struct Matched {
@@ -925,6 +1119,8 @@ struct Matched {
     link_targets: Option<Walk>,
     /// git takes them for pathspecs: a name starting with `:` would have magic.
     pathspecs: bool,
+    /// Every file below a folder among them is read.
+    searches: bool,
 }
 
 /// Each word's literal text, or None when bash computes it.
@@ -938,6 +1134,8 @@ struct Walked {
     folders: usize,
     /// Ignore files and `.git`s found, not yet checked as reads.
     found: Vec<PathBuf>,
+    /// Files with several names, not yet met.
+    several: Vec<(PathBuf, std::fs::Metadata)>,
     trouble: Option<String>,
 }
 

@@ -170,6 +170,16 @@ impl Policy {
             return Verdict::Allow;
         }
         let inside = resolved.starts_with(&root);
+        // A file with several names may be a file outside under another: no name tells.
+        if !edit
+            && inside
+            && let Some(names) = other_names(&resolved)
+        {
+            return Verdict::Ask(format!(
+                "read {}: the file has {names} names, and another may be outside the project",
+                resolved.display()
+            ));
+        }
         match (edit, inside, self.mode) {
             (false, true, _) => Verdict::Allow,
             (true, true, PermissionMode::AcceptEdits) => Verdict::Allow,
@@ -322,6 +332,65 @@ pub fn resolve(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// How many names (hard links) the regular file at `path` has, when more than one: under
+/// another name it may be a file outside the project, whose content reading it reads. Empty
+/// files (nothing to read) and git's object files (`git clone` links them from the
+/// repository cloned; their content is the repository's, which git reads anyway) are not
+/// counted.
+pub(crate) fn other_names(path: &Path) -> Option<u64> {
+    several_names(path, &std::fs::metadata(path).ok()?)
+}
+
+/// [`other_names`] of the file at `path`, whose metadata is `meta`.
+#[cfg(unix)]
+pub(crate) fn several_names(path: &Path, meta: &std::fs::Metadata) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    (meta.is_file() && meta.nlink() > 1 && meta.len() > 0 && !is_git_object(path))
+        .then_some(meta.nlink())
+}
+
+#[cfg(not(unix))]
+pub(crate) fn several_names(_: &Path, _: &std::fs::Metadata) -> Option<u64> {
+    None
+}
+
+/// Whether `path` is one of git's object files: under the `objects` folder of a `.git`, and
+/// starting as one does — a loose object's zlib stream, or the signature of a pack, its
+/// index, reverse index, mtimes or bitmap, a commit graph, a multi-pack index, or the list
+/// of packs.
+#[cfg(unix)]
+fn is_git_object(path: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut in_git = false;
+    let mut in_objects = false;
+    for part in path.components() {
+        match part.as_os_str().to_str() {
+            Some(".git") => in_git = true,
+            Some("objects") if in_git => in_objects = true,
+            _ => {}
+        }
+    }
+    if !in_objects {
+        return false;
+    }
+    let mut head = [0u8; 4];
+    let read = std::fs::File::options()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .and_then(|mut f| f.read_exact(&mut head));
+    if read.is_err() {
+        return false;
+    }
+    // zlib, a 32 KiB window, no preset dictionary, any level (RFC 1950).
+    let zlib = head[0] == 0x78 && matches!(head[1], 0x01 | 0x5e | 0x9c | 0xda);
+    zlib || matches!(
+        &head,
+        b"PACK" | b"\xfftOc" | b"RIDX" | b"MTME" | b"BITM" | b"CGPH" | b"MIDX" | b"P pa"
+    )
 }
 
 /// Paths under `/proc`, and `/dev` paths other than the null device: what they name depends

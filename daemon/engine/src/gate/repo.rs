@@ -57,6 +57,8 @@ const MAX_GIT_DIR_ENTRIES: usize = 100_000;
 const MAX_TRACKED_FOLDERS: usize = 50_000;
 /// Folders deep a tracked path may lie.
 const MAX_PATH_DEPTH: usize = 256;
+/// Tracked files (submodules' included) the gate looks at in the work tree before it asks.
+const MAX_TRACKED_FILES: usize = 500_000;
 
 /// Check the repository `dir` belongs to (if any). An error says why git might run a
 /// program, or read what the gate cannot vouch for.
@@ -128,6 +130,66 @@ pub fn exclude_dirs(dot_git: &Path) -> Result<Vec<PathBuf>, String> {
     } else {
         vec![git_dir, common]
     })
+}
+
+/// The regular files git tracks that a command run in `dir` reads from the work tree:
+/// those below `dir`, or all of them (`whole`), and those of the submodules among them —
+/// as paths in the work tree, for each repository git may take. An index the gate does not
+/// read, or too many files, is an error.
+pub fn tracked_files(dir: &Path, whole: bool, deadline: Instant) -> Result<Vec<PathBuf>, String> {
+    let dir = located_at(dir)?;
+    // Each repository with the folder below which its files count (none: all of them).
+    let mut pending: Vec<(Repo, Option<PathBuf>)> = discover(&dir)?
+        .into_iter()
+        .map(|repo| (repo, (!whole).then(|| dir.clone())))
+        .collect();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut out = Vec::new();
+    while let Some((repo, below)) = pending.pop() {
+        if !seen.insert(repo.git_dir.clone()) {
+            continue;
+        }
+        if seen.len() > MAX_REPOSITORIES {
+            return Err("the repository has too many submodules to check".into());
+        }
+        if Instant::now() > deadline {
+            return Err("the repository takes longer to check than the gate waits".into());
+        }
+        let config = read_text(&repo.git_dir.join("config"))?.unwrap_or_default();
+        let Some(tree) = worktrees(&config, &repo.git_dir)?
+            .pop()
+            .or_else(|| repo.work_tree.clone())
+        else {
+            continue;
+        };
+        let Some(index) = read_bounded(&repo.git_dir.join("index"), MAX_INDEX)? else {
+            continue;
+        };
+        let tracked = tracked(&index, hash_size(&repo.git_dir)?, deadline, true)?;
+        // A folder outside this work tree limits nothing.
+        let prefix = below.and_then(|b| b.strip_prefix(&tree).ok().map(Path::to_path_buf));
+        let in_scope = |path: &str| {
+            prefix
+                .as_ref()
+                .is_none_or(|p| Path::new(path).starts_with(p))
+        };
+        out.extend(
+            tracked
+                .files
+                .iter()
+                .filter(|f| in_scope(f))
+                .map(|f| tree.join(f)),
+        );
+        if out.len() > MAX_TRACKED_FILES {
+            return Err("the repository tracks more files than the gate looks at".into());
+        }
+        for link in tracked.gitlinks.iter().filter(|g| in_scope(g)) {
+            if let Some((sub, _)) = discover_here(&tree.join(link))? {
+                pending.push((sub, None));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The tops of the work trees `dir` may belong to, as git finds them (git resolves some
@@ -399,7 +461,7 @@ fn submodules(repo: &Repo, root: &Path, deadline: Instant) -> Result<Vec<Repo>, 
         && let Some(index) = read_bounded(&repo.git_dir.join("index"), MAX_INDEX)?
     {
         let hash = hash_size(&repo.git_dir)?;
-        let tracked = tracked(&index, hash, deadline)?;
+        let tracked = tracked(&index, hash, deadline, false)?;
         if tracked.folders.len() > MAX_TRACKED_FOLDERS {
             return Err("the repository tracks too many folders to check".into());
         }
@@ -497,12 +559,14 @@ struct Tracked {
     gitlinks: Vec<String>,
     /// Every folder holding a tracked path.
     folders: BTreeSet<String>,
+    /// Paths of regular files, when asked for.
+    files: Vec<String>,
 }
 
 /// Read an index file, versions 2 to 4. It must parse exactly — entries, extensions, and the
 /// trailing checksum of the right size — or it is refused (a wrong guess of the object name's
 /// size would shift every path).
-fn tracked(index: &[u8], hash: usize, deadline: Instant) -> Result<Tracked, String> {
+fn tracked(index: &[u8], hash: usize, deadline: Instant, files: bool) -> Result<Tracked, String> {
     let bad = || "the repository's index is not one the gate reads".to_string();
     let u32_at = |at: usize| -> Result<u32, String> {
         index
@@ -573,6 +637,13 @@ fn tracked(index: &[u8], hash: usize, deadline: Instant) -> Result<Tracked, Stri
         }
         if mode & 0o170000 == 0o160000 {
             out.gitlinks
+                .push(String::from_utf8(path.clone()).map_err(|_| bad())?);
+        }
+        if files && mode & 0o170000 == 0o100000 {
+            if out.files.len() >= MAX_TRACKED_FILES {
+                return Err("the repository tracks more files than the gate looks at".into());
+            }
+            out.files
                 .push(String::from_utf8(path.clone()).map_err(|_| bad())?);
         }
         previous = path;

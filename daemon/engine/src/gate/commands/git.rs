@@ -14,7 +14,7 @@
 //! (`:!x`) reads nothing; magic the gate does not know asks.
 
 use super::options::{Spec, Style, parse};
-use super::{Judgement, Reads, path};
+use super::{Judgement, Reads, WorkTree, path};
 use crate::gate::shell::{Value, Word};
 
 /// Global options that need no value and change nothing.
@@ -865,6 +865,7 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
         .collect();
     let mut paths = Vec::new();
     let mut top_files = files.files.clone();
+    let mut whole = false;
     for operand in files.operands {
         let text = operand.unexpanded().unwrap_or_default();
         let spec = if literal {
@@ -881,16 +882,33 @@ fn judge_inner(args: &[Word]) -> Result<Reads, NotRead> {
                 let word = Word::literal(&path);
                 paths.push(word.clone());
                 top_files.push(word);
+                whole = true;
             }
             Pathspec::Excluded => {}
         }
     }
     paths.extend(files.files.iter().cloned());
+    // What reads the work tree's files (a revision named or not: the gate does not tell
+    // revisions from paths). `git diff` compares the whole work tree; `git grep` searches
+    // below its folder, unless a pathspec starts from the top.
+    let given = |names: &[&str]| files.options.iter().any(|o| names.contains(&o.as_str()));
+    let work_tree = match name {
+        "diff" if !given(&["--cached", "--staged"]) => Some(WorkTree {
+            whole: true,
+            untracked: false,
+        }),
+        "grep" if !given(&["--cached"]) => Some(WorkTree {
+            whole,
+            untracked: given(&["--untracked", "--no-exclude-standard"]),
+        }),
+        _ => None,
+    };
     Ok(Reads {
         paths,
         top_files,
         git: Some(dirs),
         pathspecs: !literal,
+        work_tree,
         ..Reads::default()
     })
 }
@@ -1010,6 +1028,7 @@ fn read_by(parsed: &super::Parsed<'_>) -> Result<Found, NotRead> {
     Ok(Found {
         files: parsed.files.clone(),
         operands,
+        options: parsed.options.iter().map(|(o, _)| o.clone()).collect(),
     })
 }
 
@@ -1019,6 +1038,8 @@ fn read_by(parsed: &super::Parsed<'_>) -> Result<Found, NotRead> {
 struct Found {
     files: Vec<Word>,
     operands: Vec<Word>,
+    /// The options given, by their full names.
+    options: Vec<String>,
 }
 
 /// `branch` and `tag` list only with no operand, or with `-l`/`--list` (operands are then

@@ -71,6 +71,19 @@ pub struct Reads {
     /// -xtype`, tree): the metadata of each link's target is read, among the folders' own
     /// entries or among every entry below them.
     pub link_targets: Option<Walk>,
+    /// It reads every file below the folders it names, or the one it runs in (`grep -r`).
+    pub searches: bool,
+    /// git: it reads tracked files from the work tree (`git diff`, `git grep`).
+    pub work_tree: Option<WorkTree>,
+}
+
+/// Which files of its work tree git reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkTree {
+    /// All that are tracked, not just those below git's folder.
+    pub whole: bool,
+    /// Untracked files too (`git grep --untracked`).
+    pub untracked: bool,
 }
 
 /// How much of a folder a program goes through.

@@ -251,6 +251,8 @@ pub fn judge(name: &str, args: &[Word]) -> Result<Reads, String> {
             .value(&["-d", "--directories"])
             .is_some_and(|v| !v.is_empty() && "recurse".starts_with(v));
     reads.cwd = recursive && files.is_empty();
+    // ripgrep's walk, which leaves out what its ignore files do, is the gate's own.
+    reads.searches = recursive && !rg;
     if rg {
         // Its configuration file can add any flag, --pre included.
         reads.env = &["RIPGREP_CONFIG_PATH"];

@@ -214,9 +214,12 @@ fn gitlinks_in_the_index_are_checked_as_repositories() {
     git(&root, &["add", "src/sub"]);
     assert_eq!(check_now(&root, &env(), &root), Ok(()));
     let index = std::fs::read(root.join(".git/index")).unwrap();
-    assert_eq!(tracked(&index, 20, far()).unwrap().gitlinks, ["src/sub"]);
+    assert_eq!(
+        tracked(&index, 20, far(), false).unwrap().gitlinks,
+        ["src/sub"]
+    );
     assert!(
-        tracked(&index, 32, far()).is_err(),
+        tracked(&index, 32, far(), false).is_err(),
         "a wrong object name size does not parse"
     );
     std::fs::write(
@@ -235,8 +238,11 @@ fn gitlinks_in_the_index_are_checked_as_repositories() {
     git(&root, &["add", "a.txt"]);
     git(&root, &["update-index", "--index-version", "4"]);
     let index = std::fs::read(root.join(".git/index")).unwrap();
-    assert_eq!(tracked(&index, 20, far()).unwrap().gitlinks, ["src/sub"]);
-    assert!(tracked(b"DIRC\0\0\0\x09\0\0\0\x01", 20, far()).is_err());
+    assert_eq!(
+        tracked(&index, 20, far(), false).unwrap().gitlinks,
+        ["src/sub"]
+    );
+    assert!(tracked(b"DIRC\0\0\0\x09\0\0\0\x01", 20, far(), false).is_err());
 }
 
 #[test]

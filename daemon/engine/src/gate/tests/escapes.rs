@@ -320,3 +320,133 @@ fn options_that_follow_links_for_metadata_read_what_the_links_lead_to() {
         assert_eq!(decide(line), Verdict::Allow, "{line}");
     }
 }
+
+#[test]
+fn a_file_with_other_names_may_be_a_file_outside() {
+    let (dir, root) = project();
+    let outside = dir.path().canonicalize().unwrap();
+    std::fs::write(outside.join("secret"), "token\n").unwrap();
+    std::fs::create_dir_all(root.join("deep/er")).unwrap();
+    std::fs::hard_link(outside.join("secret"), root.join("deep/er/hl")).unwrap();
+    let path = fake_programs(&outside);
+    let p = policy(Default, &root, &[], &[], &[]);
+    let decide = |line: &str| p.decide(&sh_env(line, &root, &[("PATH", &path)]));
+    for line in [
+        "cat deep/er/hl",
+        "head -c 10 deep/er/hl",
+        "cat deep/*/h?",
+        "cat < deep/er/hl",
+        "grep -r token .",
+        "grep -r token deep",
+        "grep -rl token",
+        "cd deep && grep -r token",
+        "rg token",
+        "rg token deep",
+        "diff deep/er/hl src/a.rs",
+        "wc -c deep/er/hl",
+    ] {
+        let v = decide(line);
+        assert_eq!(kind(&v), "ask", "{line}: {v:?}");
+    }
+    let v = p.decide(&GateRequest::Read {
+        path: root.join("deep/er/hl"),
+    });
+    assert!(
+        matches!(&v, Verdict::Ask(why) if why.contains("name")),
+        "the read tool's read: {v:?}"
+    );
+    // Listings show metadata only; a search that meets every name of a file is fine.
+    std::fs::remove_file(root.join("deep/er/hl")).unwrap();
+    std::fs::write(root.join("src/a.rs"), "fn a() {}\n").unwrap();
+    std::fs::hard_link(root.join("src/a.rs"), root.join("deep/er/twin.rs")).unwrap();
+    for line in ["ls -l deep/er", "grep -r token .", "rg token", "find . -ls"] {
+        assert_eq!(decide(line), Verdict::Allow, "{line}");
+    }
+    assert_eq!(
+        kind(&decide("grep -r token deep")),
+        "ask",
+        "the other name is not among what it searches"
+    );
+    assert_eq!(
+        kind(&decide("cat deep/er/twin.rs")),
+        "ask",
+        "one name alone could be anyone's"
+    );
+    // Objects `git clone` linked from another repository are git's object files.
+    let objects = root.join(".git/objects/ab");
+    std::fs::create_dir_all(&objects).unwrap();
+    std::fs::write(outside.join("object"), [0x78, 0x01, 0x01, 0x00]).unwrap();
+    std::fs::hard_link(
+        outside.join("object"),
+        objects.join("cdef0123456789abcdef0123456789abcdef01"),
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("deep/er/twin.rs")).unwrap();
+    assert_eq!(decide("grep -r token ."), Verdict::Allow);
+    std::fs::hard_link(
+        outside.join("secret"),
+        objects.join("00ef0123456789abcdef0123456789abcdef01"),
+    )
+    .unwrap();
+    assert_eq!(
+        kind(&decide("grep -r token .")),
+        "ask",
+        "a file there that is no git object"
+    );
+}
+
+#[test]
+fn git_reads_files_with_other_names_from_the_work_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().canonicalize().unwrap();
+    let root = top.join("project");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/tracked.txt"), "one\n").unwrap();
+    std::fs::write(top.join("secret"), "token\n").unwrap();
+    git(&root, &["init", "-q"]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "one"]);
+    std::fs::remove_file(root.join("src/tracked.txt")).unwrap();
+    std::fs::hard_link(top.join("secret"), root.join("src/tracked.txt")).unwrap();
+    let p = policy(Default, &root, &[], &[], &[]);
+    let decide = |line: &str| p.decide(&sh_in(line, &root));
+    for line in [
+        "git diff",
+        "git diff HEAD",
+        "git diff --stat -- src",
+        "git grep token",
+        "git -C src grep -n token",
+        "git blame src/tracked.txt",
+    ] {
+        let v = decide(line);
+        assert_eq!(kind(&v), "ask", "{line}: {v:?}");
+    }
+    for line in [
+        "git status",
+        "git diff --cached",
+        "git log -p",
+        "git grep --cached token",
+    ] {
+        assert_eq!(decide(line), Verdict::Allow, "{line}");
+    }
+    // A submodule's tracked files are read as well (`--recurse-submodules`).
+    std::fs::remove_file(root.join("src/tracked.txt")).unwrap();
+    std::fs::write(root.join("src/tracked.txt"), "one\n").unwrap();
+    let sub = root.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("inner.txt"), "two\n").unwrap();
+    git(&sub, &["init", "-q"]);
+    git(&sub, &["add", "."]);
+    git(&sub, &["commit", "-qm", "two"]);
+    git(&root, &["add", "sub"]);
+    assert_eq!(
+        decide("git grep --recurse-submodules token"),
+        Verdict::Allow
+    );
+    std::fs::remove_file(sub.join("inner.txt")).unwrap();
+    std::fs::hard_link(top.join("secret"), sub.join("inner.txt")).unwrap();
+    let v = decide("git grep --recurse-submodules token");
+    assert_eq!(kind(&v), "ask", "{v:?}");
+    let v = decide("git grep --untracked token");
+    assert_eq!(kind(&v), "ask", "untracked files are searched too: {v:?}");
+}
