@@ -469,8 +469,8 @@ impl Policy {
         Finding::Fine
     }
 
-    /// A search reads every file below `root` (following `root`, no link below it): their
-    /// names are met for [`Names`].
+    /// A search reads every file below `root` (following `root`, no link below it): each is
+    /// held to the `Read` deny rules, and their names are met for [`Names`].
     fn check_files_below(&self, root: &Path, memo: &mut Memo) -> Finding {
         let real = resolve(root);
         if let Some((found, files)) = memo.file_walks.get(&real) {
@@ -479,10 +479,16 @@ impl Policy {
             return found;
         }
         let mut files = Vec::new();
-        let found = self.walk(&real, Walk::Tree, memo, |_, entry, kind, memo| {
-            if kind.is_file()
-                && let Ok(meta) = entry.metadata()
-                && let Some(file) = memo.names.note(&entry.path(), &meta)
+        let found = self.walk(&real, Walk::Tree, memo, |gate, entry, kind, memo| {
+            if !kind.is_file() {
+                return Finding::Fine;
+            }
+            let path = entry.path();
+            if let Some(denied) = gate.read_denied(&path) {
+                return denied;
+            }
+            if let Ok(meta) = entry.metadata()
+                && let Some(file) = memo.names.note(&path, &meta)
             {
                 files.push(file);
             }
@@ -520,8 +526,10 @@ impl Policy {
     /// prints a line it cannot parse): each is read like any other file, and must be a
     /// regular one. Folders above the project are the user's own.
     ///
-    /// ripgrep reads the files of that walk too: those with several names are met for
-    /// [`Names`] (and handed back in `files`).
+    /// ripgrep reads the files of that walk too, each held to the `Read` deny rules; those
+    /// with several names are met for [`Names`] (and handed back in `files`). Hidden files
+    /// are among them: ripgrep skips one only when no rule names it (`!.env` in any ignore
+    /// file, a `-g` or `-t` whitelist would bring it in), which the gate cannot be sure of.
     fn check_ignore_files(
         &self,
         root: &Path,
@@ -558,18 +566,42 @@ impl Policy {
         if walk == IgnoreWalk::Every {
             builder.standard_filters(false);
         }
+        // As paths in the real folder, for the deny rules (and so that the same file met
+        // twice is one name).
+        let real = {
+            let (root, resolved) = (root.to_path_buf(), resolved.clone());
+            move |path: &Path| {
+                path.strip_prefix(&root)
+                    .map(|rest| resolved.join(rest))
+                    .unwrap_or_else(|_| path.to_path_buf())
+            }
+        };
+
+        let deny: Vec<_> = self.deny.iter().filter(|r| !r.is_bash()).cloned().collect();
         builder.filter_entry({
             let shared = Arc::clone(&shared);
             move |entry| {
                 // Only folders hold ignore files; files are not worth yielding, but ripgrep
-                // reads them: one with several names is handed on.
+                // reads them: one a deny rule refuses, or with several names, is handed on.
                 if !entry.file_type().is_some_and(|t| t.is_dir()) {
-                    if entry.file_type().is_some_and(|t| t.is_file())
-                        && let Ok(meta) = entry.metadata()
-                        && several_names(entry.path(), &meta).is_some()
+                    if !entry.file_type().is_some_and(|t| t.is_file()) {
+                        return false;
+                    }
+                    let path = real(entry.path());
+                    let denied = deny.iter().find(|r| r.matches_path(&path, false));
+                    let several = entry
+                        .metadata()
+                        .ok()
+                        .filter(|meta| several_names(&path, meta).is_some());
+                    if (denied.is_some() || several.is_some())
                         && let Ok(mut walked) = shared.lock()
                     {
-                        walked.several.push((entry.path().to_path_buf(), meta));
+                        if let Some(rule) = denied {
+                            walked
+                                .denied
+                                .get_or_insert_with(|| (path.clone(), rule.text.clone()));
+                        }
+                        walked.several.extend(several.map(|meta| (path, meta)));
                     }
                     return false;
                 }
@@ -596,25 +628,24 @@ impl Policy {
         let mut walker = builder.build();
         loop {
             let more = walker.next().is_some();
-            let (found, several, trouble, folders) = match shared.lock() {
+            let (found, several, denied, trouble, folders) = match shared.lock() {
                 Ok(mut w) => (
                     std::mem::take(&mut w.found),
                     std::mem::take(&mut w.several),
+                    w.denied.clone(),
                     w.trouble.clone(),
                     w.folders,
                 ),
                 Err(_) => return Finding::Ask("the check of rg's ignore files failed".into()),
             };
+            if let Some((path, rule)) = denied {
+                return Finding::Deny(format!("{} is denied by the rule {rule}", path.display()));
+            }
             if let Some(why) = trouble {
                 return Finding::Ask(why);
             }
             for (file, meta) in several {
-                // As a path in the real folder: the same file met twice is one name.
-                let real = file
-                    .strip_prefix(root)
-                    .map(|rest| resolved.join(rest))
-                    .unwrap_or(file);
-                files.extend(memo.names.note(&real, &meta));
+                files.extend(memo.names.note(&file, &meta));
             }
             for file in found {
                 let checked = if file.ends_with(".git") {
@@ -792,6 +823,20 @@ impl Policy {
             }
         }
         Finding::Fine
+    }
+
+    /// The `Read` deny rule that refuses reading `path` (a real path), if any.
+    fn read_denied(&self, path: &Path) -> Option<Finding> {
+        self.deny
+            .iter()
+            .find(|r| r.matches_path(path, false))
+            .map(|rule| {
+                Finding::Deny(format!(
+                    "{} is denied by the rule {}",
+                    path.display(),
+                    rule.text
+                ))
+            })
     }
 
     /// A listing that describes what its links lead to reads each link's target: every link
@@ -1136,6 +1181,8 @@ struct Walked {
     found: Vec<PathBuf>,
     /// Files with several names, not yet met.
     several: Vec<(PathBuf, std::fs::Metadata)>,
+    /// A file a deny rule refuses to read, and the rule.
+    denied: Option<(PathBuf, String)>,
     trouble: Option<String>,
 }
 

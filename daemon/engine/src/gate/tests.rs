@@ -808,17 +808,22 @@ fn the_ignore_files_rg_reads_are_checked_like_reads() {
     let path = format!("{}:/usr/bin:/bin", bin.display());
     let p = policy(Default, &root, &[], &["Read(./.env)"], &[]);
     let decide = |line: &str| kind(&p.decide(&sh_env(line, &root, &[("PATH", &path)]))).to_string();
-    std::fs::write(root.join(".gitignore"), "ignored/\n").unwrap();
+    // rg reads every file it walks, .env among them unless ignored (its deny rule holds).
+    std::fs::write(root.join(".gitignore"), "ignored/\n.env\n").unwrap();
     std::fs::create_dir_all(root.join(".git/info")).unwrap();
     std::fs::write(root.join(".git/info/exclude"), "").unwrap();
     assert_eq!(decide("rg x"), "allow");
     assert_eq!(decide("rg -n x src"), "allow");
-    // A folder rg skips is not walked — unless an option widens the walk.
+    // A folder rg skips is not walked — unless an option widens the walk (which would read
+    // .env: set aside meanwhile).
     std::fs::create_dir_all(root.join("ignored")).unwrap();
     symlink(outside.join("secret.json"), root.join("ignored/.ignore")).unwrap();
     assert_eq!(decide("rg x"), "allow");
+    std::fs::rename(root.join(".env"), outside.join(".env")).unwrap();
     assert_eq!(decide("rg --no-ignore-vcs x"), "ask");
     assert_eq!(decide("rg -g '*.rs' x"), "ask");
+    std::fs::rename(outside.join(".env"), root.join(".env")).unwrap();
+    assert_eq!(decide("rg --no-ignore-vcs x"), "deny");
     assert_eq!(decide("rg x ignored"), "ask", "a folder named is walked");
     std::fs::remove_dir_all(root.join("ignored")).unwrap();
     for (file, decision) in [

@@ -450,3 +450,58 @@ fn git_reads_files_with_other_names_from_the_work_tree() {
     let v = decide("git grep --untracked token");
     assert_eq!(kind(&v), "ask", "untracked files are searched too: {v:?}");
 }
+
+/// A search reads every file below a folder: a `Read` deny rule holds for each.
+#[test]
+fn read_deny_rules_hold_for_every_file_a_search_reads() {
+    let (dir, root) = project();
+    let outside = dir.path().canonicalize().unwrap();
+    let path = fake_programs(&outside);
+    std::fs::create_dir_all(root.join("conf")).unwrap();
+    std::fs::write(root.join("conf/.env"), "KEY=1").unwrap();
+    std::fs::write(root.join("conf/secret.txt"), "KEY=1").unwrap();
+    let p = policy(
+        Default,
+        &root,
+        &[],
+        &["Read(./.env)", "Read(**/.env)", "Read(**/secret.txt)"],
+        &[],
+    );
+    let decide = |line: &str| p.decide(&sh_env(line, &root, &[("PATH", &path)]));
+    for line in [
+        "grep -r KEY .",
+        "grep -rl KEY",
+        "grep -r KEY conf",
+        "grep -r KEY c*",
+        "cd conf && grep -r KEY",
+        "rg KEY",
+        "rg KEY conf",
+        "rg KEY c*",
+    ] {
+        let v = decide(line);
+        assert_eq!(kind(&v), "deny", "{line}: {v:?}");
+    }
+    assert_eq!(decide("grep -r KEY src"), Verdict::Allow);
+    // What a repository's ignore files leave out, ripgrep does not read. (Hidden files it
+    // may: a rule that names one brings it in.)
+    std::fs::write(root.join(".gitignore"), "secret.txt\n.env\n").unwrap();
+    assert_eq!(
+        kind(&decide("rg KEY")),
+        "deny",
+        "no repository: no .gitignore"
+    );
+    git(&root, &["init", "-q"]);
+    assert_eq!(decide("rg KEY"), Verdict::Allow);
+    for line in ["rg -u KEY", "rg --no-ignore-vcs KEY", "grep -r KEY ."] {
+        assert_eq!(kind(&decide(line)), "deny", "{line}");
+    }
+    assert_eq!(
+        decide("git grep KEY"),
+        Verdict::Allow,
+        "untracked: not read"
+    );
+    assert_eq!(
+        kind(&decide("git grep --untracked --no-exclude-standard KEY")),
+        "deny"
+    );
+}
