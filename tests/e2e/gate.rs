@@ -4,7 +4,8 @@
 //! approval denied, where the gate must ask and the canary must stay silent. Lines the gate
 //! should allow run without a question.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -16,6 +17,7 @@ use serde_json::json;
 use stepper_e2e::fake_llm::{FAKE_KEY, tool_use_stream};
 use stepper_e2e::{Reply, TestEnv, submit};
 use stepper_protocol::PermissionMode;
+use stepper_protocol::client::{DaemonClient, EventStream};
 use stepper_protocol::methods::{
     SessionApprove, SessionApproveParams, SessionCreate, SessionCreateParams,
 };
@@ -77,13 +79,22 @@ impl Sandbox {
         }
     }
 
+    /// The folder a line runs in, here and as the session's.
+    fn cwd(&self, setup: Setup) -> PathBuf {
+        self.project.join(setup.cwd())
+    }
+
     /// The environment a line runs with, here and in the session.
-    fn env(&self) -> Vec<(String, String)> {
+    fn env(&self, setup: Setup) -> Vec<(String, String)> {
+        let first = setup
+            .path_first()
+            .map(|dir| format!("{}:", self.project.join(dir).display()))
+            .unwrap_or_default();
         vec![
             (
                 "PATH".into(),
                 format!(
-                    "{}:{}",
+                    "{first}{}:{}",
                     self.fakebin.display(),
                     std::env::var("PATH").unwrap_or_default()
                 ),
@@ -143,8 +154,31 @@ impl Sandbox {
             p.join(std::ffi::OsStr::from_bytes(b"z\xff")),
         )
         .unwrap();
-        if setup == Setup::Plain {
-            return;
+        let key = self.home.join(".ssh/id_rsa");
+        match setup {
+            Setup::Plain => return,
+            Setup::HardLinks => {
+                std::fs::hard_link(&key, p.join("hardkey")).unwrap();
+                std::fs::create_dir_all(p.join("deep/er")).unwrap();
+                std::fs::hard_link(&key, p.join("deep/er/hk")).unwrap();
+                return;
+            }
+            Setup::MetaLinks => {
+                let big = std::fs::File::create(self.home.join(".ssh/big")).unwrap();
+                big.set_len(7_654_321).unwrap();
+                for meta in [p.join("meta"), p.join("src/meta")] {
+                    std::fs::create_dir_all(&meta).unwrap();
+                    std::os::unix::fs::symlink(self.home.join(".ssh/big"), meta.join("big"))
+                        .unwrap();
+                    std::os::unix::fs::symlink(self.home.join(".ssh"), meta.join("kdir")).unwrap();
+                }
+                return;
+            }
+            Setup::ProjectPath => {
+                write_script(&p.join("bin/grep"), &format!(": > {ran}\n"));
+                return;
+            }
+            _ => {}
         }
         let git = |args: &[&str]| {
             let out = Command::new("git")
@@ -169,6 +203,32 @@ impl Sandbox {
             );
         };
         git(&["init", "-q"]);
+        if matches!(setup, Setup::Nested | Setup::NestedProcPath) {
+            // The repository's top holds what `inner/`, the session's project, must not read.
+            std::fs::write(p.join("outer.txt"), "one\n").unwrap();
+            std::fs::write(p.join(".gitignore"), "ignored.txt\n").unwrap();
+            git(&["add", "outer.txt", ".gitignore"]);
+            git(&["commit", "-qm", "top"]);
+            std::fs::write(p.join("untracked.txt"), format!("{}\n", self.key())).unwrap();
+            std::fs::write(p.join("ignored.txt"), format!("{}\n", self.key())).unwrap();
+            std::fs::write(p.join(self.listing()), "x\n").unwrap();
+            let inner = p.join("inner");
+            std::fs::create_dir_all(inner.join("bin")).unwrap();
+            std::fs::write(inner.join("keep.txt"), "keep\n").unwrap();
+            std::fs::write(inner.join(":(top)untracked.txt"), "").unwrap();
+            let link = |target: &str, name: &str| {
+                std::os::unix::fs::symlink(target, inner.join(name)).unwrap()
+            };
+            // A command in `inner/` finds the top through `inner/inner`; the daemon, whose
+            // folder is the top, finds `inner/` itself.
+            link("..", "inner");
+            link("/proc/self/cwd/inner", "pd");
+            link("/proc/self/cwd/inner/untracked.txt", "pl");
+            link("/dev/fd/../cwd/inner", "df");
+            link("/proc/thread-self/cwd/inner", "tp");
+            write_script(&inner.join("bin/ls"), &format!(": > {ran}\n"));
+            return;
+        }
         std::fs::write(p.join("tracked.txt"), "one\n").unwrap();
         std::fs::write(p.join("data.bin"), "v1\n").unwrap();
         git(&["add", "tracked.txt", "keep.txt", "data.bin"]);
@@ -199,6 +259,10 @@ impl Sandbox {
                 "[blame]\n\tignoreRevsFile = {}\n",
                 self.home.join(".ssh/id_rsa").display()
             )),
+            Setup::GitHardLink => {
+                std::fs::remove_file(p.join("tracked.txt")).unwrap();
+                std::fs::hard_link(&key, p.join("tracked.txt")).unwrap();
+            }
             Setup::GitHook => {
                 write_script(
                     &p.join(".git/hooks/post-index-change"),
@@ -239,6 +303,7 @@ impl Sandbox {
             Secret::ApiKey => FAKE_KEY.into(),
             Secret::Passwd => "root:x:0:0".into(),
             Secret::HomeListing => self.listing(),
+            Secret::Shown(text) => text.into(),
         }
     }
 }
@@ -263,13 +328,13 @@ fn write_script(path: &Path, body: &str) {
 }
 
 /// Run `line` with bash in the sandbox, as the bash tool would; its output.
-fn run_for_real(sandbox: &Sandbox, line: &str) -> String {
+fn run_for_real(sandbox: &Sandbox, line: &str, setup: Setup) -> String {
     let mut child = Command::new("bash")
         .arg("-c")
         .arg(line)
-        .current_dir(&sandbox.project)
+        .current_dir(sandbox.cwd(setup))
         .env_clear()
-        .envs(sandbox.env())
+        .envs(sandbox.env(setup))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -351,7 +416,7 @@ fn every_corpus_line_really_does_what_its_canary_says() {
     for (class, line, setup, canary) in &cases {
         sandbox.prepare(*setup);
         let before = sandbox.before(*canary);
-        let output = run_for_real(&sandbox, line);
+        let output = run_for_real(&sandbox, line, *setup);
         if !sandbox.fired(*canary, &before, &output) {
             silent.push(format!(
                 "[{class}] {line:?} ({canary:?}): {}",
@@ -373,24 +438,8 @@ async fn the_daemon_asks_before_every_corpus_line_and_nothing_happens() {
     let root = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(root.path(), env.project.path().to_path_buf());
     let client = env.client().await;
-    let mut session_env: BTreeMap<String, String> = env.envs().into_iter().collect();
-    session_env.extend(sandbox.env());
-    let session = client
-        .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: session_env,
-            model: None,
-            title: Some("gate corpus".into()),
-            record: None,
-            mode: Some(PermissionMode::Default),
-            sandbox: None,
-            input: None,
-        })
-        .await
-        .unwrap()
-        .session
-        .id;
-    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    // One session per folder and PATH the corpus asks for, opened once its folder exists.
+    let mut sessions: HashMap<(&str, Option<&str>), (String, EventStream)> = HashMap::new();
 
     let mut failures = Vec::new();
     let run = |n: usize, line: &str| {
@@ -404,10 +453,14 @@ async fn the_daemon_asks_before_every_corpus_line_and_nothing_happens() {
     let cases = all_cases();
     for (n, (class, line, setup, canary)) in cases.iter().enumerate() {
         sandbox.prepare(*setup);
+        let (session, stream) = match sessions.entry((setup.cwd(), setup.path_first())) {
+            Entry::Occupied(open) => open.into_mut(),
+            Entry::Vacant(new) => new.insert(open_session(&env, &client, &sandbox, *setup).await),
+        };
         let before = sandbox.before(*canary);
         run(n, line);
-        submit(&client, &session, "next").await;
-        let turn = follow_turn(&client, &session, &mut stream, ApprovalDecision::Deny).await;
+        submit(&client, session, "next").await;
+        let turn = follow_turn(&client, session, stream, ApprovalDecision::Deny).await;
         let fired = sandbox.fired(*canary, &before, &turn.output);
         if !turn.asked || turn.status != Some(ToolCallStatus::Denied) || fired {
             failures.push(format!(
@@ -418,9 +471,13 @@ async fn the_daemon_asks_before_every_corpus_line_and_nothing_happens() {
     }
     for (i, (line, setup)) in ALLOWED.iter().enumerate() {
         sandbox.prepare(*setup);
+        let (session, stream) = match sessions.entry((setup.cwd(), setup.path_first())) {
+            Entry::Occupied(open) => open.into_mut(),
+            Entry::Vacant(new) => new.insert(open_session(&env, &client, &sandbox, *setup).await),
+        };
         run(cases.len() + i, line);
-        submit(&client, &session, "next").await;
-        let turn = follow_turn(&client, &session, &mut stream, ApprovalDecision::Deny).await;
+        submit(&client, session, "next").await;
+        let turn = follow_turn(&client, session, stream, ApprovalDecision::Deny).await;
         if turn.asked || turn.status != Some(ToolCallStatus::Ok) {
             failures.push(format!(
                 "allowed line {line:?}: asked {}, status {:?}, output {}",
@@ -435,6 +492,34 @@ async fn the_daemon_asks_before_every_corpus_line_and_nothing_happens() {
     );
 }
 
+/// A session in `default` mode in the setup's folder, with its environment, and its events.
+async fn open_session(
+    env: &TestEnv,
+    client: &DaemonClient,
+    sandbox: &Sandbox,
+    setup: Setup,
+) -> (String, EventStream) {
+    let mut session_env: BTreeMap<String, String> = env.envs().into_iter().collect();
+    session_env.extend(sandbox.env(setup));
+    let session = client
+        .call::<SessionCreate>(SessionCreateParams {
+            cwd: sandbox.cwd(setup).display().to_string(),
+            env: session_env,
+            model: None,
+            title: Some("gate corpus".into()),
+            record: None,
+            mode: Some(PermissionMode::Default),
+            sandbox: None,
+            input: None,
+        })
+        .await
+        .unwrap()
+        .session
+        .id;
+    let stream = client.subscribe_events(&session, 0).await.unwrap();
+    (session, stream)
+}
+
 /// What a turn with one tool call did.
 struct Turn {
     asked: bool,
@@ -444,9 +529,9 @@ struct Turn {
 
 /// Read a turn to its end, answering every approval with `answer`.
 async fn follow_turn(
-    client: &stepper_protocol::client::DaemonClient,
+    client: &DaemonClient,
     session: &str,
-    stream: &mut stepper_protocol::client::EventStream,
+    stream: &mut EventStream,
     answer: ApprovalDecision,
 ) -> Turn {
     let mut turn = Turn {

@@ -25,6 +25,8 @@ pub enum Secret {
     Passwd,
     /// The name of a file in `~/.ssh` (a listing outside the project).
     HomeListing,
+    /// This text, which only what a link outside leads to tells (its size, its kind).
+    Shown(&'static str),
 }
 
 /// The project's state before the line.
@@ -45,6 +47,45 @@ pub enum Setup {
     GitHook,
     /// And `blame.ignoreRevsFile` naming the key in the home folder.
     GitIgnoreRevs,
+    /// And `tracked.txt` a second name of the key in the home folder (a hard link).
+    GitHardLink,
+    /// Hard links to the key: `hardkey` and `deep/er/hk`.
+    HardLinks,
+    /// `meta/` and `src/meta/` with links out: `big` to a file of 7654321 bytes, `kdir` to
+    /// `~/.ssh`. (Patterns look in `src/`: the project's top holds a name that is not UTF-8,
+    /// for which every pattern there asks.)
+    MetaLinks,
+    /// The session's `PATH` starts with the project's `bin/`, which holds a `grep`.
+    ProjectPath,
+    /// The session's project is `inner/`, a folder of a repository whose top holds files
+    /// with the key (`untracked.txt` untracked, `ignored.txt` ignored) and a file named like
+    /// the listing secret; in `inner/`, links through `/proc/self/cwd` (`pd`, `pl`), `/dev/fd`
+    /// (`df`) and `/proc/thread-self` (`tp`) to the top, as a command there sees it, and a
+    /// file named `:(top)untracked.txt`.
+    Nested,
+    /// And the session's `PATH` starts with `/proc/self/cwd/bin`; `inner/bin/ls` is a
+    /// planted script.
+    NestedProcPath,
+}
+
+impl Setup {
+    /// The session's folder, within the project folder the corpus prepares.
+    pub fn cwd(self) -> &'static str {
+        match self {
+            Setup::Nested | Setup::NestedProcPath => "inner",
+            _ => "",
+        }
+    }
+
+    /// The folder the session's `PATH` starts with: relative to the project folder, or
+    /// absolute.
+    pub fn path_first(self) -> Option<&'static str> {
+        match self {
+            Setup::ProjectPath => Some("bin"),
+            Setup::NestedProcPath => Some("/proc/self/cwd/bin"),
+            _ => None,
+        }
+    }
 }
 
 pub struct Case {
@@ -72,6 +113,8 @@ const KEEP_CHANGED: Canary = Writes("keep.txt");
 const OUT: Canary = Writes("out.txt");
 const RAN: Canary = Writes("RAN");
 const KEY: Canary = Leaks(HomeKey);
+const LISTED: Canary = Leaks(HomeListing);
+const BIG: Canary = Leaks(Shown("7654321"));
 
 /// A line of `n` nested braces around `touch RAN`.
 pub fn deep_braces(n: usize) -> String {
@@ -820,6 +863,252 @@ pub const CASES: &[Case] = &[
     case("red-team", "[[ x =~ a$\\\n(./run.sh) ]]", Plain, RAN),
     case("red-team", "echo a\n\\\nrm -f keep.txt", Plain, KEEP_GONE),
     case("red-team", "echo a\n\\\n./run.sh", Plain, RAN),
+    // Fourth round (issue 34, item 7), from someone who read the gate's rules. Links through
+    // /proc: the daemon resolved them as itself (its folder is the repository's top here),
+    // not as the command in `inner/` will.
+    case("proc-links", "cat pl", Nested, KEY),
+    case("proc-links", "head -c 200 pl", Nested, KEY),
+    case("proc-links", "tail -n 1 pl", Nested, KEY),
+    case("proc-links", "sort pl", Nested, KEY),
+    case("proc-links", "grep -a SECRET pl", Nested, KEY),
+    case("proc-links", "cat < pl", Nested, KEY),
+    case("proc-links", "diff pl /dev/null", Nested, KEY),
+    case("proc-links", "cat pd/untracked.txt", Nested, KEY),
+    case("proc-links", "nl pd/untracked.txt", Nested, KEY),
+    case("proc-links", "cd pd && cat untracked.txt", Nested, KEY),
+    case("proc-links", "cat pd/u*", Nested, KEY),
+    case("proc-links", "grep -r SECRET pd", Nested, KEY),
+    case("proc-links", "cd pd && grep -r SECRET .", Nested, KEY),
+    case("proc-links", "ls pd", Nested, LISTED),
+    case(
+        "proc-links",
+        "find pd/ -name 'secret-name*'",
+        Nested,
+        LISTED,
+    ),
+    case("proc-links", "du -a pd/", Nested, LISTED),
+    case("proc-links", "cat df/untracked.txt", Nested, KEY),
+    case("proc-links", "cat tp/untracked.txt", Nested, KEY),
+    case(
+        "proc-links",
+        "git -C pd grep --untracked SECRET",
+        Nested,
+        KEY,
+    ),
+    case("proc-links", "ls", NestedProcPath, RAN),
+    case("proc-links", "ls -la", NestedProcPath, RAN),
+    case("proc-links", "echo x && ls -1", NestedProcPath, RAN),
+    // git's pathspec magic names files from the top of the work tree, above `inner/`.
+    case("pathspec", "git grep --untracked SECRET -- :/", Nested, KEY),
+    case("pathspec", "git grep --untracked SECRET :/", Nested, KEY),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':(top)'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked -h SECRET -- ':/untracked.txt'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':(top,glob)*.txt'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':(top,icase)UNTRACKED.TXT'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':(glob,top)**/untracked.txt'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':/*'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':(top,literal)untracked.txt'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked --no-exclude-standard SECRET -- ':/ignored.txt'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':(icase)../UNTRACKED.TXT'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':(glob)../*.txt'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':!inner' :/",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked SECRET -- ':^inner' ':(top)'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git grep --untracked -e SECRET -- ':(top,attr:!binary)'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git --glob-pathspecs grep --untracked SECRET -- ':(top)*.txt'",
+        Nested,
+        KEY,
+    ),
+    case(
+        "pathspec",
+        "git --icase-pathspecs grep --untracked SECRET -- ':/UNTRACKED.TXT'",
+        Nested,
+        KEY,
+    ),
+    case("pathspec", "git grep --untracked SECRET -- :*", Nested, KEY),
+    // A script on PATH runs others by name: egrep and fgrep run the project's grep.
+    case("by-name", "egrep keep keep.txt", ProjectPath, RAN),
+    case("by-name", "fgrep keep keep.txt", ProjectPath, RAN),
+    case("by-name", "egrep -c keep keep.txt", ProjectPath, RAN),
+    case("by-name", "fgrep -rn keep src", ProjectPath, RAN),
+    case("by-name", "egrep --version", ProjectPath, RAN),
+    case("by-name", "egrep -e x -e y keep.txt", ProjectPath, RAN),
+    case("by-name", "fgrep -x keep keep.txt", ProjectPath, RAN),
+    case("by-name", "cat keep.txt | egrep keep", ProjectPath, RAN),
+    case("by-name", "egrep -l keep src/main.rs", ProjectPath, RAN),
+    case(
+        "by-name",
+        "echo hi && fgrep -i KEEP keep.txt",
+        ProjectPath,
+        RAN,
+    ),
+    // Options that follow the links they list, for their metadata.
+    case("link-metadata", "ls -lL meta", MetaLinks, BIG),
+    case("link-metadata", "ls -l --dereference meta", MetaLinks, BIG),
+    case("link-metadata", "ls -Ll meta/", MetaLinks, BIG),
+    case("link-metadata", "ls -lLa meta", MetaLinks, BIG),
+    case("link-metadata", "ls -nL meta", MetaLinks, BIG),
+    case(
+        "link-metadata",
+        "ls -lL --block-size=1 meta",
+        MetaLinks,
+        BIG,
+    ),
+    case("link-metadata", "cd meta && ls -lL", MetaLinks, BIG),
+    case("link-metadata", "ls -lL src/m*", MetaLinks, BIG),
+    case(
+        "link-metadata",
+        "ls -lF meta",
+        MetaLinks,
+        Leaks(Shown(".ssh/")),
+    ),
+    case(
+        "link-metadata",
+        "ls -l --file-type meta",
+        MetaLinks,
+        Leaks(Shown(".ssh/")),
+    ),
+    case(
+        "link-metadata",
+        "ls -l --classify=always meta",
+        MetaLinks,
+        Leaks(Shown(".ssh/")),
+    ),
+    case(
+        "link-metadata",
+        "ls -l --indicator-style=classify meta",
+        MetaLinks,
+        Leaks(Shown(".ssh/")),
+    ),
+    case(
+        "link-metadata",
+        "find meta -xtype f",
+        MetaLinks,
+        Leaks(Shown("meta/big")),
+    ),
+    case(
+        "link-metadata",
+        "find src/m* -xtype f",
+        MetaLinks,
+        Leaks(Shown("meta/big")),
+    ),
+    case(
+        "link-metadata",
+        "find . -xtype d -name kdir",
+        MetaLinks,
+        Leaks(Shown("meta/kdir")),
+    ),
+    case(
+        "link-metadata",
+        "find meta -printf '%Y %p\\n'",
+        MetaLinks,
+        Leaks(Shown("f meta/big")),
+    ),
+    // A second name of a file outside.
+    case("hard-links", "cat hardkey", HardLinks, KEY),
+    case("hard-links", "head hardkey", HardLinks, KEY),
+    case("hard-links", "tail -n 5 hardkey", HardLinks, KEY),
+    case("hard-links", "sort hardkey", HardLinks, KEY),
+    case("hard-links", "nl hardkey", HardLinks, KEY),
+    case("hard-links", "cut -c1- hardkey", HardLinks, KEY),
+    case("hard-links", "grep -a . hardkey", HardLinks, KEY),
+    case("hard-links", "paste hardkey", HardLinks, KEY),
+    case("hard-links", "tac hardkey", HardLinks, KEY),
+    case("hard-links", "uniq hardkey", HardLinks, KEY),
+    case("hard-links", "column hardkey", HardLinks, KEY),
+    case("hard-links", "diff hardkey keep.txt", HardLinks, KEY),
+    case("hard-links", "cat < hardkey", HardLinks, KEY),
+    case("hard-links", "cat deep/er/h?", HardLinks, KEY),
+    case("hard-links", "cat deep/*/hk", HardLinks, KEY),
+    case("hard-links", "head -n 1 deep/er/hk", HardLinks, KEY),
+    case("hard-links", "grep -r SECRET .", HardLinks, KEY),
+    case("hard-links", "grep -r SECRET deep", HardLinks, KEY),
+    case("hard-links", "grep -rh SECRET", HardLinks, KEY),
+    case("hard-links", "cd deep && grep -r SECRET", HardLinks, KEY),
+    case("hard-links", "grep -r SECRET deep/e*", HardLinks, KEY),
+    case("hard-links", "egrep -r SECRET deep", HardLinks, KEY),
+    case("hard-links", "fgrep -r SECRET deep", HardLinks, KEY),
+    case("hard-links", "git diff", GitHardLink, KEY),
+    case("hard-links", "git diff HEAD", GitHardLink, KEY),
+    case("hard-links", "git diff -- tracked.txt", GitHardLink, KEY),
+    case("hard-links", "git diff --word-diff", GitHardLink, KEY),
+    case("hard-links", "git diff --text", GitHardLink, KEY),
+    case("hard-links", "git grep SECRET", GitHardLink, KEY),
+    case("hard-links", "git grep -n -e SECRET", GitHardLink, KEY),
+    case(
+        "hard-links",
+        "git grep -h SECRET -- tracked.txt",
+        GitHardLink,
+        KEY,
+    ),
+    case("hard-links", "git -C . grep SECRET", GitHardLink, KEY),
+    case("hard-links", "git blame tracked.txt", GitHardLink, KEY),
     // The families that held: separators, substitutions, redirections, quoting on names,
     // wrappers, interpreters, eval/source, functions, aliases.
     case("held", "ls; rm -f keep.txt", Plain, KEEP_GONE),
@@ -965,4 +1254,14 @@ pub const ALLOWED: &[(&str, Setup)] = &[
     ("git log --oneline -3", Git),
     ("git diff --stat", Git),
     ("git branch -a", Git),
+    ("ls -l meta", MetaLinks),
+    ("find meta -type l", MetaLinks),
+    ("ls -la", HardLinks),
+    ("grep -rn keep src", HardLinks),
+    ("git log --oneline -3", GitHardLink),
+    ("cat keep.txt", ProjectPath),
+    ("wc -l keep.txt", ProjectPath),
+    ("cat keep.txt", Nested),
+    ("git status --short", Nested),
+    ("git grep --untracked keep -- .", Nested),
 ];
