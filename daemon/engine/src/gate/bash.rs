@@ -116,7 +116,7 @@ impl Policy {
         };
         let mut memo = Memo::default();
         // The line itself runs in the bash found on the session's PATH.
-        if !confined && let Err(why) = self.program("bash", env) {
+        if !confined && let Err(why) = self.program("bash", env, &mut memo) {
             return Verdict::Ask(format!("the shell: {why}"));
         }
         let mut unapproved = Vec::new();
@@ -275,12 +275,16 @@ impl Policy {
             ));
         }
         if !reads.builtin {
-            let found = memo
-                .programs
-                .entry(name.to_string())
-                .or_insert_with(|| self.program(name, env));
+            let found = match memo.programs.get(name) {
+                Some(found) => found.clone(),
+                None => {
+                    let found = self.program(name, env, memo);
+                    memo.programs.insert(name.to_string(), found.clone());
+                    found
+                }
+            };
             if let Err(why) = found {
-                return Finding::Ask(why.clone());
+                return Finding::Ask(why);
             }
         }
         // Where the command reads its paths from: its folder, or for git the folder its `-C`
@@ -918,7 +922,7 @@ impl Policy {
     /// it, and not inside the project (a project's `ls` is the project's code). A program
     /// that is no binary (a script: `egrep` runs `grep`) may run any other by name, so then
     /// no folder on `PATH` may be the project's, and its interpreter may not be either.
-    fn program(&self, name: &str, env: &Env) -> Result<(), String> {
+    fn program(&self, name: &str, env: &Env, memo: &mut Memo) -> Result<(), String> {
         let Some(path) = env.get("PATH") else {
             return Err(format!(
                 "PATH is not set, so bash would look for {name} in the current folder too"
@@ -926,7 +930,7 @@ impl Policy {
         };
         let root = resolve(&self.project_root);
         for dir in path.split(':') {
-            path_folder(dir, None).map_err(|why| format!("{why}, so {name} {WHOSE}"))?;
+            path_folder(dir, None, memo).map_err(|why| format!("{why}, so {name} {WHOSE}"))?;
             let candidate = Path::new(dir).join(name);
             if !is_executable(&candidate) {
                 continue;
@@ -944,7 +948,7 @@ impl Policy {
                     real.display()
                 ));
             }
-            return runs_by_name(name, &real, path, &root);
+            return runs_by_name(name, &real, path, &root, memo);
         }
         Err(format!("{name} is not on PATH"))
     }
@@ -956,15 +960,18 @@ const WHOSE: &str = "could be a program in the project";
 /// A folder of `PATH`, as bash (or a script's interpreter) looks in it: it must be absolute
 /// (the current folder is the project) and not under `/proc` (where `/proc/self/cwd` is the
 /// command's own folder) — nor, for a script, inside the project (`root`).
-fn path_folder(dir: &str, root: Option<&Path>) -> Result<(), String> {
+fn path_folder(dir: &str, root: Option<&Path>, memo: &mut Memo) -> Result<(), String> {
     if dir.is_empty() || !dir.starts_with('/') {
         return Err(format!("PATH holds the relative folder {dir:?}"));
     }
-    let real = resolve(Path::new(dir));
+    let real = memo
+        .path_dirs
+        .entry(dir.to_string())
+        .or_insert_with(|| resolve(Path::new(dir)));
     if root.is_some_and(|r| real.starts_with(r)) {
         return Err(format!("PATH holds {dir}, a folder of the project"));
     }
-    if is_process_view(&real) {
+    if is_process_view(real) {
         return Err(format!(
             "PATH holds {dir}, which leads through {}",
             real.display()
@@ -980,7 +987,13 @@ const MAX_INTERPRETERS: usize = 5;
 /// A program that is no binary runs by name what it likes: every folder on `PATH` must be
 /// outside the project, and the interpreter its `#!` line names (in turn) too. bash runs a
 /// file without one as a script of its own.
-fn runs_by_name(name: &str, program: &Path, path: &str, root: &Path) -> Result<(), String> {
+fn runs_by_name(
+    name: &str,
+    program: &Path,
+    path: &str,
+    root: &Path,
+    memo: &mut Memo,
+) -> Result<(), String> {
     let mut current = program.to_path_buf();
     for _ in 0..MAX_INTERPRETERS {
         let interpreter = match executable_format(&current) {
@@ -988,7 +1001,7 @@ fn runs_by_name(name: &str, program: &Path, path: &str, root: &Path) -> Result<(
             Format::Script(interpreter) => interpreter,
         };
         for dir in path.split(':') {
-            path_folder(dir, Some(root)).map_err(|why| {
+            path_folder(dir, Some(root), memo).map_err(|why| {
                 format!("{name} is a script, which may run other programs by name, and {why}")
             })?;
         }
@@ -1058,6 +1071,8 @@ fn executable_format(_: &Path) -> Format {
 /// patterns.
 struct Memo {
     programs: HashMap<String, Result<(), String>>,
+    /// `PATH` folders, resolved.
+    path_dirs: HashMap<String, PathBuf>,
     reads: HashMap<PathBuf, Finding>,
     patterns: HashMap<(String, Vec<PathBuf>, Matched), Finding>,
     link_walks: HashMap<(PathBuf, Walk), Finding>,
@@ -1076,6 +1091,7 @@ impl Default for Memo {
     fn default() -> Memo {
         Memo {
             programs: HashMap::new(),
+            path_dirs: HashMap::new(),
             reads: HashMap::new(),
             patterns: HashMap::new(),
             link_walks: HashMap::new(),

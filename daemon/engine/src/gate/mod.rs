@@ -139,7 +139,7 @@ impl Policy {
     }
 
     pub(crate) fn path(&self, path: &Path, edit: bool) -> Verdict {
-        let resolved = resolve(path);
+        let (resolved, found) = resolve_with_metadata(path);
         let what = if edit { "change" } else { "read" };
         if let Some(rule) = self.deny.iter().find(|r| r.matches_path(&resolved, edit)) {
             return Verdict::Deny(format!(
@@ -173,7 +173,7 @@ impl Policy {
         // A file with several names may be a file outside under another: no name tells.
         if !edit
             && inside
-            && let Some(names) = other_names(&resolved)
+            && let Some(names) = found.and_then(|meta| several_names(&resolved, &meta))
         {
             return Verdict::Ask(format!(
                 "read {}: the file has {names} names, and another may be outside the project",
@@ -258,6 +258,13 @@ const MAX_LINKS: usize = 40;
 /// project: whoever compares it with a folder finds it elsewhere.
 #[cfg(unix)]
 pub fn resolve(path: &Path) -> PathBuf {
+    resolve_with_metadata(path).0
+}
+
+/// [`resolve`], and the metadata of what the path names when it exists (and is not under
+/// `/proc`).
+#[cfg(unix)]
+fn resolve_with_metadata(path: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
     use std::ffi::OsString;
     enum Part {
         Root,
@@ -283,6 +290,8 @@ pub fn resolve(path: &Path) -> PathBuf {
     // Past a part that does not exist, the rest is folded as written (nothing can be read
     // through it).
     let mut missing = false;
+    // What the last part found is.
+    let mut found = None;
     let as_written = |mut at: PathBuf, rest: Vec<Part>| {
         for part in rest.into_iter().rev() {
             match part {
@@ -294,6 +303,7 @@ pub fn resolve(path: &Path) -> PathBuf {
         at
     };
     while let Some(part) = rest.pop() {
+        found = None;
         let name = match part {
             Part::Root => {
                 out = PathBuf::from("/");
@@ -310,40 +320,43 @@ pub fn resolve(path: &Path) -> PathBuf {
             out = next;
             continue;
         }
-        match std::fs::symlink_metadata(&next) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                links += 1;
-                if next.starts_with("/proc") || links > MAX_LINKS {
-                    return as_written(next, rest);
+        // One call per part, as realpath(3) makes: a link's target, or "not a link" — and
+        // for the last part, what it is.
+        let link = if rest.is_empty() {
+            match std::fs::symlink_metadata(&next) {
+                Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(&next),
+                Ok(meta) => {
+                    found = Some(meta);
+                    Err(std::io::ErrorKind::InvalidInput.into())
                 }
-                match std::fs::read_link(&next) {
-                    Ok(target) => rest.extend(parts(&target).rev()),
-                    Err(_) => {
-                        missing = true;
-                        out = next;
-                    }
-                }
+                Err(e) => Err(e),
             }
-            Ok(_) => out = next,
+        } else {
+            std::fs::read_link(&next)
+        };
+        match link {
+            Ok(_) if next.starts_with("/proc") || links >= MAX_LINKS => {
+                return (as_written(next, rest), None);
+            }
+            Ok(target) => {
+                links += 1;
+                rest.extend(parts(&target).rev());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => out = next,
             Err(_) => {
                 missing = true;
                 out = next;
             }
         }
     }
-    out
+    (out, found)
 }
 
-/// How many names (hard links) the regular file at `path` has, when more than one: under
-/// another name it may be a file outside the project, whose content reading it reads. Empty
-/// files (nothing to read) and git's object files (`git clone` links them from the
-/// repository cloned; their content is the repository's, which git reads anyway) are not
-/// counted.
-pub(crate) fn other_names(path: &Path) -> Option<u64> {
-    several_names(path, &std::fs::metadata(path).ok()?)
-}
-
-/// [`other_names`] of the file at `path`, whose metadata is `meta`.
+/// How many names (hard links) the regular file at `path` (whose metadata is `meta`) has,
+/// when more than one: under another name it may be a file outside the project, whose
+/// content reading it reads. Empty files (nothing to read) and git's object files (`git
+/// clone` links them from the repository cloned; their content is the repository's, which
+/// git reads anyway) are not counted.
 #[cfg(unix)]
 pub(crate) fn several_names(path: &Path, meta: &std::fs::Metadata) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
@@ -398,6 +411,13 @@ fn is_git_object(path: &Path) -> bool {
 pub(crate) fn is_process_view(path: &Path) -> bool {
     let path = normalize(path);
     path.starts_with("/proc") || (path.starts_with("/dev") && path != Path::new("/dev/null"))
+}
+
+#[cfg(not(unix))]
+fn resolve_with_metadata(path: &Path) -> (PathBuf, Option<std::fs::Metadata>) {
+    let resolved = resolve(path);
+    let meta = std::fs::metadata(&resolved).ok();
+    (resolved, meta)
 }
 
 /// The real path: symlinks followed for the part that exists, `..` folded for the rest.
