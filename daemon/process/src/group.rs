@@ -30,7 +30,7 @@ pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
     // leader gone after a crash can still tell its processes from anyone else's.
     let token = crate::registry::new_token();
     command.env(crate::registry::GROUP_VAR, &token);
-    let child = command.spawn()?;
+    let child = crate::lineage::spawn(&mut command)?;
     let pid = child.id();
     if let Some(pid) = pid {
         crate::registry::record(pid, &token);

@@ -1,5 +1,7 @@
 //! OS problems only: spawning children in their own process group (a Job Object on Windows),
 //! killing whole trees, the child registry that survives a daemon crash (pid + start time),
+//! the daemon's lineage (a child subreaper: what a command starts stays beneath it, and a
+//! socket's peer can be told to descend from it) with the reaper every command runs under,
 //! the login shell's environment, and the OS sandbox for commands. Knows nothing of sessions
 //! or tools.
 //!
@@ -7,8 +9,11 @@
 
 pub mod group;
 pub mod guard;
+pub mod lineage;
 pub mod login_env;
+pub mod reaper;
 pub mod registry;
 pub mod sandbox;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod tree;

@@ -245,7 +245,7 @@ fn boot_id() -> Option<String> {
 pub(crate) fn start_time(pid: u32) -> Option<String> {
     #[cfg(target_os = "linux")]
     {
-        proc_stat(pid).map(|s| s.start_ticks.to_string())
+        crate::tree::stat(pid).map(|s| s.start_ticks.to_string())
     }
     #[cfg(all(unix, not(target_os = "linux")))]
     {
@@ -264,27 +264,6 @@ pub(crate) fn start_time(pid: u32) -> Option<String> {
     }
 }
 
-#[cfg(target_os = "linux")]
-struct ProcStat {
-    pgrp: u32,
-    start_ticks: u64,
-    zombie: bool,
-}
-
-#[cfg(target_os = "linux")]
-fn proc_stat(pid: u32) -> Option<ProcStat> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold spaces: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Field 3 (state) is fields[0]; field 5 (pgrp) fields[2]; field 22 (starttime) fields[19].
-    Some(ProcStat {
-        zombie: *fields.first()? == "Z",
-        pgrp: fields.get(2)?.parse().ok()?,
-        start_ticks: fields.get(19)?.parse().ok()?,
-    })
-}
-
 /// Live processes (of group `pgid`, when given) whose environment holds
 /// `STEPPER_GROUP=<token>`. A token names one spawn of one daemon: a process that holds it
 /// is one of that spawn's, whatever group or session it has moved to.
@@ -298,7 +277,7 @@ fn carrying(pgid: Option<u32>, token: &str) -> Vec<u32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
         .filter(|&pid| {
-            proc_stat(pid).is_some_and(|s| pgid.is_none_or(|g| s.pgrp == g) && !s.zombie)
+            crate::tree::stat(pid).is_some_and(|s| pgid.is_none_or(|g| s.pgrp == g) && !s.zombie)
         })
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
@@ -332,7 +311,7 @@ mod tests {
     }
 
     fn alive(pid: u32) -> bool {
-        proc_stat(pid).is_some_and(|s| !s.zombie)
+        crate::tree::stat(pid).is_some_and(|s| !s.zombie)
     }
 
     fn write_entry(dir: &Path, pid: u32, started: &str, token: &str) {

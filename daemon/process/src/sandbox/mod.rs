@@ -247,8 +247,16 @@ pub async fn probe(helper: &Path, max_abi: Option<u32>) -> Support {
         command
             .args(&args)
             .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
-        let run = tokio::time::timeout(std::time::Duration::from_secs(10), command.output());
+        // The daemon's own child (crate::lineage): a stranger beneath it would be killed.
+        let run = async {
+            crate::lineage::spawn(&mut command)?
+                .wait_with_output()
+                .await
+        };
+        let run = tokio::time::timeout(std::time::Duration::from_secs(10), run);
         match run.await {
             Ok(Ok(out)) if out.status.success() => {
                 let text = String::from_utf8_lossy(&out.stdout);

@@ -532,6 +532,8 @@ pub async fn version(cli: Cli, program: &Path, env: &Env) -> Result<Version, Pro
         .envs(env.iter())
         .env("PATH", augmented_path(env))
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let failed = |why: String| {
         ProviderError::Config(format!(
@@ -541,7 +543,9 @@ pub async fn version(cli: Cli, program: &Path, env: &Env) -> Result<Version, Pro
             cli.install()
         ))
     };
-    let out = tokio::time::timeout(VERSION_TIMEOUT, command.output())
+    // Spawned as the daemon's own child: a stranger beneath it would be killed.
+    let child = stepper_process::lineage::spawn(&mut command).map_err(|e| failed(e.to_string()))?;
+    let out = tokio::time::timeout(VERSION_TIMEOUT, child.wait_with_output())
         .await
         .map_err(|_| failed(format!("no answer in {}s", VERSION_TIMEOUT.as_secs())))?
         .map_err(|e| failed(e.to_string()))?;

@@ -32,8 +32,13 @@ async fn run(program: &Path, args: &[&str], env: &Env, cwd: &Path) -> Result<Ran
         .envs(env.iter())
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-    let out = tokio::time::timeout(TIMEOUT, command.output())
+    // Spawned as the daemon's own child: a stranger beneath it would be killed.
+    let child = stepper_process::lineage::spawn(&mut command)
+        .map_err(|e| format!("cannot run `{}`: {e}", args.join(" ")))?;
+    let out = tokio::time::timeout(TIMEOUT, child.wait_with_output())
         .await
         .map_err(|_| {
             format!(
