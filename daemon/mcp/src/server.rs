@@ -754,7 +754,8 @@ fn spawn(
     dir: Option<&Path>,
     cwd: &Path,
 ) -> Result<GroupChild, McpError> {
-    let mut cmd = tokio::process::Command::new(command);
+    // Under the reaper: what the server starts dies with it, however it detaches.
+    let mut cmd = stepper_process::reaper::command(command);
     cmd.args(args)
         .env_clear()
         .envs(env)

@@ -71,6 +71,12 @@ fn grace_period() -> Duration {
 
 /// Run the daemon until it is told to stop. `lock` proves this process owns the data dir.
 pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
+    // Before any child exists: what a command starts stays beneath the daemon (what a killed
+    // reaper leaves comes back here to be killed), and every command runs under a reaper.
+    stepper_process::lineage::become_subreaper()
+        .context("becoming a child subreaper (PR_SET_CHILD_SUBREAPER)")?;
+    stepper_process::reaper::install(std::path::Path::new("/proc/self/exe"));
+    let adoptions = tokio::spawn(watch_adoptions());
     let store = Store::open(&places.store_path()).await.with_context(|| {
         format!(
             "opening the session store {}",
@@ -271,6 +277,16 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
     mcp_reaper.abort();
     mcp_status.abort();
     drop(mcp);
+    // Last, what is still beneath the daemon: children a part failed to stop, and what a
+    // killed reaper left (re-parented here). Nothing of a tool call outlives the daemon.
+    adoptions.abort();
+    let killed =
+        tokio::task::spawn_blocking(|| stepper_process::lineage::kill_all(Duration::from_secs(2)))
+            .await
+            .unwrap_or(0);
+    if killed > 0 {
+        tracing::info!(killed, "killed processes still beneath the daemon");
+    }
     // Dropping the listener removes the socket file.
     drop(listener);
     tracing::info!("stopped");
@@ -308,6 +324,30 @@ async fn accept_loop(
                 // Out of file descriptors and the like: back off instead of spinning.
                 tracing::error!(error = %e, "accept failed");
                 tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Kill what is re-parented to the daemon without being its own (the orphans of a reaper
+/// that was killed), as each child's end is signalled.
+async fn watch_adoptions() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut children) = signal(SignalKind::child()) else {
+            tracing::error!("cannot listen for SIGCHLD; orphans are killed at turn ends only");
+            return;
+        };
+        while children.recv().await.is_some() {
+            let swept = tokio::task::spawn_blocking(stepper_process::lineage::reap_adopted)
+                .await
+                .unwrap_or_default();
+            if swept.killed > 0 {
+                tracing::info!(
+                    killed = swept.killed,
+                    "killed processes a command left beneath the daemon"
+                );
             }
         }
     }

@@ -37,6 +37,14 @@ fn main() -> ExitCode {
         let code = stepper_process::guard::helper_main(&argv[2..]);
         return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
     }
+    // The reaper of a tool's command: nothing the command starts outlives it.
+    if argv
+        .get(1)
+        .is_some_and(|a| a == stepper_process::reaper::HELPER_SUBCOMMAND)
+    {
+        let code = stepper_process::reaper::helper_main(&argv[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
+    }
     let places = match Places::from_env() {
         Ok(p) => p,
         Err(e) => return fail(&e),

@@ -1,6 +1,7 @@
 //! The bash tool: a command line run in the session's folder and environment, in its own
-//! process group (and the session's OS sandbox, when it has one), its output streamed as it
-//! comes and capped, the whole tree killed on timeout or cancel. A sandboxed command that
+//! process group under the reaper (and the session's OS sandbox, when it has one), its output
+//! streamed as it comes and capped, the whole tree killed when the line ends, on timeout or
+//! on cancel. A sandboxed command that
 //! failed on a refusal can run again outside the sandbox, only through an approval.
 
 use std::process::Stdio;
@@ -176,13 +177,15 @@ async fn execute(
     cx: &ToolCx,
     sandbox: Option<&CommandSandbox>,
 ) -> Result<Ran, ToolError> {
+    // Under the reaper (when the daemon installed one), so that nothing the line starts
+    // outlives it, however it detaches.
     let mut command = match sandbox {
         Some(s) => {
-            let mut c = tokio::process::Command::new(&s.program);
+            let mut c = stepper_process::reaper::command(&s.program);
             c.args(&s.prefix).arg("bash");
             c
         }
-        None => tokio::process::Command::new("bash"),
+        None => stepper_process::reaper::command("bash"),
     };
     command
         .arg("-c")

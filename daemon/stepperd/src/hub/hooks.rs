@@ -677,10 +677,11 @@ fn claude_mode(mode: PermissionMode) -> &'static str {
     }
 }
 
+/// The hook's line in a shell, under the reaper: nothing it starts outlives it.
 fn shell(line: &str) -> tokio::process::Command {
     #[cfg(unix)]
     {
-        let mut command = tokio::process::Command::new("/bin/sh");
+        let mut command = stepper_process::reaper::command("/bin/sh");
         command.arg("-c").arg(line);
         command
     }

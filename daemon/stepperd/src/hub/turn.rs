@@ -404,11 +404,14 @@ impl LiveSession {
             }
         };
         // What the turn's commands left running outside their groups (`setsid cmd &`) ends
-        // with the turn; its registry entries go once nothing carries their token.
+        // with the turn; its registry entries go once nothing carries their token. So does
+        // what was re-parented to the daemon, its reaper killed.
         if consulted.load(std::sync::atomic::Ordering::SeqCst) {
-            let swept = tokio::task::spawn_blocking(stepper_process::registry::sweep)
-                .await
-                .unwrap_or(0);
+            let swept = tokio::task::spawn_blocking(|| {
+                stepper_process::registry::sweep() + stepper_process::lineage::reap_adopted().killed
+            })
+            .await
+            .unwrap_or(0);
             if swept > 0 {
                 tracing::info!(session = %self.id, turn, killed = swept, "killed what the turn's commands left running");
             }
