@@ -52,6 +52,9 @@ pub const BAD_SETTINGS: i32 = -32058;
 /// (the message says how to set one up). Refused at `session/create` and
 /// `session/setModel`, before anything is stored.
 pub const PROVIDER_UNAVAILABLE: i32 = -32059;
+/// The connection comes from a process a tool call started (or one the daemon cannot tell
+/// apart from such a process): every call on it is refused, `initialize` included.
+pub const PEER_REFUSED: i32 = -32060;
 
 /// The `data` of every error stepper itself answers with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -100,6 +103,9 @@ pub enum ErrorKind {
     Rewind,
     /// Something inside the daemon failed that is none of the above (a task panicked).
     Internal,
+    /// The client's process descends from one of the daemon's tool calls, or the daemon
+    /// cannot tell that it does not.
+    PeerRefused,
 }
 
 impl ErrorKind {
@@ -122,6 +128,7 @@ impl ErrorKind {
             ErrorKind::Settings => BAD_SETTINGS,
             ErrorKind::ProviderUnavailable => PROVIDER_UNAVAILABLE,
             ErrorKind::Internal => INTERNAL_ERROR,
+            ErrorKind::PeerRefused => PEER_REFUSED,
         }
     }
 

@@ -43,6 +43,10 @@ enum Inner {
 pub struct Accepted {
     pub stream: Box<dyn Io>,
     pub peer_pid: Option<u32>,
+    /// The peer's process, pinned when it connected (`SO_PEERPIDFD`, Linux 6.5+): whoever
+    /// holds `peer_pid` later, this names the process that connected.
+    #[cfg(target_os = "linux")]
+    pub peer_pidfd: Option<std::os::fd::OwnedFd>,
 }
 
 /// Why an accepted connection was turned away.
@@ -136,6 +140,8 @@ impl LocalListener {
                 }
                 let peer_pid = creds.pid().and_then(|p| u32::try_from(p).ok());
                 Ok(Ok(Accepted {
+                    #[cfg(target_os = "linux")]
+                    peer_pidfd: peer_pidfd(&stream),
                     stream: Box::new(stream),
                     peer_pid,
                 }))
@@ -158,10 +164,22 @@ fn check_peer(stream: Stream) -> Result<Accepted, RefusedPeer> {
             }
         }
     }
+    #[cfg(target_os = "linux")]
+    let peer_pidfd = match &stream {
+        Stream::UdSocket(s) => peer_pidfd(s.inner()),
+    };
     Ok(Accepted {
         stream: Box::new(stream),
         peer_pid,
+        #[cfg(target_os = "linux")]
+        peer_pidfd,
     })
+}
+
+/// The peer's pidfd, where the kernel gives one (6.5+).
+#[cfg(target_os = "linux")]
+fn peer_pidfd(stream: &impl std::os::fd::AsFd) -> Option<std::os::fd::OwnedFd> {
+    nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerPidfd).ok()
 }
 
 #[cfg(unix)]

@@ -12,7 +12,9 @@ use anyhow::Context;
 use stepper_protocol::PROTOCOL_VERSION;
 use stepper_protocol::methods::{DaemonInfoResponse, LoginEnvInfo, LoginEnvState};
 use stepper_protocol::places::Places;
-use stepper_protocol::server::{ConnectionServer, LocalListener, StopHandle, stop_channel};
+use stepper_protocol::server::{
+    Accepted, ConnectionServer, LocalListener, StopHandle, stop_channel,
+};
 use stepper_providers::Providers;
 use stepper_store::{Store, now_ms};
 use tokio::sync::watch;
@@ -71,8 +73,9 @@ fn grace_period() -> Duration {
 
 /// Run the daemon until it is told to stop. `lock` proves this process owns the data dir.
 pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
-    // Before any child exists: what a command starts stays beneath the daemon (what a killed
-    // reaper leaves comes back here to be killed), and every command runs under a reaper.
+    // Before any child exists: what a command starts stays beneath the daemon (so a client
+    // descending from a tool call is known as such, and what a killed reaper leaves comes
+    // back here to be killed), and every command runs under a reaper.
     stepper_process::lineage::become_subreaper()
         .context("becoming a child subreaper (PR_SET_CHILD_SUBREAPER)")?;
     stepper_process::reaper::install(std::path::Path::new("/proc/self/exe"));
@@ -311,9 +314,16 @@ async fn accept_loop(
         };
         match accepted {
             Ok(Ok(conn)) => {
-                let module = rpc::module(Arc::clone(&daemon), conn.peer_pid);
                 let (server, stop, daemon) = (server.clone(), stop.clone(), Arc::clone(&daemon));
                 connections.spawn(async move {
+                    // A process that descends from the daemon (a tool's command, whatever it
+                    // started) is never a client: every call it makes is refused.
+                    if let Err(why) = admit(&conn) {
+                        tracing::warn!(peer = conn.peer_pid, reason = %why, "connection refused: its process descends from a tool call, or cannot be told not to");
+                        server.serve(conn.stream, rpc::refused(why), stop).await;
+                        return;
+                    }
+                    let module = rpc::module(Arc::clone(&daemon), conn.peer_pid);
                     daemon.clients.fetch_add(1, Ordering::Relaxed);
                     server.serve(conn.stream, module, stop).await;
                     daemon.clients.fetch_sub(1, Ordering::Relaxed);
@@ -326,6 +336,37 @@ async fn accept_loop(
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
+    }
+}
+
+/// Whether the peer of `conn` may be a client: not when its process descends from the daemon
+/// (it was started by a tool call), nor when that cannot be told. The answer is the reason a
+/// refused peer is given.
+fn admit(conn: &Accepted) -> Result<(), String> {
+    use stepper_process::lineage::Peer;
+    #[cfg(target_os = "linux")]
+    let peer = {
+        use std::os::fd::AsFd;
+        stepper_process::lineage::peer(conn.peer_pid, conn.peer_pidfd.as_ref().map(|fd| fd.as_fd()))
+    };
+    #[cfg(not(target_os = "linux"))]
+    let peer = stepper_process::lineage::peer(conn.peer_pid);
+    match peer {
+        Peer::Outside | Peer::Unchecked => Ok(()),
+        Peer::Descendant(chain) => Err(format!(
+            "stepperd refuses this client: its process ({}) was started by one of stepperd's \
+             tool calls, and what a tool call starts never drives stepper — run stepper from \
+             your own terminal instead",
+            chain
+                .iter()
+                .map(|p| format!("pid {p}"))
+                .collect::<Vec<_>>()
+                .join(" < ")
+        )),
+        Peer::Unknown(why) => Err(format!(
+            "stepperd refuses this client: it cannot tell whether its process was started by \
+             one of its tool calls ({why}) — connect again from your own terminal"
+        )),
     }
 }
 

@@ -40,6 +40,9 @@ pub enum RpcError {
     Auth(#[from] AuthError),
     #[error("{0}")]
     Internal(String),
+    /// The connection's peer may not be a client (it descends from a tool call): why.
+    #[error("{0}")]
+    PeerRefused(String),
 }
 
 impl From<stepper_store::StoreError> for RpcError {
@@ -64,6 +67,7 @@ impl RpcError {
             RpcError::InvalidCursor(_) => ErrorKind::InvalidCursor,
             RpcError::TooLarge { .. } => ErrorKind::TooLarge,
             RpcError::Internal(_) => ErrorKind::Internal,
+            RpcError::PeerRefused(_) => ErrorKind::PeerRefused,
             RpcError::Auth(AuthError::NoSuchLogin(_)) => ErrorKind::LoginNotFound,
             RpcError::Auth(AuthError::EmptyKey) => ErrorKind::InvalidParams,
             RpcError::Auth(AuthError::Failed(_)) => ErrorKind::Auth,
@@ -118,6 +122,10 @@ fn hint(kind: ErrorKind) -> Option<&'static str> {
         }
         ErrorKind::ProviderUnavailable => {
             "'providers/status' says which providers are set up and how to set up the others"
+        }
+        ErrorKind::PeerRefused => {
+            "a command stepper runs (and whatever it starts) cannot drive stepperd; the user \
+             runs stepper from a terminal of their own"
         }
         ErrorKind::InvalidCursor => {
             "pass a cursor exactly as a previous page returned it, or none for the first page"

@@ -118,6 +118,26 @@ where
     }
 }
 
+/// The methods of a connection whose peer was refused ([`crate::daemon`]'s `admit`): every
+/// method of the table answers `PEER_REFUSED` with `why`, and nothing of the daemon is
+/// reachable from it.
+pub fn refused(why: String) -> RpcModule<String> {
+    let mut m = RpcModule::new(why);
+    let names = stepper_protocol::methods::table();
+    let names = names
+        .iter()
+        .flat_map(|entry| std::iter::once(entry.name).chain(entry.unsubscribe));
+    for name in names {
+        let registered = m.register_method(name, |_, why, _| {
+            Err::<(), ErrorObjectOwned>(RpcError::PeerRefused(why.to_string()).into())
+        });
+        if let Err(e) = registered {
+            tracing::error!(method = name, error = %e, "method registered twice");
+        }
+    }
+    m
+}
+
 /// The methods of one connection.
 pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
     let conn = Conn {
