@@ -12,6 +12,7 @@ mod compaction;
 mod config;
 mod conformance;
 mod crash;
+mod escape;
 mod extensions;
 mod first_run;
 mod gate;
