@@ -7,7 +7,7 @@ prefix="${PREFIX:-$HOME/.local}"
 cargo install --locked --path daemon/stepperd --root "$prefix"
 cargo install --locked --path client-cli --root "$prefix"
 "$prefix/bin/stepper" daemon install
-echo "installed: $prefix/bin/stepper and $prefix/bin/stepperd"
+echo "installed: $prefix/bin/stepper, $prefix/bin/stepperd and $prefix/bin/stepperd-reap"
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) echo "add $prefix/bin to your PATH" ;;

@@ -626,44 +626,50 @@ async fn sandboxed_orphans_do_not_survive_daemon_stop() {
     orphans_die_with_the_daemon(true).await;
 }
 
-/// The reaper on its own: `stepperd reap PID -- bash -c LINE` returns once the line has, and
-/// nothing the line started is left; the line's exit (code or signal) is its own.
+/// The reaper on its own, as the daemon runs it (`stepperd-reap PID -- bash -c LINE`) and as
+/// its fallback (`stepperd reap …`): it returns once the line has, and nothing the line
+/// started is left; the line's exit (code or signal) is its own.
 #[test]
 fn the_reaper_leaves_nothing_and_exits_as_its_command() {
+    use std::os::unix::process::ExitStatusExt;
     let env = TestEnv::new();
     if !can_run(&env, false) {
         return;
     }
     let (m1, m2) = (marker(41), marker(42));
     let _cleanup = Cleanup(vec![m1.clone(), m2.clone()]);
-    let reap = |line: &str| {
-        env.stepperd()
-            .args([
-                "reap",
-                &std::process::id().to_string(),
-                "--",
-                "bash",
-                "-c",
-                line,
-            ])
-            .output()
-            .unwrap()
-    };
-    let out = reap(&format!(
-        "env -u STEPPER_GROUP setsid -f sleep 300{m1} </dev/null >/dev/null 2>&1; {}; \
-         sleep 1{m2} & exit 3",
-        double_fork(&format!("301{m1}"))
-    ));
-    assert_eq!(out.status.code(), Some(3), "{out:?}");
-    // Gone already: the reaper returns only once its tree is.
-    assert!(processes_with(&m1).is_empty() && processes_with(&m2).is_empty());
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(reap("kill -TERM $$").status.signal(), Some(15));
-    let missing = reap("exec /nonexistent/program");
-    assert_eq!(missing.status.code(), Some(127));
-    let bad = env
-        .stepperd()
-        .args(["reap", "x", "--", "true"])
+    let small = stepper_e2e::bin_dir().join("stepperd-reap");
+    for helper in ["stepperd-reap", "stepperd reap"] {
+        let reap = |line: &str| {
+            let mut command = if helper == "stepperd-reap" {
+                std::process::Command::new(&small)
+            } else {
+                let mut c = env.stepperd();
+                c.arg("reap");
+                c
+            };
+            command
+                .args([&std::process::id().to_string(), "--", "bash", "-c", line])
+                .output()
+                .unwrap()
+        };
+        let out = reap(&format!(
+            "env -u STEPPER_GROUP setsid -f sleep 300{m1} </dev/null >/dev/null 2>&1; {}; \
+             sleep 1{m2} & exit 3",
+            double_fork(&format!("301{m1}"))
+        ));
+        assert_eq!(out.status.code(), Some(3), "{helper}: {out:?}");
+        // Gone already: the reaper returns only once its tree is.
+        assert!(
+            processes_with(&m1).is_empty() && processes_with(&m2).is_empty(),
+            "{helper} left a process"
+        );
+        assert_eq!(reap("kill -TERM $$").status.signal(), Some(15), "{helper}");
+        let missing = reap("exec /nonexistent/program");
+        assert_eq!(missing.status.code(), Some(127), "{helper}");
+    }
+    let bad = std::process::Command::new(&small)
+        .args(["x", "--", "true"])
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(125));

@@ -1,7 +1,8 @@
 //! The reaper: what a command starts never outlives the command, whatever it does to hide.
 //!
-//! A command a tool call runs is started through a helper, `stepperd reap PID -- program
-//! args…` (the daemon's own binary, installed once with [`install`]). On Linux the helper
+//! A command a tool call runs is started through a helper, `stepperd-reap PID -- program
+//! args…` (a small binary beside the daemon's, else the daemon's own as `stepperd reap`,
+//! installed once with [`install`]). On Linux the helper
 //! makes itself a child subreaper, runs the program as its child and waits. Whatever the
 //! program starts stays beneath the helper however it detaches (`setsid -f`, a double fork,
 //! a dropped `STEPPER_GROUP`): an orphan is re-parented to the helper, not to init. When the
@@ -33,14 +34,17 @@ pub const HELPER_FAILED: i32 = 125;
 /// What every message of the helper starts with.
 pub const HELPER_PREFIX: &str = "stepperd reap: ";
 
-/// The helper every command runs under, once the daemon installed it.
-static HELPER: OnceLock<PathBuf> = OnceLock::new();
+/// The helper every command runs under, once the daemon installed it: its program and the
+/// arguments before the parent's pid.
+static HELPER: OnceLock<(PathBuf, Vec<OsString>)> = OnceLock::new();
 
-/// Run every command of [`command`] under `helper` (the daemon's executable) from now on.
-/// Linux only: elsewhere this does nothing. A second call keeps the first helper.
-pub fn install(helper: &Path) {
+/// Run every command of [`command`] under the helper `program` from now on: `stepperd-reap`,
+/// or the daemon's own executable with `prefix` = `["reap"]`. Linux only: elsewhere this
+/// does nothing. A second call keeps the first helper.
+pub fn install(program: &Path, prefix: &[&str]) {
     if cfg!(target_os = "linux") {
-        let _ = HELPER.set(helper.to_path_buf());
+        let prefix = prefix.iter().map(OsString::from).collect();
+        let _ = HELPER.set((program.to_path_buf(), prefix));
     }
 }
 
@@ -53,20 +57,28 @@ pub fn installed() -> bool {
 /// itself. The caller adds the program's arguments, environment, folder and pipes.
 pub fn command(program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command {
     match HELPER.get() {
-        Some(helper) => {
+        Some((helper, prefix)) => {
             let mut command = tokio::process::Command::new(helper);
             command
-                .arg(HELPER_SUBCOMMAND)
+                .args(prefix)
                 .arg(std::process::id().to_string())
-                .arg("--")
-                .arg(program);
+                .arg("--");
+            // This process's own executable (the sandbox helper) would be the reaper's once
+            // the reaper runs it: name this one's by its pid, the same file however the one
+            // on disk has changed since.
+            if program.as_ref() == Path::new("/proc/self/exe") {
+                command.arg(format!("/proc/{}/exe", std::process::id()));
+            } else {
+                command.arg(program);
+            }
             command
         }
         None => tokio::process::Command::new(program),
     }
 }
 
-/// The helper: `stepperd reap PID -- program args…` with `args` after the subcommand.
+/// The helper: `stepperd-reap PID -- program args…` (or `stepperd reap …`), with `args`
+/// after the program's name (or the subcommand).
 /// Returns the program's exit code (or, for a program killed by a signal, 128 + the signal
 /// after failing to die of the same signal).
 pub fn helper_main(args: &[OsString]) -> i32 {
@@ -81,7 +93,7 @@ pub fn helper_main(args: &[OsString]) -> i32 {
 }
 
 fn parse(args: &[OsString]) -> Result<(u32, Vec<OsString>), String> {
-    let usage = "usage: stepperd reap PARENT_PID -- PROGRAM [ARGS…]";
+    let usage = "usage: stepperd-reap PARENT_PID -- PROGRAM [ARGS…] (or stepperd reap …)";
     let [pid, dashes, command @ ..] = args else {
         return Err(usage.into());
     };

@@ -78,7 +78,8 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
     // back here to be killed), and every command runs under a reaper.
     stepper_process::lineage::become_subreaper()
         .context("becoming a child subreaper (PR_SET_CHILD_SUBREAPER)")?;
-    stepper_process::reaper::install(std::path::Path::new("/proc/self/exe"));
+    let (reaper, prefix) = reaper_helper();
+    stepper_process::reaper::install(&reaper, prefix);
     let adoptions = tokio::spawn(watch_adoptions());
     let store = Store::open(&places.store_path()).await.with_context(|| {
         format!(
@@ -336,6 +337,23 @@ async fn accept_loop(
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
+    }
+}
+
+/// The reaper commands run under: `stepperd-reap` beside this executable (it starts in a
+/// fraction of the daemon's time, on every command), else this very executable as
+/// `stepperd reap` (`/proc/self/exe`: what is on disk may have been replaced since).
+fn reaper_helper() -> (std::path::PathBuf, &'static [&'static str]) {
+    let beside = std::env::current_exe()
+        .ok()
+        .map(|exe| exe.with_file_name("stepperd-reap"))
+        .filter(|p| p.is_file());
+    match beside {
+        Some(small) => (small, &[]),
+        None => (
+            std::path::PathBuf::from("/proc/self/exe"),
+            &[stepper_process::reaper::HELPER_SUBCOMMAND],
+        ),
     }
 }
 
