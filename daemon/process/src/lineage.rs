@@ -95,14 +95,16 @@ pub fn reap_adopted() -> Swept {
     }
     drop(spawned);
     let mut swept = Swept::default();
-    let living: Vec<u32> = strangers
-        .iter()
-        .filter(|(_, zombie)| !zombie)
-        .map(|(pid, _)| *pid)
-        .collect();
     #[cfg(unix)]
-    if !living.is_empty() {
-        swept.killed = crate::tree::kill_trees(&living);
+    {
+        let living: Vec<u32> = strangers
+            .iter()
+            .filter(|(_, zombie)| !zombie)
+            .map(|(pid, _)| *pid)
+            .collect();
+        if !living.is_empty() {
+            swept.killed = crate::tree::kill_trees(&living);
+        }
     }
     for (pid, _) in strangers {
         if reap(pid) {
