@@ -1,7 +1,7 @@
 //! The daemon killed with SIGKILL at points inside a turn, then started again: every event a
 //! client saw is still there, the turn ends as interrupted, the session goes on with what
 //! the turn had done in its context, queued inputs run, and no child of the dead daemon
-//! survives the new one's start.
+//! survives it (a command's reaper takes it down; the child registry is the second line).
 
 use std::time::Duration;
 
@@ -160,16 +160,14 @@ async fn killed_while_a_command_runs() {
     );
 
     env.signal_daemon(Signal::SIGKILL);
-    assert!(
-        processes_with(&marker).len() >= 2,
-        "the command outlived its daemon (else this test proves nothing)"
-    );
-    env.start_daemon();
+    // The command's reaper saw its daemon die and took the command with it. (Whatever
+    // survived that, the next daemon would kill from the child registry before serving.)
     wait_until(
-        "the new daemon to kill the old one's children",
+        "the command to die with its daemon",
         Duration::from_secs(20),
         || processes_with(&marker).is_empty(),
     );
+    env.start_daemon();
     let client = env.client().await;
     let mut stream = client.subscribe_events(&session, 0).await.unwrap();
     let replayed = read_until(&mut stream, |e| {

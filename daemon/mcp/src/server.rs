@@ -754,13 +754,27 @@ fn spawn(
     dir: Option<&Path>,
     cwd: &Path,
 ) -> Result<GroupChild, McpError> {
-    // Under the reaper: what the server starts dies with it, however it detaches.
+    let dir = dir.map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
+    // Under the reaper: what the server starts dies with it, however it detaches. Found
+    // first, so that a missing command is said as such (the reaper would only exit 127).
+    let path = extra
+        .get("PATH")
+        .or_else(|| env.get("PATH"))
+        .map(std::ffi::OsStr::new);
+    if stepper_process::reaper::installed() {
+        stepper_process::reaper::find_program(command.as_ref(), path, &dir).map_err(|e| {
+            McpError {
+                server: spec.name.clone(),
+                message: format!("cannot start `{command}`: {e} — check `command` and PATH"),
+            }
+        })?;
+    }
     let mut cmd = stepper_process::reaper::command(command);
     cmd.args(args)
         .env_clear()
         .envs(env)
         .envs(extra)
-        .current_dir(dir.map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d)))
+        .current_dir(&dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

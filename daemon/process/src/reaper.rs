@@ -77,6 +77,42 @@ pub fn command(program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command 
     }
 }
 
+/// Where `program` is, found as the reaper will look for it (`PATH` from `path`, relative to
+/// `cwd` when it names a folder): a missing program then fails at once, with the OS's own
+/// error, rather than as a reaper that exits 127. Only needed where the caller reports that
+/// error itself.
+pub fn find_program(
+    program: &std::ffi::OsStr,
+    path: Option<&std::ffi::OsStr>,
+    cwd: &Path,
+) -> std::io::Result<PathBuf> {
+    let runnable = |p: &Path| {
+        let meta = std::fs::metadata(p).ok()?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if meta.permissions().mode() & 0o111 == 0 {
+                return None;
+            }
+        }
+        meta.is_file().then(|| p.to_path_buf())
+    };
+    let named = Path::new(program);
+    let found = if named.components().count() > 1 || named.is_absolute() {
+        runnable(&cwd.join(named))
+    } else {
+        path.into_iter()
+            .flat_map(std::env::split_paths)
+            .find_map(|dir| runnable(&cwd.join(dir).join(named)))
+    };
+    found.ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no program {} to run", named.display()),
+        )
+    })
+}
+
 /// The helper: `stepperd-reap PID -- program args…` (or `stepperd reap …`), with `args`
 /// after the program's name (or the subcommand).
 /// Returns the program's exit code (or, for a program killed by a signal, 128 + the signal
@@ -377,6 +413,25 @@ mod linux {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn programs_are_found_as_exec_would() {
+        let cwd = Path::new("/");
+        let path = std::ffi::OsString::from("/nonexistent:/bin:/usr/bin");
+        assert!(find_program("sh".as_ref(), Some(&path), cwd).is_ok());
+        assert!(find_program("/bin/sh".as_ref(), None, cwd).is_ok());
+        let missing = find_program("no-such-program-x".as_ref(), Some(&path), cwd).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+        assert!(
+            find_program("sh".as_ref(), None, cwd).is_err(),
+            "no PATH, no search"
+        );
+        // A file that is not executable is not a program.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("data"), "x").unwrap();
+        assert!(find_program("./data".as_ref(), None, dir.path()).is_err());
+    }
 
     #[test]
     fn the_helper_arguments_are_checked() {
