@@ -160,12 +160,25 @@ mod tests {
             ])
             .spawn()
             .unwrap();
+        // The three sleeps (the shells' command lines hold the marker too).
+        let sleeps = || {
+            crate::testing::processes_with(&marker)
+                .into_iter()
+                .filter(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/comm"))
+                        .is_ok_and(|c| c.trim() == "sleep")
+                })
+                .count()
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while crate::testing::processes_with(&marker).len() < 3 {
+        while sleeps() < 3 {
             assert!(std::time::Instant::now() < deadline, "did not start");
             std::thread::yield_now();
         }
-        assert!(kill_trees(&[child.id()]) >= 4);
+        assert!(
+            kill_trees(&[child.id()]) >= 4,
+            "the shell and its three sleeps"
+        );
         child.wait().unwrap();
         while !crate::testing::processes_with(&marker).is_empty() {
             assert!(std::time::Instant::now() < deadline, "a process survived");
