@@ -215,8 +215,8 @@ mod linux {
         let Some((program, args)) = command.split_first() else {
             return HELPER_FAILED;
         };
-        // Blocked before the program exists, so no signal is missed; a child starts with an
-        // empty mask (the standard library resets it before exec).
+        // Blocked before the program exists, so no signal is missed; the program starts with
+        // them unblocked (`spawn` sets its mask).
         let mask: SigSet = HANDLED.into_iter().collect();
         if let Err(e) = mask.thread_block() {
             return fail("cannot block signals", e);
