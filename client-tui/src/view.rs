@@ -13,7 +13,7 @@ use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Widget};
-use stepper_protocol::session::{PermissionMode, SandboxState};
+use stepper_protocol::session::{PermissionMode, SandboxMechanism, SandboxState};
 
 use crate::app::{App, Approval, Asks};
 use crate::screen::Screen;
@@ -363,6 +363,10 @@ impl App {
                     format!("sandbox {}{net}", s.mode),
                     Style::new().fg(Color::Green),
                 ));
+                // The fallback holds less (README: the sandbox's gaps without bubblewrap).
+                if s.mechanism == Some(SandboxMechanism::Landlock) {
+                    spans.push(Span::styled(" (landlock only)", theme::warning()));
+                }
             }
             Some(s) if s.state == SandboxState::Unavailable => {
                 spans.push(sep());

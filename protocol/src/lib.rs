@@ -28,6 +28,7 @@ pub use event::{
 };
 pub use methods::{Method, Subscription};
 pub use session::{
-    PermissionMode, SandboxInfo, SandboxMode, SandboxState, SessionId, SessionInfo, SessionStatus,
+    PermissionMode, SandboxInfo, SandboxMechanism, SandboxMode, SandboxState, SessionId,
+    SessionInfo, SessionStatus,
 };
 pub use version::{PROTOCOL_VERSION, ProtocolVersion};

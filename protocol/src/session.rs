@@ -143,6 +143,24 @@ pub struct SandboxInfo {
     /// Why the sandbox is unavailable, or what applies it when active.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What holds the sandbox when it is active (absent otherwise, and from older daemons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<SandboxMechanism>,
+}
+
+/// What makes a sandbox hold; README's "The sandbox" says what each one covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SandboxMechanism {
+    /// Linux: bubblewrap's namespaces (a read-only view of the system, private `/dev`,
+    /// `/proc` and IPC), with Landlock and seccomp inside.
+    Bubblewrap,
+    /// Linux without a usable bubblewrap: Landlock and seccomp alone, which leave file
+    /// metadata outside the writable roots changeable, and other processes' `/proc`
+    /// entries (not their memory or environment) readable.
+    Landlock,
+    /// macOS: `sandbox-exec` with a Seatbelt profile.
+    Seatbelt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -447,8 +447,8 @@ fn status_line_with_usage_and_other_clients() {
 /// wanted but missing (commands ask then); nothing when it is off.
 #[test]
 fn status_line_with_the_sandbox() {
-    use stepper_protocol::{SandboxInfo, SandboxMode, SandboxState};
-    let with = |state, network| {
+    use stepper_protocol::{SandboxInfo, SandboxMechanism, SandboxMode, SandboxState};
+    let with = |state, network, mechanism| {
         let mut app = app();
         app.apply(CoreEvent::Session {
             info: info(SessionStatus::Idle),
@@ -459,22 +459,31 @@ fn status_line_with_the_sandbox() {
                 network,
                 writable_roots: vec!["/project".into()],
                 reason: None,
+                mechanism,
             }),
             context_window: Some(200_000),
         });
         frame(&app, 110).lines().last().unwrap().to_string()
     };
+    let bwrap = Some(SandboxMechanism::Bubblewrap);
     let lines = [
-        with(SandboxState::Active, false),
-        with(SandboxState::Active, true),
-        with(SandboxState::Unavailable, false),
-        with(SandboxState::Off, false),
+        with(SandboxState::Active, false, bwrap),
+        with(SandboxState::Active, true, bwrap),
+        with(SandboxState::Unavailable, false, None),
+        with(SandboxState::Off, false, None),
+        with(
+            SandboxState::Active,
+            false,
+            Some(SandboxMechanism::Landlock),
+        ),
     ];
     assert_snapshot!("status_line_sandbox", lines.join("\n"));
     assert!(lines[0].contains("sandbox workspace-write") && !lines[0].contains("+net"));
+    assert!(!lines[0].contains("landlock only"));
     assert!(lines[1].contains("+net"));
     assert!(lines[2].contains("no sandbox here"));
     assert!(!lines[3].contains("sandbox"));
+    assert!(lines[4].contains("sandbox workspace-write (landlock only)"));
 }
 
 #[test]

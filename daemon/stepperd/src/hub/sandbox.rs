@@ -117,6 +117,7 @@ impl Sandboxes {
             network,
             writable_roots: Vec::new(),
             reason: None,
+            mechanism: None,
         };
         if mode == SandboxMode::Off {
             return Plan {
