@@ -119,7 +119,7 @@ pub struct Settings {
     #[serde(default)]
     pub compaction: Option<Compaction>,
     /// The OS sandbox commands run in: `"workspace-write"`, or an object with `mode`,
-    /// `writableRoots`, `readableRoots` and `network`.
+    /// `writableRoots`, `readableRoots`, `network` and `denyRead`.
     #[serde(default)]
     pub sandbox: Option<SandboxSetting>,
     /// The most bytes of instructions (`stepper.md`, `AGENTS.md`, `CLAUDE.md` and their
@@ -175,6 +175,39 @@ pub struct SandboxConfig {
     /// Whether commands may use the network (Internet sockets, loopback included).
     #[serde(default)]
     pub network: Option<bool>,
+    /// Files and folders commands may not read (absolute, or starting with `~/`): when
+    /// absent, the usual homes of credentials ([`DEFAULT_DENY_READ`]); when given, exactly
+    /// these (`[]` hides nothing). stepper's own data and config folders are hidden either
+    /// way.
+    #[serde(default)]
+    pub deny_read: Option<Vec<String>>,
+}
+
+/// What sandboxed commands cannot read unless `denyRead` says otherwise: where the usual
+/// tools keep keys and tokens.
+pub const DEFAULT_DENY_READ: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.azure",
+    "~/.claude/.credentials.json",
+    "~/.codex/auth.json",
+];
+
+impl SandboxConfig {
+    /// The paths commands may not read, as written (`~/` not yet expanded).
+    pub fn deny_read(&self) -> Vec<String> {
+        match &self.deny_read {
+            Some(list) => list.clone(),
+            None => DEFAULT_DENY_READ.iter().map(|p| p.to_string()).collect(),
+        }
+    }
 }
 
 impl SandboxSetting {
@@ -412,6 +445,9 @@ impl Settings {
                     .get_or_insert_with(Vec::new)
                     .extend(roots);
             }
+            if let Some(paths) = later.deny_read {
+                merged.deny_read.get_or_insert_with(Vec::new).extend(paths);
+            }
             self.sandbox = Some(SandboxSetting::Full(merged));
         }
         if let Some(p) = later.permissions {
@@ -452,6 +488,15 @@ mod tests {
         assert_eq!(merged.network, Some(true));
         assert_eq!(merged.writable_roots, vec!["~/.cache".to_string()]);
         assert_eq!(Settings::default().sandbox().mode, None);
+        // denyRead: the credential folders unless given; given, exactly what the files say.
+        assert!(merged.deny_read().contains(&"~/.ssh".to_string()));
+        let own = dir.path().join("own.json");
+        std::fs::write(&own, r#"{"sandbox": {"denyRead": []}}"#).unwrap();
+        let more = dir.path().join("more.json");
+        std::fs::write(&more, r#"{"sandbox": {"denyRead": ["~/.secrets"]}}"#).unwrap();
+        let load = |files: Vec<PathBuf>| Settings::load_files(files).unwrap().sandbox().deny_read();
+        assert_eq!(load(vec![own.clone()]), Vec::<String>::new());
+        assert_eq!(load(vec![own, more]), vec!["~/.secrets".to_string()]);
         for mode in SandboxMode::ALL {
             assert_eq!(serde_json::to_value(mode).unwrap(), mode.as_str());
             assert_eq!(mode.as_str().parse::<SandboxMode>(), Ok(mode));

@@ -412,7 +412,7 @@ fn check_hooks(c: &mut Checker<'_>, value: &Value) {
 /// Roots must be absolute (or start with `~/`): a relative one would depend on where the
 /// command runs.
 fn check_sandbox_roots(c: &mut Checker<'_>, value: &Value) {
-    for key in ["writableRoots", "readableRoots"] {
+    for key in ["writableRoots", "readableRoots", "denyRead"] {
         let Some(roots) = value.get(key).and_then(Value::as_array) else {
             continue;
         };
@@ -595,6 +595,15 @@ mod tests {
         assert!(
             relative.contains(":2:20: error: \"build\" is not an absolute path"),
             "{relative}"
+        );
+        assert_eq!(
+            report(r#"{"sandbox": {"denyRead": ["~/.ssh", "/srv/keys"]}}"#),
+            ""
+        );
+        let hidden = report(r#"{"sandbox": {"denyRead": ["keys"]}}"#);
+        assert!(
+            hidden.contains("error: \"keys\" is not an absolute path"),
+            "{hidden}"
         );
     }
 
