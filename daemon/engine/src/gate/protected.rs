@@ -107,6 +107,10 @@ pub fn read_only_in_sandbox(root: &Path) -> Vec<PathBuf> {
         for sub in ["modules", "worktrees"] {
             collect_git_dirs(&git.join(sub), 0, &mut out);
         }
+    } else if git.is_file() {
+        // A linked work tree's or a submodule's `gitdir:` file: rewritten, it would send git
+        // to a repository (configuration, hooks) of the command's making.
+        out.push(git);
     }
     out.extend(hooks_path(root));
     out.retain(|p| std::fs::symlink_metadata(p).is_ok());
@@ -233,5 +237,15 @@ mod tests {
         assert!(root.join(".stepper").is_dir() && root.join(".git/hooks").is_dir());
         let resolved = crate::gate::resolve(root);
         assert!(why(&resolved.join(".husky/pre-commit"), &resolved).is_some());
+
+        // A work tree whose `.git` is a `gitdir:` file keeps that file.
+        let worktree = tempfile::tempdir().unwrap();
+        std::fs::write(
+            worktree.path().join(".git"),
+            "gitdir: /elsewhere/.git/worktrees/w\n",
+        )
+        .unwrap();
+        let list = read_only_in_sandbox(worktree.path());
+        assert!(list.contains(&worktree.path().join(".git")), "{list:?}");
     }
 }
