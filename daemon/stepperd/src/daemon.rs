@@ -117,7 +117,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         login_env_info: Default::default(),
         tools: stepper_tools::all(),
         shutdown: shutdown.clone(),
-        sandboxes: std::sync::Arc::new(crate::hub::sandbox::Sandboxes::from_env()),
+        sandboxes: std::sync::Arc::new(crate::hub::sandbox::Sandboxes::new(&places)),
         extensions: std::sync::Arc::new(crate::hub::extensions::ExtensionsCache::new(
             places.config_dir.clone(),
         )),

@@ -1,21 +1,29 @@
 //! Linux: the helper restricts itself — Landlock for the file system, seccomp for sockets —
-//! and then execs the command, which inherits both and can never lift them.
+//! and then execs the command, which inherits both and can never lift them. This is the
+//! sandbox where bubblewrap is unusable; with bubblewrap (`bwrap.rs`), bubblewrap applies the
+//! seccomp filter, and the helper restricts itself inside its namespaces only to confine
+//! reads to `readableRoots`.
 //!
-//! Landlock: reading and executing everywhere (or only beneath `readable`), changing only
-//! beneath `writable`; on ABI 6 and later signals and abstract Unix sockets stay inside the
-//! sandbox, and from the start Landlock keeps a sandboxed process from ptracing one outside.
+//! Landlock: reading and executing everywhere (or only beneath `readable`) but in hidden
+//! paths, changing only beneath `writable`; on ABI 6 and later signals and abstract Unix
+//! sockets stay inside the sandbox, and from the start Landlock keeps a sandboxed process
+//! from ptracing one outside (so from `/proc/PID/environ`, `mem` and `fd/` of the daemon),
+//! and from mounting anything (so a namespace's mounts cannot be undone from inside).
 //! seccomp: `socket()` is refused for every family (Internet families allowed only with
 //! `network`; Unix-domain sockets always refused, since they reach the daemon and others
 //! outside the sandbox; `socketpair` stays, it reaches nothing), io_uring is refused (its
 //! operations would pass around the socket filter), and so are `TIOCSTI`/`TIOCLINUX`
-//! (typing into a terminal outside).
+//! (typing into a terminal outside) and every call that mounts (as Landlock refuses them,
+//! for bubblewrap's namespaces, which go without Landlock).
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, LandlockStatus, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -24,15 +32,55 @@ use seccompiler::{
 
 use super::{HELPER_PREFIX, Policy, SandboxError};
 
+/// Where the helper restricts itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Within {
+    /// Inside bubblewrap's namespaces: `/dev` and `/proc` are the command's own, and the
+    /// hidden and read-only paths are already mounted so.
+    Namespace,
+    /// In the daemon's own view of the system (Landlock alone).
+    Host,
+}
+
+impl Within {
+    /// Devices every command may write: the sink and source files, and where private, its
+    /// own pseudo-terminals, controlling terminal and POSIX shared memory.
+    fn devices(self) -> &'static [&'static str] {
+        match self {
+            Within::Namespace => &[
+                "/dev/null",
+                "/dev/zero",
+                "/dev/full",
+                "/dev/tty",
+                "/dev/ptmx",
+                "/dev/pts",
+                "/dev/shm",
+            ],
+            // New pseudo-terminals can still be made (`/dev/ptmx`), but not reopened by path.
+            Within::Host => &["/dev/null", "/dev/zero", "/dev/full", "/dev/ptmx"],
+        }
+    }
+
+    /// What is hidden beside the policy's own: on the host, what other programs share —
+    /// POSIX shared memory, the other terminals and the daemon's controlling terminal (a
+    /// namespace has its own of each).
+    fn hidden(self) -> &'static [&'static str] {
+        match self {
+            Within::Namespace => &[],
+            Within::Host => &["/dev/shm", "/dev/pts", "/dev/tty"],
+        }
+    }
+}
+
 /// Apply `policy` to this process (it must be single-threaded: both restrictions hold for
 /// the calling thread and what it execs). Returns what was applied, for the probe.
-pub(super) fn restrict(policy: &Policy) -> Result<String, SandboxError> {
-    let abi = landlock(policy)?;
+pub(super) fn restrict(policy: &Policy, within: Within) -> Result<String, SandboxError> {
+    let abi = landlock(policy, within)?;
     seccomp(policy)?;
     Ok(format!("landlock-abi={} seccomp", abi as i32))
 }
 
-fn landlock(policy: &Policy) -> Result<ABI, SandboxError> {
+fn landlock(policy: &Policy, within: Within) -> Result<ABI, SandboxError> {
     let wanted = match policy.max_abi {
         Some(0) => {
             return Err(SandboxError::Unavailable(
@@ -54,30 +102,55 @@ fn landlock(policy: &Policy) -> Result<ABI, SandboxError> {
             .map_err(restrict_err)?;
     }
     let mut created = ruleset.create().map_err(restrict_err)?;
-    let read = AccessFs::from_read(wanted);
-    let all = AccessFs::from_all(wanted);
-    let root = [std::path::PathBuf::from("/")];
-    let readable: &[std::path::PathBuf] = policy.readable.as_deref().unwrap_or(&root);
-    for (paths, access) in [(readable, read), (&policy.writable[..], all)] {
-        for path in paths {
-            let fd = match PathFd::new(path) {
-                Ok(fd) => fd,
-                // A folder that does not exist cannot be written into either.
-                Err(_) if !path.exists() => continue,
-                Err(e) => {
-                    return Err(SandboxError::Restrict(format!("{}: {e}", path.display())));
-                }
-            };
-            // A file takes only the rights that apply to files.
-            let access = if path.is_dir() {
-                access
-            } else {
-                access & AccessFs::from_file(wanted)
-            };
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(restrict_err)?;
+    let writable: Vec<PathBuf> = policy
+        .writable
+        .iter()
+        .cloned()
+        .chain(within.devices().iter().map(PathBuf::from))
+        .collect();
+    let hidden: Vec<PathBuf> = policy
+        .hidden
+        .iter()
+        .cloned()
+        .chain(within.hidden().iter().map(PathBuf::from))
+        .collect();
+    let everywhere = [PathBuf::from("/")];
+    let readable = policy.readable.as_deref().unwrap_or(&everywhere);
+    let mut rules: Vec<(PathBuf, bool, BitFlags<AccessFs>)> = Vec::new();
+    for (path, reach) in reads(readable, &writable, &hidden) {
+        let access = match reach {
+            Reach::Whole => AccessFs::from_read(wanted),
+            Reach::Listing => AccessFs::ReadDir.into(),
+        };
+        rules.push((path.path, path.dir, access));
+    }
+    // Writing grants no reading: a hidden path inside a writable root stays unreadable.
+    for path in &writable {
+        if let Ok(meta) = std::fs::metadata(path) {
+            rules.push((path.clone(), meta.is_dir(), AccessFs::from_write(wanted)));
         }
+    }
+    for (path, dir, access) in rules {
+        let fd = match PathFd::new(&path) {
+            Ok(fd) => fd,
+            // Gone since it was listed: there is nothing to grant.
+            Err(_) if !path.exists() => continue,
+            Err(e) => {
+                return Err(SandboxError::Restrict(format!("{}: {e}", path.display())));
+            }
+        };
+        // A file takes only the rights that apply to files.
+        let access = if dir {
+            access
+        } else {
+            access & AccessFs::from_file(wanted)
+        };
+        if access.is_empty() {
+            continue;
+        }
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(restrict_err)?;
     }
     let status = created.restrict_self().map_err(restrict_err)?;
     let kernel = match status.landlock {
@@ -106,7 +179,111 @@ fn landlock(policy: &Policy) -> Result<ABI, SandboxError> {
     })
 }
 
+/// How much of a path a read rule grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Everything beneath it.
+    Whole,
+    /// Only listing folders beneath it: it holds a hidden path.
+    Listing,
+}
+
+/// A path as found on disk: resolved, and whether it is a folder.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Found {
+    path: PathBuf,
+    dir: bool,
+}
+
+/// The read rules for `readable` and `writable` roots when `hidden` must stay unreadable.
+/// Landlock only grants, beneath a path, so a root that holds a hidden path is taken apart:
+/// it gets the listing of its folders, and each of its entries a rule of its own (taken
+/// apart again if it holds a hidden path too), except the hidden ones. Links among the
+/// entries get no rule: reading through one is granted where its target is. A writable
+/// root is readable even inside a hidden path (it was asked for by name).
+fn reads(readable: &[PathBuf], writable: &[PathBuf], hidden: &[PathBuf]) -> Vec<(Found, Reach)> {
+    let hidden: Vec<PathBuf> = hidden
+        .iter()
+        .filter_map(|h| std::fs::canonicalize(h).ok())
+        .collect();
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    // What is readable whole so far, so that a root inside it adds nothing.
+    let mut whole: HashSet<PathBuf> = HashSet::new();
+    let roots = readable
+        .iter()
+        .map(|r| (r, false))
+        .chain(writable.iter().map(|w| (w, true)));
+    for (root, asked) in roots {
+        let Ok(path) = std::fs::canonicalize(root) else {
+            // A root that does not exist grants nothing.
+            continue;
+        };
+        let inside_hidden = hidden
+            .iter()
+            .any(|h| path.starts_with(h) && (!asked || *h == path));
+        // Already readable as part of a root granted whole.
+        let covered = path.ancestors().any(|a| whole.contains(a));
+        if inside_hidden || covered {
+            continue;
+        }
+        let dir = path.is_dir();
+        let from = out.len();
+        take_apart(Found { path, dir }, &hidden, &mut seen, &mut out, 0);
+        whole.extend(
+            out[from..]
+                .iter()
+                .filter(|(_, reach)| *reach == Reach::Whole)
+                .map(|(f, _)| f.path.clone()),
+        );
+    }
+    out
+}
+
+fn take_apart(
+    found: Found,
+    hidden: &[PathBuf],
+    seen: &mut HashSet<PathBuf>,
+    out: &mut Vec<(Found, Reach)>,
+    depth: usize,
+) {
+    if hidden.contains(&found.path) || !seen.insert(found.path.clone()) {
+        return;
+    }
+    if !found.dir || !hidden.iter().any(|h| h.starts_with(&found.path)) {
+        out.push((found, Reach::Whole));
+        return;
+    }
+    let entries = std::fs::read_dir(&found.path);
+    out.push((found, Reach::Listing));
+    // Hidden paths are a few levels deep; a deeper walk is a loop of mounts.
+    let Ok(entries) = entries else { return };
+    if depth > 32 {
+        return;
+    }
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_symlink() {
+            continue;
+        }
+        let found = Found {
+            path: entry.path(),
+            dir: kind.is_dir(),
+        };
+        take_apart(found, hidden, seen, out, depth + 1);
+    }
+}
+
 fn seccomp(policy: &Policy) -> Result<(), SandboxError> {
+    let program = seccomp_program(policy)?;
+    seccompiler::apply_filter(&program).map_err(seccomp_err)
+}
+
+/// The seccomp filter for `policy`, compiled for this architecture (bubblewrap applies it
+/// itself: see `bwrap.rs`).
+pub(super) fn seccomp_program(policy: &Policy) -> Result<BpfProgram, SandboxError> {
     let cond = |arg: u8, value: u64| {
         SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
             .and_then(|c| SeccompRule::new(vec![c]))
@@ -136,6 +313,22 @@ fn seccomp(policy: &Policy) -> Result<(), SandboxError> {
     refuse(libc::SYS_io_uring_enter, Vec::new());
     refuse(libc::SYS_io_uring_register, Vec::new());
     refuse(libc::SYS_ioctl, ioctl.clone());
+    // No mounts, as Landlock refuses them: a sandbox in namespaces keeps the mounts it was
+    // given (a user namespace of the command's own could otherwise mount over them).
+    for nr in [
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_mount_setattr,
+    ] {
+        refuse(nr, Vec::new());
+    }
     // x32's ioctl is a call of its own.
     #[cfg(target_arch = "x86_64")]
     rules.insert(514 | 0x4000_0000, ioctl);
@@ -151,10 +344,9 @@ fn seccomp(policy: &Policy) -> Result<(), SandboxError> {
         arch,
     )
     .map_err(seccomp_err)?;
-    let program: BpfProgram = filter
+    filter
         .try_into()
-        .map_err(seccomp_err::<seccompiler::BackendError>)?;
-    seccompiler::apply_filter(&program).map_err(seccomp_err)
+        .map_err(seccomp_err::<seccompiler::BackendError>)
 }
 
 fn seccomp_err<E: std::fmt::Display>(e: E) -> SandboxError {
@@ -177,5 +369,99 @@ pub(super) fn exec(command: &[OsString]) -> i32 {
         127
     } else {
         126
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(rules: &[(Found, Reach)], base: &std::path::Path) -> Vec<(String, Reach)> {
+        let mut out: Vec<(String, Reach)> = rules
+            .iter()
+            .map(|(f, reach)| {
+                let rel = f.path.strip_prefix(base).unwrap_or(&f.path);
+                (rel.display().to_string(), *reach)
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    #[test]
+    fn a_root_holding_a_hidden_path_is_granted_around_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        for d in [
+            "home/.ssh",
+            "home/.config/gcloud",
+            "home/.config/git",
+            "home/src",
+            "usr",
+        ] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        std::fs::write(base.join("home/.ssh/id_ed25519"), "key").unwrap();
+        std::fs::write(base.join("home/.netrc"), "machine").unwrap();
+        std::fs::write(base.join("home/.bashrc"), "").unwrap();
+        std::os::unix::fs::symlink(base.join("home/.ssh"), base.join("home/keys")).unwrap();
+        let hidden = [
+            base.join("home/.ssh"),
+            base.join("home/.config/gcloud"),
+            base.join("home/.netrc"),
+            base.join("home/.nothing-here"),
+            // Through a link, the link's target is what is hidden.
+            base.join("home/keys/id_ed25519"),
+        ];
+        let rules = reads(std::slice::from_ref(&base), &[], &hidden);
+        assert_eq!(
+            granted(&rules, &base),
+            vec![
+                ("".to_string(), Reach::Listing),
+                ("home".to_string(), Reach::Listing),
+                ("home/.bashrc".to_string(), Reach::Whole),
+                ("home/.config".to_string(), Reach::Listing),
+                ("home/.config/git".to_string(), Reach::Whole),
+                ("home/src".to_string(), Reach::Whole),
+                ("usr".to_string(), Reach::Whole),
+            ],
+            "no rule for what is hidden, nor for the link to it"
+        );
+    }
+
+    #[test]
+    fn writable_roots_are_readable_but_for_what_is_hidden_in_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["data/project/src", "home/.ssh", "home/p"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        let readable = [base.join("home")];
+        // A project inside a hidden folder was asked for by name; a hidden folder inside a
+        // writable root stays hidden; a writable root that is itself hidden stays hidden.
+        let writable = [
+            base.join("data/project"),
+            base.join("home"),
+            base.join("home/.ssh"),
+        ];
+        let hidden = [base.join("data"), base.join("home/.ssh")];
+        let rules = reads(&readable, &writable, &hidden);
+        assert_eq!(
+            granted(&rules, &base),
+            vec![
+                ("data/project".to_string(), Reach::Whole),
+                ("home".to_string(), Reach::Listing),
+                ("home/p".to_string(), Reach::Whole),
+            ]
+        );
+        // Nothing hidden: one rule per root, none for a root inside another.
+        let rules = reads(&readable, &[base.join("home/p"), base.join("data")], &[]);
+        assert_eq!(
+            granted(&rules, &base),
+            vec![
+                ("data".to_string(), Reach::Whole),
+                ("home".to_string(), Reach::Whole),
+            ]
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! into the profile's text, so no path can change what the profile says.
 
 use std::ffi::OsString;
+use std::path::Path;
 
 use super::Policy;
 
@@ -37,29 +38,76 @@ const BASE: &str = r#"(version 1)
 "#;
 
 /// The profile for `policy` and the parameters it reads, in order.
+///
+/// Seatbelt matches paths, not files: a read-only path stays so whatever is renamed, and
+/// the folders between it and its writable root are pinned (`literal`: they cannot be
+/// renamed, removed or replaced by a link, though what is in them can change), so `.git`
+/// cannot be swapped for a link to a repository of the command's making. Hidden paths are
+/// left out of every read rule (their metadata stays readable, as everywhere).
 pub fn profile(policy: &Policy) -> (String, Vec<(String, OsString)>) {
     let mut text = String::from(BASE);
     let mut params = Vec::new();
+    let mut param = |prefix: &str, i: usize, path: &Path| {
+        let key = format!("{prefix}_{i}");
+        params.push((key.clone(), path.as_os_str().to_os_string()));
+        key
+    };
+    let hidden: Vec<(String, &Path)> = policy
+        .hidden
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (param("HIDDEN", i, p), p.as_path()))
+        .collect();
+    // `(require-not (subpath H))` for each hidden path `within` allows.
+    let not_hidden = |within: &dyn Fn(&Path) -> bool| -> String {
+        hidden
+            .iter()
+            .filter(|(_, p)| within(p))
+            .map(|(key, _)| format!(" (require-not (subpath (param \"{key}\")))"))
+            .collect()
+    };
+    let everywhere = not_hidden(&|_| true);
     match &policy.readable {
-        None => text.push_str("(allow file-read*)\n"),
+        None if everywhere.is_empty() => text.push_str("(allow file-read*)\n"),
+        None => text.push_str(&format!("(allow file-read* (require-all{everywhere}))\n")),
         Some(roots) => {
-            text.push_str("(allow file-read*");
+            text.push_str("(allow file-read* (require-all (require-any");
             for (i, root) in roots.iter().enumerate() {
-                let key = format!("READABLE_ROOT_{i}");
+                let key = param("READABLE_ROOT", i, root);
                 text.push_str(&format!(" (subpath (param \"{key}\"))"));
-                params.push((key, root.clone().into_os_string()));
             }
-            text.push_str(")\n");
+            text.push_str(&format!("){everywhere}))\n"));
         }
     }
-    if !policy.writable.is_empty() {
-        text.push_str("(allow file-write*");
-        for (i, root) in policy.writable.iter().enumerate() {
-            let key = format!("WRITABLE_ROOT_{i}");
-            text.push_str(&format!(" (subpath (param \"{key}\"))"));
-            params.push((key, root.clone().into_os_string()));
+    let read_only: Vec<(String, &Path)> = policy
+        .read_only
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (param("READ_ONLY", i, p), p.as_path()))
+        .collect();
+    let mut pins = 0;
+    for (i, root) in policy.writable.iter().enumerate() {
+        let key = param("WRITABLE_ROOT", i, root);
+        let mut rule = format!("(require-all (subpath (param \"{key}\"))");
+        for (ro_key, path) in read_only.iter().filter(|(_, p)| p.starts_with(root)) {
+            rule.push_str(&format!(" (require-not (subpath (param \"{ro_key}\")))"));
+            for folder in path
+                .ancestors()
+                .skip(1)
+                .take_while(|a| *a != root.as_path() && a.starts_with(root))
+            {
+                let pin = param("PINNED", pins, folder);
+                pins += 1;
+                rule.push_str(&format!(" (require-not (literal (param \"{pin}\")))"));
+            }
         }
-        text.push_str(")\n");
+        rule.push(')');
+        text.push_str(&format!("(allow file-write* {rule})\n"));
+        // Readable, as on Linux, even inside a hidden path: it was asked for by name.
+        let inside = not_hidden(&|p| p.starts_with(root));
+        text.push_str(&format!(
+            "(allow file-read* (require-all (subpath (param \"{key}\")){inside}))\n"
+        ));
     }
     if policy.network {
         // Internet sockets only: a Unix socket reaches processes outside the sandbox.
@@ -84,9 +132,16 @@ mod tests {
         });
         assert!(text.starts_with("(version 1)\n(deny default)\n"));
         assert!(text.contains("\n(allow file-read*)\n"), "reads everywhere");
-        assert!(text.contains(
-            "(allow file-write* (subpath (param \"WRITABLE_ROOT_0\")) (subpath (param \"WRITABLE_ROOT_1\")))"
-        ));
+        assert!(
+            text.contains(
+                "(allow file-write* (require-all (subpath (param \"WRITABLE_ROOT_0\"))))\n"
+            )
+        );
+        assert!(
+            text.contains(
+                "(allow file-write* (require-all (subpath (param \"WRITABLE_ROOT_1\"))))\n"
+            )
+        );
         assert!(!text.contains("network-outbound"), "no network");
         assert!(
             !text.contains("/Users/me"),
@@ -111,13 +166,10 @@ mod tests {
             network: true,
             ..Policy::default()
         });
-        assert!(
-            !text.contains("(allow file-write* (subpath"),
-            "nothing writable"
-        );
+        assert!(!text.contains("(allow file-write*"), "nothing writable");
         assert!(!text.contains("\n(allow file-read*)\n"));
         assert!(text.contains(
-            "(allow file-read* (subpath (param \"READABLE_ROOT_0\")) (subpath (param \"READABLE_ROOT_1\")))"
+            "(allow file-read* (require-all (require-any (subpath (param \"READABLE_ROOT_0\")) (subpath (param \"READABLE_ROOT_1\")))))"
         ));
         assert!(text.contains("(allow network-outbound (remote ip))"));
         assert!(
@@ -125,14 +177,57 @@ mod tests {
             "no Unix sockets even with network"
         );
         assert_eq!(params.len(), 2);
-        // Balanced parentheses: sandbox-exec refuses a profile that is not.
+        assert!(balanced(&text), "{text}");
+    }
+
+    /// Balanced parentheses: sandbox-exec refuses a profile that is not.
+    fn balanced(text: &str) -> bool {
         let depth = text.chars().try_fold(0i32, |d, c| match c {
             '(' => Some(d + 1),
             ')' if d > 0 => Some(d - 1),
             ')' => None,
             _ => Some(d),
         });
-        assert_eq!(depth, Some(0));
+        depth == Some(0)
+    }
+
+    #[test]
+    fn protected_paths_stay_read_only_and_hidden_paths_unread() {
+        let (text, params) = profile(&Policy {
+            writable: vec!["/Users/me/p".into(), "/Users/me".into()],
+            read_only: vec!["/Users/me/p/.git/hooks".into()],
+            hidden: vec!["/Users/me/.ssh".into()],
+            ..Policy::default()
+        });
+        let key = |name: &str| -> String {
+            params
+                .iter()
+                .find(|(_, v)| v == name)
+                .map(|(k, _)| k.clone())
+                .unwrap_or_else(|| panic!("{name} in {params:?}"))
+        };
+        let (p, ro, git, home, ssh) = (
+            key("/Users/me/p"),
+            key("/Users/me/p/.git/hooks"),
+            key("/Users/me/p/.git"),
+            key("/Users/me"),
+            key("/Users/me/.ssh"),
+        );
+        assert!(text.contains(&format!(
+            "(allow file-write* (require-all (subpath (param \"{p}\")) (require-not (subpath (param \"{ro}\"))) (require-not (literal (param \"{git}\")))))"
+        )), "{text}");
+        // Reads everywhere but the hidden path, and in the writable root that holds it.
+        assert!(
+            text.contains(&format!(
+                "(allow file-read* (require-all (require-not (subpath (param \"{ssh}\")))))"
+            )),
+            "{text}"
+        );
+        assert!(text.contains(&format!(
+            "(allow file-read* (require-all (subpath (param \"{home}\")) (require-not (subpath (param \"{ssh}\")))))"
+        )), "{text}");
+        assert!(!text.contains("\n(allow file-read*)\n"));
+        assert!(balanced(&text), "{text}");
     }
 
     #[test]

@@ -1,12 +1,18 @@
 //! The OS sandbox for commands: what a command may change and reach, and how it is made to
-//! hold. On Linux a helper (`stepperd sandbox …`, see [`helper_main`]) restricts itself with
-//! Landlock (files) and seccomp (sockets) and then execs the command, so the daemon itself
-//! keeps `unsafe` out and is never restricted; on macOS `/usr/bin/sandbox-exec` runs it under
-//! a profile built by [`macos::profile`]. Elsewhere there is no sandbox, and [`probe`] says so.
+//! hold. On Linux a helper (`stepperd sandbox …`, see [`helper_main`]) runs the command in
+//! bubblewrap's namespaces when it can (a read-only view of the system with the writable
+//! roots bound in, protected paths bound read-only, hidden paths covered, and private `/dev`
+//! and `/proc`; see `bwrap.rs`), restricts itself with Landlock (files) and seccomp (sockets)
+//! inside them, and then execs the command — so the daemon itself keeps `unsafe` out and is
+//! never restricted. Without bubblewrap, Landlock and seccomp alone hold what they can. On
+//! macOS `/usr/bin/sandbox-exec` runs it under a profile built by [`macos::profile`].
+//! Elsewhere there is no sandbox, and [`probe`] says so.
 //!
 //! A sandbox that cannot be applied in full never runs the command: the helper exits with
 //! [`HELPER_FAILED`] and says why on stderr.
 
+#[cfg(target_os = "linux")]
+mod bwrap;
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod macos;
@@ -21,6 +27,9 @@ pub const HELPER_FAILED: i32 = 125;
 pub const HELPER_PREFIX: &str = "stepper sandbox: ";
 /// The subcommand of `stepperd` that is the helper.
 pub const HELPER_SUBCOMMAND: &str = "sandbox";
+/// bubblewrap at its fixed place (Debian's `bubblewrap` package): one found on `PATH` could be
+/// the project's.
+pub const BWRAP: &str = "/usr/bin/bwrap";
 
 /// What a sandboxed command may do. Everything not granted is refused by the kernel.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,19 +39,40 @@ pub struct Policy {
     pub writable: Vec<PathBuf>,
     /// Where it may read and execute; `None` is everywhere.
     pub readable: Option<Vec<PathBuf>>,
+    /// Paths inside the writable roots that it finds read-only, and can neither remove nor
+    /// replace (what git and stepper run programs from). Held by bubblewrap and Seatbelt;
+    /// Landlock alone cannot take a path back out of a writable folder.
+    pub read_only: Vec<PathBuf>,
+    /// Paths whose contents it cannot read (credentials, stepper's own files): a hidden
+    /// folder looks empty, a hidden file reads as empty or cannot be opened.
+    pub hidden: Vec<PathBuf>,
     /// Internet sockets (IPv4 and IPv6, loopback included). Unix-domain sockets are refused
     /// either way: they reach processes outside the sandbox (this daemon among them).
     pub network: bool,
     /// Use at most this Landlock ABI: a kernel that offers less is simulated (0 is a kernel
     /// without Landlock). `None`: what the kernel offers.
     pub max_abi: Option<u32>,
+    /// Run the command in bubblewrap's namespaces ([`BWRAP`]), Landlock and seccomp inside
+    /// (Linux). Without it, Landlock and seccomp alone.
+    pub bubblewrap: bool,
+}
+
+/// What makes a sandbox hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    /// bubblewrap's mount, PID and IPC namespaces, with Landlock and seccomp inside (Linux).
+    Bubblewrap,
+    /// Landlock and seccomp alone (Linux without a usable bubblewrap).
+    Landlock,
+    /// `sandbox-exec` and a Seatbelt profile (macOS).
+    Seatbelt,
 }
 
 /// Whether this machine can sandbox commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Support {
-    /// It can; `what` names the mechanism (`Landlock ABI 7 + seccomp`).
-    Available { what: String },
+    /// It can; `what` says with what, in words (`bubblewrap + landlock-abi=7 seccomp`).
+    Available { what: String, mechanism: Mechanism },
     /// It cannot, and why.
     Unavailable { why: String },
 }
@@ -51,7 +81,7 @@ pub enum Support {
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error(
-        "{0} (usage: stepperd sandbox [--write PATH]... [--read PATH]... [--network] [--max-abi N] -- PROGRAM [ARG]...)"
+        "{0} (usage: stepperd sandbox [--write PATH]... [--read PATH]... [--read-only PATH]... [--hide PATH]... [--network] [--bwrap] [--max-abi N] -- PROGRAM [ARG]...)"
     )]
     Usage(String),
     #[error("{0}")]
@@ -64,9 +94,15 @@ impl Policy {
     /// The helper's arguments for this policy, up to and including `--`.
     pub fn helper_args(&self) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec![HELPER_SUBCOMMAND.into()];
-        for path in &self.writable {
-            args.push("--write".into());
-            args.push(path.into());
+        for (flag, paths) in [
+            ("--write", &self.writable),
+            ("--read-only", &self.read_only),
+            ("--hide", &self.hidden),
+        ] {
+            for path in paths {
+                args.push(flag.into());
+                args.push(path.into());
+            }
         }
         for path in self.readable.iter().flatten() {
             args.push("--read".into());
@@ -79,6 +115,9 @@ impl Policy {
         if self.network {
             args.push("--network".into());
         }
+        if self.bubblewrap {
+            args.push("--bwrap".into());
+        }
         if let Some(abi) = self.max_abi {
             args.push("--max-abi".into());
             args.push(abi.to_string().into());
@@ -90,64 +129,8 @@ impl Policy {
     /// The policy and the command from the helper's arguments (after the subcommand).
     /// `--probe` instead of a command asks only whether the restriction can be applied.
     pub fn from_helper_args(args: &[OsString]) -> Result<(Policy, Invocation), SandboxError> {
-        let mut policy = Policy::default();
-        let mut probe = false;
-        let mut it = args.iter();
-        let mut command = Vec::new();
-        let value = |it: &mut std::slice::Iter<'_, OsString>, flag: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| SandboxError::Usage(format!("{flag} needs a value")))
-        };
-        while let Some(arg) = it.next() {
-            match arg.to_str() {
-                Some("--write") => policy.writable.push(value(&mut it, "--write")?.into()),
-                Some("--read") => policy
-                    .readable
-                    .get_or_insert_with(Vec::new)
-                    .push(value(&mut it, "--read")?.into()),
-                Some("--read-none") => {
-                    policy.readable.get_or_insert_with(Vec::new);
-                }
-                Some("--network") => policy.network = true,
-                Some("--max-abi") => {
-                    let v = value(&mut it, "--max-abi")?;
-                    let n = v.to_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
-                        SandboxError::Usage(format!("--max-abi takes a number, not {v:?}"))
-                    })?;
-                    policy.max_abi = Some(n);
-                }
-                Some("--probe") => probe = true,
-                Some("--") => {
-                    command.extend(it.by_ref().cloned());
-                    break;
-                }
-                _ => {
-                    return Err(SandboxError::Usage(format!("unknown argument {arg:?}")));
-                }
-            }
-        }
-        for path in policy
-            .writable
-            .iter()
-            .chain(policy.readable.iter().flatten())
-        {
-            if !path.is_absolute() {
-                return Err(SandboxError::Usage(format!(
-                    "{} is not an absolute path",
-                    path.display()
-                )));
-            }
-        }
-        let invocation = match (probe, command.is_empty()) {
-            (true, true) => Invocation::Probe,
-            (false, false) => Invocation::Run(command),
-            (true, false) => {
-                return Err(SandboxError::Usage("--probe takes no command".into()));
-            }
-            (false, true) => return Err(SandboxError::Usage("no command to run".into())),
-        };
-        Ok((policy, invocation))
+        let call = HelperCall::parse(args)?;
+        Ok((call.policy, call.invocation))
     }
 
     /// How to run a command under this policy on this OS: `program`, then `args`, then the
@@ -188,6 +171,102 @@ pub enum Invocation {
     Run(Vec<OsString>),
 }
 
+/// The helper's arguments, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HelperCall {
+    policy: Policy,
+    invocation: Invocation,
+    /// Set when this is the helper bubblewrap started inside its namespaces: the descriptor
+    /// of this binary it was started from (`--inner FD`; see `bwrap.rs`).
+    inner: Option<i32>,
+}
+
+impl HelperCall {
+    fn parse(args: &[OsString]) -> Result<HelperCall, SandboxError> {
+        let mut policy = Policy::default();
+        let mut probe = false;
+        let mut inner = None;
+        let mut it = args.iter();
+        let mut command = Vec::new();
+        let value = |it: &mut std::slice::Iter<'_, OsString>, flag: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| SandboxError::Usage(format!("{flag} needs a value")))
+        };
+        while let Some(arg) = it.next() {
+            match arg.to_str() {
+                Some("--write") => policy.writable.push(value(&mut it, "--write")?.into()),
+                Some("--read") => policy
+                    .readable
+                    .get_or_insert_with(Vec::new)
+                    .push(value(&mut it, "--read")?.into()),
+                Some("--read-none") => {
+                    policy.readable.get_or_insert_with(Vec::new);
+                }
+                Some("--read-only") => policy.read_only.push(value(&mut it, "--read-only")?.into()),
+                Some("--hide") => policy.hidden.push(value(&mut it, "--hide")?.into()),
+                Some("--network") => policy.network = true,
+                Some("--bwrap") => policy.bubblewrap = true,
+                Some("--max-abi") => {
+                    let v = value(&mut it, "--max-abi")?;
+                    let n = v.to_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
+                        SandboxError::Usage(format!("--max-abi takes a number, not {v:?}"))
+                    })?;
+                    policy.max_abi = Some(n);
+                }
+                Some("--inner") => {
+                    let v = value(&mut it, "--inner")?;
+                    let fd = v
+                        .to_str()
+                        .and_then(|s| s.parse().ok())
+                        .filter(|&fd: &i32| fd > 2)
+                        .ok_or_else(|| {
+                            SandboxError::Usage(format!(
+                                "--inner takes the descriptor the helper was started from, not {v:?}"
+                            ))
+                        })?;
+                    inner = Some(fd);
+                }
+                Some("--probe") => probe = true,
+                Some("--") => {
+                    command.extend(it.by_ref().cloned());
+                    break;
+                }
+                _ => {
+                    return Err(SandboxError::Usage(format!("unknown argument {arg:?}")));
+                }
+            }
+        }
+        for path in policy
+            .writable
+            .iter()
+            .chain(policy.readable.iter().flatten())
+            .chain(&policy.read_only)
+            .chain(&policy.hidden)
+        {
+            if !path.is_absolute() {
+                return Err(SandboxError::Usage(format!(
+                    "{} is not an absolute path",
+                    path.display()
+                )));
+            }
+        }
+        let invocation = match (probe, command.is_empty()) {
+            (true, true) => Invocation::Probe,
+            (false, false) => Invocation::Run(command),
+            (true, false) => {
+                return Err(SandboxError::Usage("--probe takes no command".into()));
+            }
+            (false, true) => return Err(SandboxError::Usage("no command to run".into())),
+        };
+        Ok(HelperCall {
+            policy,
+            invocation,
+            inner,
+        })
+    }
+}
+
 /// The start of a command line that runs a command under a sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wrapped {
@@ -197,23 +276,31 @@ pub struct Wrapped {
 
 /// The helper: `stepperd sandbox …` with `args` after the subcommand. Restricts the process
 /// and execs the command, so it returns only on failure: the exit code, after writing the
-/// reason on stderr. `--probe` returns 0 when the restriction was applied.
+/// reason on stderr. `--probe` returns 0 when the restriction was applied. With `--bwrap`
+/// it starts bubblewrap, which starts the helper again inside its namespaces, and returns
+/// the command's exit code.
 pub fn helper_main(args: &[OsString]) -> i32 {
     let failed = |e: SandboxError| {
         eprintln!("{HELPER_PREFIX}{e}");
         HELPER_FAILED
     };
-    let (policy, invocation) = match Policy::from_helper_args(args) {
+    let call = match HelperCall::parse(args) {
         Ok(parsed) => parsed,
         Err(e) => return failed(e),
     };
     #[cfg(target_os = "linux")]
     {
-        let what = match linux::restrict(&policy) {
+        if let Some(exe) = call.inner {
+            return bwrap::inner(&call.policy, &call.invocation, exe);
+        }
+        if call.policy.bubblewrap {
+            return bwrap::outer(&call.policy, &call.invocation);
+        }
+        let what = match linux::restrict(&call.policy, linux::Within::Host) {
             Ok(what) => what,
             Err(e) => return failed(e),
         };
-        match invocation {
+        match call.invocation {
             Invocation::Probe => {
                 println!("ok {what}");
                 0
@@ -223,7 +310,7 @@ pub fn helper_main(args: &[OsString]) -> i32 {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (policy, invocation);
+        let _ = call;
         failed(SandboxError::Unavailable(
             "the sandbox helper runs on Linux only".into(),
         ))
@@ -231,65 +318,46 @@ pub fn helper_main(args: &[OsString]) -> i32 {
 }
 
 /// Whether commands can be sandboxed here. On Linux this runs the helper (`helper`, with
-/// `max_abi` as in [`Policy`]) once with `--probe`: it restricts itself as a command would be
-/// and reports, so a kernel without Landlock or seccomp is found before any command runs.
-pub async fn probe(helper: &Path, max_abi: Option<u32>) -> Support {
+/// `max_abi` as in [`Policy`]) with `--probe`: it restricts itself as a command would be and
+/// reports, so a kernel without Landlock or seccomp is found before any command runs. With
+/// `bubblewrap` it tries bubblewrap first (the same helper, inside its namespaces), and
+/// falls back to Landlock and seccomp alone, saying why, when bubblewrap is missing or
+/// cannot make its namespaces here.
+pub async fn probe(helper: &Path, max_abi: Option<u32>, bubblewrap: bool) -> Support {
     if cfg!(target_os = "linux") {
-        let policy = Policy {
-            max_abi,
-            ..Policy::default()
-        };
-        let mut args = policy.helper_args();
-        // `--probe` instead of `-- command`.
-        args.pop();
-        args.push("--probe".into());
-        let mut command = tokio::process::Command::new(helper);
-        command
-            .args(&args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        // The daemon's own child (crate::lineage): a stranger beneath it would be killed.
-        let run = async {
-            crate::lineage::spawn(&mut command)?
-                .wait_with_output()
-                .await
-        };
-        let run = tokio::time::timeout(std::time::Duration::from_secs(10), run);
-        match run.await {
-            Ok(Ok(out)) if out.status.success() => {
-                let text = String::from_utf8_lossy(&out.stdout);
-                Support::Available {
-                    what: text.trim().trim_start_matches("ok ").to_string(),
+        let without = if !bubblewrap {
+            "bubblewrap turned off".to_string()
+        } else if !Path::new(BWRAP).exists() {
+            format!("no bubblewrap at {BWRAP}")
+        } else {
+            match probe_helper(helper, max_abi, true).await {
+                Ok(what) => {
+                    // Landlock serves there only where reads are confined to readableRoots.
+                    let reads = match probe_helper(helper, max_abi, false).await {
+                        Ok(landlock) => format!("{landlock} where reads are confined"),
+                        Err(why) => format!("reads cannot be confined: {why}"),
+                    };
+                    return Support::Available {
+                        what: format!("{what}; {reads}"),
+                        mechanism: Mechanism::Bubblewrap,
+                    };
                 }
+                Err(why) => format!("bubblewrap unusable: {why}"),
             }
-            Ok(Ok(out)) => {
-                let err = String::from_utf8_lossy(&out.stderr);
-                let why = err
-                    .lines()
-                    .rev()
-                    .find_map(|l| l.strip_prefix(HELPER_PREFIX))
-                    .unwrap_or(err.trim());
-                Support::Unavailable {
-                    why: if why.is_empty() {
-                        format!("the sandbox helper failed ({})", out.status)
-                    } else {
-                        why.to_string()
-                    },
-                }
-            }
-            Ok(Err(e)) => Support::Unavailable {
-                why: format!("cannot start the sandbox helper {}: {e}", helper.display()),
+        };
+        match probe_helper(helper, max_abi, false).await {
+            Ok(what) => Support::Available {
+                what: format!("{what} only ({without})"),
+                mechanism: Mechanism::Landlock,
             },
-            Err(_) => Support::Unavailable {
-                why: "the sandbox helper did not answer within 10 s".into(),
-            },
+            Err(why) => Support::Unavailable { why },
         }
     } else if cfg!(target_os = "macos") {
+        let _ = (max_abi, bubblewrap);
         if Path::new(macos::SANDBOX_EXEC).exists() {
             Support::Available {
                 what: "sandbox-exec".into(),
+                mechanism: Mechanism::Seatbelt,
             }
         } else {
             Support::Unavailable {
@@ -297,10 +365,65 @@ pub async fn probe(helper: &Path, max_abi: Option<u32>) -> Support {
             }
         }
     } else {
-        let _ = (helper, max_abi);
+        let _ = (helper, max_abi, bubblewrap);
         Support::Unavailable {
             why: "stepper has no sandbox for this operating system yet".into(),
         }
+    }
+}
+
+/// Run the helper once with `--probe`: what it applied, or why it could not.
+async fn probe_helper(
+    helper: &Path,
+    max_abi: Option<u32>,
+    bubblewrap: bool,
+) -> Result<String, String> {
+    let policy = Policy {
+        max_abi,
+        bubblewrap,
+        ..Policy::default()
+    };
+    let mut args = policy.helper_args();
+    // `--probe` instead of `-- command`.
+    args.pop();
+    args.push("--probe".into());
+    let mut command = tokio::process::Command::new(helper);
+    command
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    // The daemon's own child (crate::lineage): a stranger beneath it would be killed.
+    let run = async {
+        crate::lineage::spawn(&mut command)?
+            .wait_with_output()
+            .await
+    };
+    let run = tokio::time::timeout(std::time::Duration::from_secs(10), run);
+    match run.await {
+        Ok(Ok(out)) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            Ok(text.trim().trim_start_matches("ok ").to_string())
+        }
+        Ok(Ok(out)) => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let why = err
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix(HELPER_PREFIX))
+                .unwrap_or(err.trim());
+            Err(if why.is_empty() {
+                format!("the sandbox helper failed ({})", out.status)
+            } else {
+                why.to_string()
+            })
+        }
+        Ok(Err(e)) => Err(format!(
+            "cannot start the sandbox helper {}: {e}",
+            helper.display()
+        )),
+        Err(_) => Err("the sandbox helper did not answer within 10 s".into()),
     }
 }
 
@@ -332,8 +455,11 @@ mod tests {
         let policy = Policy {
             writable: vec!["/p".into(), "/tmp".into()],
             readable: Some(vec!["/usr".into()]),
+            read_only: vec!["/p/.git/hooks".into()],
+            hidden: vec!["/home/me/.ssh".into(), "/home/me/.netrc".into()],
             network: true,
             max_abi: Some(3),
+            bubblewrap: true,
         };
         let mut args = policy.helper_args();
         assert_eq!(args[0], "sandbox");
@@ -360,6 +486,10 @@ mod tests {
             &["--max-abi", "x", "--", "true"],
             &["--"],
             &["--probe", "--", "true"],
+            &["--hide", "relative", "--", "true"],
+            &["--read-only", "x/y", "--", "true"],
+            &["--inner", "x", "--", "true"],
+            &["--inner", "1", "--", "true"],
         ] {
             let err = Policy::from_helper_args(&os(bad)).unwrap_err();
             assert!(matches!(err, SandboxError::Usage(_)), "{bad:?}: {err}");
@@ -369,6 +499,8 @@ mod tests {
             Policy::from_helper_args(&os(&["--probe"])).unwrap().1,
             Invocation::Probe
         );
+        let inner = HelperCall::parse(&os(&["--inner", "5", "--", "true"])).unwrap();
+        assert_eq!(inner.inner, Some(5));
     }
 
     #[test]

@@ -1,26 +1,16 @@
 //! The OS sandbox of a session's commands: which one applies (the session's own, else the
 //! settings' for its folder), whether this machine can apply it (probed once, by running
-//! the helper the way a command runs), and where it lets commands write.
+//! the helper the way a command runs), where it lets commands write, what stays read-only
+//! inside the project, and what it hides.
 
 use std::path::{Path, PathBuf};
 
 use stepper_engine::config::{SandboxConfig, SandboxMode};
 use stepper_engine::tool::CommandSandbox;
-use stepper_process::sandbox::{HELPER_FAILED, Policy, Support};
+use stepper_process::sandbox::{HELPER_FAILED, Mechanism, Policy, Support};
+use stepper_protocol::places::Places;
 use stepper_protocol::session::Env;
-use stepper_protocol::{SandboxInfo, SandboxState};
-
-/// Devices every command may write (and, for terminals, drive): the sink and source files,
-/// pseudo-terminals of its own, and POSIX shared memory.
-const DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-    "/dev/shm",
-];
+use stepper_protocol::{SandboxInfo, SandboxMechanism, SandboxState};
 
 /// What programs need to read wherever reads are confined to `readableRoots`.
 const SYSTEM: &[&str] = &[
@@ -55,6 +45,12 @@ pub struct Sandboxes {
     /// `STEPPER_SANDBOX_MAX_ABI`: use at most this Landlock ABI (0 acts out a kernel
     /// without Landlock).
     max_abi: Option<u32>,
+    /// Whether bubblewrap may be tried (`STEPPER_SANDBOX_BWRAP=off` says no: Landlock and
+    /// seccomp alone, as on a machine without it).
+    bubblewrap: bool,
+    /// What commands never read, whatever the settings: the store and the credentials
+    /// (the data folder), the settings (the config folder) and the daemon's socket.
+    own: Vec<PathBuf>,
 }
 
 /// What one turn's commands run in.
@@ -66,7 +62,8 @@ pub struct Plan {
 }
 
 impl Sandboxes {
-    pub fn from_env() -> Sandboxes {
+    /// The sandbox of the daemon keeping its files in `places`, as the environment tunes it.
+    pub fn new(places: &Places) -> Sandboxes {
         let helper = if cfg!(target_os = "linux") {
             PathBuf::from("/proc/self/exe")
         } else {
@@ -75,10 +72,13 @@ impl Sandboxes {
         let max_abi = std::env::var("STEPPER_SANDBOX_MAX_ABI")
             .ok()
             .and_then(|v| v.trim().parse().ok());
+        let bubblewrap = std::env::var("STEPPER_SANDBOX_BWRAP").map_or(true, |v| v.trim() != "off");
         Sandboxes {
             support: tokio::sync::OnceCell::new(),
             helper,
             max_abi,
+            bubblewrap,
+            own: own_files(places),
         }
     }
 
@@ -86,9 +86,11 @@ impl Sandboxes {
     pub async fn support(&self) -> &Support {
         self.support
             .get_or_init(|| async {
-                let found = stepper_process::sandbox::probe(&self.helper, self.max_abi).await;
+                let found =
+                    stepper_process::sandbox::probe(&self.helper, self.max_abi, self.bubblewrap)
+                        .await;
                 match &found {
-                    Support::Available { what } => {
+                    Support::Available { what, .. } => {
                         tracing::info!(%what, "the sandbox is available")
                     }
                     Support::Unavailable { why } => {
@@ -155,27 +157,50 @@ impl Sandboxes {
             all
         });
         let confines_reads = readable.is_some();
-        let policy = Policy {
-            writable: roots
-                .iter()
-                .cloned()
-                .chain(DEVICES.iter().map(PathBuf::from))
-                .collect(),
-            readable,
-            network,
-            max_abi: self.max_abi,
-        };
-        let wrapped = match self.support().await {
-            Support::Available { what } => policy.wrap(&self.helper).map(|w| (w, what.clone())),
+        let support = self.support().await;
+        let (what, mechanism) = match support {
+            Support::Available { what, mechanism } => (what.clone(), *mechanism),
             Support::Unavailable { why } => {
+                info.state = SandboxState::Unavailable;
                 info.reason = Some(why.clone());
-                None
+                return Plan {
+                    info,
+                    command: None,
+                    confines_reads: false,
+                };
             }
         };
-        let Some((wrapped, what)) = wrapped else {
+        // What git and stepper run programs from stays read-only inside the project (and
+        // the empty settings folders are made, to be held so). Nothing is writable in
+        // `read-only`, so nothing needs it there.
+        let read_only = if mode == SandboxMode::WorkspaceWrite {
+            let root = cwd.to_path_buf();
+            tokio::task::spawn_blocking(move || {
+                stepper_engine::gate::protected::read_only_in_sandbox(&root)
+            })
+            .await
+            .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let hidden: Vec<PathBuf> = config
+            .deny_read()
+            .iter()
+            .filter_map(|p| expand(p))
+            .chain(self.own.iter().cloned())
+            .collect();
+        let policy = Policy {
+            writable: roots,
+            readable,
+            read_only,
+            hidden,
+            network,
+            max_abi: self.max_abi,
+            bubblewrap: mechanism == Mechanism::Bubblewrap,
+        };
+        let Some(wrapped) = policy.wrap(&self.helper) else {
             info.state = SandboxState::Unavailable;
-            info.reason
-                .get_or_insert_with(|| "this operating system has no sandbox".into());
+            info.reason = Some("this operating system has no sandbox".into());
             return Plan {
                 info,
                 command: None,
@@ -184,6 +209,11 @@ impl Sandboxes {
         };
         info.state = SandboxState::Active;
         info.reason = Some(what);
+        info.mechanism = Some(match mechanism {
+            Mechanism::Bubblewrap => SandboxMechanism::Bubblewrap,
+            Mechanism::Landlock => SandboxMechanism::Landlock,
+            Mechanism::Seatbelt => SandboxMechanism::Seatbelt,
+        });
         Plan {
             info,
             command: Some(CommandSandbox {
@@ -194,4 +224,21 @@ impl Sandboxes {
             confines_reads,
         }
     }
+}
+
+/// The daemon's own files, hidden from every command: the data folder (the store,
+/// `credentials.json`, logs), the config folder (settings), and the socket — its folder when
+/// that is stepper's own, else the socket alone (a socket set in `/tmp` must not hide `/tmp`).
+fn own_files(places: &Places) -> Vec<PathBuf> {
+    let mut own = vec![places.data_dir.clone(), places.config_dir.clone()];
+    let socket_dir = places.socket.parent().filter(|dir| {
+        *dir == places.data_dir || dir.file_name().is_some_and(|name| name == "stepper")
+    });
+    own.push(match socket_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => places.socket.clone(),
+    });
+    own.sort();
+    own.dedup();
+    own
 }
