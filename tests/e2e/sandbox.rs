@@ -1010,3 +1010,25 @@ async fn reads_confined_to_the_readable_roots() {
         assert!(said.contains("Permission denied"), "{said}");
     }
 }
+
+/// The daemon keeps the folder it was started from: gone by the time it first sandboxes a
+/// command, it must not cost the daemon its bubblewrap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_does_not_depend_on_the_folder_the_daemon_started_in() {
+    let env = TestEnv::new();
+    if !landlock(&env) || !bubblewrap(&env) {
+        return;
+    }
+    let gone = tempfile::tempdir().unwrap();
+    let out = env
+        .stepper()
+        .current_dir(gone.path())
+        .args(["daemon", "start"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    drop(gone);
+    let (outputs, sandbox) = in_a_session(&env, env.home.path(), &["echo ran".into()]).await;
+    expect_mechanism(&sandbox, true);
+    assert!(outputs[0].contains("ran"), "{}", outputs[0]);
+}

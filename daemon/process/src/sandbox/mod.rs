@@ -390,6 +390,8 @@ async fn probe_helper(
     let mut command = tokio::process::Command::new(helper);
     command
         .args(&args)
+        // The daemon's own folder may be gone (or hidden): the probe must not depend on it.
+        .current_dir("/")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
