@@ -141,7 +141,8 @@ fn launch(policy: &Policy, invocation: &Invocation) -> Result<i32, SandboxError>
     let status = child
         .wait()
         .map_err(|e| unavailable("lost bubblewrap", &e))?;
-    // bubblewrap is gone, and the namespace with everything in it: all is written.
+    // bubblewrap has exited, so what it had to say is in the pipe (the sandbox never held
+    // it: bubblewrap closes it before it execs the command).
     let mut report = String::new();
     nix::fcntl::fcntl(&status_read, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
         .map_err(|e| unavailable("cannot read bubblewrap's status", &e))?;
