@@ -157,6 +157,9 @@ pub struct CommandSandbox {
     pub prefix: Vec<std::ffi::OsString>,
     /// The helper's exit code when it could not restrict itself (the command did not run).
     pub helper_failed: Option<i32>,
+    /// The sandbox holds the command's processes itself (a PID namespace whose end kills
+    /// all in it): no reaper is needed around it.
+    pub holds_processes: bool,
 }
 
 /// The context of one tool call.

@@ -178,8 +178,14 @@ async fn execute(
     sandbox: Option<&CommandSandbox>,
 ) -> Result<Ran, ToolError> {
     // Under the reaper (when the daemon installed one), so that nothing the line starts
-    // outlives it, however it detaches.
+    // outlives it, however it detaches — unless the sandbox holds its processes itself
+    // (bubblewrap's PID namespace ends with the command, taking everything in it).
     let mut command = match sandbox {
+        Some(s) if s.holds_processes => {
+            let mut c = tokio::process::Command::new(&s.program);
+            c.args(&s.prefix).arg("bash");
+            c
+        }
         Some(s) => {
             let mut c = stepper_process::reaper::command(&s.program);
             c.args(&s.prefix).arg("bash");

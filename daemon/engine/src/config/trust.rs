@@ -355,6 +355,16 @@ pub fn narrow(layer: Settings, base: &Settings, file: &str) -> (Settings, Vec<St
             Some(true) if was.network != Some(true) => left_out("sandbox network".into()),
             _ => {}
         }
+        // More hidden is narrower; a list replaces the defaults, so they are kept with it.
+        if let Some(more) = asked.deny_read {
+            let mut hidden = was.deny_read();
+            hidden.extend(
+                more.into_iter()
+                    .filter(|p| !hidden.contains(p))
+                    .collect::<Vec<_>>(),
+            );
+            narrowed.deny_read = Some(hidden);
+        }
         kept.sandbox = Some(super::SandboxSetting::Full(narrowed));
     }
     (kept, ignored)
@@ -419,6 +429,22 @@ mod tests {
         assert_eq!(sandbox.mode, Some(SandboxMode::WorkspaceWrite));
         assert!(sandbox.writable_roots.is_empty());
         assert_ne!(sandbox.network, Some(true));
+        // `denyRead: []` would hide nothing: untrusted, the defaults stay, and more is kept.
+        let (kept, _) = narrow(settings(r#"{"sandbox": {"denyRead": []}}"#), &user, "p");
+        let mut merged = user.clone();
+        merged.merge(kept);
+        assert!(merged.sandbox().deny_read().contains(&"~/.ssh".to_string()));
+        let (kept, _) = narrow(
+            settings(r#"{"sandbox": {"denyRead": ["~/secrets"]}}"#),
+            &user,
+            "p",
+        );
+        let mut merged = user.clone();
+        merged.merge(kept);
+        let hidden = merged.sandbox().deny_read();
+        assert!(
+            hidden.contains(&"~/.ssh".to_string()) && hidden.contains(&"~/secrets".to_string())
+        );
         for said in [
             "model evil/m",
             "providers (evil)",

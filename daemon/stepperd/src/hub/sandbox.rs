@@ -64,11 +64,13 @@ pub struct Plan {
 impl Sandboxes {
     /// The sandbox of the daemon keeping its files in `places`, as the environment tunes it.
     pub fn new(places: &Places) -> Sandboxes {
-        let helper = if cfg!(target_os = "linux") {
-            PathBuf::from("/proc/self/exe")
-        } else {
-            std::env::current_exe().unwrap_or_else(|_| PathBuf::from("stepperd"))
-        };
+        // The daemon's executable as it was found at start. Not `/proc/self/exe`: commands
+        // start under the reaper, a process of its own, and the daemon is not dumpable, so
+        // its `/proc/<pid>/exe` is closed to the reaper of a user without CAP_SYS_PTRACE.
+        let helper = std::env::current_exe()
+            .ok()
+            .filter(|p| p.is_file())
+            .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
         let max_abi = std::env::var("STEPPER_SANDBOX_MAX_ABI")
             .ok()
             .and_then(|v| v.trim().parse().ok());
@@ -220,6 +222,7 @@ impl Sandboxes {
                 program: wrapped.program,
                 prefix: wrapped.args,
                 helper_failed: cfg!(target_os = "linux").then_some(HELPER_FAILED),
+                holds_processes: mechanism == Mechanism::Bubblewrap,
             }),
             confines_reads,
         }
