@@ -66,7 +66,13 @@ fn execute_again(keys: &Env, argv: &[std::ffi::OsString]) -> Result<Outcome, Str
     drop(write);
     nix::unistd::dup2_stdin(&read).map_err(|e| format!("handing the keys over: {e}"))?;
     drop(read);
-    let mut command = std::process::Command::new("/proc/self/exe");
+    // The daemon's path, not `/proc/self/exe`: the process is named after the file it runs
+    // (`ps`, `pgrep stepperd`).
+    let program = std::env::current_exe()
+        .ok()
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| std::path::PathBuf::from("/proc/self/exe"));
+    let mut command = std::process::Command::new(program);
     if let Some((first, rest)) = argv.split_first() {
         command.arg0(first).args(rest);
     }
