@@ -390,6 +390,7 @@ fn status_word(status: McpStatus) -> &'static str {
         McpStatus::NeedsLogin => "needs login",
         McpStatus::NotApproved => "not approved",
         McpStatus::Disabled => "disabled",
+        McpStatus::Untrusted => "untrusted folder",
         McpStatus::Invalid => "invalid",
     }
 }

@@ -983,6 +983,9 @@ pub enum McpStatus {
     NotApproved,
     /// A project's server the user refused (`disabledMcpjsonServers`).
     Disabled,
+    /// A server in the `.mcp.json` of a folder the user has not trusted (`stepper trust`):
+    /// not started, and not offered for approval. Only `mcp/list` shows it.
+    Untrusted,
     /// Its configuration is wrong; `reason` says what to fix.
     Invalid,
 }

@@ -80,7 +80,8 @@ async fn a_servers_tool_runs_through_the_gate_and_the_server_is_shared_then_reap
             "args": [entry.display().to_string(), "stdio", marker],
         }}),
     );
-    // A server the project's own settings name: not started without approval.
+    // A server the settings of a trusted project name: not started without approval.
+    env.trust_project();
     let project = env.project.path().join(".stepper");
     std::fs::create_dir_all(&project).unwrap();
     std::fs::write(
@@ -262,6 +263,26 @@ async fn a_projects_mcp_json_runs_once_the_user_approves_it() {
     env.fake.push(Reply::text(&["no tools yet"]));
     submit(&client, &id, "first").await;
     let seen = until_turn_finished(&mut events).await;
+    // Untrusted, the folder's servers are not even offered for approval: the notice names
+    // them with the command that trusts the folder.
+    assert!(
+        seen.iter()
+            .any(|e| matches!(&e.event, AppEvent::Notice { message }
+        if message.contains(".mcp.json: MCP servers (everything)")
+            && message.contains("stepper trust"))),
+        "{seen:#?}"
+    );
+    assert!(
+        !env.fake.requests()[0]["tools"]
+            .to_string()
+            .contains("mcp__")
+    );
+
+    // Trusted, the server still waits for the user's own approval.
+    env.trust_project();
+    env.fake.push(Reply::text(&["still no tools"]));
+    submit(&client, &id, "again").await;
+    let seen = until_turn_finished(&mut events).await;
     assert!(
         seen.iter()
             .any(|e| matches!(&e.event, AppEvent::Notice { message }
@@ -270,7 +291,7 @@ async fn a_projects_mcp_json_runs_once_the_user_approves_it() {
         "{seen:#?}"
     );
     assert!(
-        !env.fake.requests()[0]["tools"]
+        !env.fake.requests()[1]["tools"]
             .to_string()
             .contains("mcp__")
     );
@@ -603,10 +624,18 @@ async fn stepper_mcp_adds_lists_gets_and_removes_servers() {
             .to_string()
     };
     assert!(line("everything").contains("connected"), "{said}");
-    assert!(line("repo").contains("not approved"), "{said}");
+    assert!(line("repo").contains("untrusted folder"), "{said}");
     assert!(line("web").contains("failed"), "{said}");
     assert!(
         said.contains("cannot reach http://127.0.0.1:9/mcp"),
+        "{said}"
+    );
+    // Trusted, the project's server waits for the user's approval.
+    env.trust_project();
+    let (_, said) = text(env.run(&["mcp", "list"]));
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("repo") && l.contains("not approved")),
         "{said}"
     );
     assert!(
@@ -1166,15 +1195,21 @@ async fn ask_at_a_terminal_asks_about_a_projects_server_and_remembers() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not approved"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("MCP servers (everything, other)"), "{said}");
+    assert!(said.contains("stepper trust"), "{said}");
     assert!(processes_with(&marker).is_empty());
 
-    // At a terminal, each is asked about; a yes and a no are remembered.
+    // At a terminal, the folder is asked about first, then each server; a yes and a no are
+    // remembered.
     let tmux = stepper_e2e::Tmux::new(&env);
     let pane = tmux.shell();
     env.fake.push(echo_call("asked and approved"));
     env.fake.push(Reply::text(&["done"]));
     pane.run("stepper ask --yes 'echo something'");
+    pane.wait_for_text("? [y/N]");
+    pane.type_text("y");
+    pane.press("Enter");
     pane.wait_for_text("names an MCP server, everything");
     pane.type_text("y");
     pane.press("Enter");

@@ -142,6 +142,12 @@ impl McpPool {
                 "there is no MCP server {name:?} here — see `stepper mcp list`"
             ));
         };
+        if found.standing == McpStatus::Untrusted {
+            return Err(format!(
+                "{name:?} is in the .mcp.json of a folder you have not trusted — if you trust \
+                 it, run `stepper trust` there first"
+            ));
+        }
         let one: ServerMap = [(found.name.clone(), found.value)].into_iter().collect();
         let (specs, problems) = parse_servers(&one, env);
         match specs.into_iter().next().map(|s| s.transport) {
@@ -552,8 +558,8 @@ fn configured(
     // A folder the user has not trusted offers none of its own servers: its settings'
     // are left out by the settings' narrowing, `.mcp.json` here.
     let mcp_json = match mcp_json(cwd) {
-        Ok(found) if folder_trusted => found,
-        Ok(_) => None,
+        Ok(found) => found,
+        Err(_) if !folder_trusted => None,
         Err(why) => {
             notices.push(why);
             None
@@ -597,6 +603,8 @@ fn configured(
     for c in all.values_mut() {
         c.standing = if c.scope != McpScope::Project {
             McpStatus::Connected
+        } else if !folder_trusted {
+            McpStatus::Untrusted
         } else if trusted.disabled_mcpjson_servers.contains(&c.name) {
             McpStatus::Disabled
         } else if trusted.enable_all_project_mcp_servers == Some(true)
