@@ -90,9 +90,13 @@ pub enum ErrorKind {
     /// No such turn in the session.
     NoSuchTurn,
     QueueFull,
-    /// The session's event log failed (the store refused a commit).
+    /// The session's events could not be stored (they could not be encoded).
     LogFailed,
     Store,
+    /// The store cannot write right now (a full disk, a lock another program holds past
+    /// the busy timeout): nothing of the call was stored, and the message says what to do.
+    /// What the daemon accepted before is stored by itself once the store writes again.
+    StoreUnavailable,
     ShuttingDown,
     TooLarge,
     Auth,
@@ -121,7 +125,7 @@ impl ErrorKind {
             | ErrorKind::NoSuchTurn
             | ErrorKind::QueueFull
             | ErrorKind::Rewind => INVALID_STATE,
-            ErrorKind::LogFailed | ErrorKind::Store => STORE_ERROR,
+            ErrorKind::LogFailed | ErrorKind::Store | ErrorKind::StoreUnavailable => STORE_ERROR,
             ErrorKind::ShuttingDown => SHUTTING_DOWN,
             ErrorKind::TooLarge => TOO_LARGE,
             ErrorKind::Auth => AUTH_FAILED,
@@ -139,6 +143,7 @@ impl ErrorKind {
             ErrorKind::TurnRunning
                 | ErrorKind::QueueFull
                 | ErrorKind::Store
+                | ErrorKind::StoreUnavailable
                 | ErrorKind::ShuttingDown
                 | ErrorKind::Internal
         )

@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 
 use sqlx::Row;
 
+use crate::write::WriteTx;
 use crate::{Result, Store, StoreError};
 
 /// One file a turn changed: where, and what it held before (`None`: it did not exist).
@@ -34,7 +35,7 @@ impl Store {
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?;
             compressed.push((*hash, data.len() as i64, c));
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = WriteTx::begin(&self.pool).await?;
         for (hash, size, data) in compressed {
             sqlx::query("INSERT OR IGNORE INTO blobs (hash, size, data) VALUES (?, ?, ?)")
                 .bind(hash)
@@ -66,7 +67,7 @@ impl Store {
         if changes.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = WriteTx::begin(&self.pool).await?;
         for c in changes {
             sqlx::query(
                 "INSERT OR IGNORE INTO file_changes (session_id, turn, path, before_hash) VALUES (?, ?, ?, ?)",

@@ -8,6 +8,7 @@ use stepper_protocol::session::SessionInfo;
 
 use crate::script::Script;
 use crate::session::{append_events, event_from_row, session_created};
+use crate::write::WriteTx;
 use crate::{Encoded, NewSession, Result, Store, StoreError};
 
 impl Store {
@@ -23,7 +24,7 @@ impl Store {
         // One transaction for every read and write, so a rewind of the source cannot land
         // between them. Its first statement writes (see ARCHITECTURE: write transactions
         // start with a write): the new row, with the source's environment.
-        let mut tx = self.pool.begin().await?;
+        let mut tx = WriteTx::begin(&self.pool).await?;
         let inserted = sqlx::query(
             "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
              updated_at, last_seq, turns, mode, sandbox) \

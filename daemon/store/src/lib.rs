@@ -8,6 +8,7 @@ mod checkpoint;
 mod fork;
 mod script;
 mod session;
+mod write;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -41,6 +42,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// The database file, for what people are told when it cannot be written.
+    path: std::sync::Arc<Path>,
 }
 
 impl Store {
@@ -56,7 +59,7 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(busy_timeout());
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             // A connection to a local file does not drop; the ping before each use would
@@ -77,12 +80,61 @@ impl Store {
             .execute(&mut *conn)
             .await?;
         drop(conn);
-        Ok(Store { pool })
+        Ok(Store {
+            pool,
+            path: path.into(),
+        })
+    }
+
+    /// Why a write failed, for people: what happened to the store and what to do. Every
+    /// such failure leaves nothing half-written (see `write.rs`), so trying again is safe.
+    pub fn why_not_written(&self, error: &StoreError) -> String {
+        let folder = self.path.parent().unwrap_or(&self.path);
+        match sqlite_code(error).map(|code| code & 0xff) {
+            // SQLITE_FULL, and SQLITE_IOERR: a write the file system refused.
+            Some(13) | Some(10) => format!(
+                "the disk holding stepper's data ({}) is full or refuses writes ({error}) — \
+                 free some space there; what stepper accepted is stored by itself once it can \
+                 be, and anything refused meanwhile can be sent again",
+                folder.display()
+            ),
+            // SQLITE_BUSY, SQLITE_LOCKED: another program holds the lock past the timeout.
+            Some(5) | Some(6) => format!(
+                "another program holds the lock on the session store ({}) — close it (a \
+                 `sqlite3` shell in a transaction, a backup tool); what stepper accepted is \
+                 stored by itself once the lock is free, and anything refused meanwhile can be \
+                 sent again",
+                self.path.display()
+            ),
+            _ => format!(
+                "the session store ({}) cannot be written: {error} — stepper tries again by \
+                 itself; `stepper doctor` checks the store",
+                self.path.display()
+            ),
+        }
     }
 
     /// Close every connection, checkpointing the WAL.
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// How long a write waits for a lock another program holds before the store is in trouble
+/// (see the event log's backlog): 10 s, or `STEPPER_STORE_BUSY_MS`.
+fn busy_timeout() -> Duration {
+    let ms = std::env::var("STEPPER_STORE_BUSY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    Duration::from_millis(ms)
+}
+
+/// SQLite's (extended) result code of a failed query, when it is SQLite's error.
+fn sqlite_code(error: &StoreError) -> Option<i32> {
+    match error {
+        StoreError::Sqlx(sqlx::Error::Database(e)) => e.code()?.parse().ok(),
+        _ => None,
     }
 }
 

@@ -51,9 +51,9 @@ impl<'q> Script<'q> {
         self
     }
 
-    /// Run every statement in `tx`; the first failure stops the script (and the caller's
+    /// Run every statement on `conn`; the first failure stops the script (and the caller's
     /// transaction, dropped uncommitted, rolls back what ran).
-    pub async fn run(self, tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<()> {
+    pub async fn run(self, conn: &mut sqlx::SqliteConnection) -> Result<()> {
         if let Some(error) = self.error {
             return Err(StoreError::Corrupt(format!(
                 "a value cannot be stored: {error}"
@@ -63,7 +63,7 @@ impl<'q> Script<'q> {
             return Ok(());
         }
         let Script { sql, args, .. } = self;
-        sqlx::query_with(&sql, args).execute(&mut **tx).await?;
+        sqlx::query_with(&sql, args).execute(conn).await?;
         Ok(())
     }
 }

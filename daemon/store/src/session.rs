@@ -8,6 +8,7 @@ use stepper_protocol::event::{AppEvent, EventEnvelope, RawEnvelope, TurnStatus};
 use stepper_protocol::session::{Env, SessionId, SessionInfo, SessionStatus};
 
 use crate::script::Script;
+use crate::write::WriteTx;
 use crate::{Result, Store, StoreError};
 
 /// What it takes to create a session.
@@ -170,7 +171,7 @@ impl Store {
                 event,
             })?);
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = WriteTx::begin(&self.pool).await?;
         let mut script = Script::default();
         insert_session(&mut script, new, &env_json);
         append_events(&mut script, &new.id, &events);
@@ -301,7 +302,7 @@ impl Store {
         if events.is_empty() && contexts.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = WriteTx::begin(&self.pool).await?;
         let mut script = Script::default();
         append_events(&mut script, session_id, events);
         for rows in contexts {
@@ -601,7 +602,7 @@ impl Store {
         // Every statement writes, so the transaction takes the write lock at its first one:
         // a read first would have to upgrade, which SQLite refuses at once (SQLITE_BUSY)
         // while the event writer commits, instead of waiting for it.
-        let mut tx = self.pool.begin().await?;
+        let mut tx = WriteTx::begin(&self.pool).await?;
         let rows = ContextRows {
             layer: layer.to_string(),
             turn,

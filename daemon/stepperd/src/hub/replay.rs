@@ -47,6 +47,9 @@ pub struct Start<'a> {
     pub after_seq: u64,
     /// Leave out the streamed pieces of completed turns (see `SessionSubscribeParams`).
     pub skip_finished_deltas: bool,
+    /// The log's trouble: when the store stops taking its events, the subscription ends
+    /// with the reason (see `log.rs`).
+    pub trouble: tokio::sync::watch::Receiver<super::log::Trouble>,
 }
 
 /// Why a subscription ended.
@@ -58,10 +61,13 @@ pub enum Ended {
     Deleted,
     /// The daemon is stopping.
     Stopped,
+    /// The store stopped taking the session's events; the reason says why and what to do.
+    StoreTrouble(std::sync::Arc<str>),
 }
 
 /// Send the session's events after `from.after_seq`, then follow it live, until the client
-/// goes, the session is deleted or the writer ends (the daemon stops). `live` must have been
+/// goes, the session is deleted, the store stops taking its events (after everything it
+/// took is sent) or the writer ends (the daemon stops). `live` must have been
 /// subscribed before this is called, so that nothing falls between the store and the
 /// broadcast.
 pub async fn follow(
@@ -76,6 +82,7 @@ pub async fn follow(
         ended,
         after_seq,
         skip_finished_deltas: skip,
+        mut trouble,
     } = from;
     let mut last = after_seq;
     if catch_up(store, session_id, skip, outlet, &mut last)
@@ -85,11 +92,32 @@ pub async fn follow(
         return Ended::Gone;
     }
     delivery.delivered(last);
+    // Trouble that started before the subscription (or while it caught up) ends it now.
+    let already = trouble.borrow_and_update().clone();
+    if let Some(why) = already {
+        let _ = catch_up(store, session_id, skip, outlet, &mut last).await;
+        delivery.delivered(last);
+        return Ended::StoreTrouble(why);
+    }
     loop {
         let received = tokio::select! {
             () = outlet.closed() => return Ended::Gone,
             () = ended.cancelled() => return Ended::Deleted,
             r = live.recv() => r,
+            changed = trouble.changed() => {
+                let why = trouble.borrow_and_update().clone();
+                match (changed, why) {
+                    (Ok(()), Some(why)) => {
+                        // Everything stored goes first: the client resumes from its end.
+                        let _ = catch_up(store, session_id, skip, outlet, &mut last).await;
+                        delivery.delivered(last);
+                        return Ended::StoreTrouble(why);
+                    }
+                    (Ok(()), None) => continue,
+                    // The writer ended: the daemon is shutting down.
+                    (Err(_), _) => return Ended::Stopped,
+                }
+            }
         };
         let sent = match received {
             Ok(published) => {

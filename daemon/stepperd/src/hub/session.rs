@@ -114,6 +114,7 @@ impl LiveSession {
                 queued.store(1, Ordering::SeqCst);
             }
         }
+        let mut trouble = log.watch_trouble();
         let session = Arc::new(LiveSession {
             id: info.id.clone(),
             log,
@@ -148,6 +149,22 @@ impl LiveSession {
             rx,
             deps.clone(),
         ));
+        // When the store stops taking the session's events, its running turn ends (failed,
+        // saying why: see `finish_turn`): nothing more it did could be kept or seen.
+        let weak = Arc::downgrade(&session);
+        deps.tasks.spawn(async move {
+            while trouble.changed().await.is_ok() {
+                if trouble.borrow_and_update().is_none() {
+                    continue;
+                }
+                match weak.upgrade() {
+                    Some(session) => {
+                        session.interrupt();
+                    }
+                    None => break,
+                }
+            }
+        });
         session
     }
 

@@ -452,6 +452,13 @@ impl LiveSession {
         error: Option<String>,
         contexts: Vec<LayerContext>,
     ) -> Result<(), LogError> {
+        // A turn the store's trouble ended (see `LiveSession::start`) failed, and says why.
+        let (status, error) = match self.log.trouble() {
+            Some(why) if status == TurnStatus::Interrupted => {
+                (TurnStatus::Failed, Some(why.to_string()))
+            }
+            _ => (status, error),
+        };
         let rows = contexts
             .iter()
             .map(|c| context_rows(turn, &c.key, &c.messages, c.replace))
@@ -466,8 +473,11 @@ impl LiveSession {
             state.running = None;
             state.active_policy = None;
         }
-        self.log.flush().await?;
-        Ok(())
+        match self.log.flush().await {
+            // The end waits in the log's backlog, stored once the store writes again.
+            Ok(_) | Err(LogError::Unavailable(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// End a turn that cannot reach the model: its notices, then `TurnFinished` failed with
@@ -702,6 +712,18 @@ pub(super) async fn run_inputs(
         let Some(session) = session.upgrade() else {
             break;
         };
+        // While the store cannot write, no turn starts: the input (stored already) waits
+        // until it can, rather than run a turn nothing of which could be kept.
+        let mut trouble = session.log.watch_trouble();
+        let writable = tokio::select! {
+            biased;
+            () = deps.shutdown.cancelled() => false,
+            () = ended.cancelled() => false,
+            w = trouble.wait_for(|t| t.is_none()) => w.is_ok(),
+        };
+        if !writable {
+            break;
+        }
         session.run_turn(input, &deps).await;
         session.input_done();
     }

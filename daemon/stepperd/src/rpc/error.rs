@@ -78,6 +78,7 @@ impl RpcError {
                 }
                 HubError::Store(_) => ErrorKind::Store,
                 HubError::Log(LogError::Failed(_)) => ErrorKind::LogFailed,
+                HubError::Log(LogError::Unavailable(_)) => ErrorKind::StoreUnavailable,
                 HubError::Log(LogError::Closed) => ErrorKind::ShuttingDown,
                 HubError::Settings(_) => ErrorKind::Settings,
                 HubError::Checkpoint(_) => ErrorKind::Rewind,
@@ -126,6 +127,10 @@ fn hint(kind: ErrorKind) -> Option<&'static str> {
         ErrorKind::PeerRefused => {
             "a command stepper runs (and whatever it starts) cannot drive stepperd; the user \
              runs stepper from a terminal of their own"
+        }
+        ErrorKind::StoreUnavailable => {
+            "the same call succeeds once the store writes again; subscribe again with the \
+             last seq handled to see what was stored meanwhile"
         }
         ErrorKind::InvalidCursor => {
             "pass a cursor exactly as a previous page returned it, or none for the first page"

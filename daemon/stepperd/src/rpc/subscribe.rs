@@ -12,8 +12,8 @@ use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::methods::{SessionSubscribe, SessionSubscribeParams, Subscription};
 
 use super::{Conn, RpcError, parse};
-use crate::hub::HubError;
 use crate::hub::replay::{self, Gone, Outlet};
+use crate::hub::{HubError, LogError};
 
 pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     let registered = m.register_subscription(
@@ -27,8 +27,9 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     }
 }
 
-/// The subscription's life; a deleted session ends it with an error notification (the
-/// error a call about the session would get now), so the client knows it is over.
+/// The subscription's life; a deleted session, or a store that stopped taking the session's
+/// events, ends it with an error notification (the error a call about the session would get
+/// now), so the client knows it is over and why.
 async fn subscribe(
     params: Params<'static>,
     pending: PendingSubscriptionSink,
@@ -56,6 +57,15 @@ async fn subscribe(
             return Ok(());
         }
     };
+    // While the store cannot take the session's events, following it is refused with the
+    // reason: nothing new can be seen until the store writes again.
+    if let Some(why) = session.log.trouble() {
+        let error = HubError::Log(LogError::Unavailable(why.to_string()));
+        pending
+            .reject(ErrorObjectOwned::from(RpcError::from(error)))
+            .await;
+        return Ok(());
+    }
     // Subscribe to live events before reading the store: nothing can fall in between.
     let mut live = session.log.subscribe();
     let store = conn.daemon.hub.deps().store.clone();
@@ -72,6 +82,7 @@ async fn subscribe(
         ended: &session.ended,
         after_seq: p.after_seq,
         skip_finished_deltas: p.skip_finished_deltas,
+        trouble: session.log.watch_trouble(),
     };
     let sink = Sink {
         sink,
@@ -79,13 +90,16 @@ async fn subscribe(
     };
     let ended = replay::follow(&store, from, &mut live, &sink, &delivery).await;
     session.detach(attached).await;
-    if ended != replay::Ended::Deleted {
-        return Ok(());
-    }
-    let error = ErrorObjectOwned::from(RpcError::from(HubError::NotFound(p.session_id)));
+    let error = match ended {
+        replay::Ended::Deleted => HubError::NotFound(p.session_id),
+        replay::Ended::StoreTrouble(why) => HubError::Log(LogError::Unavailable(why.to_string())),
+        replay::Ended::Gone | replay::Ended::Stopped => return Ok(()),
+    };
+    let said = error.to_string();
+    let error = ErrorObjectOwned::from(RpcError::from(error));
     match serde_json::value::to_raw_value(&error) {
         Ok(json) => Err(SubscriptionError::from_json(json)),
-        Err(_) => Err(SubscriptionError::from("the session was deleted")),
+        Err(_) => Err(SubscriptionError::from(said)),
     }
 }
 
