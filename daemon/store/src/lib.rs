@@ -38,6 +38,14 @@ pub enum StoreError {
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+impl StoreError {
+    /// A write the store could not take now — a full disk, an I/O error, a lock held past
+    /// the busy timeout — that the same call may get through later.
+    pub fn is_unwritable(&self) -> bool {
+        matches!(sqlite_code(self).map(|c| c & 0xff), Some(5 | 6 | 10 | 13))
+    }
+}
+
 /// A handle on the store; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -92,14 +100,14 @@ impl Store {
         let folder = self.path.parent().unwrap_or(&self.path);
         match sqlite_code(error).map(|code| code & 0xff) {
             // SQLITE_FULL, and SQLITE_IOERR: a write the file system refused.
-            Some(13) | Some(10) => format!(
+            Some(13 | 10) => format!(
                 "the disk holding stepper's data ({}) is full or refuses writes ({error}) — \
                  free some space there; what stepper accepted is stored by itself once it can \
                  be, and anything refused meanwhile can be sent again",
                 folder.display()
             ),
             // SQLITE_BUSY, SQLITE_LOCKED: another program holds the lock past the timeout.
-            Some(5) | Some(6) => format!(
+            Some(5 | 6) => format!(
                 "another program holds the lock on the session store ({}) — close it (a \
                  `sqlite3` shell in a transaction, a backup tool); what stepper accepted is \
                  stored by itself once the lock is free, and anything refused meanwhile can be \

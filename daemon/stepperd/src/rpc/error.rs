@@ -76,6 +76,7 @@ impl RpcError {
                 HubError::Store(stepper_store::StoreError::InvalidCursor(_)) => {
                     ErrorKind::InvalidCursor
                 }
+                HubError::Store(e) if e.is_unwritable() => ErrorKind::StoreUnavailable,
                 HubError::Store(_) => ErrorKind::Store,
                 HubError::Log(LogError::Failed(_)) => ErrorKind::LogFailed,
                 HubError::Log(LogError::Unavailable(_)) => ErrorKind::StoreUnavailable,
