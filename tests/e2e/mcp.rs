@@ -3,7 +3,8 @@
 //! in a turn through the gate, one server shared by a folder's sessions, a project's server
 //! left out until approved, no server left after the daemon is killed, the server over
 //! streamable HTTP and legacy SSE, a server killed mid-call started again, an idle one
-//! stopped.
+//! stopped, idle servers past `mcpMaxIdleServers` stopped least recently used first (never
+//! one in use).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -1394,4 +1395,186 @@ async fn sampling_is_off_until_the_settings_lend_the_model_and_then_asked() {
             .contains("You are a helpful test server."),
         "{sampled}"
     );
+}
+
+/// The user's settings: the reference server, marked with `marker`, and an idle cap of `cap`.
+fn capped_servers(env: &TestEnv, entry: &std::path::Path, marker: &str, cap: u32) {
+    let dir = env.places().config_dir;
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = serde_json::json!({
+        "mcpServers": {"everything": {
+            "command": "node",
+            "args": [entry.display().to_string(), "stdio", marker],
+        }},
+        "mcpMaxIdleServers": cap,
+    });
+    std::fs::write(dir.join("setting.json"), settings.to_string()).unwrap();
+}
+
+/// Folders of their own, as their servers see them (`/proc/<pid>/cwd` is resolved).
+fn folders(n: usize) -> Vec<(tempfile::TempDir, PathBuf)> {
+    (0..n)
+        .map(|_| {
+            let dir = tempfile::Builder::new().prefix("fold").tempdir().unwrap();
+            let path = std::fs::canonicalize(dir.path()).unwrap();
+            (dir, path)
+        })
+        .collect()
+}
+
+/// The folders the servers marked with `marker` run in, sorted.
+fn server_folders(marker: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = processes_with(marker)
+        .into_iter()
+        .filter_map(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).ok())
+        .collect();
+    found.sort();
+    found
+}
+
+/// A session in `cwd` that runs tools without asking.
+async fn session_in(
+    env: &TestEnv,
+    client: &stepper_protocol::client::DaemonClient,
+    cwd: &std::path::Path,
+) -> String {
+    let params = stepper_protocol::methods::SessionCreateParams {
+        cwd: cwd.display().to_string(),
+        env: env.envs().into_iter().collect(),
+        model: None,
+        title: Some("e2e".into()),
+        record: None,
+        mode: Some(stepper_protocol::PermissionMode::Auto),
+        sandbox: None,
+        input: None,
+    };
+    client
+        .call::<stepper_protocol::methods::SessionCreate>(params)
+        .await
+        .unwrap()
+        .session
+        .id
+}
+
+/// A turn in a new session in `cwd` that calls the server's echo tool, to its end.
+async fn echo_turn_in(
+    env: &TestEnv,
+    client: &stepper_protocol::client::DaemonClient,
+    cwd: &std::path::Path,
+) {
+    let id = session_in(env, client, cwd).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(echo_call("here"));
+    env.fake.push(Reply::text(&["echoed"]));
+    submit(client, &id, "echo").await;
+    let seen = until_turn_finished(&mut events).await;
+    let (status, output) = calls(&seen).remove(0);
+    assert_eq!(status, ToolCallStatus::Ok, "{output}");
+}
+
+/// Stop the daemon as a user would, and see its servers go.
+fn stop_daemon(env: &TestEnv, marker: &str) {
+    let out = env.run(&["daemon", "stop"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_until(
+        "the daemon's MCP servers to stop with it",
+        Duration::from_secs(20),
+        || processes_with(marker).is_empty(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_servers_past_the_cap_stop_the_least_recently_used_first() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    let marker = format!("mcp-cap-{}", std::process::id());
+    capped_servers(&env, &entry, &marker, 2);
+    env.start_daemon_with(&[("STEPPER_MCP_CONNECT_TIMEOUT_MS", "20000")]);
+    let client = env.client().await;
+    let folders = folders(4);
+    for (_, folder) in &folders {
+        echo_turn_in(&env, &client, folder).await;
+    }
+
+    // Two may stay idle: those of the last two folders; the first two folders' stopped.
+    let mut newest = vec![folders[2].1.clone(), folders[3].1.clone()];
+    newest.sort();
+    wait_until(
+        "only the two most recently used servers to stay",
+        Duration::from_secs(20),
+        || server_folders(&marker) == newest,
+    );
+
+    // A turn in the first folder again starts its server, and the least recently used
+    // of the others (the third folder's) stops.
+    echo_turn_in(&env, &client, &folders[0].1).await;
+    let mut now = vec![folders[0].1.clone(), folders[3].1.clone()];
+    now.sort();
+    wait_until(
+        "the third folder's server to stop",
+        Duration::from_secs(20),
+        || server_folders(&marker) == now,
+    );
+    drop(client);
+    stop_daemon(&env, &marker);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_in_use_is_not_stopped_by_the_cap() {
+    let Some(entry) = everything() else { return };
+    let env = TestEnv::new();
+    let marker = format!("mcp-busy-{}", std::process::id());
+    // No server may stay idle: each stops as soon as its turn ends.
+    capped_servers(&env, &entry, &marker, 0);
+    env.start_daemon_with(&[("STEPPER_MCP_CONNECT_TIMEOUT_MS", "20000")]);
+    let client = env.client().await;
+    let folders = folders(2);
+    let (busy, idle) = (&folders[0].1, &folders[1].1);
+
+    // A call in flight in the first folder...
+    let id = session_in(&env, &client, busy).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_long",
+        "mcp__everything__trigger-long-running-operation",
+        serde_json::json!({ "duration": 60, "steps": 60 }),
+    )])));
+    // Nothing more is queued for this turn: it is interrupted, and the other folder's
+    // turn takes the next replies.
+    submit(&client, &id, "run it").await;
+    read_until(&mut events, |e| {
+        matches!(e.event, AppEvent::ToolOutputDelta { .. })
+    })
+    .await;
+    // ...while a turn in the second folder comes and goes: its server stops, the busy one
+    // runs on.
+    echo_turn_in(&env, &client, idle).await;
+    wait_until(
+        "the idle folder's server to stop",
+        Duration::from_secs(20),
+        || server_folders(&marker) == [busy.clone()],
+    );
+
+    // Once its turn ends, it is idle too, and stops.
+    client
+        .call::<stepper_protocol::methods::SessionInterrupt>(
+            stepper_protocol::methods::SessionParams {
+                session_id: id.clone(),
+            },
+        )
+        .await
+        .unwrap();
+    until_turn_finished(&mut events).await;
+    wait_until(
+        "the busy server to stop once its turn ended",
+        Duration::from_secs(20),
+        || processes_with(&marker).is_empty(),
+    );
+    drop(events);
+    drop(client);
+    stop_daemon(&env, &marker);
 }

@@ -17,7 +17,7 @@ pub mod tool;
 pub mod watch;
 
 pub use config::{ServerSpec, Transport, parse_servers};
-pub use pool::{Pool, Servers, Slot, State};
+pub use pool::{IdleCap, Pool, Running, Servers, Slot, State, Stopped};
 pub use server::{CallWith, McpError, McpServer};
 pub use tool::{McpTool, McpTools, tool_name};
 
@@ -33,9 +33,12 @@ pub fn call_timeout() -> Duration {
     millis_from_env("STEPPER_MCP_TOOL_TIMEOUT_MS", 120_000)
 }
 
-/// How long a server no turn uses keeps running.
+/// How long a server no turn uses keeps running. Ten minutes covers a pause between turns
+/// (reading what the last one did, an edit); longer, a server mostly holds memory for turns
+/// that may never come, and starting it again is cheap: its tools are kept, so a turn does
+/// not wait for it.
 pub fn idle_timeout() -> Duration {
-    millis_from_env("STEPPER_MCP_IDLE_MS", 30 * 60_000)
+    millis_from_env("STEPPER_MCP_IDLE_MS", 10 * 60_000)
 }
 
 fn millis_from_env(name: &str, default: u64) -> Duration {

@@ -1,6 +1,8 @@
 //! The daemon's servers: one per folder and configuration, shared by that folder's
 //! sessions, started in the background so a turn that does not use them never waits, started
-//! again with backoff when one fails or dies, and stopped when idle.
+//! again with backoff when one fails or dies, and stopped when idle: after the idle timeout,
+//! and at once when more servers are idle than the cap allows, the least recently used first
+//! (a daemon that served many folders would otherwise hold a server for each).
 //!
 //! A turn takes a [`Servers`]: slots whose tools are re-read before every model call. A
 //! server that is starting lends the tools it listed when it last ran — kept on disk, so
@@ -79,9 +81,24 @@ impl Slot {
 }
 
 /// The servers a turn (or a listing) uses, held while it runs: a held server is not idle.
+/// Letting go of them is their last use, and may stop servers past the idle cap.
 pub struct Servers {
     pub slots: Vec<Slot>,
-    _leases: Vec<Arc<()>>,
+    leases: Vec<Arc<()>>,
+    pool: Pool,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        // In use until now: a turn that ran an hour without a call did use its servers.
+        for slot in &self.slots {
+            if let State::Ready(server) = &*slot.state.borrow() {
+                server.touch();
+            }
+        }
+        self.leases.clear();
+        self.pool.stop_over_cap();
+    }
 }
 
 impl Servers {
@@ -115,8 +132,63 @@ impl Servers {
     }
 }
 
+/// How many servers may keep running while no turn uses them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleCap {
+    /// The user's, across every folder of the daemon.
+    pub daemon: usize,
+    /// The folder's: a project may lower the user's for its own servers.
+    pub folder: usize,
+}
+
+impl Default for IdleCap {
+    fn default() -> IdleCap {
+        let n = usize::try_from(stepper_engine::config::DEFAULT_MCP_MAX_IDLE_SERVERS)
+            .unwrap_or(usize::MAX);
+        IdleCap {
+            daemon: n,
+            folder: n,
+        }
+    }
+}
+
+/// A server running now, as `mcp/running` shows it.
+pub struct Running {
+    pub cwd: PathBuf,
+    pub name: String,
+    /// `stdio`, `http` or `sse`.
+    pub transport: &'static str,
+    /// A turn or a listing holds it.
+    pub in_use: bool,
+    /// Since its last use (zero while in use).
+    pub idle_for: Duration,
+    pub server: Arc<McpServer>,
+}
+
+/// A server stopped while idle, until it is used again: for `mcp/list`.
+pub struct Stopped {
+    /// The tools it listed last (as kept on disk).
+    pub tools: Vec<Tool>,
+    /// Why it was stopped.
+    pub why: String,
+}
+
+#[derive(Default)]
+struct Entries {
+    live: HashMap<String, Entry>,
+    /// Why each server stopped while idle is not running, by key, until a turn uses it (its
+    /// tools are on disk: a daemon that served many folders keeps a line for each, no more).
+    stopped: HashMap<String, String>,
+    /// The user's cap, as the last turn's settings had it.
+    max_idle: IdleCap,
+}
+
 struct Entry {
     name: String,
+    cwd: PathBuf,
+    transport: &'static str,
+    /// The folder's idle cap, as its last turn's settings had it.
+    folder_cap: usize,
     state: watch::Sender<State>,
     known: Option<Vec<Tool>>,
     /// Failures in a row (a start that failed, or a server that died within a minute).
@@ -131,9 +203,27 @@ struct Entry {
     leases: Arc<()>,
 }
 
+impl Entry {
+    /// A turn or a listing holds it.
+    fn in_use(&self) -> bool {
+        Arc::strong_count(&self.leases) > 1
+    }
+
+    /// Its server, when it runs and no turn holds it.
+    fn idle_server(&self) -> Option<Arc<McpServer>> {
+        if self.in_use() {
+            return None;
+        }
+        match &*self.state.borrow() {
+            State::Ready(server) if server.is_alive() => Some(Arc::clone(server)),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Default)]
 pub struct Pool {
-    entries: Arc<Mutex<HashMap<String, Entry>>>,
+    entries: Arc<Mutex<Entries>>,
     hook: Option<StatusHook>,
     /// Where each server's last tool list is kept (by a hash of its folder and
     /// configuration, which may hold secrets).
@@ -164,7 +254,12 @@ impl Pool {
     pub fn restart(&self, cwd: &Path, name: &str) {
         let prefix = format!("{}\u{0}", cwd.display());
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        entries.retain(|key, e| !(key.starts_with(&prefix) && e.name == name));
+        entries
+            .live
+            .retain(|key, e| !(key.starts_with(&prefix) && e.name == name));
+        entries
+            .stopped
+            .retain(|key, _| !(key.starts_with(&prefix) && server_name(key) == Some(name)));
     }
 
     /// A pool that keeps servers' tool lists in `dir`.
@@ -205,16 +300,34 @@ impl Pool {
     }
 
     /// The servers of `specs` for a turn in `cwd` with the session's `env`: those not running
-    /// are started (in the background; a failed one once its backoff has passed).
-    pub fn session(&self, cwd: &Path, specs: &[ServerSpec], env: &Env) -> Servers {
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+    /// are started (in the background; a failed one once its backoff has passed). `cap` is
+    /// the idle cap the turn's settings give, the user's for every folder from now on.
+    pub fn session(&self, cwd: &Path, specs: &[ServerSpec], env: &Env, cap: IdleCap) -> Servers {
+        let servers = self.take(cwd, specs, env, cap);
+        // A lower cap applies at once.
+        self.stop_over_cap();
+        servers
+    }
+
+    fn take(&self, cwd: &Path, specs: &[ServerSpec], env: &Env, cap: IdleCap) -> Servers {
+        let mut guard = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let Entries {
+            live: entries,
+            stopped,
+            max_idle,
+        } = &mut *guard;
+        *max_idle = cap;
         let now = Instant::now();
         let mut slots = Vec::new();
         let mut leases = Vec::new();
         for spec in specs {
-            let key = format!("{}\u{0}{}", cwd.display(), spec.key());
+            let key = entry_key(cwd, spec);
+            stopped.remove(&key);
             let entry = entries.entry(key.clone()).or_insert_with(|| Entry {
                 name: spec.name.clone(),
+                cwd: cwd.to_path_buf(),
+                transport: spec.transport.word(),
+                folder_cap: cap.folder,
                 state: watch::channel(State::Starting).0,
                 known: self.cached_tools(&key),
                 failures: 0,
@@ -223,6 +336,7 @@ impl Pool {
                 generation: 0,
                 leases: Arc::new(()),
             });
+            entry.folder_cap = cap.folder;
             let current = entry.state.borrow().clone();
             let start = match current {
                 State::Ready(server) if server.is_alive() => {
@@ -263,7 +377,8 @@ impl Pool {
         }
         Servers {
             slots,
-            _leases: leases,
+            leases,
+            pool: self.clone(),
         }
     }
 
@@ -287,77 +402,244 @@ impl Pool {
                 pool.tokens.as_ref(),
             )
             .await;
-            let mut entries = pool.entries.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(entry) = entries.get_mut(&key).filter(|e| e.generation == generation) else {
-                return;
-            };
-            let now = Instant::now();
-            entry.since = now;
-            match result {
-                Ok(server) => {
-                    tracing::info!(server = %spec.name, tools = server.tools().len(), version = %server.protocol_version, "MCP server started");
-                    let tools = server.tools();
-                    pool.keep_tools(&key, &tools);
-                    entry.known = Some(tools);
-                    pool.set(&cwd, entry, State::Ready(server));
-                }
-                Err(e) => {
-                    tracing::warn!("{e}");
-                    entry.failures += 1;
-                    entry.retry_at = now + backoff(entry.failures);
-                    let mut why = e.message;
-                    let wait = entry.retry_at.saturating_duration_since(now);
-                    if !wait.is_zero() {
-                        why.push_str(&format!(
-                            " (tried {} times; next try in {} s)",
-                            entry.failures,
-                            wait.as_secs().max(1)
-                        ));
-                    }
-                    pool.set(&cwd, entry, State::Failed(why));
-                }
-            }
+            pool.settle_start(&key, generation, &spec, &cwd, result);
+            // A server whose turn ended while it started is idle from the start.
+            pool.stop_over_cap();
         });
+    }
+
+    /// The outcome of a start, in its entry if no newer start began.
+    fn settle_start(
+        &self,
+        key: &str,
+        generation: u64,
+        spec: &ServerSpec,
+        cwd: &Path,
+        result: Result<Arc<McpServer>, crate::McpError>,
+    ) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entry) = entries
+            .live
+            .get_mut(key)
+            .filter(|e| e.generation == generation)
+        else {
+            return;
+        };
+        let now = Instant::now();
+        entry.since = now;
+        match result {
+            Ok(server) => {
+                tracing::info!(server = %spec.name, tools = server.tools().len(), version = %server.protocol_version, "MCP server started");
+                let tools = server.tools();
+                self.keep_tools(key, &tools);
+                entry.known = Some(tools);
+                self.set(cwd, entry, State::Ready(server));
+            }
+            Err(e) => {
+                tracing::warn!("{e}");
+                entry.failures += 1;
+                entry.retry_at = now + backoff(entry.failures);
+                let mut why = e.message;
+                let wait = entry.retry_at.saturating_duration_since(now);
+                if !wait.is_zero() {
+                    why.push_str(&format!(
+                        " (tried {} times; next try in {} s)",
+                        entry.failures,
+                        wait.as_secs().max(1)
+                    ));
+                }
+                self.set(cwd, entry, State::Failed(why));
+            }
+        }
     }
 
     /// Stop the servers no turn has used for `idle` (a failed one is forgotten, so the next
     /// turn tries it afresh). Returns how many were stopped.
     pub fn reap(&self, idle: Duration) -> usize {
+        let why = format!(
+            "no turn used it for {} (STEPPER_MCP_IDLE_MS) — it starts again at the next turn \
+             here",
+            spoken(idle)
+        );
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let before = entries.len();
-        entries.retain(|_, entry| {
-            if Arc::strong_count(&entry.leases) > 1 {
-                return true;
-            }
-            match &*entry.state.borrow() {
-                State::Ready(server) => server.idle_for() < idle,
-                State::Failed(_) => entry.since.elapsed() < idle,
-                State::Starting => true,
-            }
-        });
-        let stopped = before - entries.len();
-        if stopped > 0 {
-            tracing::info!(stopped, "idle MCP servers stopped");
+        let timed_out: Vec<(String, String)> = entries
+            .live
+            .iter()
+            .filter(|(_, entry)| !entry.in_use())
+            .filter(|(_, entry)| match &*entry.state.borrow() {
+                State::Ready(server) => server.idle_for() >= idle,
+                State::Failed(_) => entry.since.elapsed() >= idle,
+                State::Starting => false,
+            })
+            .map(|(key, _)| (key.clone(), why.clone()))
+            .collect();
+        let stopped = stop(&mut entries, timed_out);
+        drop(entries);
+        let count = stopped.len();
+        if count > 0 {
+            tracing::info!(stopped = count, "idle MCP servers stopped");
         }
-        stopped
+        // Their processes are killed as they drop, outside the lock.
+        drop(stopped);
+        count
+    }
+
+    /// Stop the idle servers past the cap, the least recently used first: each stays only
+    /// while fewer servers than its cap (the user's, or its folder's when lower) were used
+    /// after it and stay. A server a turn holds is never stopped. Returns how many were.
+    pub fn stop_over_cap(&self) -> usize {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let daemon = entries.max_idle.daemon;
+        let idle: Vec<(&String, Instant, usize)> = entries
+            .live
+            .iter()
+            .filter_map(|(key, entry)| {
+                let server = entry.idle_server()?;
+                Some((key, server.last_used(), entry.folder_cap.min(daemon)))
+            })
+            .collect();
+        let uses: Vec<(Instant, usize)> = idle.iter().map(|(_, at, cap)| (*at, *cap)).collect();
+        let over: Vec<(String, String)> = over_cap(&uses)
+            .into_iter()
+            .map(|i| {
+                let (key, _, cap) = idle[i];
+                let why = format!(
+                    "more MCP servers were idle than mcpMaxIdleServers allows ({cap}), and those \
+                     used after it stay — it starts again at the next turn here"
+                );
+                (key.clone(), why)
+            })
+            .collect();
+        if over.is_empty() {
+            return 0;
+        }
+        let stopped = stop(&mut entries, over);
+        drop(entries);
+        let count = stopped.len();
+        tracing::info!(
+            stopped = count,
+            cap = daemon,
+            "MCP servers stopped: more were idle than the cap"
+        );
+        drop(stopped);
+        count
     }
 
     /// The servers running for `cwd` now, by name.
     pub fn running_in(&self, cwd: &Path) -> Vec<(String, Arc<McpServer>)> {
-        let prefix = format!("{}\u{0}", cwd.display());
+        let mut running: Vec<(String, Arc<McpServer>)> = self
+            .running()
+            .into_iter()
+            .filter(|r| r.cwd == cwd)
+            .map(|r| (r.name, r.server))
+            .collect();
+        running.sort_by(|a, b| a.0.cmp(&b.0));
+        running
+    }
+
+    /// Every server running now, of every folder: those in use first, then the most recently
+    /// used.
+    pub fn running(&self) -> Vec<Running> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let mut running: Vec<(String, Arc<McpServer>)> = entries
-            .iter()
-            .filter(|(key, _)| key.starts_with(&prefix))
-            .filter_map(|(_, e)| match &*e.state.borrow() {
+        let mut running: Vec<Running> = entries
+            .live
+            .values()
+            .filter_map(|e| match &*e.state.borrow() {
                 State::Ready(server) if server.is_alive() => {
-                    Some((e.name.clone(), Arc::clone(server)))
+                    let in_use = e.in_use();
+                    Some(Running {
+                        cwd: e.cwd.clone(),
+                        name: e.name.clone(),
+                        transport: e.transport,
+                        in_use,
+                        idle_for: if in_use {
+                            Duration::ZERO
+                        } else {
+                            server.idle_for()
+                        },
+                        server: Arc::clone(server),
+                    })
                 }
                 _ => None,
             })
             .collect();
-        running.sort_by(|a, b| a.0.cmp(&b.0));
+        running.sort_by_key(|r| (!r.in_use, r.idle_for));
         running
+    }
+
+    /// Whether the server of `spec` for `cwd` was stopped while idle and is not running
+    /// (until a turn uses it): what it listed last, and why it stopped.
+    pub fn stopped(&self, cwd: &Path, spec: &ServerSpec) -> Option<Stopped> {
+        let key = entry_key(cwd, spec);
+        let why = {
+            let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            entries.stopped.get(&key).cloned()?
+        };
+        Some(Stopped {
+            tools: self.cached_tools(&key).unwrap_or_default(),
+            why,
+        })
+    }
+}
+
+/// The pool's key of a server: its folder and configuration.
+fn entry_key(cwd: &Path, spec: &ServerSpec) -> String {
+    format!("{}\u{0}{}", cwd.display(), spec.key())
+}
+
+/// The server's name in a key (the configuration's key starts with it).
+fn server_name(key: &str) -> Option<&str> {
+    key.split('\u{0}').nth(1)
+}
+
+/// Take the entries of `keys` out of the pool, each running one remembered as stopped, with
+/// why; dropping what is returned stops their servers.
+fn stop(entries: &mut Entries, keys: Vec<(String, String)>) -> Vec<Entry> {
+    let mut taken = Vec::new();
+    for (key, why) in keys {
+        let Some(entry) = entries.live.remove(&key) else {
+            continue;
+        };
+        // One that died is not "stopped": the next listing starts it, and says how that went.
+        if let State::Ready(server) = &*entry.state.borrow()
+            && server.is_alive()
+        {
+            entries.stopped.insert(key, why);
+        }
+        taken.push(entry);
+    }
+    taken
+}
+
+/// Which idle servers to stop, given each as (last use, its cap): by index. Walking from the
+/// most recently used, a server stays while fewer than its cap stay before it. With one cap
+/// for all, the `cap` most recently used stay; a folder with a lower cap keeps fewer of its
+/// own without taking room from the others.
+fn over_cap(idle: &[(Instant, usize)]) -> Vec<usize> {
+    let mut newest_first: Vec<usize> = (0..idle.len()).collect();
+    newest_first.sort_by(|&a, &b| idle[b].0.cmp(&idle[a].0));
+    let mut staying = 0;
+    let mut stop = Vec::new();
+    for i in newest_first {
+        if staying < idle[i].1 {
+            staying += 1;
+        } else {
+            stop.push(i);
+        }
+    }
+    stop.sort_unstable();
+    stop
+}
+
+/// A duration as people say it: `90 s`, `10 min`, `2 h`.
+fn spoken(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs < 120 {
+        format!("{} s", secs.max(1))
+    } else if secs < 2 * 3600 {
+        format!("{} min", secs / 60)
+    } else {
+        format!("{} h", secs / 3600)
     }
 }
 
@@ -374,6 +656,39 @@ fn backoff(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(secs: u64) -> Instant {
+        // A base far enough from boot that every test time is a real Instant.
+        static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        *BASE.get_or_init(Instant::now) + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn the_least_recently_used_stop_first() {
+        // Used at 4, 1, 3, 2: with room for two, those used at 1 and 2 stop.
+        let idle = [(at(4), 2), (at(1), 2), (at(3), 2), (at(2), 2)];
+        assert_eq!(over_cap(&idle), [1, 3]);
+        // Under the cap, or at it, none stops; a cap of nothing stops every idle one.
+        assert_eq!(over_cap(&idle[..2]), Vec::<usize>::new());
+        assert_eq!(over_cap(&[]), Vec::<usize>::new());
+        let none = [(at(2), 0), (at(1), 0)];
+        assert_eq!(over_cap(&none), [0, 1]);
+    }
+
+    #[test]
+    fn a_folder_with_a_lower_cap_keeps_fewer_of_its_own() {
+        // The newest (cap 1) stays; the next of a folder with cap 1 has one before it: it
+        // stops, and takes no room from the older servers of cap 3.
+        let idle = [(at(10), 1), (at(9), 1), (at(8), 3), (at(7), 3), (at(6), 3)];
+        assert_eq!(over_cap(&idle), [1, 4]);
+    }
+
+    #[test]
+    fn durations_are_said_as_people_say_them() {
+        assert_eq!(spoken(Duration::from_millis(1500)), "1 s");
+        assert_eq!(spoken(Duration::from_secs(600)), "10 min");
+        assert_eq!(spoken(Duration::from_secs(3 * 3600)), "3 h");
+    }
 
     #[test]
     fn backoff_doubles_to_a_minute() {

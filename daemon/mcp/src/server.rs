@@ -650,6 +650,11 @@ impl McpServer {
         !self.service.is_closed() && !self.service.is_transport_closed()
     }
 
+    /// When a turn or a call last used it.
+    pub fn last_used(&self) -> Instant {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Note a use: a server in use is not idle.
     pub fn touch(&self) {
         *self.used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();

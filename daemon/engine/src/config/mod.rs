@@ -145,7 +145,18 @@ pub struct Settings {
     /// call. Off by default: servers asking for it are refused.
     #[serde(default)]
     pub mcp_sampling: Option<bool>,
+    /// How many MCP servers may keep running while no turn uses them, across every folder
+    /// of the daemon (default 4); past it, the least recently used stop first. A server a
+    /// turn uses is never stopped. Your `setting.json` sets it; a project's file may only
+    /// lower it, for its own folder's servers.
+    #[serde(default)]
+    pub mcp_max_idle_servers: Option<u32>,
 }
+
+/// How many idle MCP servers stay running when the settings do not say: a few folders' worth
+/// (a server-everything process holds about 67 MiB), enough to switch between projects without
+/// a cold start.
+pub const DEFAULT_MCP_MAX_IDLE_SERVERS: u32 = 4;
 
 /// The OS sandbox's names: the protocol's type, as for permission modes.
 pub use stepper_protocol::session::SandboxMode;
@@ -420,6 +431,9 @@ impl Settings {
         }
         if later.mcp_sampling.is_some() {
             self.mcp_sampling = later.mcp_sampling;
+        }
+        if later.mcp_max_idle_servers.is_some() {
+            self.mcp_max_idle_servers = later.mcp_max_idle_servers;
         }
         if later.enable_all_project_mcp_servers.is_some() {
             self.enable_all_project_mcp_servers = later.enable_all_project_mcp_servers;

@@ -305,6 +305,17 @@ pub fn narrow(layer: Settings, base: &Settings, file: &str) -> (Settings, Vec<St
     if layer.mcp_sampling == Some(true) {
         left_out("mcpSampling (MCP servers using your model)".into());
     }
+    // Fewer idle servers only frees memory; more would keep the user's memory for the project.
+    let allowed = base
+        .mcp_max_idle_servers
+        .unwrap_or(super::DEFAULT_MCP_MAX_IDLE_SERVERS);
+    match layer.mcp_max_idle_servers {
+        Some(n) if n <= allowed => kept.mcp_max_idle_servers = Some(n),
+        Some(n) => left_out(format!(
+            "mcpMaxIdleServers {n} (more than the {allowed} you allow)"
+        )),
+        None => {}
+    }
     if let Some(p) = layer.permissions {
         let mut permissions = super::Permissions {
             deny: p.deny,
@@ -404,6 +415,7 @@ mod tests {
                 "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "./evil.sh"}]}]},
                 "enableAllProjectMcpServers": true,
                 "mcpSampling": true,
+                "mcpMaxIdleServers": 40,
                 "permissions": {"mode": "auto", "allow": ["Bash(*)"], "deny": ["Read(./.env)"], "ask": ["Bash(git push:*)"]},
                 "sandbox": {"mode": "off", "writableRoots": ["/"], "network": true}}"#,
         );
@@ -416,6 +428,7 @@ mod tests {
         assert!(merged.mcp_servers.is_empty() && merged.hooks.is_none());
         assert_eq!(merged.enable_all_project_mcp_servers, None);
         assert_eq!(merged.mcp_sampling, None);
+        assert_eq!(merged.mcp_max_idle_servers, None);
         let p = merged.permissions.as_ref().unwrap();
         assert_eq!(p.mode, Some(PermissionMode::AcceptEdits));
         assert_eq!(
@@ -455,6 +468,7 @@ mod tests {
             "hooks (SessionStart)",
             "approvals of the project's MCP servers",
             "mcpSampling",
+            "mcpMaxIdleServers 40 (more than the 4 you allow)",
             "permissions.allow (Bash(*))",
             "permissions.mode auto",
             "sandbox mode off",
@@ -477,7 +491,7 @@ mod tests {
     fn stricter_modes_and_sandboxes_apply_untrusted() {
         let user = settings(r#"{"permissions": {"mode": "accept-edits"}}"#);
         let project = settings(
-            r#"{"model": "openai/gpt-5", "permissions": {"mode": "plan"},
+            r#"{"model": "openai/gpt-5", "permissions": {"mode": "plan"}, "mcpMaxIdleServers": 1,
                 "sandbox": {"mode": "read-only", "readableRoots": ["~/src"], "network": false}}"#,
         );
         let (kept, ignored) = narrow(project, &user, "p");
@@ -486,6 +500,7 @@ mod tests {
         merged.merge(kept);
         assert_eq!(merged.model.as_deref(), Some("openai/gpt-5"));
         assert_eq!(merged.mode(), PermissionMode::Plan);
+        assert_eq!(merged.mcp_max_idle_servers, Some(1));
         let sandbox = merged.sandbox();
         assert_eq!(sandbox.mode, Some(SandboxMode::ReadOnly));
         assert_eq!(sandbox.readable_roots, Some(vec!["~/src".to_string()]));

@@ -66,6 +66,7 @@ const KEYS: &[&str] = &[
     "enabledMcpjsonServers",
     "disabledMcpjsonServers",
     "mcpSampling",
+    "mcpMaxIdleServers",
     "compaction",
     "sandbox",
 ];
@@ -270,6 +271,14 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             "memoryMaxBytes" => {
                 c.typed::<usize>(&p("memoryMaxBytes"), value, &|_| {
                     Some("a number of bytes, such as 32768".into())
+                });
+            }
+            "mcpMaxIdleServers" => {
+                c.typed::<u32>(&p(key), value, &|_| {
+                    Some(
+                        "a number of servers, such as 4 (0 stops each as soon as it is idle)"
+                            .into(),
+                    )
                 });
             }
             "dispatch" | "enableAllProjectMcpServers" | "mcpSampling" => {

@@ -1,7 +1,7 @@
 //! The daemon's MCP servers, by the settings of a turn's folder: the pool
 //! (`stepper_mcp::Pool`) starts them in the background, shares them between the folder's
-//! sessions, starts them again with backoff and stops them when idle; their tools join the
-//! turn's, read again before every model call.
+//! sessions, starts them again with backoff and stops them when idle (after a while, or past
+//! `mcpMaxIdleServers`); their tools join the turn's, read again before every model call.
 //!
 //! Servers in the user's own `setting.json` run. A server a project names (its `.mcp.json`,
 //! Claude Code's file, or its `.stepper/setting.json`) runs a command from the repository,
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use stepper_engine::config::Settings;
 use stepper_engine::tool::{Sampler, Sampling};
-use stepper_mcp::{McpTools, Pool, Servers, State, parse_servers};
+use stepper_mcp::{IdleCap, McpTools, Pool, Servers, State, parse_servers};
 use stepper_protocol::methods::{McpScope, McpServerInfo, McpStatus};
 use stepper_protocol::session::Env;
 
@@ -225,7 +225,7 @@ impl McpPool {
         for spec in &mut specs {
             spec.sampling = sampler.is_some();
         }
-        let servers = self.start(cwd, &specs, env).await;
+        let servers = self.start(cwd, &specs, env, settings.idle_cap()).await;
         notices.extend(servers.notices());
         let tools = McpTools {
             servers: Arc::new(servers),
@@ -235,8 +235,14 @@ impl McpPool {
     }
 
     /// The servers of `specs`, their first start waited for.
-    async fn start(&self, cwd: &Path, specs: &[stepper_mcp::ServerSpec], env: &Env) -> Servers {
-        let servers = self.pool.session(cwd, specs, env);
+    async fn start(
+        &self,
+        cwd: &Path,
+        specs: &[stepper_mcp::ServerSpec],
+        env: &Env,
+        cap: IdleCap,
+    ) -> Servers {
+        let servers = self.pool.session(cwd, specs, env, cap);
         // The connect timeout ends a first start; the margin lets it say so itself.
         servers
             .settle(stepper_mcp::connect_timeout() + Duration::from_millis(250))
@@ -321,7 +327,7 @@ impl McpPool {
             infos.push(info);
         }
         let specs: Vec<_> = runnable.iter().map(|(_, s)| s.clone()).collect();
-        let servers = self.start(cwd, &specs, env).await;
+        let servers = self.start(cwd, &specs, env, settings.idle_cap()).await;
         for ((at, _), slot) in runnable.iter().zip(&servers.slots) {
             let info = &mut infos[*at];
             match slot.state() {
@@ -527,6 +533,20 @@ pub struct McpSettings<'a> {
 }
 
 impl<'a> McpSettings<'a> {
+    /// How many servers may stay idle: the user's number for the daemon, and the folder's,
+    /// which its project may only lower (an untrusted one's higher number was already left
+    /// out by the settings' narrowing; a trusted one's is held to the user's here).
+    pub fn idle_cap(&self) -> IdleCap {
+        let default = stepper_engine::config::DEFAULT_MCP_MAX_IDLE_SERVERS;
+        let user = self.user.mcp_max_idle_servers.unwrap_or(default);
+        let folder = self.merged.mcp_max_idle_servers.unwrap_or(user).min(user);
+        let size = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+        IdleCap {
+            daemon: size(user),
+            folder: size(folder),
+        }
+    }
+
     pub fn of(user: &'a Settings, folder: &'a super::settings::Folder) -> McpSettings<'a> {
         McpSettings {
             user,
