@@ -1,14 +1,15 @@
-//! `stepper mcp`: the MCP servers of this folder — list them with their status, show one,
-//! add or remove one (in Claude Code's formats: the user's `setting.json` or the project's
-//! `.mcp.json`).
+//! `stepper mcp`: the MCP servers of this folder — list them with their status and memory,
+//! show one, add or remove one (in Claude Code's formats: the user's `setting.json` or the
+//! project's `.mcp.json`) — and `ps`, what the daemon runs in every folder.
 
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use stepper_protocol::methods::{
-    CwdParams, McpAdd, McpAddParams, McpApproval, McpApprove, McpApproveParams, McpList,
-    McpListParams, McpLogin, McpLogout, McpPending, McpRemove, McpRemoveParams, McpScope,
-    McpServerInfo, McpServerParams, McpStatus, McpWaitLogin, McpWaitLoginParams,
+    CwdParams, Empty, McpAdd, McpAddParams, McpApproval, McpApprove, McpApproveParams, McpList,
+    McpListParams, McpLogin, McpLogout, McpPending, McpRemove, McpRemoveParams, McpRunning,
+    McpRunningResponse, McpScope, McpServerInfo, McpServerParams, McpStatus, McpWaitLogin,
+    McpWaitLoginParams,
 };
 
 use crate::connect::{connect_or_start, places, working_dir};
@@ -16,8 +17,14 @@ use crate::connect::{connect_or_start, places, working_dir};
 #[derive(Subcommand)]
 pub enum McpCommand {
     /// Every server of this folder: where it is configured, its transport, whether it
-    /// runs (starting those that may), and how many tools it has.
+    /// runs (starting those that may and never ran; one stopped while idle stays stopped),
+    /// how many tools it has, and its memory.
     List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every server the daemon runs now, in every folder: in use or idle, and its memory.
+    Ps {
         #[arg(long)]
         json: bool,
     },
@@ -116,33 +123,15 @@ pub async fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&list)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            if list.servers.is_empty() {
-                println!(
-                    "No MCP servers here. Add one with: stepper mcp add NAME -- COMMAND ARGS…"
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            println!(
-                "{:<20} {:<8} {:<5} {:<13} {:>5}",
-                "NAME", "SCOPE", "VIA", "STATUS", "TOOLS"
-            );
-            for s in &list.servers {
-                let tools = if s.status == McpStatus::Connected {
-                    s.tools.len().to_string()
-                } else {
-                    "-".into()
-                };
-                println!(
-                    "{:<20} {:<8} {:<5} {:<13} {:>5}",
-                    s.name,
-                    scope_word(s.scope),
-                    s.transport,
-                    status_word(s.status),
-                    tools
-                );
-                if let Some(reason) = &s.reason {
-                    println!("    {reason}");
-                }
+            print!("{}", list_table(&list.servers));
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCommand::Ps { json } => {
+            let running = client.call::<McpRunning>(Empty {}).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&running)?);
+            } else {
+                print!("{}", running_table(&running, dirs_home().as_deref()));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -366,6 +355,9 @@ fn print_one(s: &McpServerInfo) {
     if let Some(version) = &s.protocol_version {
         println!("  protocol:  {version}");
     }
+    if let Some(bytes) = s.memory_bytes {
+        println!("  memory:    {}", memory(bytes));
+    }
     if !s.tools.is_empty() {
         println!("  tools:");
         for tool in &s.tools {
@@ -392,6 +384,117 @@ fn status_word(status: McpStatus) -> &'static str {
         McpStatus::Disabled => "disabled",
         McpStatus::Untrusted => "untrusted folder",
         McpStatus::Invalid => "invalid",
+        McpStatus::Stopped => "stopped (idle)",
+    }
+}
+
+/// `stepper mcp list`: one line per server, and why below one that has a reason.
+fn list_table(servers: &[McpServerInfo]) -> String {
+    use std::fmt::Write;
+    if servers.is_empty() {
+        return "No MCP servers here. Add one with: stepper mcp add NAME -- COMMAND ARGS…\n".into();
+    }
+    let mut out = format!(
+        "{:<20} {:<8} {:<5} {:<14} {:>5} {:>10}\n",
+        "NAME", "SCOPE", "VIA", "STATUS", "TOOLS", "MEMORY"
+    );
+    for s in servers {
+        let tools = if matches!(s.status, McpStatus::Connected | McpStatus::Stopped) {
+            s.tools.len().to_string()
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            "{:<20} {:<8} {:<5} {:<14} {:>5} {:>10}",
+            s.name,
+            scope_word(s.scope),
+            s.transport,
+            status_word(s.status),
+            tools,
+            s.memory_bytes.map_or_else(|| "-".into(), memory)
+        );
+        if let Some(reason) = &s.reason {
+            let _ = writeln!(out, "    {reason}");
+        }
+    }
+    out
+}
+
+/// `stepper mcp ps`: one line per server, the folder last (it is the longest), then what
+/// the daemon keeps.
+fn running_table(running: &McpRunningResponse, home: Option<&std::path::Path>) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if running.servers.is_empty() {
+        out.push_str("No MCP server runs now.\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<20} {:<5} {:<12} {:>10}  FOLDER",
+            "NAME", "VIA", "STATE", "MEMORY"
+        );
+    }
+    for s in &running.servers {
+        let state = if s.in_use {
+            "in use".to_string()
+        } else {
+            format!("idle {}", duration(s.idle_ms))
+        };
+        let folder = match home.and_then(|h| std::path::Path::new(&s.cwd).strip_prefix(h).ok()) {
+            Some(rest) if rest.as_os_str().is_empty() => "~".to_string(),
+            Some(rest) => format!("~/{}", rest.display()),
+            None => s.cwd.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<20} {:<5} {:<12} {:>10}  {folder}",
+            s.name,
+            s.transport,
+            state,
+            s.memory_bytes.map_or_else(|| "-".into(), memory)
+        );
+    }
+    let idle = running.servers.iter().filter(|s| !s.in_use).count();
+    let _ = writeln!(
+        out,
+        "{idle} idle of at most {} (mcpMaxIdleServers); an idle server stops after {} \
+         (STEPPER_MCP_IDLE_MS)",
+        running.max_idle,
+        duration(running.idle_timeout_ms)
+    );
+    out
+}
+
+fn dirs_home() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
+/// Bytes as people read them: `512 KiB`, `58.3 MiB`, `1.25 GiB`.
+fn memory(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
+    const GIB: u64 = 1024 * MIB;
+    // Display only: a float's precision is more than a reader sees.
+    #[allow(clippy::cast_precision_loss)]
+    let scaled = |unit: u64| bytes as f64 / unit as f64;
+    if bytes < MIB {
+        format!("{} KiB", bytes.div_ceil(KIB))
+    } else if bytes < GIB {
+        format!("{:.1} MiB", scaled(MIB))
+    } else {
+        format!("{:.2} GiB", scaled(GIB))
+    }
+}
+
+/// Milliseconds as people say them: `40s`, `3m`, `2h`.
+fn duration(ms: u64) -> String {
+    match ms / 1000 {
+        s @ 0..120 => format!("{s}s"),
+        s @ 120..7200 => format!("{}m", s / 60),
+        s => format!("{}h", s / 3600),
     }
 }
 
@@ -443,4 +546,106 @@ pub async fn ask_pending(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stepper_protocol::methods::McpRunningServer;
+
+    #[test]
+    fn memory_and_durations_read_as_people_say_them() {
+        assert_eq!(memory(300), "1 KiB");
+        assert_eq!(memory(512 * 1024), "512 KiB");
+        assert_eq!(memory(61_134_848), "58.3 MiB");
+        assert_eq!(memory(1_342_177_280), "1.25 GiB");
+        assert_eq!(duration(40_000), "40s");
+        assert_eq!(duration(600_000), "10m");
+        assert_eq!(duration(3 * 3_600_000), "3h");
+    }
+
+    #[test]
+    fn list_shows_status_tools_and_memory() {
+        let server = |name: &str, status, tools: &[&str], memory_bytes, reason: Option<&str>| {
+            McpServerInfo {
+                name: name.into(),
+                scope: McpScope::User,
+                source: "/home/u/.config/stepper/setting.json".into(),
+                transport: "stdio".into(),
+                target: "node server.js".into(),
+                status,
+                reason: reason.map(str::to_string),
+                tools: tools.iter().map(|t| t.to_string()).collect(),
+                protocol_version: None,
+                memory_bytes,
+            }
+        };
+        let servers = [
+            server(
+                "everything",
+                McpStatus::Connected,
+                &["mcp__everything__echo", "mcp__everything__add"],
+                Some(69_988_352),
+                None,
+            ),
+            server(
+                "files",
+                McpStatus::Stopped,
+                &["mcp__files__read"],
+                None,
+                Some(
+                    "no turn used it for 10 min (STEPPER_MCP_IDLE_MS) — it starts again at the next turn here",
+                ),
+            ),
+            server("broken", McpStatus::Failed, &[], None, Some("it exited")),
+        ];
+        insta::assert_snapshot!(list_table(&servers), @r"
+        NAME                 SCOPE    VIA   STATUS         TOOLS     MEMORY
+        everything           user     stdio connected          2   66.7 MiB
+        files                user     stdio stopped (idle)     1          -
+            no turn used it for 10 min (STEPPER_MCP_IDLE_MS) — it starts again at the next turn here
+        broken               user     stdio failed             -          -
+            it exited
+        ");
+        insta::assert_snapshot!(
+            list_table(&[]),
+            @"No MCP servers here. Add one with: stepper mcp add NAME -- COMMAND ARGS…"
+        );
+    }
+
+    #[test]
+    fn ps_shows_each_server_with_its_folder_last() {
+        let server = |cwd: &str, in_use, idle_ms, memory_bytes| McpRunningServer {
+            cwd: cwd.into(),
+            name: "everything".into(),
+            transport: "stdio".into(),
+            in_use,
+            idle_ms,
+            memory_bytes,
+        };
+        let running = McpRunningResponse {
+            servers: vec![
+                server("/home/u/src/app", true, 0, Some(61_134_848)),
+                server("/srv/other", false, 200_000, None),
+            ],
+            max_idle: 4,
+            idle_timeout_ms: 600_000,
+        };
+        let shown = running_table(&running, Some(std::path::Path::new("/home/u")));
+        insta::assert_snapshot!(shown, @r"
+        NAME                 VIA   STATE            MEMORY  FOLDER
+        everything           stdio in use         58.3 MiB  ~/src/app
+        everything           stdio idle 3m               -  /srv/other
+        1 idle of at most 4 (mcpMaxIdleServers); an idle server stops after 10m (STEPPER_MCP_IDLE_MS)
+        ");
+        let none = McpRunningResponse {
+            servers: Vec::new(),
+            max_idle: 2,
+            idle_timeout_ms: 90_000,
+        };
+        insta::assert_snapshot!(running_table(&none, None), @r"
+        No MCP server runs now.
+        0 idle of at most 2 (mcpMaxIdleServers); an idle server stops after 90s (STEPPER_MCP_IDLE_MS)
+        ");
+    }
 }

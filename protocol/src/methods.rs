@@ -165,8 +165,12 @@ method_table! {
         /// Scaffold `.stepper/stepper.md` and `.stepper/setting.json` in a folder.
         ProjectInit = "project/init" (ProjectInitParams) -> ProjectInitResponse;
         /// The MCP servers a session in a folder has, each with its status; those that may
-        /// run are started (a first start is waited for, up to the connect timeout).
+        /// run and never ran are started (a first start is waited for, up to the connect
+        /// timeout); one stopped while idle is `stopped`, not started again.
         McpList = "mcp/list" (McpListParams) -> McpListResponse;
+        /// Every MCP server the daemon runs now, of every folder: in use or idle, and its
+        /// memory.
+        McpRunning = "mcp/running" (Empty) -> McpRunningResponse;
         /// Add a server to the user's `setting.json` or the project's `.mcp.json`.
         McpAdd = "mcp/add" (McpAddParams) -> McpAddResponse;
         /// Remove a server from the files that name it (those `scope` names, or any).
@@ -988,6 +992,10 @@ pub enum McpStatus {
     Untrusted,
     /// Its configuration is wrong; `reason` says what to fix.
     Invalid,
+    /// It ran, and was stopped while no turn used it (idle too long, or more servers idle
+    /// than `mcpMaxIdleServers`): it starts again at the next turn here. `tools` are those
+    /// it listed last.
+    Stopped,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -1028,6 +1036,41 @@ pub struct McpServerInfo {
     /// The protocol revision it speaks, once connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
+    /// The resident memory of a running stdio server's processes (the server and what it
+    /// started), in bytes. Absent for remote servers, servers not running, and where the
+    /// system does not say (Linux only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRunningResponse {
+    /// Most recently used first.
+    pub servers: Vec<McpRunningServer>,
+    /// How many servers may stay running while no turn uses them (the user's
+    /// `mcpMaxIdleServers`; a project may only lower it for its own servers).
+    pub max_idle: u32,
+    /// How long a server no turn uses keeps running (`STEPPER_MCP_IDLE_MS`).
+    pub idle_timeout_ms: u64,
+}
+
+/// A server the daemon runs now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRunningServer {
+    /// The folder whose sessions use it.
+    pub cwd: String,
+    pub name: String,
+    /// `stdio`, `http` or `sse`.
+    pub transport: String,
+    /// A turn (or a listing) holds it now: it is not stopped while it does.
+    pub in_use: bool,
+    /// Since when no turn has used it, in milliseconds (0 while in use).
+    pub idle_ms: u64,
+    /// As `mcp/list`'s `memoryBytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -4,7 +4,7 @@
 //! left out until approved, no server left after the daemon is killed, the server over
 //! streamable HTTP and legacy SSE, a server killed mid-call started again, an idle one
 //! stopped, idle servers past `mcpMaxIdleServers` stopped least recently used first (never
-//! one in use).
+//! one in use), and their memory shown.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -1472,6 +1472,17 @@ async fn echo_turn_in(
     assert_eq!(status, ToolCallStatus::Ok, "{output}");
 }
 
+/// `stepper ARGS` run in `cwd`, its standard output parsed as JSON.
+fn json_in(env: &TestEnv, cwd: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = env.stepper().args(args).current_dir(cwd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Stop the daemon as a user would, and see its servers go.
 fn stop_daemon(env: &TestEnv, marker: &str) {
     let out = env.run(&["daemon", "stop"]);
@@ -1508,6 +1519,49 @@ async fn idle_servers_past_the_cap_stop_the_least_recently_used_first() {
         Duration::from_secs(20),
         || server_folders(&marker) == newest,
     );
+
+    // `mcp list` shows a running server's memory, and a stopped one as stopped (not
+    // started again to be listed).
+    let list = json_in(&env, &folders[3].1, &["mcp", "list", "--json"]);
+    let running = &list["servers"][0];
+    assert_eq!(running["status"], "connected", "{list}");
+    let bytes = running["memoryBytes"].as_u64().unwrap_or(0);
+    assert!(bytes > 0, "{list}");
+    eprintln!("a server-everything process holds {bytes} bytes");
+    let list = json_in(&env, &folders[0].1, &["mcp", "list", "--json"]);
+    let stopped = &list["servers"][0];
+    assert_eq!(stopped["status"], "stopped", "{list}");
+    assert!(
+        stopped["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("mcpMaxIdleServers allows (2)"),
+        "{list}"
+    );
+    assert!(
+        stopped["tools"]
+            .to_string()
+            .contains("mcp__everything__echo"),
+        "its tools as it listed them last: {list}"
+    );
+    assert!(stopped.get("memoryBytes").is_none(), "{list}");
+    assert_eq!(server_folders(&marker), newest, "a listing starts nothing");
+
+    // `mcp ps`: what runs daemon-wide, idle, with its memory.
+    let ps = json_in(&env, &folders[0].1, &["mcp", "ps", "--json"]);
+    assert_eq!(ps["maxIdle"], 2, "{ps}");
+    let mut shown: Vec<PathBuf> = ps["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            assert_eq!(s["inUse"], false, "{ps}");
+            assert!(s["memoryBytes"].as_u64().unwrap_or(0) > 0, "{ps}");
+            PathBuf::from(s["cwd"].as_str().unwrap())
+        })
+        .collect();
+    shown.sort();
+    assert_eq!(shown, newest, "{ps}");
 
     // A turn in the first folder again starts its server, and the least recently used
     // of the others (the third folder's) stops.
@@ -1558,6 +1612,9 @@ async fn a_server_in_use_is_not_stopped_by_the_cap() {
         Duration::from_secs(20),
         || server_folders(&marker) == [busy.clone()],
     );
+    let ps = json_in(&env, busy, &["mcp", "ps", "--json"]);
+    assert_eq!(ps["servers"][0]["inUse"], true, "{ps}");
+    assert_eq!(ps["servers"].as_array().map(Vec::len), Some(1), "{ps}");
 
     // Once its turn ends, it is idle too, and stops.
     client

@@ -377,12 +377,22 @@ fn token_key(token: &ProgressToken) -> String {
     }
 }
 
+/// The first process of a stdio server's group.
+#[derive(Clone, Copy)]
+struct Leader {
+    pid: u32,
+    reaper: bool,
+}
+
 /// A running, initialised server.
 pub struct McpServer {
     pub name: String,
     service: RunningService<RoleClient, Handler>,
     /// A stdio server's process group: killed when this is dropped.
     _child: Option<Mutex<GroupChild>>,
+    /// What a stdio server's memory is read from: the first process of its group, and
+    /// whether that is the reaper holding the server (the server is then beneath it).
+    leader: Option<Leader>,
     /// The tools it listed last.
     tools: Arc<Mutex<Vec<Tool>>>,
     progress: Arc<Mutex<HashMap<String, Arc<dyn OutputSink>>>>,
@@ -470,6 +480,7 @@ impl McpServer {
             sampling: spec.sampling,
             name: spec.name.clone(),
         };
+        let mut leader = None;
         let (started, child) = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -478,6 +489,10 @@ impl McpServer {
                 cwd: dir,
             } => {
                 let mut child = spawn(spec, command, args, env, extra, dir.as_deref(), cwd)?;
+                leader = child.child_mut().id().map(|pid| Leader {
+                    pid,
+                    reaper: stepper_process::reaper::installed(),
+                });
                 let (Some(stdout), Some(stdin)) = (
                     child.child_mut().stdout.take(),
                     child.child_mut().stdin.take(),
@@ -550,6 +565,7 @@ impl McpServer {
             name: spec.name.clone(),
             service,
             _child: child.map(Mutex::new),
+            leader,
             tools,
             progress,
             callers,
@@ -648,6 +664,18 @@ impl McpServer {
     /// Whether the server still answers (its transport is open).
     pub fn is_alive(&self) -> bool {
         !self.service.is_closed() && !self.service.is_transport_closed()
+    }
+
+    /// The resident memory of a stdio server's processes, in bytes (the server and what it
+    /// started, not the reaper holding it); `None` for a remote server, or where the system
+    /// does not say.
+    pub fn memory(&self) -> Option<u64> {
+        let leader = self.leader?;
+        if leader.reaper {
+            stepper_process::memory::resident_beneath(leader.pid)
+        } else {
+            stepper_process::memory::tree_resident(leader.pid)
+        }
     }
 
     /// When a turn or a call last used it.

@@ -18,7 +18,9 @@ use std::time::Duration;
 use stepper_engine::config::Settings;
 use stepper_engine::tool::{Sampler, Sampling};
 use stepper_mcp::{IdleCap, McpTools, Pool, Servers, State, parse_servers};
-use stepper_protocol::methods::{McpScope, McpServerInfo, McpStatus};
+use stepper_protocol::methods::{
+    McpRunningResponse, McpRunningServer, McpScope, McpServerInfo, McpStatus,
+};
 use stepper_protocol::session::Env;
 
 pub struct McpPool {
@@ -124,6 +126,7 @@ impl McpPool {
                 reason: None,
                 tools: Vec::new(),
                 protocol_version: None,
+                memory_bytes: None,
             })
             .collect()
     }
@@ -283,7 +286,39 @@ impl McpPool {
         commands
     }
 
-    /// `mcp/list`: every server configured for `cwd`, those that may run started.
+    /// `mcp/running`: every server running now, of every folder, with the user's cap.
+    pub async fn running(&self, user: &Settings) -> McpRunningResponse {
+        let running = self.pool.running();
+        let memory: Vec<Option<u64>> = {
+            let servers: Vec<_> = running.iter().map(|r| Arc::clone(&r.server)).collect();
+            tokio::task::spawn_blocking(move || servers.iter().map(|s| s.memory()).collect())
+                .await
+                .unwrap_or_else(|_| vec![None; running.len()])
+        };
+        let servers = running
+            .into_iter()
+            .zip(memory)
+            .map(|(r, memory_bytes)| McpRunningServer {
+                cwd: r.cwd.display().to_string(),
+                name: r.name,
+                transport: r.transport.to_string(),
+                in_use: r.in_use,
+                idle_ms: u64::try_from(r.idle_for.as_millis()).unwrap_or(u64::MAX),
+                memory_bytes,
+            })
+            .collect();
+        McpRunningResponse {
+            servers,
+            max_idle: user
+                .mcp_max_idle_servers
+                .unwrap_or(stepper_engine::config::DEFAULT_MCP_MAX_IDLE_SERVERS),
+            idle_timeout_ms: u64::try_from(stepper_mcp::idle_timeout().as_millis())
+                .unwrap_or(u64::MAX),
+        }
+    }
+
+    /// `mcp/list`: every server configured for `cwd`; those that may run are started, but
+    /// for those stopped while idle (shown as such: a listing is no use of a server).
     pub async fn list(
         &self,
         cwd: &Path,
@@ -313,6 +348,7 @@ impl McpPool {
                 reason: None,
                 tools: Vec::new(),
                 protocol_version: None,
+                memory_bytes: None,
             };
             match spec.into_iter().next() {
                 None => {
@@ -320,7 +356,18 @@ impl McpPool {
                     info.reason = problems.into_iter().next();
                 }
                 Some(spec) if c.standing == McpStatus::Connected => {
-                    runnable.push((infos.len(), spec))
+                    match self.pool.stopped(cwd, &spec) {
+                        Some(stopped) => {
+                            info.status = McpStatus::Stopped;
+                            info.reason = Some(stopped.why);
+                            info.tools = stopped
+                                .tools
+                                .iter()
+                                .map(|t| stepper_mcp::tool_name(&info.name, &t.name))
+                                .collect();
+                        }
+                        None => runnable.push((infos.len(), spec)),
+                    }
                 }
                 Some(_) => {}
             }
@@ -328,6 +375,7 @@ impl McpPool {
         }
         let specs: Vec<_> = runnable.iter().map(|(_, s)| s.clone()).collect();
         let servers = self.start(cwd, &specs, env, settings.idle_cap()).await;
+        let mut measured = Vec::new();
         for ((at, _), slot) in runnable.iter().zip(&servers.slots) {
             let info = &mut infos[*at];
             match slot.state() {
@@ -338,6 +386,7 @@ impl McpPool {
                         .iter()
                         .map(|t| stepper_mcp::tool_name(&info.name, &t.name))
                         .collect();
+                    measured.push((*at, server));
                 }
                 State::Starting => info.status = McpStatus::Starting,
                 State::Failed(why) => {
@@ -349,6 +398,18 @@ impl McpPool {
                     info.reason = Some(why);
                 }
             }
+        }
+        // Read from /proc: off the runtime's threads.
+        let memory = tokio::task::spawn_blocking(move || {
+            measured
+                .into_iter()
+                .map(|(at, server)| (at, server.memory()))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        for (at, bytes) in memory {
+            infos[at].memory_bytes = bytes;
         }
         infos
     }

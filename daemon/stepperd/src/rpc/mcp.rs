@@ -1,5 +1,5 @@
 //! `mcp/list`, `mcp/add`, `mcp/remove`: the MCP servers of a folder, as `stepper mcp` shows
-//! and changes them.
+//! and changes them; `mcp/running`: what runs daemon-wide.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,6 +23,12 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             .list(&cwd, McpSettings::of(&user, &here), &env)
             .await;
         Ok(McpListResponse { servers })
+    });
+
+    register::<McpRunning, _, _>(m, |conn, _| async move {
+        let deps = conn.daemon.hub.deps();
+        let user = deps.settings.get(None).await?;
+        Ok(deps.mcp.running(&user).await)
     });
 
     register::<McpLogin, _, _>(m, |conn, p| async move {
