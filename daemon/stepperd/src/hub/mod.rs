@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use stepper_engine::ModelRef;
 use stepper_engine::config::{PermissionMode, SandboxMode};
+use stepper_engine::interrupt::Interruption;
 use stepper_engine::tool::Tool;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, EventEnvelope, SandboxInfo, TurnStatus};
@@ -535,9 +536,9 @@ impl Hub {
         before - live.len()
     }
 
-    /// Interrupt every running turn (shutdown, after the grace period).
-    pub fn interrupt_all(&self) -> usize {
-        self.live().values().filter(|s| s.interrupt()).count()
+    /// Interrupt every running turn (shutdown, after the grace period), saying who did.
+    pub fn interrupt_all(&self, by: Interruption) -> usize {
+        self.live().values().filter(|s| s.interrupt(by)).count()
     }
 
     /// Say an MCP server's new state in every live session of `cwd`.
