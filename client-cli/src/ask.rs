@@ -541,7 +541,11 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     Ok(match status {
         TurnStatus::Completed => ExitCode::SUCCESS,
         TurnStatus::Interrupted => {
-            eprintln!("stepper: the turn was interrupted (session {session_id})");
+            // Why, when it was not the user's doing (the daemon was stopped).
+            match &error {
+                Some(why) => eprintln!("stepper: {why} (session {session_id})"),
+                None => eprintln!("stepper: the turn was interrupted (session {session_id})"),
+            }
             ExitCode::from(130)
         }
         TurnStatus::Failed => {

@@ -10,9 +10,10 @@ use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
 use stepper_e2e::{Gate, Reply, TestEnv, read_until, submit, wait_until};
 use stepper_process::testing::processes_with;
-use stepper_protocol::PermissionMode;
 use stepper_protocol::client::DaemonClient;
+use stepper_protocol::methods::{SessionCreate, SessionCreateParams};
 use stepper_protocol::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
+use stepper_protocol::{PermissionMode, SandboxMode};
 
 /// Kill the daemon, start a new one, and check that it still has every event `seen` — the
 /// same seq, the same event — then follow the session until `done`.
@@ -262,4 +263,121 @@ async fn killed_while_waiting_for_an_approval() {
         )
     });
     assert!(denied_or_unfinished);
+}
+
+/// How a session's commands run: plainly (under the reaper), in bubblewrap (no reaper: its
+/// PID namespace holds the command), or under Landlock alone (the reaper, then the helper).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Confinement {
+    None,
+    Bubblewrap,
+    Landlock,
+}
+
+/// Those this machine has (a missing sandbox skips, or fails under STEPPER_TEST_STRICT).
+fn confinements(env: &TestEnv) -> Vec<Confinement> {
+    let mut all = vec![Confinement::None];
+    if crate::sandbox::landlock(env) {
+        if crate::sandbox::bubblewrap(env) {
+            all.push(Confinement::Bubblewrap);
+        }
+        all.push(Confinement::Landlock);
+    }
+    all
+}
+
+/// The daemon SIGKILLed while a command runs: the command and what it started die with the
+/// daemon, not at the next start; and the next start ends the call (`ToolCallFinished`,
+/// saying the daemon stopped) before it ends the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_cut_by_a_crash_dies_with_the_daemon_and_its_call_is_closed() {
+    let probe = TestEnv::new();
+    for (i, confinement) in confinements(&probe).into_iter().enumerate() {
+        let env = TestEnv::new();
+        let vars: &[(&str, &str)] = match confinement {
+            Confinement::Landlock => &[("STEPPER_SANDBOX_BWRAP", "off")],
+            Confinement::None | Confinement::Bubblewrap => &[],
+        };
+        env.start_daemon_with(vars);
+        let marker = format!("{}.{}", std::process::id(), 6160 + i);
+        let _sweep = Sweep(marker.clone());
+        let command = format!("sleep 60{marker} & sleep 60{marker}; echo never");
+        env.fake.push(Reply::Sse(tool_use_stream(&[(
+            "t1",
+            "bash",
+            json!({ "command": command }),
+        )])));
+        let client = env.client().await;
+        let params = SessionCreateParams {
+            cwd: env.project.path().display().to_string(),
+            env: env.envs().into_iter().collect(),
+            model: None,
+            title: None,
+            record: None,
+            mode: Some(PermissionMode::Auto),
+            sandbox: Some(match confinement {
+                Confinement::None => SandboxMode::Off,
+                Confinement::Bubblewrap | Confinement::Landlock => SandboxMode::WorkspaceWrite,
+            }),
+            input: None,
+        };
+        let session = client
+            .call::<SessionCreate>(params)
+            .await
+            .unwrap()
+            .session
+            .id;
+        let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+        submit(&client, &session, "run the long thing").await;
+        read_until(&mut stream, |e| {
+            matches!(e.event, AppEvent::ToolCallStarted { .. })
+        })
+        .await;
+        // The two sleeps (and, sandboxed, the helper and bubblewrap holding them).
+        wait_until("the command to start", Duration::from_secs(20), || {
+            processes_with(&marker)
+                .into_iter()
+                .filter(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/comm"))
+                        .is_ok_and(|c| c.trim() == "sleep")
+                })
+                .count()
+                >= 2
+        });
+        drop(stream);
+        drop(client);
+
+        env.signal_daemon(Signal::SIGKILL);
+        wait_until(
+            &format!("the command to die with its daemon ({confinement:?})"),
+            Duration::from_secs(20),
+            || processes_with(&marker).is_empty(),
+        );
+
+        env.start_daemon_with(vars);
+        let client = env.client().await;
+        let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+        let replayed = read_until(&mut stream, |e| {
+            matches!(e.event, AppEvent::TurnFinished { .. })
+        })
+        .await;
+        let closed = replayed.iter().find_map(|e| match &e.event {
+            AppEvent::ToolCallFinished {
+                call_id,
+                status,
+                output,
+                ..
+            } if call_id == "t1" => Some((e.seq, e.agent.clone(), *status, output.clone())),
+            _ => None,
+        });
+        let Some((seq, agent, status, output)) = closed else {
+            panic!("{confinement:?}: the call was never closed: {replayed:#?}");
+        };
+        assert_eq!(status, ToolCallStatus::Cancelled, "{confinement:?}");
+        assert!(output.contains("the daemon stopped"), "{output}");
+        assert_eq!(agent, None, "the call's own agent (the answering one)");
+        let end = replayed.last().unwrap();
+        assert!(seq < end.seq, "the call ends before its turn");
+        assert_eq!(finished(&replayed, 1).unwrap().0, TurnStatus::Interrupted);
+    }
 }

@@ -755,3 +755,90 @@ async fn words_steered_in_while_a_layer_runs_reach_the_next_layer() {
         "{second}"
     );
 }
+
+/// A crash while a worker of a parallel layer runs a command: the command dies with the
+/// daemon, and the next start ends the worker's call (in the worker's own agent), then the
+/// workers, then the layer, then the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_while_a_worker_runs_a_command_ends_it_inside_out() {
+    let env = TestEnv::new();
+    write(&env.project.path().join(".stepper/stepper.md"), PARALLEL);
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let marker = format!("{}.{}", std::process::id(), 8181);
+    env.fake.push(assign(&["TASK-X", "TASK-Y"]));
+    env.fake.push(Reply::text(&["assigned"]));
+    env.fake.push_when(
+        "TASK-X",
+        Reply::Sse(tool_use_stream(&[(
+            "toolu_x",
+            "bash",
+            serde_json::json!({ "command": format!("sleep 60{marker}") }),
+        )])),
+    );
+    let never = Gate::new();
+    env.fake.push_when("TASK-Y", Reply::held(&["y…"], &never));
+    submit(&client, &id, "two").await;
+    read_until(&mut events, |e| {
+        matches!(e.event, AppEvent::ToolCallStarted { .. }) && e.agent.is_some()
+    })
+    .await;
+    let running = || stepper_process::testing::processes_with(&marker);
+    stepper_e2e::wait_until("the command to start", Duration::from_secs(20), || {
+        !running().is_empty()
+    });
+    drop(events);
+    drop(client);
+    env.signal_daemon(Signal::SIGKILL);
+    stepper_e2e::wait_until(
+        "the command to die with its daemon",
+        Duration::from_secs(20),
+        || running().is_empty(),
+    );
+
+    env.start_daemon();
+    let client = env.client().await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    let worker = seen
+        .iter()
+        .find_map(|e| match &e.event {
+            AppEvent::ToolCallStarted { call_id, .. } if call_id == "toolu_x" => e.agent.clone(),
+            _ => None,
+        })
+        .expect("the worker's call");
+    let ends: Vec<(Option<String>, String)> = seen
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.event,
+                AppEvent::ToolCallFinished { .. }
+                    | AppEvent::SubagentFinished { .. }
+                    | AppEvent::LayerFinished { .. }
+                    | AppEvent::TurnFinished { .. }
+            )
+        })
+        .map(|e| (e.agent.clone(), e.event.kind().to_string()))
+        .collect();
+    let call_end = ends
+        .iter()
+        .position(|(agent, kind)| kind == "ToolCallFinished" && *agent == Some(worker.clone()))
+        .unwrap_or_else(|| panic!("the worker's call never ended: {ends:?}"));
+    let kinds: Vec<&str> = ends[call_end..].iter().map(|(_, k)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "ToolCallFinished",
+            "SubagentFinished",
+            "SubagentFinished",
+            "LayerFinished",
+            "TurnFinished"
+        ],
+        "{ends:?}"
+    );
+    assert_eq!(finished(&seen).0, TurnStatus::Interrupted);
+}

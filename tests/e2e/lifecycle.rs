@@ -3,10 +3,13 @@
 use nix::sys::signal::Signal;
 use stepper_e2e::fake_llm::tool_use_stream;
 use stepper_e2e::{Gate, Reply, TestEnv};
+use stepper_process::testing::processes_with;
 use stepper_protocol::methods::{
     AskResult, SessionExport, SessionExportParams, SessionGet, SessionParams,
 };
-use stepper_protocol::{AppEvent, EventEnvelope, SessionInfo, SessionStatus, TurnStatus};
+use stepper_protocol::{
+    AppEvent, EventEnvelope, SessionInfo, SessionStatus, ToolCallStatus, TurnStatus,
+};
 
 async fn all_events(env: &TestEnv, session_id: &str) -> Vec<EventEnvelope> {
     let client = env.client().await;
@@ -208,6 +211,61 @@ async fn sigterm_interrupts_running_turns_and_removes_the_socket() {
     assert_eq!(result.text, "working");
     assert_eq!(out.status.code(), Some(130));
     gate.open();
+}
+
+/// A clean stop (SIGTERM, as systemd or `stepper daemon stop` sends) interrupts a command
+/// once the grace period is over: the call and the turn say the daemon was stopped, not that
+/// the user cancelled, and the command is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_command_says_the_daemon_was_stopped() {
+    let env = TestEnv::new();
+    start_with_a_short_grace(&env);
+    let marker = format!("{}.{}", std::process::id(), 7171);
+    // `sleep 60<pid>.7171` is a valid (very long) duration and a command line to look for.
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        serde_json::json!({ "command": format!("sleep 60{marker}") }),
+    )])));
+    let client = env.client().await;
+    let session = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    stepper_e2e::submit(&client, &session, "run the long thing").await;
+    stepper_e2e::wait_until(
+        "the command to start",
+        std::time::Duration::from_secs(20),
+        || !processes_with(&marker).is_empty(),
+    );
+    drop(client);
+    env.signal_daemon(Signal::SIGTERM);
+    let left = processes_with(&marker);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), Signal::SIGKILL);
+    }
+    assert!(left.is_empty(), "the command outlived a clean stop");
+
+    // Read from the store itself: no daemon runs now.
+    let store = stepper_store::Store::open(&env.places().store_path())
+        .await
+        .unwrap();
+    let events = store.events_after(&session, 0, 10_000).await.unwrap();
+    store.close().await;
+    let call = events.iter().find_map(|e| match &e.event {
+        AppEvent::ToolCallFinished { status, output, .. } => Some((*status, output.clone())),
+        _ => None,
+    });
+    let (status, output) = call.unwrap_or_else(|| panic!("the call never ended: {events:#?}"));
+    assert_eq!(status, ToolCallStatus::Cancelled);
+    assert!(output.contains("the daemon was stopped"), "{output}");
+    assert!(!output.contains("user"), "{output}");
+    match &events.last().unwrap().event {
+        AppEvent::TurnFinished {
+            status: TurnStatus::Interrupted,
+            error: Some(error),
+        } => assert!(error.contains("the daemon was stopped"), "{error}"),
+        other => panic!("expected the turn's end, got {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,7 +22,7 @@ use stepper_protocol::{
 
 /// Whether this kernel can sandbox; without Landlock the tests say so and skip (and fail
 /// under STEPPER_TEST_STRICT).
-fn landlock(env: &TestEnv) -> bool {
+pub(crate) fn landlock(env: &TestEnv) -> bool {
     let out = env
         .stepperd()
         .args(["sandbox", "--probe"])
@@ -39,7 +39,7 @@ fn landlock(env: &TestEnv) -> bool {
 
 /// Whether bubblewrap can make the sandbox here (`/usr/bin/bwrap`, and user namespaces for
 /// this user); without it the tests say so and skip (and fail under STEPPER_TEST_STRICT).
-fn bubblewrap(env: &TestEnv) -> bool {
+pub(crate) fn bubblewrap(env: &TestEnv) -> bool {
     let out = env
         .stepperd()
         .args(["sandbox", "--bwrap", "--probe"])

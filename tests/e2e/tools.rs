@@ -425,3 +425,82 @@ fn what_a_command_starts_with_setsid_ends_with_the_turn() {
     let entries = std::fs::read_dir(&registry).unwrap().count();
     assert_eq!(entries, 0, "entries left in {}", registry.display());
 }
+
+/// Read syscalls the daemon made so far (`/proc/<pid>/io`'s `syscr`): its own count, so
+/// another test's work on the machine does not change it.
+fn daemon_reads(pid: i32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("syscr: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap()
+}
+
+/// `n` idle processes, killed when dropped.
+struct Idle(Vec<std::process::Child>);
+
+impl Drop for Idle {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A bash call keeps to its own processes (its reaper holds them): the daemon reads nothing
+/// of the machine's other processes, so a call costs it the same whether 100 or 600 run.
+/// Before, every call read `/proc/<pid>/stat` and `environ` of every process, looking for
+/// the ones carrying its group's token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bash_call_reads_nothing_of_other_processes() {
+    const MORE: usize = 500;
+    let env = TestEnv::new();
+    // Dumpable, so that its `/proc/<pid>/io` can be read.
+    env.start_daemon_with(&[("STEPPER_DUMPABLE", "1")]);
+    let client = env.client().await;
+    let session = env
+        .create_session(&client, Some(PermissionMode::Auto))
+        .await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    let pid = env.daemon_pid().unwrap();
+    // The reads of one turn that runs `true` (the fewest of a few: a turn's own reads vary a
+    // little with how the model's answer was cut into packets).
+    let mut turn = async || {
+        let mut fewest = u64::MAX;
+        for _ in 0..5 {
+            env.fake.push(Reply::Sse(tool_use_stream(&[(
+                "t1",
+                "bash",
+                json!({"command": "true"}),
+            )])));
+            env.fake.push(Reply::text(&["done"]));
+            let before = daemon_reads(pid);
+            stepper_e2e::submit(&client, &session, "go").await;
+            until_turn_finished(&mut stream).await;
+            fewest = fewest.min(daemon_reads(pid) - before);
+        }
+        fewest
+    };
+    turn().await;
+    let alone = turn().await;
+    let idle = Idle(
+        (0..MORE)
+            .map(|_| {
+                std::process::Command::new("sleep")
+                    .arg("3600")
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    let crowded = turn().await;
+    drop(idle);
+    eprintln!("reads per turn: {alone} alone, {crowded} with {MORE} more processes");
+    // Looking at each process once would take at least two reads of each (its stat).
+    assert!(
+        crowded < alone + (MORE as u64) / 2,
+        "a bash call's reads grow with the machine's processes: {alone} alone, {crowded} \
+         with {MORE} more"
+    );
+}

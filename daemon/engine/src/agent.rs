@@ -17,6 +17,7 @@ use crate::accumulator::MessageAccumulator;
 use crate::catalogue::ModelInfo;
 use crate::compaction::{Compacted, CompactionPlan, can_compact, compact, estimate};
 use crate::hooks::{BeforeTool, TurnHooks};
+use crate::interrupt::Interrupt;
 use crate::provider::{
     ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
 };
@@ -100,6 +101,8 @@ pub struct AgentLoop {
     base_cost: Option<f64>,
     /// When the context is compacted before a model call.
     compaction: Option<CompactionPlan>,
+    /// Why the turn's token was cancelled, when it is: what cut-short calls say.
+    interrupt: Interrupt,
 }
 
 /// How many times `Stop` hooks may keep one turn going.
@@ -124,7 +127,15 @@ impl AgentLoop {
             base_usage: Usage::default(),
             base_cost: None,
             compaction: None,
+            interrupt: Interrupt::default(),
         }
+    }
+
+    /// Read why the turn was interrupted from `interrupt` (a person, unless it says the
+    /// daemon is stopping).
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> AgentLoop {
+        self.interrupt = interrupt;
+        self
     }
 
     /// Compact the context before a model call once it passes `plan`'s limit.
@@ -667,7 +678,7 @@ impl AgentLoop {
                     ),
                     Err(ToolError::Cancelled) => (
                         ToolCallStatus::Cancelled,
-                        "cancelled by the user".into(),
+                        self.interrupt.why().tool_output().into(),
                         true,
                         Default::default(),
                     ),
@@ -1109,8 +1120,46 @@ mod tests {
             e,
             AppEvent::ToolCallFinished {
                 status: ToolCallStatus::Cancelled,
+                output,
                 ..
-            }
+            } if output == "cancelled by the user"
         )));
+    }
+
+    #[tokio::test]
+    async fn a_tool_cut_short_by_a_stopping_daemon_says_so() {
+        let provider = Arc::new(Turns(
+            vec![calls(&[("c1", "hang", "{}")]), text("never")],
+            Mutex::default(),
+        ));
+        let sink = Recorder::default();
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let interrupt = Interrupt::new();
+        let stopping = interrupt.clone();
+        let hang = Arc::new(Hang::default());
+        let agent = AgentLoop::new(provider)
+            .with_tools(vec![hang.clone()], tool_cx())
+            .with_interrupt(interrupt);
+        let (out, ()) = tokio::join!(agent.run(request(), cancel, &sink), async move {
+            hang.started.notified().await;
+            stopping.set(crate::interrupt::Interruption::Shutdown);
+            stop.cancel();
+        });
+        assert_eq!(out.status, TurnStatus::Interrupted);
+        let said: Vec<String> = sink
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                AppEvent::ToolCallFinished { output, .. } => Some(output.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            said,
+            ["the daemon was stopped while this tool call ran; it may have partly run"]
+        );
     }
 }

@@ -11,6 +11,7 @@ pub mod compaction;
 pub mod config;
 pub mod gate;
 pub mod hooks;
+pub mod interrupt;
 pub mod model;
 pub mod orchestrator;
 pub mod provider;

@@ -4,13 +4,19 @@
 //! left only its events, which hold what the model said, which tools it called with what,
 //! and what they returned. Thinking signatures are not in events and are left out.
 
-use stepper_protocol::{AppEvent, ToolCallStatus};
+use stepper_protocol::{
+    AppEvent, ApprovalDecision, ElicitAction, EventEnvelope, ToolCallStatus, TurnStatus,
+};
 
 use crate::provider::{ChatMessage, ContentPart, Role};
 
-/// What a tool call that never finished tells the model.
-const UNFINISHED: &str =
+/// What a tool call that never finished tells the model, and its `ToolCallFinished` the
+/// user.
+pub const UNFINISHED: &str =
     "the daemon stopped before this tool call finished; it may have partly run";
+/// Why an agent, a layer, an approval or an elicitation that the daemon's death cut short
+/// ended.
+const AGENT_STOPPED: &str = "the daemon stopped while this ran";
 /// The last word of a rebuilt turn, so roles alternate when the next input follows.
 const STOPPED: &str = "(stepper stopped here: the daemon was stopped while this turn ran.)";
 
@@ -42,6 +48,111 @@ pub fn answering_events(
             event => Some(event),
         })
         .collect()
+}
+
+/// The events that end what a turn that died with the daemon left open — approvals and
+/// elicitations still asked, tool calls, subagents and layers still running — each with the
+/// agent its opening event came from, latest opened first, so that each ends before what
+/// started it (a subagent's tool call before the subagent, the subagent before the
+/// `dispatch` call that started it). Tool calls end `cancelled`, saying the daemon stopped;
+/// agents and layers end `interrupted`; approvals are denied and elicitations cancelled, as
+/// an interrupt would have. `events` are the turn's, in order.
+pub fn left_open(events: &[EventEnvelope]) -> Vec<(Option<String>, AppEvent)> {
+    // What is open, in the order it opened.
+    let mut open: Vec<&EventEnvelope> = Vec::new();
+    for e in events {
+        if opens(e).is_some() {
+            open.push(e);
+        } else if let Some(closed) = closes(e)
+            && let Some(at) = open
+                .iter()
+                .rposition(|o| opens(o).as_ref() == Some(&closed))
+        {
+            open.remove(at);
+        }
+    }
+    // The last moment the turn is known to have lived: its calls ran at least until then.
+    let last = events.last().map_or(0, |e| e.at);
+    open.into_iter()
+        .rev()
+        .filter_map(|opened| {
+            let event = match &opened.event {
+                AppEvent::ToolCallStarted { call_id, .. } => AppEvent::ToolCallFinished {
+                    call_id: call_id.clone(),
+                    status: ToolCallStatus::Cancelled,
+                    output: UNFINISHED.into(),
+                    exit_code: None,
+                    duration_ms: u64::try_from(last.saturating_sub(opened.at)).unwrap_or(0),
+                    diff: None,
+                },
+                AppEvent::ApprovalRequested { request_id, .. } => AppEvent::ApprovalResolved {
+                    request_id: request_id.clone(),
+                    decision: ApprovalDecision::Deny,
+                    by: Some(AGENT_STOPPED.into()),
+                },
+                AppEvent::ElicitationRequested { request_id, .. } => {
+                    AppEvent::ElicitationResolved {
+                        request_id: request_id.clone(),
+                        action: ElicitAction::Cancel,
+                        by: Some(AGENT_STOPPED.into()),
+                    }
+                }
+                AppEvent::SubagentStarted { agent_id, name, .. } => AppEvent::SubagentFinished {
+                    agent_id: agent_id.clone(),
+                    name: name.clone(),
+                    status: TurnStatus::Interrupted,
+                    text: String::new(),
+                    error: Some(AGENT_STOPPED.into()),
+                    usage: Default::default(),
+                },
+                AppEvent::LayerStarted { index, name, .. } => AppEvent::LayerFinished {
+                    index: *index,
+                    name: name.clone(),
+                    status: TurnStatus::Interrupted,
+                    text: String::new(),
+                    error: Some(AGENT_STOPPED.into()),
+                    workers: 0,
+                },
+                _ => return None,
+            };
+            Some((opened.agent.clone(), event))
+        })
+        .collect()
+}
+
+/// Something a turn opens with one event and ends with another: a tool call (its id is
+/// unique to its agent), an approval, an elicitation, a subagent, a layer.
+#[derive(Debug, PartialEq, Eq)]
+enum Open<'a> {
+    Call(&'a Option<String>, &'a str),
+    Approval(&'a str),
+    Elicitation(&'a str),
+    Subagent(&'a str),
+    Layer(u32),
+}
+
+/// What `e` opens, if anything.
+fn opens(e: &EventEnvelope) -> Option<Open<'_>> {
+    Some(match &e.event {
+        AppEvent::ToolCallStarted { call_id, .. } => Open::Call(&e.agent, call_id),
+        AppEvent::ApprovalRequested { request_id, .. } => Open::Approval(request_id),
+        AppEvent::ElicitationRequested { request_id, .. } => Open::Elicitation(request_id),
+        AppEvent::SubagentStarted { agent_id, .. } => Open::Subagent(agent_id),
+        AppEvent::LayerStarted { index, .. } => Open::Layer(*index),
+        _ => return None,
+    })
+}
+
+/// What `e` ends, if anything.
+fn closes(e: &EventEnvelope) -> Option<Open<'_>> {
+    Some(match &e.event {
+        AppEvent::ToolCallFinished { call_id, .. } => Open::Call(&e.agent, call_id),
+        AppEvent::ApprovalResolved { request_id, .. } => Open::Approval(request_id),
+        AppEvent::ElicitationResolved { request_id, .. } => Open::Elicitation(request_id),
+        AppEvent::SubagentFinished { agent_id, .. } => Open::Subagent(agent_id),
+        AppEvent::LayerFinished { index, .. } => Open::Layer(*index),
+        _ => return None,
+    })
 }
 
 /// The messages of an interrupted turn: the user's input, then what its events show, in
@@ -277,6 +388,112 @@ mod tests {
             .filter(|p| matches!(p, ContentPart::ToolResult { .. }))
             .count();
         assert_eq!(results, 1, "one result, for the one call");
+    }
+
+    #[test]
+    fn what_a_crash_left_open_ends_innermost_first_in_its_own_agent() {
+        let layer = Some("layer-1".to_string());
+        let sub = Some("agent-1".to_string());
+        let at = |agent: &Option<String>, at: i64, event: AppEvent| EventEnvelope {
+            session_id: "s".into(),
+            seq: 0,
+            at,
+            turn: Some(1),
+            agent: agent.clone(),
+            event,
+        };
+        let started = |id: &str, tool: &str| AppEvent::ToolCallStarted {
+            call_id: id.into(),
+            tool: tool.into(),
+            input: json!({}),
+        };
+        let finished = |id: &str| AppEvent::ToolCallFinished {
+            call_id: id.into(),
+            status: ToolCallStatus::Ok,
+            output: "x".into(),
+            exit_code: None,
+            duration_ms: 1,
+            diff: None,
+        };
+        let events = vec![
+            at(
+                &None,
+                1000,
+                AppEvent::LayerStarted {
+                    index: 1,
+                    count: 2,
+                    name: "plan".into(),
+                    model: "m".into(),
+                    parallel: false,
+                    agent_id: layer.clone(),
+                },
+            ),
+            // The same call id in two agents: only the layer's ended.
+            at(&layer, 1100, started("c1", "read")),
+            at(&layer, 1200, finished("c1")),
+            at(&layer, 1300, started("d1", "dispatch")),
+            at(
+                &layer,
+                1400,
+                AppEvent::SubagentStarted {
+                    agent_id: "agent-1".into(),
+                    name: "general".into(),
+                    model: "m".into(),
+                    task: "look".into(),
+                    layer: None,
+                },
+            ),
+            at(&sub, 1500, started("c1", "bash")),
+            at(
+                &sub,
+                1600,
+                AppEvent::ApprovalRequested {
+                    request_id: "r1".into(),
+                    tool: "bash".into(),
+                    summary: "run it".into(),
+                    command: None,
+                    diff: None,
+                },
+            ),
+            at(&sub, 4500, AppEvent::TextDelta { text: "…".into() }),
+        ];
+        let closing = left_open(&events);
+        let kinds: Vec<(Option<&str>, &str)> = closing
+            .iter()
+            .map(|(agent, e)| (agent.as_deref(), e.kind()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (Some("agent-1"), "ApprovalResolved"),
+                (Some("agent-1"), "ToolCallFinished"),
+                (Some("layer-1"), "SubagentFinished"),
+                (Some("layer-1"), "ToolCallFinished"),
+                (None, "LayerFinished"),
+            ]
+        );
+        let AppEvent::ToolCallFinished {
+            call_id,
+            status,
+            output,
+            duration_ms,
+            ..
+        } = &closing[1].1
+        else {
+            panic!("{closing:?}")
+        };
+        assert_eq!(
+            (call_id.as_str(), *status),
+            ("c1", ToolCallStatus::Cancelled)
+        );
+        assert!(output.contains("the daemon stopped"), "{output}");
+        assert_eq!(*duration_ms, 3000, "until the last event known");
+        assert!(matches!(
+            &closing[4].1,
+            AppEvent::LayerFinished { index: 1, status: TurnStatus::Interrupted, name, .. } if name == "plan"
+        ));
+        assert!(left_open(&events[..3]).len() == 1, "only the layer");
+        assert!(left_open(&[]).is_empty());
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //! On Unix a child leads a new process group and the whole group is signalled. On Windows
 //! the child is put in a Job Object that kills every process in it when its handle closes:
 //! when the group is killed here, and when the daemon dies (the OS closes its handles).
+//!
+//! What leaves the group (`setsid cmd &`) is out of reach of its signal. A child that holds
+//! its processes itself — the reaper ([`crate::reaper`]), a PID namespace — has killed them
+//! by the time it ends, so nothing is looked for. Any other child's are found by the token
+//! they inherit, which takes a look at every process on the machine (`/proc`, Linux).
 
 use std::io;
 use std::time::Duration;
@@ -15,14 +20,31 @@ pub struct GroupChild {
     pid: Option<u32>,
     /// What every process of the group inherits in `STEPPER_GROUP`.
     token: String,
+    /// The child holds every process it starts (the reaper, a PID namespace): what is left
+    /// once it ended is nothing to look for.
+    holds_its_processes: bool,
     reaped: bool,
     /// The job holding the child's tree (Windows); dropping it kills the tree.
     #[cfg(windows)]
     job: Option<win32job::Job>,
 }
 
-/// Spawn `command` as the leader of a new process group.
-pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
+/// Spawn `command` as the leader of a new process group. A command built with
+/// [`crate::reaper::command`] runs under the reaper, which holds what it starts; any other
+/// is followed by its token once it ends.
+pub fn spawn(command: tokio::process::Command) -> io::Result<GroupChild> {
+    let held = crate::reaper::runs(&command);
+    spawn_group(command, held)
+}
+
+/// [`spawn`] for a command that holds every process it starts itself, as a PID namespace
+/// does (bubblewrap's ends with the command, and everything in it with it): once it ends,
+/// nothing of it is looked for outside its group.
+pub fn spawn_contained(command: tokio::process::Command) -> io::Result<GroupChild> {
+    spawn_group(command, true)
+}
+
+fn spawn_group(mut command: tokio::process::Command, held: bool) -> io::Result<GroupChild> {
     #[cfg(unix)]
     command.process_group(0);
     command.kill_on_drop(true);
@@ -41,6 +63,7 @@ pub fn spawn(mut command: tokio::process::Command) -> io::Result<GroupChild> {
         child,
         pid,
         token,
+        holds_its_processes: held,
         reaped: false,
     })
 }
@@ -98,11 +121,7 @@ impl GroupChild {
             let _ = killpg(nix::unistd::Pid::from_raw(pid), s);
         }
         if let (Signal::Kill, true, Some(pid)) = (signal, self.reaped, self.pid) {
-            // Processes that left the group still carry its token. The entry stays while any
-            // survives, so a sweep (or the next daemon) finishes what a kill started.
-            if crate::registry::kill_carriers(&self.token) == 0 {
-                crate::registry::forget(pid);
-            }
+            self.forget_if_gone(pid);
         }
         // Closing the job kills its whole tree.
         #[cfg(windows)]
@@ -111,6 +130,19 @@ impl GroupChild {
         }
         #[cfg(not(any(unix, windows)))]
         let _ = signal;
+    }
+}
+
+impl GroupChild {
+    /// The group (led by `pid`) is over: forget it once nothing of it is left. Processes that
+    /// left the group still carry its token; the entry stays while any survives, so a sweep
+    /// (or the next daemon) finishes what a kill started. A child that holds its processes
+    /// left none: a killed reaper's go to the daemon, which kills what it did not spawn
+    /// ([`crate::lineage`]).
+    fn forget_if_gone(&self, pid: u32) {
+        if self.holds_its_processes || crate::registry::kill_carriers(&self.token) == 0 {
+            crate::registry::forget(pid);
+        }
     }
 }
 
@@ -125,10 +157,8 @@ impl Drop for GroupChild {
         if !self.reaped {
             self.signal_group(Signal::Kill);
             // kill_on_drop reaps the leader; its group was just killed, and what left it.
-            if let Some(pid) = self.pid
-                && crate::registry::kill_carriers(&self.token) == 0
-            {
-                crate::registry::forget(pid);
+            if let Some(pid) = self.pid {
+                self.forget_if_gone(pid);
             }
         }
     }

@@ -77,6 +77,14 @@ pub fn command(program: impl AsRef<std::ffi::OsStr>) -> tokio::process::Command 
     }
 }
 
+/// Whether `command` runs under the reaper (it was built by [`command`] once the helper was
+/// installed): then the reaper holds whatever it starts.
+pub fn runs(command: &tokio::process::Command) -> bool {
+    HELPER
+        .get()
+        .is_some_and(|(helper, _)| Path::new(command.as_std().get_program()) == helper)
+}
+
 /// Where `program` is, found as the reaper will look for it (`PATH` from `path`, relative to
 /// `cwd` when it names a folder): a missing program then fails at once, with the OS's own
 /// error, rather than as a reaper that exits 127. Only needed where the caller reports that

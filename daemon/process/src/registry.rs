@@ -226,13 +226,18 @@ fn kill_if_ours(_pgid: u32, _entry: &Entry) -> bool {
     false
 }
 
-/// This boot of the machine, where the OS says (start times restart at boot).
+/// This boot of the machine, where the OS says (start times restart at boot). Read once: it
+/// does not change while this process lives.
 fn boot_id() -> Option<String> {
     #[cfg(target_os = "linux")]
     {
-        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .ok()
-            .map(|s| s.trim().to_string())
+        static BOOT: OnceLock<Option<String>> = OnceLock::new();
+        BOOT.get_or_init(|| {
+            std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .clone()
     }
     #[cfg(not(target_os = "linux"))]
     {

@@ -243,7 +243,9 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         .await
         .is_err()
     {
-        let n = daemon.hub.interrupt_all();
+        let n = daemon
+            .hub
+            .interrupt_all(stepper_engine::interrupt::Interruption::Shutdown);
         tracing::info!(
             interrupted = n,
             "grace period over; interrupting running turns"

@@ -404,14 +404,16 @@ impl Store {
 
 impl Store {
     /// The events of one turn that say what the model did (its input, text, tool calls and
-    /// results, steering, one usage report per call), in order. Streamed tool output is
-    /// left out: a command that printed gigabytes is not read back.
+    /// results, steering, one usage report per call) and what it opened and closed (layers,
+    /// subagents, approvals, elicitations), in order. Streamed tool output is left out: a
+    /// command that printed gigabytes is not read back.
     pub async fn turn_events(&self, session_id: &str, turn: u32) -> Result<Vec<EventEnvelope>> {
         let rows = sqlx::query(
             "SELECT seq, at, turn, agent, payload FROM events WHERE session_id = ? AND turn = ? \
              AND kind IN ('TurnStarted', 'TextDelta', 'ReasoningDelta', 'MessageCompleted', \
-             'ToolCallStarted', 'ToolCallFinished', 'Steered', 'UsageUpdated', 'LayerFinished', \
-             'SubagentFinished') ORDER BY seq",
+             'ToolCallStarted', 'ToolCallFinished', 'Steered', 'UsageUpdated', 'LayerStarted', \
+             'LayerFinished', 'SubagentStarted', 'SubagentFinished', 'ApprovalRequested', \
+             'ApprovalResolved', 'ElicitationRequested', 'ElicitationResolved') ORDER BY seq",
         )
         .bind(session_id)
         .bind(i64::from(turn))

@@ -180,6 +180,7 @@ async fn execute(
     // Under the reaper (when the daemon installed one), so that nothing the line starts
     // outlives it, however it detaches — unless the sandbox holds its processes itself
     // (bubblewrap's PID namespace ends with the command, taking everything in it).
+    let contained = sandbox.is_some_and(|s| s.holds_processes);
     let mut command = match sandbox {
         Some(s) if s.holds_processes => {
             let mut c = tokio::process::Command::new(&s.program);
@@ -202,8 +203,12 @@ async fn execute(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = stepper_process::group::spawn(command)
-        .map_err(|e| ToolError::Failed(format!("cannot start bash: {e}")))?;
+    let spawned = if contained {
+        stepper_process::group::spawn_contained(command)
+    } else {
+        stepper_process::group::spawn(command)
+    };
+    let mut child = spawned.map_err(|e| ToolError::Failed(format!("cannot start bash: {e}")))?;
     let (Some(mut stdout), Some(mut stderr)) = (
         child.child_mut().stdout.take(),
         child.child_mut().stderr.take(),

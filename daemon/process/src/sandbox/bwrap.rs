@@ -19,10 +19,15 @@
 //! The helper waits for bubblewrap and reads its status (`--json-status-fd`): bubblewrap
 //! reports an exit code only for a command it managed to exec, once everything was set up,
 //! so its own failures become the helper's 125 and never pass for the command's.
+//!
+//! No reaper stands between the daemon and this helper (the PID namespace already ends with
+//! the command), so the helper itself ends the command when the daemon dies: it asks for a
+//! parent-death signal, and bubblewrap, started with `--die-with-parent`, dies with it,
+//! taking its namespace and everything in it.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
@@ -34,8 +39,8 @@ use super::{BWRAP, HELPER_FAILED, HELPER_PREFIX, Invocation, Policy, SandboxErro
 
 /// The outer half: start bubblewrap around the command and return the command's exit code,
 /// or [`HELPER_FAILED`] with the reason on stderr when the sandbox was not made.
-pub(super) fn outer(policy: &Policy, invocation: &Invocation) -> i32 {
-    match launch(policy, invocation) {
+pub(super) fn outer(policy: &Policy, invocation: &Invocation, parent: Option<u32>) -> i32 {
+    match launch(policy, invocation, parent) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{HELPER_PREFIX}{e}");
@@ -56,7 +61,11 @@ fn inherited<F: Into<OwnedFd>>(fd: F) -> Result<OwnedFd, SandboxError> {
     Ok(fd)
 }
 
-fn launch(policy: &Policy, invocation: &Invocation) -> Result<i32, SandboxError> {
+fn launch(
+    policy: &Policy,
+    invocation: &Invocation,
+    parent: Option<u32>,
+) -> Result<i32, SandboxError> {
     let cwd =
         std::env::current_dir().map_err(|e| unavailable("cannot tell the command's folder", &e))?;
     let view = View::plan(policy);
@@ -138,9 +147,13 @@ fn launch(policy: &Policy, invocation: &Invocation) -> Result<i32, SandboxError>
         .spawn()
         .map_err(|e| unavailable(&format!("cannot start {BWRAP}"), &e))?;
     drop((exe, seccomp, status_write));
-    let status = child
-        .wait()
-        .map_err(|e| unavailable("lost bubblewrap", &e))?;
+    let Some(status) = wait_unless_orphaned(&mut child, parent)? else {
+        // bubblewrap dies with this process anyway (`--die-with-parent`); not a moment later.
+        let _ = child.kill();
+        return Err(SandboxError::Unavailable(
+            "the daemon that started the command is gone".into(),
+        ));
+    };
     // bubblewrap has exited, so what it had to say is in the pipe (the sandbox never held
     // it: bubblewrap closes it before it execs the command).
     let mut report = String::new();
@@ -157,6 +170,50 @@ fn launch(policy: &Policy, invocation: &Invocation) -> Result<i32, SandboxError>
     Err(SandboxError::Unavailable(format!(
         "bubblewrap could not make the command's sandbox ({status}; its message is above)"
     )))
+}
+
+/// Wait for bubblewrap to exit, unless `parent` (the daemon) dies first: then `None`.
+///
+/// The kernel sends the parent-death signal when the thread that started this process ends,
+/// not only the process, so it is taken as a cue to look: the parent is gone once this
+/// process has another. The signals are blocked only now, after bubblewrap started: the
+/// command must not inherit a mask it does not expect.
+fn wait_unless_orphaned(
+    child: &mut std::process::Child,
+    parent: Option<u32>,
+) -> Result<Option<std::process::ExitStatus>, SandboxError> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::sys::signal::{SigSet, Signal};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    let watching = |what: &str, e: nix::errno::Errno| unavailable(what, &e);
+    let mask: SigSet = [Signal::SIGCHLD, Signal::SIGHUP].into_iter().collect();
+    mask.thread_block()
+        .map_err(|e| watching("cannot block signals", e))?;
+    let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+        .map_err(|e| watching("cannot read signals", e))?;
+    nix::sys::prctl::set_pdeathsig(Some(Signal::SIGHUP))
+        .map_err(|e| watching("cannot ask for the parent-death signal", e))?;
+    let orphaned =
+        || parent.is_some_and(|p| u32::try_from(nix::unistd::getppid().as_raw()).ok() != Some(p));
+    loop {
+        // Looked at before each wait: what happened before the signals were blocked
+        // (bubblewrap's end, the daemon's) sent nothing to the descriptor.
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| unavailable("lost bubblewrap", &e))?
+        {
+            return Ok(Some(status));
+        }
+        if orphaned() {
+            return Ok(None);
+        }
+        let mut fds = [PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(watching("cannot wait for bubblewrap", e)),
+        }
+        while let Ok(Some(_)) = signals.read_signal() {}
+    }
 }
 
 /// A probe always runs the helper inside; this is never reached.

@@ -81,7 +81,7 @@ pub enum Support {
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error(
-        "{0} (usage: stepperd sandbox [--write PATH]... [--read PATH]... [--read-only PATH]... [--hide PATH]... [--network] [--bwrap] [--max-abi N] -- PROGRAM [ARG]...)"
+        "{0} (usage: stepperd sandbox [--write PATH]... [--read PATH]... [--read-only PATH]... [--hide PATH]... [--network] [--bwrap [--parent PID]] [--max-abi N] -- PROGRAM [ARG]...)"
     )]
     Usage(String),
     #[error("{0}")]
@@ -117,6 +117,10 @@ impl Policy {
         }
         if self.bubblewrap {
             args.push("--bwrap".into());
+            // The helper outside bubblewrap stays as the command's parent: it ends the
+            // command when the process that starts it (this one, the daemon) dies.
+            args.push("--parent".into());
+            args.push(std::process::id().to_string().into());
         }
         if let Some(abi) = self.max_abi {
             args.push("--max-abi".into());
@@ -179,6 +183,9 @@ struct HelperCall {
     /// Set when this is the helper bubblewrap started inside its namespaces: the descriptor
     /// of this binary it was started from (`--inner FD`; see `bwrap.rs`).
     inner: Option<i32>,
+    /// The process whose death ends the command (`--parent PID`, with `--bwrap`): the daemon
+    /// that started the helper. Without it, whichever process started the helper.
+    parent: Option<u32>,
 }
 
 impl HelperCall {
@@ -186,6 +193,7 @@ impl HelperCall {
         let mut policy = Policy::default();
         let mut probe = false;
         let mut inner = None;
+        let mut parent = None;
         let mut it = args.iter();
         let mut command = Vec::new();
         let value = |it: &mut std::slice::Iter<'_, OsString>, flag: &str| {
@@ -227,6 +235,13 @@ impl HelperCall {
                         })?;
                     inner = Some(fd);
                 }
+                Some("--parent") => {
+                    let v = value(&mut it, "--parent")?;
+                    let pid = v.to_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
+                        SandboxError::Usage(format!("--parent takes a process id, not {v:?}"))
+                    })?;
+                    parent = Some(pid);
+                }
                 Some("--probe") => probe = true,
                 Some("--") => {
                     command.extend(it.by_ref().cloned());
@@ -263,6 +278,7 @@ impl HelperCall {
             policy,
             invocation,
             inner,
+            parent,
         })
     }
 }
@@ -294,7 +310,10 @@ pub fn helper_main(args: &[OsString]) -> i32 {
             return bwrap::inner(&call.policy, &call.invocation, exe);
         }
         if call.policy.bubblewrap {
-            return bwrap::outer(&call.policy, &call.invocation);
+            let parent = call
+                .parent
+                .or_else(|| u32::try_from(nix::unistd::getppid().as_raw()).ok());
+            return bwrap::outer(&call.policy, &call.invocation, parent);
         }
         let what = match linux::restrict(&call.policy, linux::Within::Host) {
             Ok(what) => what,
@@ -492,6 +511,7 @@ mod tests {
             &["--read-only", "x/y", "--", "true"],
             &["--inner", "x", "--", "true"],
             &["--inner", "1", "--", "true"],
+            &["--bwrap", "--parent", "me", "--", "true"],
         ] {
             let err = Policy::from_helper_args(&os(bad)).unwrap_err();
             assert!(matches!(err, SandboxError::Usage(_)), "{bad:?}: {err}");
@@ -503,6 +523,8 @@ mod tests {
         );
         let inner = HelperCall::parse(&os(&["--inner", "5", "--", "true"])).unwrap();
         assert_eq!(inner.inner, Some(5));
+        let outer = HelperCall::parse(&os(&["--bwrap", "--parent", "42", "--", "true"])).unwrap();
+        assert_eq!(outer.parent, Some(42));
     }
 
     #[test]

@@ -29,9 +29,10 @@ use std::time::Duration;
 
 use stepper_engine::ModelRef;
 use stepper_engine::config::{PermissionMode, SandboxMode};
+use stepper_engine::interrupt::Interruption;
 use stepper_engine::tool::Tool;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
-use stepper_protocol::{AppEvent, SandboxInfo, TurnStatus};
+use stepper_protocol::{AppEvent, EventEnvelope, SandboxInfo, TurnStatus};
 use stepper_providers::Providers;
 use stepper_store::{NewSession, Store, now_ms};
 use tokio::sync::watch;
@@ -535,9 +536,9 @@ impl Hub {
         before - live.len()
     }
 
-    /// Interrupt every running turn (shutdown, after the grace period).
-    pub fn interrupt_all(&self) -> usize {
-        self.live().values().filter(|s| s.interrupt()).count()
+    /// Interrupt every running turn (shutdown, after the grace period), saying who did.
+    pub fn interrupt_all(&self, by: Interruption) -> usize {
+        self.live().values().filter(|s| s.interrupt(by)).count()
     }
 
     /// Say an MCP server's new state in every live session of `cwd`.
@@ -597,7 +598,20 @@ impl Hub {
             };
             let turn = Some(info.turns).filter(|t| *t > 0);
             if let Some(turn) = turn {
-                self.keep_interrupted_context(&info.id, turn).await;
+                let events = match self.deps.store.turn_events(&info.id, turn).await {
+                    Ok(events) => events,
+                    Err(e) => {
+                        tracing::error!(session = %info.id, turn, error = %e, "cannot read the interrupted turn");
+                        Vec::new()
+                    }
+                };
+                self.keep_interrupted_context(&info.id, turn, &events).await;
+                // Every tool call (approval, subagent, layer) ends before its turn does.
+                for (agent, event) in stepper_engine::recovery::left_open(&events) {
+                    if let Err(e) = session.log.append_in(Some(turn), agent, event).await {
+                        tracing::error!(session = %info.id, error = %e, "cannot end what the turn left open");
+                    }
+                }
             }
             if let Err(e) = session.log.append_committed(turn, finished).await {
                 tracing::error!(session = %info.id, error = %e, "cannot mark turn interrupted");
@@ -611,7 +625,12 @@ impl Hub {
 impl Hub {
     /// What the model had done in a turn that died with the daemon goes into the stored
     /// context, rebuilt from the turn's events, so the next turn can continue it.
-    async fn keep_interrupted_context(&self, session_id: &str, turn: u32) {
+    async fn keep_interrupted_context(
+        &self,
+        session_id: &str,
+        turn: u32,
+        events: &[EventEnvelope],
+    ) {
         let store = &self.deps.store;
         // The turn may have stored its context and died before its end was committed.
         if store
@@ -621,13 +640,6 @@ impl Hub {
         {
             return;
         }
-        let events = match store.turn_events(session_id, turn).await {
-            Ok(events) => events,
-            Err(e) => {
-                tracing::error!(session = %session_id, turn, error = %e, "cannot read the interrupted turn");
-                return;
-            }
-        };
         let Some(input) = events.iter().find_map(|e| match &e.event {
             AppEvent::TurnStarted { text, .. } => Some(text.clone()),
             _ => None,
@@ -635,7 +647,7 @@ impl Hub {
             return;
         };
         let events = stepper_engine::recovery::answering_events(
-            events.into_iter().map(|e| (e.agent, e.event)),
+            events.iter().map(|e| (e.agent.clone(), e.event.clone())),
         );
         let messages = stepper_engine::recovery::interrupted_turn(&input, &events);
         context::store_context(store, session_id, turn, &messages).await;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use stepper_engine::ModelRef;
 use stepper_engine::config::{PermissionMode, SandboxMode};
 use stepper_engine::gate::Policy;
+use stepper_engine::interrupt::{Interrupt, Interruption};
 use stepper_protocol::AppEvent;
 use stepper_protocol::methods::AttachedClient;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
@@ -74,7 +75,14 @@ pub(super) struct State {
     pub(super) active_policy: Option<Arc<Mutex<Policy>>>,
     pub(super) model: String,
     pub(super) turns: u32,
-    pub(super) running: Option<CancellationToken>,
+    pub(super) running: Option<Running>,
+}
+
+/// The running turn, as others reach it: its cancellation, and why it was cancelled.
+#[derive(Clone, Default)]
+pub(super) struct Running {
+    pub(super) cancel: CancellationToken,
+    pub(super) interrupt: Interrupt,
 }
 
 pub(super) struct QueuedInput {
@@ -251,11 +259,13 @@ impl LiveSession {
             && self.log.is_settled()
     }
 
-    /// Interrupt the running turn; false when none runs.
-    pub fn interrupt(&self) -> bool {
+    /// Interrupt the running turn, saying who did; false when none runs.
+    pub fn interrupt(&self, by: Interruption) -> bool {
         match &self.state().running {
-            Some(cancel) => {
-                cancel.cancel();
+            Some(running) => {
+                // Why, before the turn can see that it was.
+                running.interrupt.set(by);
+                running.cancel.cancel();
                 true
             }
             None => false,

@@ -12,6 +12,7 @@ use stepper_engine::compaction::CompactionPlan;
 use stepper_engine::config::layers::{self, AgentDef, Layer, Layers};
 use stepper_engine::config::{extensions, memory};
 use stepper_engine::hooks::TurnHooks;
+use stepper_engine::interrupt::Interrupt;
 use stepper_engine::orchestrator::{
     AgentHost, AgentKind, AgentRun, LayerContext, Orchestrator, context_key,
 };
@@ -40,7 +41,7 @@ use super::context::{ContextError, MAIN_LAYER, context_rows, history};
 use super::env::{login_env, tool_env};
 use super::log::{EventLog, LogError};
 use super::mcp::McpSettings;
-use super::session::{LiveSession, QueuedInput};
+use super::session::{LiveSession, QueuedInput, Running};
 use super::settings::SettingsError;
 
 /// Why a turn could not start; its `TurnFinished` says so (`failed`, with this message).
@@ -78,16 +79,16 @@ pub(super) struct Prepared {
 
 impl LiveSession {
     pub(super) async fn run_turn(&self, input: QueuedInput, deps: &HubDeps) {
-        let cancel = CancellationToken::new();
+        let running = Running::default();
         let (turn, model, env) = {
             let mut state = self.state();
             state.turns += 1;
-            state.running = Some(cancel.clone());
+            state.running = Some(running.clone());
             (state.turns, state.model.clone(), state.env.clone())
         };
         deps.running.send_modify(|n| *n += 1);
         let status = self
-            .turn_body(turn, &input, &model, &env, cancel, deps)
+            .turn_body(turn, &input, &model, &env, running, deps)
             .await;
         if let Err(e) = status {
             tracing::error!(session = %self.id, turn, error = %e, "turn could not be recorded");
@@ -106,9 +107,10 @@ impl LiveSession {
         input: &QueuedInput,
         model: &str,
         env: &Env,
-        cancel: CancellationToken,
+        running: Running,
         deps: &HubDeps,
     ) -> Result<(), LogError> {
+        let Running { cancel, interrupt } = running;
         // The history read below is complete without a flush: each turn's end (with its
         // context) is committed before the next turn starts, and the other context writes
         // go to the store directly.
@@ -361,6 +363,7 @@ impl LiveSession {
                     log: self.log.clone(),
                     turn,
                     cancel: cancel.clone(),
+                    interrupt,
                 });
                 let layered = plan.layers.is_layered();
                 let layers = if layered {
@@ -463,6 +466,16 @@ impl LiveSession {
             .iter()
             .map(|c| context_rows(turn, &c.key, &c.messages, c.replace))
             .collect();
+        // An interrupted turn says so only when it was not the user's doing.
+        let error = match (status, error) {
+            (TurnStatus::Interrupted, None) => self
+                .state()
+                .running
+                .as_ref()
+                .and_then(|r| r.interrupt.why().turn_error())
+                .map(String::from),
+            (_, error) => error,
+        };
         self.log
             .append_with_context(Some(turn), AppEvent::TurnFinished { status, error }, rows)
             .await?;
@@ -1004,6 +1017,8 @@ struct TurnHost {
     log: EventLog,
     turn: u32,
     cancel: CancellationToken,
+    /// Why `cancel` was cancelled, when it is.
+    interrupt: Interrupt,
 }
 
 /// The tools of `source` an agent may use.
@@ -1133,6 +1148,7 @@ impl TurnHost {
                     .unwrap_or(stepper_engine::agent::DEFAULT_MAX_STEPS),
             )
             .with_base_usage(run.base_usage, run.base_cost)
+            .with_interrupt(self.interrupt.clone())
             .with_tools(tools, cx);
         if let Some(source) = &self.mcp {
             agent = agent.with_tool_source(Arc::new(Permitted {

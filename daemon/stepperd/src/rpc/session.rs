@@ -126,7 +126,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
 
     register::<SessionInterrupt, _, _>(m, |conn, p| async move {
         let session = conn.daemon.hub.get(&p.session_id).await?;
-        let interrupted = session.interrupt();
+        let interrupted = session.interrupt(stepper_engine::interrupt::Interruption::User);
         if interrupted {
             tracing::info!(session = %p.session_id, client = ?conn.client_label(), "interrupted");
         }
