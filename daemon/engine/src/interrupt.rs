@@ -1,5 +1,5 @@
-//! Why a turn was interrupted: a person asked (`session/interrupt`, Esc), or the daemon is
-//! stopping. Every part of a turn watches one cancellation token, which says only *that* it
+//! Why a turn was interrupted: a person asked (`session/interrupt`, Esc), the daemon is
+//! stopping, or the store stopped taking the session's events. Every part of a turn watches one cancellation token, which says only *that* it
 //! was interrupted; the [`Interrupt`] beside it says *why*, so that what the turn's cut-short
 //! tool calls and its end tell the user and the model is true.
 
@@ -12,6 +12,9 @@ pub enum Interruption {
     User,
     /// The daemon is stopping (SIGTERM, `daemon/shutdown`) and its grace period ran out.
     Shutdown,
+    /// The store stopped taking the session's events (a full disk, a held lock): the turn's
+    /// end says why, from the store.
+    Store,
 }
 
 impl Interruption {
@@ -22,13 +25,16 @@ impl Interruption {
             Interruption::Shutdown => {
                 "the daemon was stopped while this tool call ran; it may have partly run"
             }
+            Interruption::Store => {
+                "stopped because the session store cannot write; it may have partly run"
+            }
         }
     }
 
     /// What the turn's `TurnFinished` says: nothing when the user asked (they know why).
     pub fn turn_error(self) -> Option<&'static str> {
         match self {
-            Interruption::User => None,
+            Interruption::User | Interruption::Store => None,
             Interruption::Shutdown => {
                 Some("the daemon was stopped while this turn ran — submit again to continue")
             }

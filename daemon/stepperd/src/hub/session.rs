@@ -167,7 +167,7 @@ impl LiveSession {
                 }
                 match weak.upgrade() {
                     Some(session) => {
-                        session.interrupt();
+                        session.interrupt(stepper_engine::interrupt::Interruption::Store);
                     }
                     None => break,
                 }
