@@ -22,7 +22,7 @@ use sqlx::sqlite::{
 };
 
 pub use checkpoint::FileChange;
-pub use recovery::{Recover, Recovery, StoreHealth, TableCopy, WalLoss};
+pub use recovery::{Recover, Recovery, StoreHealth, TableCopy, WalLoss, rebuild_path};
 pub use session::{ContextRows, Encoded, NewSession, PendingInput, SessionPage};
 
 #[derive(Debug, thiserror::Error)]
@@ -132,8 +132,16 @@ impl Store {
         Ok(())
     }
 
-    /// Close every connection, checkpointing the WAL.
+    /// Close every connection, the WAL checkpointed into the file (and emptied) first: the
+    /// pool's `close` can return with a connection still open (one being handed back
+    /// meanwhile), and then the last close, which would have checkpointed, never comes.
     pub async fn close(&self) {
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await
+        {
+            tracing::warn!(error = %e, "the store's WAL was not checkpointed at close");
+        }
         self.pool.close().await;
     }
 }

@@ -67,6 +67,8 @@ pub struct TableCopy {
     pub read_errors: u64,
     /// Rows of `kept` that only reading the file's pages one by one found.
     pub from_pages: u64,
+    /// Rows of `kept` rebuilt from other tables: a session's row from its events.
+    pub from_events: u64,
 }
 
 /// A WAL whose tail SQLite dropped when the store opened.
@@ -78,19 +80,35 @@ pub struct WalLoss {
 }
 
 impl Recovery {
+    /// Sessions whose row was lost and rebuilt from their events.
+    pub fn sessions_rebuilt(&self) -> u64 {
+        self.tables
+            .iter()
+            .filter(|t| t.table == "sessions")
+            .map(|t| t.from_events)
+            .sum()
+    }
+
     /// The line the log, `stepper doctor` and clients show.
     pub fn summary(&self) -> String {
         let kept = match &self.unreadable {
             Some(why) => format!("nothing of it could be read ({why}), so it starts empty"),
             None => format!(
-                "recovered {} sessions, {} events{}",
+                "recovered {} sessions{}, {} events{}",
                 self.sessions,
+                match self.sessions_rebuilt() {
+                    0 => String::new(),
+                    n => format!(" ({n} rebuilt from their events)"),
+                },
                 self.events,
                 match self.events_missing {
                     0 => String::new(),
                     missing => format!(
-                        " ({missing} events of {} sessions could not be read)",
-                        self.sessions_incomplete
+                        " ({missing} events of {} could not be read)",
+                        match self.sessions_incomplete {
+                            1 => "1 session".to_string(),
+                            n => format!("{n} sessions"),
+                        }
                     ),
                 }
             ),
@@ -135,6 +153,10 @@ impl Store {
             ..StoreHealth::default()
         };
         let damage = match recover {
+            // Nothing to rebuild yet: a first start.
+            Recover::Always if !tokio::fs::try_exists(path).await.unwrap_or(true) => {
+                return Ok((Store::open(path).await?, health));
+            }
             Recover::Always => None,
             Recover::IfDamaged => {
                 let started = Instant::now();
@@ -215,13 +237,19 @@ async fn keep_dropped_wal(path: &Path) -> Result<Option<WalLoss>> {
     .await
 }
 
+/// Where the new store is built while the one at `store` is rebuilt: present only then, so
+/// a client starting the daemon knows to wait longer.
+pub fn rebuild_path(store: &Path) -> PathBuf {
+    suffixed(store, ".recovering")
+}
+
 /// Build a new store from what can be read of the one at `path`, then swap them: the old
 /// file (and its WAL) moves aside, the new one takes its place. Until the swap nothing at
 /// `path` changes, so a recovery cut short runs again at the next start.
 async fn recover_into_new(path: &Path, damage: Option<String>) -> Result<(Store, Recovery)> {
     let started = Instant::now();
     let scratch = suffixed(path, ".salvage");
-    let fresh = suffixed(path, ".recovering");
+    let fresh = rebuild_path(path);
     let header = {
         let (path, scratch, fresh) = (path.to_path_buf(), scratch.clone(), fresh.clone());
         blocking(move || {
@@ -251,6 +279,8 @@ async fn recover_into_new(path: &Path, damage: Option<String>) -> Result<(Store,
     let aside = {
         let path = path.to_path_buf();
         blocking(move || {
+            // Written without syncing (see `salvage`): on the disk before it is the store.
+            std::fs::File::open(&fresh)?.sync_all()?;
             let aside = unused(&suffixed(&path, &format!(".damaged-{}", stamp())));
             for sidecar in ["-wal", "-shm"] {
                 rename_if_present(&suffixed(&path, sidecar), &suffixed(&aside, sidecar))?;
@@ -260,6 +290,7 @@ async fn recover_into_new(path: &Path, damage: Option<String>) -> Result<(Store,
                 rename_if_present(&suffixed(&fresh, sidecar), &suffixed(&path, sidecar))?;
             }
             std::fs::rename(&fresh, &path)?;
+            sync_folder_of(&path);
             remove_with_sidecars(&scratch)?;
             Ok(aside)
         })
@@ -322,6 +353,16 @@ fn unused(path: &Path) -> PathBuf {
         n += 1;
     }
     candidate
+}
+
+/// Make the renames in `path`'s folder durable (where a folder can be opened: not on
+/// Windows, whose renames need no such step).
+fn sync_folder_of(path: &Path) {
+    if let Some(folder) = path.parent()
+        && let Ok(folder) = std::fs::File::open(folder)
+    {
+        let _ = folder.sync_all();
+    }
 }
 
 fn rename_if_present(from: &Path, to: &Path) -> std::io::Result<()> {

@@ -36,6 +36,11 @@ pub(crate) async fn salvage(
         .execute(&mut *conn)
         .await
         .map_err(|e| sqlite_says(&e))?;
+    // A crash meanwhile leaves only the `.recovering` file, which the next start makes
+    // afresh: nothing needs to reach the disk before the end, where the file is synced.
+    let _ = sqlx::query("PRAGMA main.synchronous = OFF")
+        .execute(&mut *conn)
+        .await;
     let copied = match copy_tables(conn).await {
         Ok(mut copies) => {
             if copies.iter().any(|c| c.read_errors > 0) {
@@ -47,6 +52,9 @@ pub(crate) async fn salvage(
         Err(e) => Err(e),
     };
     let _ = sqlx::query("DETACH DATABASE damaged")
+        .execute(&mut *conn)
+        .await;
+    let _ = sqlx::query("PRAGMA main.synchronous = FULL")
         .execute(&mut *conn)
         .await;
     let _ = sqlx::query("PRAGMA writable_schema = OFF")
@@ -71,11 +79,8 @@ async fn copy_tables(conn: &mut SqliteConnection) -> std::result::Result<Vec<Tab
             tracing::warn!(table = %name, "the damaged store has a table this version does not know: not copied");
         }
     }
-    // A crash during the copy leaves only the `.recovering` file, which the next start
-    // makes afresh: nothing here needs to reach the disk before the end. Each statement
-    // commits on its own: a transaction that read a damaged page of the attached file
-    // cannot commit at all (SQLite answers the COMMIT with SQLITE_CORRUPT).
-    run(conn, "PRAGMA main.synchronous = OFF").await?;
+    // Each statement commits on its own: a transaction that read a damaged page of the
+    // attached file cannot commit at all (SQLite answers the COMMIT with SQLITE_CORRUPT).
     let mut copies = Vec::new();
     for name in tables.iter().filter(|t| theirs.contains(t)) {
         let table = match Table::describe(conn, name).await {
@@ -92,7 +97,6 @@ async fn copy_tables(conn: &mut SqliteConnection) -> std::result::Result<Vec<Tab
         };
         copies.push(table.copy(conn).await);
     }
-    run(conn, "PRAGMA main.synchronous = FULL").await?;
     Ok(copies)
 }
 
@@ -110,14 +114,6 @@ async fn cover_kept_events(conn: &mut SqliteConnection) {
     if let Err(e) = raised {
         tracing::warn!(error = %e, "sessions' last seqs not checked against their events");
     }
-}
-
-async fn run(conn: &mut SqliteConnection, sql: &str) -> std::result::Result<(), String> {
-    sqlx::query(sql)
-        .execute(&mut *conn)
-        .await
-        .map(drop)
-        .map_err(|e| format!("{sql}: {}", sqlite_says(&e)))
 }
 
 /// The new store's tables (not SQLite's or the migrations' own), each after the tables its
@@ -872,6 +868,7 @@ async fn rescue_from_pages(
     for ((i, _), rows) in pending {
         insert_rows(conn, &shapes[i], &rows).await;
     }
+    let rebuilt = rebuild_lost_sessions(conn).await;
     remove_orphans(conn, &shapes).await;
     let _ = sqlx::query("PRAGMA foreign_keys = ON")
         .execute(&mut *conn)
@@ -885,8 +882,56 @@ async fn rescue_from_pages(
     let after = row_counts(conn, &shapes).await;
     for ((shape, before), after) in shapes.iter().zip(before).zip(after) {
         if let Some(copy) = copies.iter_mut().find(|c| c.table == shape.table) {
-            copy.from_pages = after.saturating_sub(before);
             copy.kept = after;
+            copy.from_events = if copy.table == "sessions" { rebuilt } else { 0 };
+            copy.from_pages = after.saturating_sub(before + copy.from_events);
+        }
+    }
+}
+
+/// A session whose row was lost but whose events were found gets its row back, rebuilt from
+/// them: its folder, model and title from its `SessionCreated`, its status from its last
+/// turn (a turn left running is ended as interrupted when the daemon starts), its times and
+/// last seq from its events. What only the row held — the environment its client sent (the
+/// secret-free copy), its own mode and sandbox — is lost: the settings' apply. Without its
+/// `SessionCreated` there is no folder to run in, and the events go with the session.
+async fn rebuild_lost_sessions(conn: &mut SqliteConnection) -> u64 {
+    let rebuilt = sqlx::query(
+        "INSERT OR IGNORE INTO main.sessions \
+             (id, title, cwd, model, env_json, status, created_at, updated_at, last_seq, turns) \
+         SELECT c.session_id, \
+                coalesce(json_extract(c.payload, '$.title'), \
+                         (SELECT substr(trim(substr(json_extract(q.payload, '$.text'), 1, \
+                                 instr(json_extract(q.payload, '$.text') || char(10), char(10)) - 1)), 1, 80) \
+                          FROM main.events q \
+                          WHERE q.session_id = c.session_id AND q.kind = 'InputQueued' \
+                          ORDER BY q.seq LIMIT 1)), \
+                json_extract(c.payload, '$.cwd'), json_extract(c.payload, '$.model'), '{}', \
+                coalesce((SELECT CASE WHEN t.kind = 'TurnStarted' THEN 'running' \
+                                      ELSE CASE json_extract(t.payload, '$.status') \
+                                           WHEN 'interrupted' THEN 'interrupted' \
+                                           WHEN 'failed' THEN 'failed' ELSE 'idle' END END \
+                          FROM main.events t \
+                          WHERE t.session_id = c.session_id \
+                            AND t.kind IN ('TurnStarted', 'TurnFinished') \
+                          ORDER BY t.seq DESC LIMIT 1), 'idle'), \
+                (SELECT min(at) FROM main.events a WHERE a.session_id = c.session_id), \
+                (SELECT max(at) FROM main.events a WHERE a.session_id = c.session_id), \
+                (SELECT max(seq) FROM main.events a WHERE a.session_id = c.session_id), \
+                (SELECT coalesce(max(turn), 0) FROM main.events a WHERE a.session_id = c.session_id) \
+         FROM main.events c \
+         WHERE c.kind = 'SessionCreated' \
+           AND json_extract(c.payload, '$.cwd') IS NOT NULL \
+           AND json_extract(c.payload, '$.model') IS NOT NULL \
+           AND NOT EXISTS (SELECT 1 FROM main.sessions s WHERE s.id = c.session_id)",
+    )
+    .execute(&mut *conn)
+    .await;
+    match rebuilt {
+        Ok(done) => done.rows_affected(),
+        Err(e) => {
+            tracing::warn!(error = %e, "sessions were not rebuilt from their events");
+            0
         }
     }
 }

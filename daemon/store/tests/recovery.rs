@@ -73,22 +73,15 @@ async fn filled(path: &Path, sessions: usize) -> Store {
     store
 }
 
-/// [`filled`], as one file no connection has open: built elsewhere, its WAL checkpointed
-/// into it, then copied. (A pool's `close` may leave a connection open.)
+/// [`filled`], as one file no connection has open: built elsewhere, closed (which
+/// checkpoints the WAL into it), then copied.
 async fn filled_file(dir: &Path) -> PathBuf {
-    use sqlx::{ConnectOptions, Connection};
     let built = dir.join("built.db");
     filled(&built, SESSIONS).await.close().await;
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&built)
-        .connect()
-        .await
-        .unwrap();
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    conn.close().await.unwrap();
+    assert_eq!(
+        std::fs::metadata(dir.join("built.db-wal")).map_or(0, |m| m.len()),
+        0
+    );
     let path = dir.join("stepper.db");
     std::fs::copy(&built, &path).unwrap();
     path
@@ -248,10 +241,13 @@ async fn a_leaf_written_over_costs_its_rows_only() {
     assert_eq!(recovery.events_missing, cells);
     assert!(
         recovery.summary().contains(&format!(
-            "recovered {SESSIONS} sessions, {} events ({cells} events of {} sessions could \
-             not be read); the damaged copy is at",
+            "recovered {SESSIONS} sessions, {} events ({cells} events of {} could not be \
+             read); the damaged copy is at",
             all - cells,
-            recovery.sessions_incomplete
+            match recovery.sessions_incomplete {
+                1 => "1 session".to_string(),
+                n => format!("{n} sessions"),
+            }
         )),
         "{}",
         recovery.summary()
@@ -294,43 +290,60 @@ async fn the_leaves_below_a_lost_interior_page_are_read_one_by_one() {
 }
 
 /// Two pages of the sessions' table written over: the rows between them are reached through
-/// the table's indexes, so only the rows on those two pages are lost.
+/// the table's indexes, and the rows on them are rebuilt from their sessions' events.
 #[tokio::test]
-async fn rows_between_two_damaged_pages_are_reached_through_an_index() {
-    use sqlx::{ConnectOptions, Connection};
+async fn lost_session_rows_are_reached_through_an_index_or_rebuilt_from_events() {
     let dir = tempfile::tempdir().unwrap();
     let path = filled_file(dir.path()).await;
-    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&path)
-        .connect()
-        .await
-        .unwrap();
-    // The table's leaf pages in key order, with their rows.
-    let leaves: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT pageno, ncell FROM dbstat WHERE name = 'sessions' AND pagetype = 'leaf' \
-         ORDER BY path",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .unwrap();
-    conn.close().await.unwrap();
+    let leaves = pages_of(&path, "sessions", "leaf").await;
     assert!(leaves.len() >= 5, "{leaves:?}");
     for (page, _) in [leaves[1], leaves[3]] {
-        overwrite(&path, (page as u64 - 1) * 4096, &[0xee; 64]);
+        overwrite_page(&path, page);
     }
 
     let (store, health) = Store::open_checked(&path, Recover::IfDamaged)
         .await
         .unwrap();
     let recovery = health.recovery.expect("a recovery");
-    let lost = (leaves[1].1 + leaves[3].1) as u64;
-    assert_eq!(recovery.sessions, SESSIONS as u64 - lost, "{recovery:?}");
-    // Every kept session has all its events.
+    let lost = leaves[1].1 + leaves[3].1;
+    let sessions = recovery
+        .tables
+        .iter()
+        .find(|t| t.table == "sessions")
+        .unwrap();
+    // Those past the first damaged page came through an index, not from pages.
+    assert_eq!(
+        (sessions.kept, sessions.from_events, sessions.from_pages),
+        (SESSIONS as u64, lost, 0),
+        "{recovery:?}"
+    );
     assert_eq!(recovery.events_missing, 0, "{recovery:?}");
     assert_eq!(
         readable_sessions(&store).await,
-        (SESSIONS - lost as usize, (SESSIONS as u64 - lost) * EVENTS)
+        (SESSIONS, SESSIONS as u64 * EVENTS)
     );
+    assert!(
+        recovery.summary().contains(&format!(
+            "recovered {SESSIONS} sessions ({lost} rebuilt from their events), {} events;",
+            SESSIONS as u64 * EVENTS
+        )),
+        "{}",
+        recovery.summary()
+    );
+    // A rebuilt row: folder, model and title from the session's first event.
+    let rebuilt = store
+        .list_sessions(None, 10_000, None)
+        .await
+        .unwrap()
+        .sessions;
+    assert!(rebuilt.iter().all(|s| {
+        s.cwd == "/p"
+            && s.model == "anthropic/test"
+            && s.title
+                .as_deref()
+                .is_some_and(|t| t.starts_with("session "))
+            && s.last_seq == EVENTS
+    }));
 }
 
 /// Pages read one by one hold rows deleted since (pages on the free list keep their bytes):
@@ -348,10 +361,6 @@ async fn deleted_sessions_stay_deleted() {
     let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(&built)
         .connect()
-        .await
-        .unwrap();
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(&mut conn)
         .await
         .unwrap();
     let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
