@@ -17,6 +17,8 @@ use stepper_protocol::places::{Places, build_id};
 
 /// How long a starting daemon may take to accept connections.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
+/// How much longer a start may take while the daemon rebuilds a damaged store.
+const REBUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The name `stepper attach` gives itself (with its pid): the daemon tells clients apart by
 /// name, and lists this one as a TUI.
@@ -72,9 +74,11 @@ pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<Dae
         if let Some(skew) = remote.skew() {
             eprintln!("stepper: {skew}");
         }
+        tell_notices(&client);
         return Ok(client);
     }
     let client = connect_or_start_once(places, name).await?;
+    tell_notices(&client);
     let Some(why) = outdated(&client) else {
         return Ok(client);
     };
@@ -98,6 +102,14 @@ pub async fn connect_or_start(places: &Places, name: &str) -> anyhow::Result<Dae
     shut_down(places, client).await?;
     start_daemon(places).await?;
     Ok(DaemonClient::connect(&places.socket, client_info(name)).await?)
+}
+
+/// What the daemon says every user should hear (a store rebuilt at its start), on stderr:
+/// stdout stays the command's.
+fn tell_notices(client: &DaemonClient) {
+    for notice in &client.daemon().notices {
+        eprintln!("stepper: {notice}");
+    }
 }
 
 pub enum Staleness {
@@ -238,7 +250,8 @@ pub async fn start_daemon(places: &Places) -> anyhow::Result<bool> {
         }
         None => None,
     };
-    let deadline = Instant::now() + READY_TIMEOUT;
+    let mut deadline = Instant::now() + READY_TIMEOUT;
+    let mut rebuilding = false;
     loop {
         if connect_stream(&places.socket).await.is_ok() {
             drop(lock);
@@ -252,12 +265,28 @@ pub async fn start_daemon(places: &Places) -> anyhow::Result<bool> {
                 exe.display()
             );
         }
+        // A daemon rebuilding a damaged store takes as long as the store is big (~10 s for
+        // 160 MB): worth waiting for, and saying so.
+        if Instant::now() > deadline && !rebuilding && places.store_rebuild_path().exists() {
+            rebuilding = true;
+            eprintln!(
+                "stepper: the session store was found damaged; stepperd is rebuilding it from \
+                 what can be read (see {})",
+                places.log_path().display()
+            );
+            deadline = Instant::now() + REBUILD_TIMEOUT;
+        }
         if Instant::now() > deadline {
             bail!(
                 "the daemon ({}) did not start listening on {} within {}s — see {}",
                 exe.display(),
                 places.socket.display(),
-                READY_TIMEOUT.as_secs(),
+                if rebuilding {
+                    REBUILD_TIMEOUT
+                } else {
+                    READY_TIMEOUT
+                }
+                .as_secs(),
                 places.log_path().display()
             );
         }

@@ -1,9 +1,12 @@
 //! `stepper doctor`: what a user needs to know when something is off, each line with its
-//! fix — the daemon and its version, where things are kept, the providers and how each was
-//! found, the settings files and their problems, the login service, the login environment.
+//! fix — the daemon and its version, where things are kept, the session store, the providers
+//! and how each was found, the settings files and their problems, the login service, the
+//! login environment.
 //!
 //! It starts the daemon when none runs (as any command would) and says so: the checks after
-//! that need it. It exits non-zero when it found a problem (a `✗` line).
+//! that need it. It exits non-zero when it found a problem (a `✗` line). With
+//! `--recover-store` it first has the daemon rebuild the session store (stopping it, and
+//! starting it again with the request in the data folder).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -14,7 +17,9 @@ use stepper_protocol::client::DaemonClient;
 use stepper_protocol::methods::*;
 use stepper_protocol::places::Places;
 
-use crate::connect::{Staleness, connect_existing, outdated, places, start_daemon, stepperd_path};
+use crate::connect::{
+    Staleness, connect_existing, outdated, places, shut_down, start_daemon, stepperd_path,
+};
 use crate::service::Manager;
 use crate::session::client_env;
 
@@ -57,7 +62,19 @@ impl Report {
     }
 }
 
-pub async fn run() -> anyhow::Result<ExitCode> {
+#[derive(clap::Args, Default)]
+pub struct DoctorArgs {
+    /// Rebuild the session store first: the daemon stops (refused while turns run), moves
+    /// the store aside and copies what can be read of it into a new one as it starts again,
+    /// as it does by itself when it finds the store damaged.
+    #[arg(long)]
+    pub recover_store: bool,
+}
+
+pub async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    if args.recover_store {
+        ask_for_a_rebuild().await?;
+    }
     let mut report = Report::default();
     let _ = writeln!(
         report.text,
@@ -78,6 +95,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let client = daemon(&mut report, &places).await;
     if let Some(client) = &client {
+        store(&mut report, client).await;
         providers(&mut report, client, &cwd).await;
         settings(&mut report, client, &cwd).await;
     }
@@ -182,6 +200,112 @@ async fn daemon(report: &mut Report, places: &Places) -> Option<DaemonClient> {
         "'stepper daemon restart' makes it again",
     );
     Some(client)
+}
+
+/// Leave the request in the data folder, stop the daemon and start it again: it rebuilds the
+/// store before it listens.
+async fn ask_for_a_rebuild() -> anyhow::Result<()> {
+    use anyhow::{Context, bail};
+    let places = places()?;
+    let running = match connect_existing(&places, CLIENT).await {
+        Ok(client) => Some(client),
+        Err(e) if e.is_not_running() => None,
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(client) = &running {
+        let turns = client.daemon().running_turns;
+        if turns > 0 {
+            bail!(
+                "stepperd has {turns} running turn(s): wait for them to finish (or stop it with \
+                 'stepper daemon stop'), then run 'stepper doctor --recover-store' again"
+            );
+        }
+    }
+    let request = places.store_recovery_request_path();
+    std::fs::create_dir_all(&places.data_dir)
+        .with_context(|| format!("creating the data dir {}", places.data_dir.display()))?;
+    std::fs::write(&request, b"")
+        .with_context(|| format!("writing the request {}", request.display()))?;
+    if let Some(client) = running {
+        shut_down(&places, client).await?;
+    }
+    println!("rebuilding the session store (the daemon does it as it starts)…");
+    start_daemon(&places).await?;
+    Ok(())
+}
+
+/// The session store: checked at start, rebuilt if it was damaged, copies kept aside.
+async fn store(report: &mut Report, client: &DaemonClient) {
+    report.section("session store");
+    let info = match client.call::<DaemonInfo>(Empty {}).await {
+        Ok(info) => info.store,
+        Err(e) => {
+            report.bad(
+                &format!("cannot ask the daemon: {e}"),
+                "see 'stepper daemon logs'",
+            );
+            return;
+        }
+    };
+    let Some(store) = info else {
+        report.note(
+            "the daemon does not say (it is older than this stepper)",
+            None,
+        );
+        return;
+    };
+    let mut told = Vec::new();
+    if let Some(wal) = &store.wal_dropped {
+        told.push(wal.copy.clone());
+        report.bad(
+            &wal.summary,
+            "nothing to do to go on; the copy of the log may hold what was lost — delete it \
+             once you no longer need it",
+        );
+    }
+    match &store.recovered {
+        Some(r) if r.damaged => {
+            told.push(r.damaged_copy.clone());
+            report.bad(
+                &r.summary,
+                &format!(
+                    "nothing to do to go on; the damaged copy may hold more than was recovered \
+                     ('sqlite3 {} .recover' reads what SQLite's shell can) — delete it once you \
+                     no longer need it",
+                    r.damaged_copy
+                ),
+            );
+        }
+        Some(r) => {
+            told.push(r.damaged_copy.clone());
+            report.note(&r.summary, None);
+        }
+        None => report.ok(&format!(
+            "{}: no damage found at start (quick_check, {} ms)",
+            store.path, store.check_ms
+        )),
+    }
+    for copy in &store.kept_aside {
+        if told.iter().any(|t| copy.path.starts_with(t.as_str())) {
+            continue;
+        }
+        report.note(
+            &format!(
+                "kept aside by an earlier rebuild: {} ({})",
+                copy.path,
+                size(copy.bytes)
+            ),
+            Some("delete it once you no longer need what it may hold"),
+        );
+    }
+}
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / f64::from(1 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KB", b as f64 / f64::from(1 << 10)),
+        b => format!("{b} bytes"),
+    }
 }
 
 async fn providers(report: &mut Report, client: &DaemonClient, cwd: &Path) {

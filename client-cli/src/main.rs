@@ -90,9 +90,9 @@ enum Command {
     Models(models::ModelsArgs),
     /// The agent CLIs stepper can drive (Claude Code, Codex): version, login, MCP servers.
     Backends(backends::BackendsArgs),
-    /// What is set up and what is not, each problem with its fix: the daemon, providers,
-    /// settings, the login service, the login environment.
-    Doctor,
+    /// What is set up and what is not, each problem with its fix: the daemon, the session
+    /// store, providers, settings, the login service, the login environment.
+    Doctor(doctor::DoctorArgs),
     /// The MCP servers of this folder: list, get, add, remove, approve, login, logout.
     Mcp {
         #[command(subcommand)]
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
         .clone()
         .or_else(|| std::env::var("STEPPER_HOST").ok().filter(|h| !h.is_empty()));
     if let Some(host) = host {
-        if let Some(Command::Daemon { .. } | Command::Doctor) = cli.command {
+        if let Some(Command::Daemon { .. } | Command::Doctor(_)) = cli.command {
             eprintln!(
                 "stepper: 'daemon' and 'doctor' look at this machine — for {host}'s, run \
                  'ssh {host} stepper daemon …' or 'ssh {host} stepper doctor'"
@@ -176,7 +176,7 @@ fn run(cli: Cli) -> ExitCode {
                 conversation_only,
             }) => rewind(session, turn, !conversation_only, !files_only).await,
             Some(Command::Daemon { command }) => daemon_cmd::run(command).await,
-            Some(Command::Doctor) => doctor::run().await,
+            Some(Command::Doctor(args)) => doctor::run(args).await,
             Some(Command::Auth { command }) => auth::run(command).await,
             Some(Command::Models(args)) => models::run(args).await,
             Some(Command::Backends(args)) => backends::run(args).await,

@@ -247,6 +247,10 @@ pub struct InitializeResponse {
     /// Turns running right now: an idle daemon may be restarted without losing anything.
     #[serde(default)]
     pub running_turns: u32,
+    /// What every user of this daemon should hear, once per command (the session store was
+    /// damaged and rebuilt at its start, say). Empty for nearly every daemon.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -267,6 +271,63 @@ pub struct DaemonInfoResponse {
     /// Whether the login shell's environment was read (absent from a 1.2 daemon).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login_env: Option<LoginEnvInfo>,
+    /// The session store as the daemon found it at start (absent from a 1.8 daemon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreInfo>,
+}
+
+/// The session store as the daemon found it at start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreInfo {
+    pub path: String,
+    /// How long the check at start (`PRAGMA quick_check`) took, in milliseconds.
+    pub check_ms: u64,
+    /// The store was found damaged (or its rebuild was asked for) and rebuilt at this start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<StoreRecovery>,
+    /// The store's write-ahead log was damaged and SQLite dropped its tail at this start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal_dropped: Option<WalDropped>,
+    /// Copies kept aside in the data folder (damaged stores, damaged logs), by this start
+    /// or an earlier one: they may hold more than was recovered, and take room until
+    /// deleted.
+    #[serde(default)]
+    pub kept_aside: Vec<KeptCopy>,
+}
+
+/// A rebuild of the session store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreRecovery {
+    /// The whole story in one line, as the daemon logged it.
+    pub summary: String,
+    /// What SQLite said of the file, or that the rebuild was asked for.
+    pub reason: String,
+    /// Found damaged (rather than rebuilt on request).
+    pub damaged: bool,
+    /// Where the old file is now.
+    pub damaged_copy: String,
+    pub sessions: u64,
+    pub events: u64,
+    /// Events of the kept sessions that could not be read.
+    pub events_missing: u64,
+}
+
+/// A write-ahead log whose tail was dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WalDropped {
+    pub summary: String,
+    /// Where the log, as it was before SQLite opened it, is kept.
+    pub copy: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptCopy {
+    pub path: String,
+    pub bytes: u64,
 }
 
 /// The login shell's environment, which fills what a session's own environment lacks.

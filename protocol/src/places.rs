@@ -85,6 +85,18 @@ impl Places {
         self.data_dir.join("stepper.db")
     }
 
+    /// Present when the user asked for the store to be rebuilt (`stepper doctor
+    /// --recover-store`): the daemon does it at its next start, then removes the file.
+    pub fn store_recovery_request_path(&self) -> PathBuf {
+        self.data_dir.join("recover-store")
+    }
+
+    /// Present while the daemon builds a new store from a damaged one (the new store
+    /// itself, renamed to [`Places::store_path`] when complete): a start then takes longer.
+    pub fn store_rebuild_path(&self) -> PathBuf {
+        self.data_dir.join("stepper.db.recovering")
+    }
+
     /// Held by the one daemon that owns this data dir.
     pub fn daemon_lock_path(&self) -> PathBuf {
         self.data_dir.join("stepperd.lock")

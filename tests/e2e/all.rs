@@ -30,6 +30,7 @@ mod resume;
 mod sandbox;
 mod security;
 mod service;
+mod store_damage;
 mod store_faults;
 mod subscribe;
 mod tool_env;

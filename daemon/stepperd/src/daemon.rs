@@ -1,6 +1,7 @@
 //! The daemon: its parts started from one place, sharing one handle and one shutdown signal.
 //!
-//! Start: lock the data dir, open the store, end turns a crash left running, bind the socket.
+//! Start: lock the data dir, open the store (rebuilding it when damaged), end turns a crash
+//! left running, bind the socket.
 //! Stop (SIGTERM, SIGINT or `daemon/shutdown`): stop accepting, give running turns a grace
 //! period, interrupt the rest, commit every log, close connections, remove the socket.
 
@@ -16,7 +17,7 @@ use stepper_protocol::server::{
     Accepted, ConnectionServer, LocalListener, StopHandle, stop_channel,
 };
 use stepper_providers::Providers;
-use stepper_store::{Store, now_ms};
+use stepper_store::now_ms;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -35,6 +36,8 @@ pub struct Daemon {
     pub places: Places,
     pub started_at: i64,
     pub shutdown: CancellationToken,
+    /// The session store as it was found at start, and what every client is told of it.
+    pub store: crate::store_health::StoreReport,
     clients: AtomicU32,
 }
 
@@ -58,6 +61,7 @@ impl Daemon {
                     error: None,
                 },
             )),
+            store: Some(self.store.info.clone()),
         }
     }
 }
@@ -81,12 +85,8 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
     let (reaper, prefix) = reaper_helper();
     stepper_process::reaper::install(&reaper, prefix);
     let adoptions = tokio::spawn(watch_adoptions());
-    let store = Store::open(&places.store_path()).await.with_context(|| {
-        format!(
-            "opening the session store {}",
-            places.store_path().display()
-        )
-    })?;
+    // A damaged store is rebuilt here and told about, rather than stopping the daemon.
+    let (store, store_report) = crate::store_health::open(&places).await?;
     let providers = Providers::new(places.data_dir.join("credentials.json"))?;
     let tasks = TaskTracker::new();
     let (running, _) = watch::channel(0usize);
@@ -179,6 +179,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
         places,
         started_at: now_ms(),
         shutdown,
+        store: store_report,
         clients: AtomicU32::new(0),
     });
     let mcp_status = {

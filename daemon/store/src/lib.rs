@@ -6,8 +6,12 @@
 
 mod checkpoint;
 mod fork;
+mod pages;
+mod recovery;
+mod salvage;
 mod script;
 mod session;
+pub mod wal;
 mod write;
 
 use std::path::Path;
@@ -19,12 +23,21 @@ use sqlx::sqlite::{
 };
 
 pub use checkpoint::FileChange;
+pub use recovery::{Recover, Recovery, StoreHealth, TableCopy, WalLoss, rebuild_path};
 pub use session::{ContextRows, Encoded, NewSession, PendingInput, SessionPage};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("the session store failed: {0}")]
-    Sqlx(#[from] sqlx::Error),
+    Sqlx(sqlx::Error),
+    /// SQLite found the file damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`).
+    #[error(
+        "the session store is damaged ({0}) — 'stepper doctor --recover-store' moves it aside \
+         and keeps what can still be read"
+    )]
+    Damaged(sqlx::Error),
+    #[error("the session store's files: {0}")]
+    Io(std::io::Error),
     #[error("cannot bring the session store up to date: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("the session store holds a record this version cannot read ({0})")]
@@ -34,6 +47,39 @@ pub enum StoreError {
          none for the first page"
     )]
     InvalidCursor(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> StoreError {
+        if is_damage(&e) {
+            StoreError::Damaged(e)
+        } else {
+            StoreError::Sqlx(e)
+        }
+    }
+}
+
+impl StoreError {
+    /// Whether SQLite found the file damaged, wherever the error came from.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            StoreError::Damaged(_) => true,
+            StoreError::Migrate(
+                sqlx::migrate::MigrateError::Execute(e)
+                | sqlx::migrate::MigrateError::ExecuteMigration(e, _),
+            ) => is_damage(e),
+            _ => false,
+        }
+    }
+}
+
+/// `SQLITE_CORRUPT` (11, with its extended codes) or `SQLITE_NOTADB` (26).
+fn is_damage(e: &sqlx::Error) -> bool {
+    let Some(code) = e.as_database_error().and_then(|d| d.code()) else {
+        return false;
+    };
+    code.parse::<i32>()
+        .is_ok_and(|code| matches!(code & 0xff, 11 | 26))
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -61,13 +107,7 @@ impl Store {
     /// machine, which is what "a client never sees an event a crash could take back" needs.
     /// The cost is one fsync per commit, which group commit spreads over many events.
     pub async fn open(path: &Path) -> Result<Store> {
-        let options = SqliteConnectOptions::from_str("sqlite://")?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .foreign_keys(true)
-            .busy_timeout(busy_timeout());
+        let options = connect_options(path)?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             // A connection to a local file does not drop; the ping before each use would
@@ -75,6 +115,21 @@ impl Store {
             .test_before_acquire(false)
             .connect_with(options)
             .await?;
+        match Store::migrate(&pool).await {
+            Ok(()) => Ok(Store {
+                pool,
+                path: path.into(),
+            }),
+            Err(e) => {
+                // Closed before the caller acts on the error: a damaged file is moved aside
+                // next, and no connection may still be at it then.
+                pool.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn migrate(pool: &SqlitePool) -> Result<()> {
         // Migrations commit without waiting for the disk (`synchronous=NORMAL`, for them
         // alone): each migration and its record commit together, so a crash can only take
         // back whole migrations, which then run again. On a fresh install that is a dozen
@@ -83,15 +138,12 @@ impl Store {
         sqlx::query("PRAGMA synchronous = NORMAL")
             .execute(&mut *conn)
             .await?;
-        sqlx::migrate!("../../migrations").run(&mut *conn).await?;
+        MIGRATOR.run(&mut *conn).await?;
         sqlx::query("PRAGMA synchronous = FULL")
             .execute(&mut *conn)
             .await?;
         drop(conn);
-        Ok(Store {
-            pool,
-            path: path.into(),
-        })
+        Ok(())
     }
 
     /// Why a write failed, for people: what happened to the store and what to do. Every
@@ -122,8 +174,16 @@ impl Store {
         }
     }
 
-    /// Close every connection, checkpointing the WAL.
+    /// Close every connection, the WAL checkpointed into the file (and emptied) first: the
+    /// pool's `close` can return with a connection still open (one being handed back
+    /// meanwhile), and then the last close, which would have checkpointed, never comes.
     pub async fn close(&self) {
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await
+        {
+            tracing::warn!(error = %e, "the store's WAL was not checkpointed at close");
+        }
         self.pool.close().await;
     }
 }
@@ -144,6 +204,20 @@ fn sqlite_code(error: &StoreError) -> Option<i32> {
         StoreError::Sqlx(sqlx::Error::Database(e)) => e.code()?.parse().ok(),
         _ => None,
     }
+}
+
+/// The migrations, embedded at build time.
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// How every connection to a store file is made.
+fn connect_options(path: &Path) -> Result<SqliteConnectOptions> {
+    Ok(SqliteConnectOptions::from_str("sqlite://")?
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .foreign_keys(true)
+        .busy_timeout(busy_timeout()))
 }
 
 /// Milliseconds since the Unix epoch, UTC.

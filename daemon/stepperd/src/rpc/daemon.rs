@@ -27,10 +27,19 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             executable: daemon.executable.as_ref().map(|e| e.0.clone()),
             build: daemon.executable.as_ref().map(|e| e.1.clone()),
             running_turns: u32::try_from(*daemon.hub.deps().running.borrow()).unwrap_or(u32::MAX),
+            notices: daemon.store.notices.clone(),
         })
     });
 
-    register::<DaemonInfo, _, _>(m, |conn, _| async move { Ok(conn.daemon.info()) });
+    register::<DaemonInfo, _, _>(m, |conn, _| async move {
+        let mut info = conn.daemon.info();
+        if let Some(store) = &mut info.store {
+            // Read now: the user may have deleted a copy since.
+            store.kept_aside =
+                crate::store_health::kept_aside(&conn.daemon.places.store_path()).await;
+        }
+        Ok(info)
+    });
 
     register::<DaemonShutdown, _, _>(m, |conn, _| async move {
         tracing::info!(client = ?conn.client_label(), "shutdown requested");
