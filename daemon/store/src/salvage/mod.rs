@@ -1,0 +1,179 @@
+//! What can still be read of a damaged store, copied into a new one.
+//!
+//! First through SQL (`by_key`): the damaged copy is attached to the new store (made by the
+//! migrations) and each table is copied in key order — forwards until a read fails, then backwards from
+//! the end to the same point, then row by row through the table's indexes (trees of their
+//! own) — so one damaged page costs the rows on it, not the rest of the table. Tables keyed by
+//! session are copied session by session, which confines a damaged page to the sessions whose
+//! rows it held. Only rows a table's root still leads to can be read that way, so when a read
+//! failed, every page of the file is then read directly (`by_page`, on `crate::pages`) and
+//! each record matched to the table it fits: that finds the rows below a lost interior page
+//! or past a truncation.
+
+mod by_key;
+mod by_page;
+
+use std::path::Path;
+
+use sqlx::sqlite::SqliteConnection;
+
+use crate::Result;
+use crate::pages::Header;
+use crate::recovery::TableCopy;
+
+/// Copy what can be read of the store at `scratch` into the (new, empty) store `conn` is
+/// on. `Err` says why nothing at all could be read.
+pub(crate) async fn salvage(
+    conn: &mut SqliteConnection,
+    scratch: &Path,
+    header: Header,
+) -> std::result::Result<Vec<TableCopy>, String> {
+    // As the `sqlite3` shell's `.dump` does for a damaged file: a schema SQLite finds odd
+    // does not stop every read.
+    let _ = sqlx::query("PRAGMA writable_schema = ON")
+        .execute(&mut *conn)
+        .await;
+    sqlx::query("ATTACH DATABASE ? AS damaged")
+        .bind(scratch.display().to_string())
+        .execute(&mut *conn)
+        .await
+        .map_err(|e| sqlite_says(&e))?;
+    // A crash meanwhile leaves only the `.recovering` file, which the next start makes
+    // afresh: nothing needs to reach the disk before the end, where the file is synced.
+    let _ = sqlx::query("PRAGMA main.synchronous = OFF")
+        .execute(&mut *conn)
+        .await;
+    let copied = match by_key::copy_tables(conn).await {
+        Ok(mut copies) => {
+            if copies.iter().any(|c| c.read_errors > 0) {
+                by_page::rescue_from_pages(conn, scratch, header, &mut copies).await;
+            }
+            cover_kept_events(conn).await;
+            Ok(copies)
+        }
+        Err(e) => Err(e),
+    };
+    let _ = sqlx::query("DETACH DATABASE damaged")
+        .execute(&mut *conn)
+        .await;
+    let _ = sqlx::query("PRAGMA main.synchronous = FULL")
+        .execute(&mut *conn)
+        .await;
+    let _ = sqlx::query("PRAGMA writable_schema = OFF")
+        .execute(&mut *conn)
+        .await;
+    copied
+}
+
+/// A session's `last_seq` at least its last kept event's: the event writer numbers the next
+/// event after it, and a row found stale (an older copy on a page) must not make it reuse a
+/// seq.
+async fn cover_kept_events(conn: &mut SqliteConnection) {
+    let raised = sqlx::query(
+        "UPDATE main.sessions SET last_seq = \
+             (SELECT max(seq) FROM main.events e WHERE e.session_id = sessions.id) \
+         WHERE last_seq < (SELECT max(seq) FROM main.events e WHERE e.session_id = sessions.id)",
+    )
+    .execute(&mut *conn)
+    .await;
+    if let Err(e) = raised {
+        tracing::warn!(error = %e, "sessions' last seqs not checked against their events");
+    }
+}
+
+/// The new store's tables (not SQLite's or the migrations' own), each after the tables its
+/// foreign keys name: a row's parent is copied before it.
+async fn tables_in_copy_order(conn: &mut SqliteConnection) -> Result<Vec<String>> {
+    let mut left: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM main.sqlite_master WHERE type = 'table' \
+         AND name NOT LIKE 'sqlite%' AND name <> '_sqlx_migrations' ORDER BY name",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut parents = Vec::new();
+    for name in &left {
+        let of: Vec<String> =
+            sqlx::query_scalar("SELECT DISTINCT \"table\" FROM pragma_foreign_key_list(?, 'main')")
+                .bind(name)
+                .fetch_all(&mut *conn)
+                .await?;
+        parents.push((name.clone(), of));
+    }
+    let mut ordered: Vec<String> = Vec::new();
+    while !left.is_empty() {
+        let ready: Vec<String> = left
+            .iter()
+            .filter(|t| {
+                parents
+                    .iter()
+                    .find(|(name, _)| name == *t)
+                    .is_none_or(|(_, of)| of.iter().all(|p| p == *t || ordered.contains(p)))
+            })
+            .cloned()
+            .collect();
+        // A cycle of foreign keys: copy the rest in name order (inserts that fail are lost
+        // rows, counted).
+        let ready = if ready.is_empty() {
+            left.clone()
+        } else {
+            ready
+        };
+        left.retain(|t| !ready.contains(t));
+        ordered.extend(ready);
+    }
+    Ok(ordered)
+}
+
+/// Columns that hold JSON the daemon decodes: a row whose text there is not JSON (bytes
+/// written over it) would fail every read of its session, so it is not copied.
+const JSON_COLUMNS: &[(&str, &str)] = &[
+    ("sessions", "env_json"),
+    ("events", "payload"),
+    ("context", "message"),
+];
+
+/// A name as SQL: quoted, so no name is read as a keyword.
+fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| ident(n))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn marks(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+fn and(conditions: &[String]) -> String {
+    if conditions.is_empty() {
+        "1".into()
+    } else {
+        conditions.join(" AND ")
+    }
+}
+
+/// The first line of an error, short enough for a summary.
+pub(crate) fn short(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+/// What SQLite said, without sqlx's wrapping: `file is not a database (SQLite code 26)`.
+pub(crate) fn sqlite_says(e: &sqlx::Error) -> String {
+    match e.as_database_error() {
+        Some(d) => short(&format!(
+            "{} (SQLite code {})",
+            d.message(),
+            d.code().unwrap_or_default()
+        )),
+        None => short(&e.to_string()),
+    }
+}
