@@ -55,7 +55,20 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        // Lazily: the daemon (killed by the TestEnv's drop) may still hold it for a moment.
+        // The daemon's lock file, which says its pid, is on this file system: the daemon is
+        // stopped here, while the TestEnv dropped after this could no longer find it.
+        let pid = std::fs::read_to_string(self.0.join("stepperd.lock"))
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok());
+        if let Some(pid) = pid {
+            let pid = nix::unistd::Pid::from_raw(pid);
+            if nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).is_ok() {
+                stepper_e2e::wait_until("the daemon to exit", Duration::from_secs(20), || {
+                    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .map_or(true, |s| s.contains(") Z "))
+                });
+            }
+        }
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
