@@ -106,7 +106,15 @@ pub fn helper_main(args: &[OsString]) -> i32 {
 }
 
 fn parse(args: &[OsString]) -> Result<(u32, Vec<OsString>), String> {
-    let usage = "usage: stepperd guard PARENT_PID -- PROGRAM [ARGS…]";
+    parent_and_command(args, "usage: stepperd guard PARENT_PID -- PROGRAM [ARGS…]")
+}
+
+/// A helper's arguments, `PARENT_PID -- PROGRAM [ARGS…]` (the guard's and the reaper's);
+/// what is wrong is said with `usage`.
+pub(crate) fn parent_and_command(
+    args: &[OsString],
+    usage: &str,
+) -> Result<(u32, Vec<OsString>), String> {
     let [pid, dashes, command @ ..] = args else {
         return Err(usage.into());
     };

@@ -137,18 +137,10 @@ pub fn helper_main(args: &[OsString]) -> i32 {
 }
 
 fn parse(args: &[OsString]) -> Result<(u32, Vec<OsString>), String> {
-    let usage = "usage: stepperd-reap PARENT_PID -- PROGRAM [ARGS…] (or stepperd reap …)";
-    let [pid, dashes, command @ ..] = args else {
-        return Err(usage.into());
-    };
-    let parent = pid
-        .to_str()
-        .and_then(|p| p.parse::<u32>().ok())
-        .ok_or_else(|| format!("{pid:?} is not a process id; {usage}"))?;
-    if dashes != "--" || command.is_empty() {
-        return Err(usage.into());
-    }
-    Ok((parent, command.to_vec()))
+    crate::guard::parent_and_command(
+        args,
+        "usage: stepperd-reap PARENT_PID -- PROGRAM [ARGS…] (or stepperd reap …)",
+    )
 }
 
 /// Why the program could not be started, as a shell would say it.
