@@ -783,9 +783,12 @@ async fn a_crash_while_a_worker_runs_a_command_ends_it_inside_out() {
     let never = Gate::new();
     env.fake.push_when("TASK-Y", Reply::held(&["y…"], &never));
     submit(&client, &id, "two").await;
-    read_until(&mut events, |e| {
-        matches!(e.event, AppEvent::ToolCallStarted { .. }) && e.agent.is_some()
-    })
+    // The worker's call committed (seen by a client), not just its command started: what
+    // was never committed may die with the daemon.
+    read_until(
+        &mut events,
+        |e| matches!(&e.event, AppEvent::ToolCallStarted { call_id, .. } if call_id == "toolu_x"),
+    )
     .await;
     let running = || stepper_process::testing::processes_with(&marker);
     stepper_e2e::wait_until("the command to start", Duration::from_secs(20), || {
