@@ -17,20 +17,28 @@ const CONTEXT: usize = 3;
 /// from `/dev/null` as git does. Empty when nothing changes, except for a new empty file,
 /// which still gets its headers so the gate sees what is being created.
 pub(crate) fn unified(label: &str, old: Option<&str>, new: &str) -> String {
-    let old_header = match old {
-        Some(_) => header("a/", label),
-        None => "/dev/null".to_string(),
-    };
-    let new_header = header("b/", label);
+    between(old.map(|old| (label, old)), Some((label, new)))
+}
+
+/// The unified diff between two `(label, text)` sides, either of which may be missing
+/// (`/dev/null`: a file created or removed), and whose labels may differ (a file moved). A
+/// change that leaves no lines to show still gets its headers when a file appears or goes,
+/// so the gate sees that it does.
+pub(crate) fn between(old: Option<(&str, &str)>, new: Option<(&str, &str)>) -> String {
+    let old_header = old.map_or_else(|| "/dev/null".to_string(), |(label, _)| header("a/", label));
+    let new_header = new.map_or_else(|| "/dev/null".to_string(), |(label, _)| header("b/", label));
+    let old_text = old.map_or("", |(_, text)| text);
+    let new_text = new.map_or("", |(_, text)| text);
     let diff = TextDiff::configure()
         .timeout(DIFF_TIMEOUT)
-        .diff_lines(old.unwrap_or(""), new);
+        .diff_lines(old_text, new_text);
     let text = diff
         .unified_diff()
         .context_radius(CONTEXT)
         .header(&old_header, &new_header)
         .to_string();
-    if text.is_empty() && old.is_none() {
+    let renamed = matches!((old, new), (Some((a, _)), Some((b, _))) if a != b);
+    if text.is_empty() && (old.is_none() || new.is_none() || renamed) {
         return format!("--- {old_header}\n+++ {new_header}\n");
     }
     text
@@ -67,6 +75,26 @@ mod tests {
             "--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+hi\n"
         );
         assert_eq!(unified("empty", None, ""), "--- /dev/null\n+++ b/empty\n");
+    }
+
+    #[test]
+    fn removed_and_moved_files_diff_against_dev_null_and_the_old_name() {
+        assert_eq!(
+            between(Some(("gone.txt", "a\nb\n")), None),
+            "--- a/gone.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n"
+        );
+        assert_eq!(
+            between(Some(("empty", "")), None),
+            "--- a/empty\n+++ /dev/null\n"
+        );
+        assert_eq!(
+            between(Some(("old.rs", "x\n")), Some(("new.rs", "y\n"))),
+            "--- a/old.rs\n+++ b/new.rs\n@@ -1 +1 @@\n-x\n+y\n"
+        );
+        assert_eq!(
+            between(Some(("old.rs", "x\n")), Some(("new.rs", "x\n"))),
+            "--- a/old.rs\n+++ b/new.rs\n"
+        );
     }
 
     #[test]

@@ -107,16 +107,25 @@ pub(crate) fn commit(
     expected: Option<&[u8]>,
     new: &[u8],
 ) -> Result<(), ToolError> {
+    commit_as(path, label, expected, new, None)
+}
+
+/// [`commit`], giving a file that does not exist yet `permissions` (a moved file keeps its
+/// mode, a removed one comes back with its own); an existing file always keeps its own.
+pub(crate) fn commit_as(
+    path: &Path,
+    label: &str,
+    expected: Option<&[u8]>,
+    new: &[u8],
+    permissions: Option<&fs::Permissions>,
+) -> Result<(), ToolError> {
     let current = match fs::read(path) {
         Ok(current) => Some(current),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(failed("read", path, &e)),
     };
     if current.as_deref() != expected {
-        return Err(ToolError::Failed(format!(
-            "{label} changed on disk after this change was prepared (perhaps while it waited \
-             for approval), so nothing was written; read it again and redo the change"
-        )));
+        return Err(changed_on_disk(label));
     }
     let Some(parent) = path.parent() else {
         return Err(ToolError::Failed(format!("{label} is not a file path")));
@@ -136,8 +145,10 @@ pub(crate) fn commit(
     let (temp, mut file) = temp_file(parent).map_err(|e| failed("create a file in", parent, &e))?;
     let written = (|| {
         file.write_all(new)?;
-        if let Some(meta) = &old_meta {
-            file.set_permissions(meta.permissions())?;
+        match (&old_meta, permissions) {
+            (Some(meta), _) => file.set_permissions(meta.permissions())?,
+            (None, Some(permissions)) => file.set_permissions(permissions.clone())?,
+            (None, None) => {}
         }
         file.sync_all()?;
         drop(file);
@@ -154,6 +165,24 @@ pub(crate) fn commit(
         let _ = dir.sync_all();
     }
     Ok(())
+}
+
+/// Removes the file at `path` (canonical), provided it still holds `expected`.
+pub(crate) fn remove(path: &Path, label: &str, expected: &[u8]) -> Result<(), ToolError> {
+    match fs::read(path) {
+        Ok(current) if current == expected => {}
+        Ok(_) => return Err(changed_on_disk(label)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(changed_on_disk(label)),
+        Err(e) => return Err(failed("read", path, &e)),
+    }
+    fs::remove_file(path).map_err(|e| failed("remove", path, &e))
+}
+
+fn changed_on_disk(label: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "{label} changed on disk after this change was prepared (perhaps while it waited \
+         for approval), so nothing was written; read it again and redo the change"
+    ))
 }
 
 #[cfg(unix)]
@@ -224,6 +253,34 @@ mod tests {
         fs::hard_link(&path, &other).unwrap();
         commit(&path, "run.sh", Some(b"new\n"), b"newer\n").unwrap();
         assert_eq!(fs::read_to_string(&other).unwrap(), "newer\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn commit_as_gives_a_new_file_the_permissions_asked_for() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("moved.sh");
+        let mode = fs::Permissions::from_mode(0o700);
+        commit_as(&path, "moved.sh", None, b"x\n", Some(&mode)).unwrap();
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+    }
+
+    #[test]
+    fn remove_deletes_only_what_was_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, "theirs\n").unwrap();
+        let err = remove(&path, "f", b"ours\n").unwrap_err();
+        assert!(err.to_string().contains("changed on disk"), "{err}");
+        assert!(path.exists());
+        remove(&path, "f", b"theirs\n").unwrap();
+        assert!(!path.exists());
+        let err = remove(&path, "f", b"theirs\n").unwrap_err();
+        assert!(err.to_string().contains("changed on disk"), "{err}");
     }
 
     #[test]

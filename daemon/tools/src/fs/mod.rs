@@ -1,4 +1,5 @@
-//! File tools: read, write, edit, multi_edit, ls. Each resolves its path (symlinks followed)
+//! File tools: read, write, edit, multi_edit, ls, and apply_patch (offered to the model
+//! families trained on it). Each resolves its path (symlinks followed)
 //! before it asks the gate, so the permission check and the file system see the same file, and
 //! every change is shown to the gate as a unified diff before anything is written.
 
@@ -6,6 +7,7 @@ mod diff;
 mod edit;
 mod file;
 mod ls;
+mod patch;
 mod path;
 mod read;
 mod replace;
@@ -17,6 +19,7 @@ use stepper_engine::tool::{Tool, ToolError};
 
 pub use edit::{EditTool, MultiEditTool};
 pub use ls::LsTool;
+pub use patch::ApplyPatch;
 pub use read::ReadTool;
 pub use write::WriteTool;
 
@@ -53,9 +56,13 @@ pub(crate) mod testing {
     use futures::future::BoxFuture;
     use stepper_engine::tool::{Decision, Gate, GateRequest, ToolCx};
 
+    /// How a [`RecordingGate`] answers a request; it may also act on the world first, as a
+    /// user could while a question waits.
+    type Answer = Box<dyn Fn(&GateRequest) -> Decision + Send + Sync>;
+
     pub(crate) struct RecordingGate {
         requests: Mutex<Vec<GateRequest>>,
-        decision: Decision,
+        answer: Answer,
     }
 
     impl RecordingGate {
@@ -67,16 +74,24 @@ pub(crate) mod testing {
     impl Gate for RecordingGate {
         fn check<'a>(&'a self, request: &'a GateRequest) -> BoxFuture<'a, Decision> {
             self.requests.lock().unwrap().push(request.clone());
-            let decision = self.decision.clone();
+            let decision = (self.answer)(request);
             Box::pin(async move { decision })
         }
     }
 
     /// A context rooted at `dir` whose gate records every request and answers `decision`.
     pub(crate) fn cx(dir: &Path, decision: Decision) -> (ToolCx, Arc<RecordingGate>) {
+        answering(dir, move |_| decision.clone())
+    }
+
+    /// A context rooted at `dir` whose gate records every request and answers with `answer`.
+    pub(crate) fn answering(
+        dir: &Path,
+        answer: impl Fn(&GateRequest) -> Decision + Send + Sync + 'static,
+    ) -> (ToolCx, Arc<RecordingGate>) {
         let gate = Arc::new(RecordingGate {
             requests: Mutex::new(Vec::new()),
-            decision,
+            answer: Box::new(answer),
         });
         let mut cx = ToolCx::permissive(dir);
         cx.gate = gate.clone();

@@ -114,7 +114,7 @@ pub(crate) fn apply(
 }
 
 /// Whether most of the file's line breaks are `\r\n`.
-fn uses_crlf(content: &str) -> bool {
+pub(crate) fn uses_crlf(content: &str) -> bool {
     let crlf = content.matches("\r\n").count();
     crlf > 0 && crlf * 2 >= content.matches('\n').count()
 }
