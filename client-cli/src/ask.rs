@@ -46,6 +46,13 @@ pub struct AskArgs {
     /// Submit and leave at once, printing the session id; the turn runs on in the daemon.
     #[arg(long)]
     detach: bool,
+    /// Instructions in place of stepper's own for a new session (the environment, memory
+    /// files and layers still follow).
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["session", "continue_last"])]
+    system_prompt: Option<String>,
+    /// Instructions added after stepper's own for a new session.
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["session", "continue_last"])]
+    append_system_prompt: Option<String>,
     /// The prompt; read from stdin when absent.
     prompt: Option<String>,
 }
@@ -62,23 +69,84 @@ enum Format {
 
 fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
     let prompt = match arg {
-        Some(p) => p,
+        // Text piped in beside a prompt goes to the model with it, as `claude -p` and
+        // `codex exec` do: `cat a.py | stepper ask "explain this"`.
+        Some(p) => match piped_stdin()? {
+            Some(piped) => with_piped(&p, &piped),
+            None => p,
+        },
         None => {
-            let mut stdin = std::io::stdin();
-            if stdin.is_terminal() {
+            if std::io::stdin().is_terminal() {
                 bail!("no prompt: give one as an argument (stepper ask \"...\") or pipe it in");
             }
-            let mut text = String::new();
-            stdin
-                .read_to_string(&mut text)
-                .context("reading the prompt from stdin")?;
-            text
+            read_stdin()?
         }
     };
     if prompt.trim().is_empty() {
         bail!("the prompt is empty: say what stepper should do");
     }
     Ok(prompt)
+}
+
+/// stdin as text, at most a little over what the daemon takes (the caller then says it is
+/// too long); binary data is refused with what to do instead.
+fn read_stdin() -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_INPUT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .context("reading stdin")?;
+    if bytes.contains(&0) {
+        bail!(
+            "stdin holds binary data, not text — stepper ask takes text: put the file in the \
+             project and name it in the prompt"
+        );
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        anyhow::anyhow!(
+            "stdin is not UTF-8 text — convert it (iconv -t UTF-8) or put the file in the \
+             project and name it in the prompt"
+        )
+    })
+}
+
+/// What was piped into stdin, when it is a pipe or a file: not a terminal, and not an
+/// inherited socket or device that may never end (a script's stdin left open).
+fn piped_stdin() -> anyhow::Result<Option<String>> {
+    if std::io::stdin().is_terminal() || !stdin_is_pipe_or_file() {
+        return Ok(None);
+    }
+    let text = read_stdin()?;
+    Ok((!text.trim().is_empty()).then_some(text))
+}
+
+#[cfg(unix)]
+fn stdin_is_pipe_or_file() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    std::fs::File::from(fd)
+        .metadata()
+        .is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_file())
+}
+
+#[cfg(not(unix))]
+fn stdin_is_pipe_or_file() -> bool {
+    true
+}
+
+/// The prompt, then the piped text fenced and labelled (the fence longer than any run of
+/// backticks in it, so the text cannot close it).
+fn with_piped(prompt: &str, piped: &str) -> String {
+    let longest = piped.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!(
+        "{prompt}\n\nPiped to stdin:\n{fence}\n{}\n{fence}",
+        piped.trim_end_matches('\n')
+    )
 }
 
 fn shorten(s: &str, n: usize) -> String {
@@ -301,6 +369,8 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 sandbox: args.sandbox,
                 record: args.record.map(|r| cwd.join(r).display().to_string()),
                 input: Some(prompt),
+                system_prompt: args.system_prompt,
+                append_system_prompt: args.append_system_prompt,
             };
             let created = session::create(&client, &cwd, new).await?;
             let submitted = created
@@ -553,4 +623,20 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             ExitCode::FAILURE
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn piped_text_is_fenced_after_the_prompt() {
+        assert_eq!(
+            with_piped("explain this", "def f():\n    return 1\n"),
+            "explain this\n\nPiped to stdin:\n```\ndef f():\n    return 1\n```"
+        );
+        // Backticks in the text cannot close the fence.
+        let fenced = with_piped("what is this", "````md\nx\n````");
+        assert!(fenced.contains("`````\n````md"), "{fenced}");
+    }
 }

@@ -128,6 +128,7 @@ async fn create(
             sandbox: args.sandbox,
             record: None,
             input: None,
+            ..Default::default()
         };
         let e = match session::create(client, cwd, new).await {
             Ok(session) => return Ok(Some(session)),
@@ -425,6 +426,7 @@ impl Follow {
             sandbox: current.sandbox.map(|s| s.mode),
             record: None,
             input: None,
+            ..Default::default()
         };
         let created = session::create(&self.client, &self.cwd, new).await?;
         self.show(created).await

@@ -28,6 +28,10 @@ pub struct NewSession {
     pub record: Option<String>,
     /// A first input, queued with the session in one commit.
     pub input: Option<String>,
+    /// Instructions in place of stepper's own (`--system-prompt`).
+    pub system_prompt: Option<String>,
+    /// Instructions after stepper's own (`--append-system-prompt`).
+    pub append_system_prompt: Option<String>,
 }
 
 /// Create a session in `cwd` with this process's environment.
@@ -46,6 +50,8 @@ pub async fn create(
             mode: new.mode,
             sandbox: new.sandbox,
             input: new.input,
+            system_prompt: new.system_prompt,
+            append_system_prompt: new.append_system_prompt,
         })
         .await?)
 }

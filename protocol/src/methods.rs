@@ -386,6 +386,14 @@ pub struct SessionCreateParams {
     /// queue it): one round trip and one commit fewer for a client that asks right away.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
+    /// Instructions in place of stepper's own for the model's family (the settings'
+    /// `systemPrompt`); the environment, memory files and layers still follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Instructions added after stepper's own, the environment and memory (the settings'
+    /// `appendSystemPrompt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append_system_prompt: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -56,6 +56,8 @@ async fn through_daemon(env: &TestEnv, model: &str) -> (Duration, Duration) {
             mode: None,
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap()

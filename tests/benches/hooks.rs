@@ -68,6 +68,8 @@ async fn session(env: &TestEnv, client: &DaemonClient, cwd: String) -> Session {
             mode: Some(stepper_protocol::PermissionMode::Auto),
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap();

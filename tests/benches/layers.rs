@@ -54,6 +54,8 @@ async fn session(env: &TestEnv, client: &DaemonClient, cwd: String) -> (String, 
             mode: Some(stepper_protocol::PermissionMode::Auto),
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap();

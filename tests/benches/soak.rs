@@ -163,6 +163,8 @@ impl Run {
             mode: Some(PermissionMode::Auto),
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         }
     }
 }

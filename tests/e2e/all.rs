@@ -23,6 +23,7 @@ mod lifecycle;
 mod mcp;
 mod mcp_conformance;
 mod memory;
+mod prompt;
 mod protocol;
 mod providers;
 mod remote;

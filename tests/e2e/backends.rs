@@ -106,6 +106,8 @@ fn create_params(
         mode: None,
         sandbox: None,
         input: None,
+        system_prompt: None,
+        append_system_prompt: None,
     }
 }
 
@@ -291,6 +293,8 @@ async fn text_steered_in_reaches_the_cli_within_the_same_turn() {
                     .into_iter()
                     .flatten()
                     .filter_map(|b| b["text"].as_str())
+                    // The environment the model is told of is nobody's words.
+                    .filter(|t| !t.starts_with("<environment_context>"))
                     .collect(),
             };
             (m["role"].as_str().unwrap_or("").to_string(), text)

@@ -43,6 +43,8 @@ async fn session(env: &TestEnv, client: &stepper_protocol::client::DaemonClient)
             mode: None,
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap()

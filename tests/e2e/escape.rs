@@ -207,6 +207,8 @@ async fn session(
             mode: Some(mode),
             sandbox: sandboxed.then_some(SandboxMode::WorkspaceWrite),
             input: Some(input.into()),
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap()
@@ -424,6 +426,8 @@ async fn a_process_left_behind_cannot_drive_the_daemon(sandboxed: bool) {
             mode: Some(PermissionMode::Default),
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap()

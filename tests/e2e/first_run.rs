@@ -40,6 +40,8 @@ fn create_params(env: &TestEnv, model: Option<&str>) -> SessionCreateParams {
         mode: None,
         sandbox: None,
         input: Some("hello".into()),
+        system_prompt: None,
+        append_system_prompt: None,
     }
 }
 

@@ -511,6 +511,8 @@ async fn open_session(
             mode: Some(PermissionMode::Default),
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap()

@@ -65,7 +65,8 @@ async fn two_layers_with_their_own_models_and_the_handoff() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["read", "grep"]);
+    // In Claude Code's names: an Anthropic model's dialect.
+    assert_eq!(tools, ["Read", "Grep"]);
     // The second layer gets the user's words and the first one's final text.
     let handed = last_user_text(&requests[1]);
     assert!(handed.contains("fix the bug"), "{handed}");
@@ -459,7 +460,7 @@ async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_ano
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "read"]);
+    assert_eq!(names, ["Bash", "Read"]);
     // SubagentStart and SubagentStop ran once per subagent (at once: one file per run).
     let lines = |prefix: &str| {
         std::fs::read_dir(env.project.path())

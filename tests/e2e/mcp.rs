@@ -1447,6 +1447,8 @@ async fn session_in(
         mode: Some(stepper_protocol::PermissionMode::Auto),
         sandbox: None,
         input: None,
+        system_prompt: None,
+        append_system_prompt: None,
     };
     client
         .call::<stepper_protocol::methods::SessionCreate>(params)

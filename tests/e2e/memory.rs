@@ -49,6 +49,8 @@ async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
             mode: None,
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap();
@@ -114,7 +116,10 @@ async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
     );
     assert!(memory.files[4].path.ends_with("app/CLAUDE.md"));
     assert_eq!(memory.cap, 32768);
-    assert_eq!(memory.bytes as usize, system.len());
+    // The memory is the system prompt's end, after the base instructions and environment.
+    let at = system.len() - memory.bytes as usize;
+    assert!(system[..at].contains("# Environment"), "{system}");
+    assert!(system[at..].contains("STEPPER-PROSE"), "{system}");
     assert!(memory.notices.iter().any(|n| n.contains("imports itself")));
 }
 
@@ -148,11 +153,9 @@ fn the_cap_cuts_and_says_what_it_cut() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(
-        system.contains("FIRST-LINE") && system.len() <= 2048,
-        "{}",
-        system.len()
-    );
+    // The cap is the memory's, which comes after the base instructions and environment.
+    let memory = &system[system.find("FIRST-LINE").expect("the memory's start")..];
+    assert!(memory.len() <= 2048, "{}", memory.len());
 }
 
 #[test]

@@ -121,6 +121,8 @@ async fn the_daemon_keeps_no_provider_key_in_its_environment() {
             mode: None,
             sandbox: None,
             input: Some("hello".into()),
+            system_prompt: None,
+            append_system_prompt: None,
         })
         .await
         .unwrap();

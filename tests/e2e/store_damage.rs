@@ -40,6 +40,7 @@ async fn stored_sessions(env: &TestEnv) -> PathBuf {
                 created_at: now_ms(),
                 mode: None,
                 sandbox: None,
+                instructions: None,
             })
             .await
             .unwrap();

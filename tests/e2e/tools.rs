@@ -84,15 +84,9 @@ fn the_agent_reads_edits_and_runs_a_command() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
+    // Claude Code's names: the dialect Anthropic's models were trained on.
     for name in [
-        "bash",
-        "read",
-        "edit",
-        "write",
-        "grep",
-        "glob",
-        "ls",
-        "web_fetch",
+        "Bash", "Read", "Edit", "Write", "Grep", "Glob", "LS", "WebFetch",
     ] {
         assert!(tool_names.contains(&name), "{name} offered: {tool_names:?}");
     }

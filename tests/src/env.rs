@@ -249,6 +249,8 @@ impl TestEnv {
             mode,
             sandbox: None,
             input: None,
+            system_prompt: None,
+            append_system_prompt: None,
         };
         client
             .call::<stepper_protocol::methods::SessionCreate>(params)

@@ -193,6 +193,42 @@ pub fn tool_use_stream(calls: &[(&str, &str, serde_json::Value)]) -> String {
     s
 }
 
+/// An OpenAI Responses stream that calls functions: `(call_id, name, arguments as JSON)`.
+pub fn responses_call_stream(calls: &[(&str, &str, serde_json::Value)]) -> String {
+    let mut s = String::from(
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_c\",\
+         \"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n",
+    );
+    for (index, (call_id, name, args)) in calls.iter().enumerate() {
+        let arguments = args.to_string();
+        let item = |status: &str, arguments: &str| {
+            serde_json::json!({"type": "function_call", "id": format!("fc_{index}"),
+                "call_id": call_id, "name": name, "arguments": arguments, "status": status})
+        };
+        let added = serde_json::json!({"type": "response.output_item.added",
+            "output_index": index, "item": item("in_progress", "")});
+        s.push_str(&format!(
+            "event: response.output_item.added\ndata: {added}\n\n"
+        ));
+        let delta = serde_json::json!({"type": "response.function_call_arguments.delta",
+            "item_id": format!("fc_{index}"), "output_index": index, "delta": arguments});
+        s.push_str(&format!(
+            "event: response.function_call_arguments.delta\ndata: {delta}\n\n"
+        ));
+        let done = serde_json::json!({"type": "response.output_item.done",
+            "output_index": index, "item": item("completed", &arguments)});
+        s.push_str(&format!(
+            "event: response.output_item.done\ndata: {done}\n\n"
+        ));
+    }
+    s.push_str(
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_c\",\
+         \"object\":\"response\",\"status\":\"completed\",\"usage\":{\"input_tokens\":90,\
+         \"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":40,\"total_tokens\":130}}}\n\n",
+    );
+    s
+}
+
 /// The Anthropic events that close a message.
 pub fn stream_end() -> String {
     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\

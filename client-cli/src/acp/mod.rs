@@ -409,6 +409,8 @@ impl Conn {
                 mode: None,
                 sandbox: None,
                 input: None,
+                system_prompt: None,
+                append_system_prompt: None,
             })
             .await?;
         let id = created.session.id.clone();

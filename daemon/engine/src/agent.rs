@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::accumulator::MessageAccumulator;
 use crate::catalogue::ModelInfo;
 use crate::compaction::{Compacted, CompactionPlan, can_compact, compact, estimate};
+use crate::dialect::ToolDialect;
 use crate::hooks::{BeforeTool, TurnHooks};
 use crate::interrupt::Interrupt;
 use crate::provider::{
@@ -88,6 +89,9 @@ pub struct AgentLoop {
     live: std::sync::Mutex<Vec<Arc<dyn Tool>>>,
     /// The context tools run in; without one, tool calls end the turn unanswered.
     tool_cx: Option<ToolCx>,
+    /// The names and shapes the model is offered its tools in; calls are translated back
+    /// before anything else sees them.
+    dialect: ToolDialect,
     max_steps: u32,
     /// Text steered into the running turn, taken before each model call after the first.
     steering: Option<Arc<dyn Fn() -> Vec<String> + Send + Sync>>,
@@ -120,6 +124,7 @@ impl AgentLoop {
             source: None,
             live: std::sync::Mutex::default(),
             tool_cx: None,
+            dialect: ToolDialect::Plain,
             max_steps: DEFAULT_MAX_STEPS,
             steering: None,
             redactor: Redactor::default(),
@@ -161,6 +166,12 @@ impl AgentLoop {
     pub fn with_tools(mut self, tools: Vec<Arc<dyn Tool>>, cx: ToolCx) -> AgentLoop {
         self.tools = tools;
         self.tool_cx = Some(cx);
+        self
+    }
+
+    /// Offer the tools in `dialect`'s names and shapes.
+    pub fn with_dialect(mut self, dialect: ToolDialect) -> AgentLoop {
+        self.dialect = dialect;
         self
     }
 
@@ -343,7 +354,8 @@ impl AgentLoop {
         };
         for _ in 0..self.max_steps {
             if self.tool_cx.is_some() {
-                request.tools = self.offered().iter().map(|t| t.spec()).collect();
+                let specs = self.offered().iter().map(|t| t.spec()).collect();
+                request.tools = self.dialect.offer(specs);
             }
             // Steering joins after a model call, never before the turn's first.
             if let Some(take) = self.steering.as_ref().filter(|_| {
@@ -427,9 +439,14 @@ impl AgentLoop {
                 let t = transcript(&request.messages, None);
                 return outcome(call.status, call.error, text, None, t);
             };
+            // The context keeps the calls as the model made them; everything past here sees
+            // the internal tools.
             let calls: Vec<(String, String, serde_json::Value)> = message
                 .tool_calls()
-                .map(|(id, name, args)| (id.to_string(), name.to_string(), args.clone()))
+                .map(|(id, name, args)| {
+                    let call = self.dialect.translate(name, args);
+                    (id.to_string(), call.name, call.arguments)
+                })
                 .collect();
             let Some(cx) = self.tool_cx.as_ref().filter(|_| !calls.is_empty()) else {
                 // A Stop hook may keep the turn going, with its reason as the user's words.

@@ -26,6 +26,11 @@ pub struct ModelInfo {
     /// The model reasons (thinks) when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<bool>,
+    /// The tool names and shapes the model was trained on: `anthropic` (Claude Code's),
+    /// `openai` (Codex's apply_patch and shell) or `plain` (stepper's). By default, its
+    /// provider's kind decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_dialect: Option<crate::dialect::ToolDialect>,
 }
 
 /// For models nobody described: a window most models have, and an answer length every API
@@ -44,6 +49,7 @@ impl ModelInfo {
             cache_read_price: over.cache_read_price.or(self.cache_read_price),
             cache_write_price: over.cache_write_price.or(self.cache_write_price),
             reasoning: over.reasoning.or(self.reasoning),
+            tool_dialect: over.tool_dialect.or(self.tool_dialect),
         }
     }
 
@@ -217,6 +223,7 @@ pub fn lookup(model: &str) -> ModelInfo {
             cache_read_price: Some(k.prices.2),
             cache_write_price: Some(k.prices.3),
             reasoning: Some(k.reasoning),
+            tool_dialect: None,
         })
         .unwrap_or_default()
 }

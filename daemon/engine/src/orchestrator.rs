@@ -45,6 +45,8 @@ pub struct AgentRun {
     pub model: Option<String>,
     /// Added to the system prompt after the instructions every agent gets.
     pub instructions: String,
+    /// Whether it gets the base instructions of its model's family.
+    pub base: bool,
     pub tools: Option<Vec<String>>,
     pub disallowed: Vec<String>,
     pub skills: Option<Vec<String>>,
@@ -74,6 +76,7 @@ impl AgentRun {
             name: layer.name.clone(),
             model: layer.model.clone(),
             instructions: layer.instructions.clone(),
+            base: layer.base,
             tools: layer.tools.clone(),
             disallowed: layer.disallowed.clone(),
             skills: layer.skills.clone(),
@@ -96,6 +99,25 @@ pub trait AgentHost: Send + Sync {
     /// Text the user steered into the turn that no model call has taken yet.
     fn take_steering(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// What changed in the environment since `history` was last told (the date, git's
+    /// state), to send ahead of the user's words; `None` when nothing did.
+    fn environment_update(&self, history: &[ChatMessage]) -> Option<String> {
+        let _ = history;
+        None
+    }
+}
+
+/// The user's words, then what changed in the environment when something did (the words
+/// first: whatever reads a turn's input reads its first part).
+fn user_message(update: Option<String>, text: &str) -> ChatMessage {
+    let mut content = vec![ContentPart::Text {
+        text: text.to_string(),
+    }];
+    content.extend(update.map(|text| ContentPart::Text { text }));
+    ChatMessage {
+        role: Role::User,
+        content,
     }
 }
 
@@ -227,13 +249,14 @@ impl Orchestrator {
                         .push(Arc::new(self.dispatch_tool(layer, id.clone())));
                 }
                 let mut messages = histories.remove(&key).unwrap_or_default();
-                messages.push(ChatMessage::user(text_in.clone()));
+                let said = user_message(self.host.environment_update(&messages), &text_in);
+                messages.push(said.clone());
                 let outcome = self.host.run_agent(run, messages).await;
                 tasks = assigned.lock().unwrap_or_else(|p| p.into_inner()).take();
                 let added = if outcome.compacted {
                     outcome.transcript.clone()
                 } else {
-                    let mut added = vec![ChatMessage::user(text_in.clone())];
+                    let mut added = vec![said];
                     added.extend(outcome.transcript.iter().cloned());
                     added
                 };
@@ -379,10 +402,8 @@ impl Orchestrator {
         if let Err(e) = self.host.emit(parent.clone(), started).await {
             return Step::failed(e.to_string());
         }
-        let outcome = self
-            .host
-            .run_agent(run, vec![ChatMessage::user(message)])
-            .await;
+        let said = user_message(self.host.environment_update(&[]), &message);
+        let outcome = self.host.run_agent(run, vec![said]).await;
         let finished = AppEvent::SubagentFinished {
             agent_id,
             name,
@@ -677,6 +698,7 @@ impl Tool for Dispatch {
                 );
                 run.name = def.map_or_else(|| "general".to_string(), |d| d.name.clone());
                 run.instructions = def.map(|d| d.instructions.clone()).unwrap_or_default();
+                run.base = def.is_none_or(|d| d.base);
                 if let Some(def) = def {
                     if def.model.is_some() {
                         run.model = def.model.clone();

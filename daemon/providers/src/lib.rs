@@ -23,7 +23,9 @@ pub use reqwest::Client as HttpClient;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
 use std::time::Duration;
+use stepper_engine::dialect::ToolDialect;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use stepper_engine::catalogue::{self, ModelInfo};
@@ -52,6 +54,17 @@ pub struct Resolved {
     /// For a CLI back-end (`claude-code/…`): what runs the turn instead of the agent loop.
     /// `provider` then only explains that it is no model.
     pub backend: Option<backend::BackendSpec>,
+    /// The wire format the provider speaks: which family its models are.
+    pub kind: ProviderKind,
+}
+
+impl Resolved {
+    /// The tool dialect the model is offered: its entry's, else its family's.
+    pub fn dialect(&self) -> ToolDialect {
+        self.info
+            .tool_dialect
+            .unwrap_or_else(|| ToolDialect::of_kind(self.kind))
+    }
 }
 
 /// Builds providers for model references, sharing one HTTP client (and its connection pool).
@@ -322,6 +335,7 @@ impl Providers {
             info,
             secrets,
             backend,
+            kind: config.kind,
         })
     }
 
@@ -405,6 +419,16 @@ impl Providers {
              elsewhere — set the provider's baseUrl in your own setting.json (or its *_BASE_URL \
              variable) if {going_to} is really yours"
         )))
+    }
+
+    /// The tool dialect `model` is offered, without resolving it (no key needed): its
+    /// entry's, else its provider kind's.
+    pub fn dialect_of(&self, model: &ModelRef, settings: &Settings) -> ToolDialect {
+        let info = self.model_info(model, settings);
+        let kind = self.config_for(&model.provider, settings).map(|c| c.kind);
+        info.tool_dialect
+            .or_else(|| kind.map(ToolDialect::of_kind))
+            .unwrap_or_default()
     }
 
     /// How `name` is set up: the settings' entry, else the convention, else a local server

@@ -52,7 +52,7 @@ fn main() {
         let data = tempfile::tempdir().unwrap();
         rt.block_on(async {
             let store = Store::open(&data.path().join("bench.db")).await.unwrap();
-            let new = NewSession { id: "s".into(), title: None, cwd: root.display().to_string(), model: "m/m".into(), env: Env::new(), created_at: now_ms(), mode: None, sandbox: None };
+            let new = NewSession { id: "s".into(), title: None, cwd: root.display().to_string(), model: "m/m".into(), env: Env::new(), created_at: now_ms(), mode: None, sandbox: None, instructions: None };
             store.create_session(&new).await.unwrap();
             let cp = Checkpointer::new(&root);
             let t = Instant::now();

@@ -37,6 +37,7 @@ async fn new_store(dir: &std::path::Path, id: &str) -> Store {
         created_at: now_ms(),
         mode: None,
         sandbox: None,
+        instructions: None,
     };
     store.create_session(&new).await.unwrap();
     store

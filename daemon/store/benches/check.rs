@@ -46,6 +46,7 @@ async fn main() {
                 created_at: now_ms(),
                 mode: None,
                 sandbox: None,
+                instructions: None,
             })
             .await
             .unwrap();

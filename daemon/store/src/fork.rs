@@ -27,8 +27,9 @@ impl Store {
         let mut tx = WriteTx::begin(&self.pool).await?;
         let inserted = sqlx::query(
             "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-             updated_at, last_seq, turns, mode, sandbox) \
-             SELECT ?, ?, ?, ?, env_json, 'idle', ?, ?, 0, 0, ?, ? FROM sessions WHERE id = ?",
+             updated_at, last_seq, turns, mode, sandbox, instructions) \
+             SELECT ?, ?, ?, ?, env_json, 'idle', ?, ?, 0, 0, ?, ?, instructions \
+             FROM sessions WHERE id = ?",
         )
         .bind(&new.id)
         .bind(&new.title)

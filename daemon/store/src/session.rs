@@ -25,6 +25,8 @@ pub struct NewSession {
     pub mode: Option<String>,
     /// The session's own sandbox (by name); `None` follows the settings'.
     pub sandbox: Option<String>,
+    /// The session's own instructions (JSON); `None`: the settings' alone.
+    pub instructions: Option<String>,
 }
 
 /// One page of `list_sessions`.
@@ -446,8 +448,8 @@ pub(crate) fn insert_session<'q>(script: &mut Script<'q>, new: &'q NewSession, e
     script
         .statement(
             "INSERT INTO sessions (id, title, cwd, model, env_json, status, created_at, \
-             updated_at, last_seq, turns, mode, sandbox) \
-             VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, ?, ?)",
+             updated_at, last_seq, turns, mode, sandbox, instructions) \
+             VALUES (?, ?, ?, ?, ?, 'idle', ?, ?, 0, 0, ?, ?, ?)",
         )
         .bind(&new.id)
         .bind(&new.title)
@@ -457,7 +459,8 @@ pub(crate) fn insert_session<'q>(script: &mut Script<'q>, new: &'q NewSession, e
         .bind(new.created_at)
         .bind(new.created_at)
         .bind(&new.mode)
-        .bind(&new.sandbox);
+        .bind(&new.sandbox)
+        .bind(&new.instructions);
 }
 
 /// Messages to add to a session's stored context, in order, for one layer and turn.
@@ -669,6 +672,16 @@ impl Store {
                 .fetch_optional(&self.pool)
                 .await?;
         Ok(sandbox.flatten())
+    }
+
+    /// The instructions a session was created with (JSON); `None`: the settings' alone.
+    pub async fn session_instructions(&self, session_id: &str) -> Result<Option<String>> {
+        let json: Option<Option<String>> =
+            sqlx::query_scalar("SELECT instructions FROM sessions WHERE id = ?")
+                .bind(session_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(json.flatten())
     }
 
     /// The model of a session's next turns.

@@ -32,6 +32,7 @@ async fn filled(path: &Path, sessions: usize) -> Store {
                 created_at: now_ms(),
                 mode: None,
                 sandbox: None,
+                instructions: None,
             })
             .await
             .unwrap();

@@ -18,6 +18,7 @@ fn new_session(id: &str, cwd: &str) -> NewSession {
         created_at: now_ms(),
         mode: None,
         sandbox: None,
+        instructions: None,
     }
 }
 

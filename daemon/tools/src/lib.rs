@@ -15,6 +15,9 @@ use stepper_engine::tool::Tool;
 pub fn all() -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = vec![Arc::new(bash::Bash)];
     tools.extend(fs::tools());
+    // Offered only where the model's dialect has it (OpenAI's models); the others keep
+    // edit, write and multi_edit.
+    tools.push(Arc::new(fs::ApplyPatch));
     tools.extend(search::tools());
     tools.push(Arc::new(todo::TodoWrite));
     match web_fetch::WebFetch::new() {

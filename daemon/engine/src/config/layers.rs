@@ -33,6 +33,7 @@ pub const FIELDS: &[&str] = &[
     "parallel-max",
     "max-steps",
     "dispatch",
+    "base-instructions",
 ];
 
 /// Tools the orchestrator adds; a layer may name them in `tools:` too.
@@ -57,6 +58,9 @@ pub struct Layer {
     pub max_steps: Option<u32>,
     /// Offer the `dispatch` tool.
     pub dispatch: bool,
+    /// Give it the base instructions of its model's family (`base-instructions: false`:
+    /// only its own prompt).
+    pub base: bool,
     /// Its instructions (the Markdown after its front matter).
     pub instructions: String,
     /// The line of its opening `---`.
@@ -77,6 +81,7 @@ impl Layer {
             parallel_max: DEFAULT_PARALLEL_MAX,
             max_steps: None,
             dispatch: false,
+            base: true,
             instructions: String::new(),
             line: 1,
         }
@@ -235,6 +240,7 @@ pub fn parse(path: &Path, text: &str, known_tools: &[&str]) -> (Layers, Vec<Prob
         layer.skills = fm.fields.get("skills").map(|_| fm.list("skills"));
         layer.parallel = flag(&fm, "parallel", field_line("parallel"), &mut problem);
         layer.dispatch = flag(&fm, "dispatch", field_line("dispatch"), &mut problem);
+        layer.base = base_instructions(&fm, field_line("base-instructions"), &mut problem);
         if let Some(n) = count(
             &fm,
             "parallel-max",
@@ -286,6 +292,15 @@ fn flag(fm: &FrontMatter, key: &str, line: usize, problem: &mut dyn FnMut(usize,
             false
         }
     }
+}
+
+/// `base-instructions`: on unless it says `false`.
+fn base_instructions(
+    fm: &FrontMatter,
+    line: usize,
+    problem: &mut dyn FnMut(usize, String),
+) -> bool {
+    fm.field("base-instructions").is_none() || flag(fm, "base-instructions", line, problem)
 }
 
 fn count(
@@ -403,6 +418,8 @@ pub struct AgentDef {
     /// Its tools (stepper's names); the dispatching layer's when absent.
     pub tools: Option<Vec<String>>,
     pub instructions: String,
+    /// Whether it gets the base instructions too (`base-instructions: false`: only its own).
+    pub base: bool,
     pub path: PathBuf,
 }
 
@@ -491,6 +508,13 @@ pub fn agents(
                 model,
                 tools: tools.map(|t| t.into_iter().filter(|t| known(t, known_tools)).collect()),
                 instructions: fm.body.trim().to_string(),
+                base: base_instructions(&fm, 1, &mut |line, message| {
+                    problems.push(Problem {
+                        path: path.clone(),
+                        line,
+                        message,
+                    })
+                }),
                 path,
             });
         }

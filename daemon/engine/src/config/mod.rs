@@ -122,6 +122,13 @@ pub struct Settings {
     /// `writableRoots`, `readableRoots`, `network` and `denyRead`.
     #[serde(default)]
     pub sandbox: Option<SandboxSetting>,
+    /// Instructions in place of stepper's own for the model's family; the environment,
+    /// memory files and layers still follow. Not taken from a folder you have not trusted.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Instructions added after stepper's own, the environment and the memory files.
+    #[serde(default)]
+    pub append_system_prompt: Option<String>,
     /// The most bytes of instructions (`stepper.md`, `AGENTS.md`, `CLAUDE.md` and their
     /// imports) a turn is given; what is over is cut, with a notice. Default 32768.
     #[serde(default)]
@@ -426,6 +433,12 @@ impl Settings {
         if later.memory_max_bytes.is_some() {
             self.memory_max_bytes = later.memory_max_bytes;
         }
+        if later.system_prompt.is_some() {
+            self.system_prompt = later.system_prompt;
+        }
+        if later.append_system_prompt.is_some() {
+            self.append_system_prompt = later.append_system_prompt;
+        }
         if later.dispatch.is_some() {
             self.dispatch = later.dispatch;
         }
@@ -473,6 +486,14 @@ impl Settings {
             merged.allow.extend(p.allow);
             merged.deny.extend(p.deny);
             merged.ask.extend(p.ask);
+        }
+    }
+
+    /// The instructions these settings give in place of or after the base.
+    pub fn instructions(&self) -> crate::prompt::UserInstructions {
+        crate::prompt::UserInstructions {
+            system_prompt: self.system_prompt.clone(),
+            append_system_prompt: self.append_system_prompt.clone(),
         }
     }
 

@@ -60,7 +60,7 @@ pub const STEPPER_MD: &str = r#"<!--
   Carry out the plan you are given.
 
   Each layer has its own context; it receives the previous layer's final text.
-  This comment is not sent to the model; delete it when you like.
+  The model is sent this whole file, this comment too: delete it once you have read it.
 -->
 
 # This project

@@ -249,6 +249,9 @@ pub fn narrow(layer: Settings, base: &Settings, file: &str) -> (Settings, Vec<St
     let mut left_out = |what: String| ignored.push(format!("{file}: {what}"));
     let mut kept = Settings {
         memory_max_bytes: layer.memory_max_bytes,
+        // Added instructions are like a memory file; replacing stepper's own would drop its
+        // safety guidance, so that waits for trust.
+        append_system_prompt: layer.append_system_prompt,
         dispatch: layer.dispatch,
         compaction: layer.compaction,
         disabled_mcpjson_servers: layer.disabled_mcpjson_servers,
@@ -272,6 +275,9 @@ pub fn narrow(layer: Settings, base: &Settings, file: &str) -> (Settings, Vec<St
             "providers ({}): endpoints, keys and programs",
             names.join(", ")
         ));
+    }
+    if layer.system_prompt.is_some() {
+        left_out("systemPrompt (in place of stepper's instructions)".into());
     }
     if let Some(record) = layer.record {
         left_out(format!("record (writes every exchange to {record})"));

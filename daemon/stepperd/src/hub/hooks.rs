@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use stepper_engine::dialect::ToolDialect;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -617,26 +618,22 @@ impl TurnHooks for SessionHooks {
     }
 }
 
-/// Claude Code's name of a stepper tool (`bash` → `Bash`); MCP tools keep theirs.
+/// Claude Code's name of a stepper tool (`bash` → `Bash`); MCP tools keep theirs. A patch
+/// (`apply_patch`, offered to OpenAI's models) is an `Edit` to hooks, so a hook that guards
+/// edits guards it too.
 pub fn claude_name(tool: &str) -> String {
     match tool {
-        "bash" => "Bash",
-        "read" => "Read",
-        "write" => "Write",
-        "edit" => "Edit",
-        "multi_edit" => "MultiEdit",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "ls" => "LS",
-        "web_fetch" => "WebFetch",
-        "todo_write" => "TodoWrite",
-        "skill" => "Skill",
-        other => other,
+        "skill" => "Skill".to_string(),
+        "apply_patch" => "Edit".to_string(),
+        other => match ToolDialect::Anthropic.name_of(other) {
+            "tool" => other.to_string(),
+            name => name.to_string(),
+        },
     }
-    .to_string()
 }
 
-/// A call's input as Claude Code spells it: its file tools take an absolute `file_path`.
+/// A call's input as Claude Code spells it: its file tools take an absolute `file_path`; a
+/// patch gives its first file there and every file in `file_paths`.
 fn claude_input(tool: &str, input: &Value, cwd: &std::path::Path) -> Value {
     let mut input = input.clone();
     if matches!(tool, "read" | "write" | "edit" | "multi_edit")
@@ -648,7 +645,39 @@ fn claude_input(tool: &str, input: &Value, cwd: &std::path::Path) -> Value {
             .map_or(path.clone(), |p| json!(cwd.join(p).display().to_string()));
         fields.insert("file_path".into(), path);
     }
+    if tool == "apply_patch"
+        && let Some(fields) = input.as_object_mut()
+    {
+        let patch = fields
+            .get("input")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let paths: Vec<String> = patch_paths(patch)
+            .map(|p| cwd.join(p).display().to_string())
+            .collect();
+        if let Some(first) = paths.first() {
+            fields.insert("file_path".into(), json!(first));
+        }
+        fields.insert("file_paths".into(), json!(paths));
+    }
     input
+}
+
+/// The files a patch names (added, updated, deleted, moved to), in order.
+fn patch_paths(patch: &str) -> impl Iterator<Item = &str> {
+    patch.lines().filter_map(|line| {
+        let line = line.trim();
+        [
+            "*** Add File:",
+            "*** Update File:",
+            "*** Delete File:",
+            "*** Move to:",
+        ]
+        .iter()
+        .find_map(|marker| line.strip_prefix(marker))
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    })
 }
 
 /// An `updatedInput` back in stepper's spelling, over the call's own input.
@@ -662,6 +691,10 @@ fn from_claude_input(tool: &str, updated: &Value, original: &Value) -> Value {
                 } else {
                     key.as_str()
                 };
+            // A patch's paths are what it says; only its text may be changed.
+            if tool == "apply_patch" && key != "input" {
+                continue;
+            }
             into.insert(key.to_string(), value.clone());
         }
     }
@@ -757,5 +790,17 @@ mod tests {
         assert_eq!(back, json!({"path": "/p/b.txt", "content": "x"}));
         assert_eq!(claude_name("multi_edit"), "MultiEdit");
         assert_eq!(claude_name("mcp__s__t"), "mcp__s__t");
+        assert_eq!(claude_name("apply_patch"), "Edit");
+        let patch = "*** Begin Patch\n*** Update File: src/a.rs\n*** Move to: src/b.rs\n@@\n-x\n+y\n*** Add File: c.txt\n+c\n*** End Patch";
+        let input = claude_input(
+            "apply_patch",
+            &json!({"input": patch}),
+            std::path::Path::new("/p"),
+        );
+        assert_eq!(input["file_path"], "/p/src/a.rs");
+        assert_eq!(
+            input["file_paths"],
+            json!(["/p/src/a.rs", "/p/src/b.rs", "/p/c.txt"])
+        );
     }
 }

@@ -10,6 +10,7 @@ pub mod backend;
 pub mod checkpoint;
 pub mod context;
 pub mod env;
+mod environment;
 pub mod extensions;
 pub mod hooks;
 pub mod log;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use stepper_engine::ModelRef;
 use stepper_engine::config::{PermissionMode, SandboxMode};
 use stepper_engine::interrupt::Interruption;
+use stepper_engine::prompt::UserInstructions;
 use stepper_engine::tool::Tool;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
 use stepper_protocol::{AppEvent, EventEnvelope, SandboxInfo, TurnStatus};
@@ -130,6 +132,8 @@ pub struct NewSessionRequest {
     pub sandbox: Option<SandboxMode>,
     /// A first input, queued in the session's first commit; and who gave it.
     pub input: Option<(String, Option<String>)>,
+    /// Instructions in place of or after stepper's own, over the settings'.
+    pub instructions: UserInstructions,
 }
 
 /// A session just created: what it is, its mode, and its first input when given one
@@ -215,6 +219,9 @@ impl Hub {
             created_at: now_ms(),
             mode: request.mode.map(|m| m.as_str().to_string()),
             sandbox: request.sandbox.map(|m| m.as_str().to_string()),
+            instructions: (!request.instructions.is_empty())
+                .then(|| serde_json::to_string(&request.instructions).ok())
+                .flatten(),
         };
         let first = request.input.map(|(text, client)| {
             let input_id = uuid::Uuid::now_v7().to_string();
@@ -247,6 +254,7 @@ impl Hub {
             Chosen {
                 mode: request.mode,
                 sandbox: request.sandbox,
+                instructions: Arc::new(request.instructions),
             },
             first,
         );
@@ -298,6 +306,7 @@ impl Hub {
         });
         let (env, mode) = source.env_and_mode();
         let sandbox = source.sandbox();
+        let instructions = source.instructions();
         // A source loaded from the store hands on its secret-free environment: the fork,
         // like the source, then waits for the login shell's.
         let from_client = source.env_from_client();
@@ -310,13 +319,19 @@ impl Hub {
             created_at: now_ms(),
             mode: mode.map(|m| m.as_str().to_string()),
             sandbox: sandbox.map(|m| m.as_str().to_string()),
+            // The store copies the source's.
+            instructions: None,
         };
         let forked = store.fork_session(source_id, &new, from_turn).await?;
         let live = self.adopt(
             &forked,
             (env, from_client),
             None,
-            Chosen { mode, sandbox },
+            Chosen {
+                mode,
+                sandbox,
+                instructions,
+            },
             None,
         );
         tracing::info!(session = %forked.id, from = %source_id, turn = from_turn, "session forked");
@@ -483,6 +498,14 @@ impl Hub {
             .session_sandbox(id)
             .await?
             .and_then(|m| m.parse::<SandboxMode>().ok());
+        // Unreadable instructions (a later version's) fall back to the settings' too.
+        let instructions = self
+            .deps
+            .store
+            .session_instructions(id)
+            .await?
+            .and_then(|json| serde_json::from_str::<UserInstructions>(&json).ok())
+            .unwrap_or_default();
         // Another caller may have loaded it meanwhile: the first one in wins, so a session
         // never has two writers.
         let mut live = self.live();
@@ -493,7 +516,11 @@ impl Hub {
             &info,
             (env, false),
             None,
-            Chosen { mode, sandbox },
+            Chosen {
+                mode,
+                sandbox,
+                instructions: Arc::new(instructions),
+            },
             None,
             &self.deps,
         );

@@ -10,6 +10,7 @@ use stepper_engine::ModelRef;
 use stepper_engine::config::{PermissionMode, SandboxMode};
 use stepper_engine::gate::Policy;
 use stepper_engine::interrupt::{Interrupt, Interruption};
+use stepper_engine::prompt::UserInstructions;
 use stepper_protocol::AppEvent;
 use stepper_protocol::methods::AttachedClient;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
@@ -65,6 +66,8 @@ pub(super) struct State {
     pub(super) mode: Option<PermissionMode>,
     /// The sandbox chosen for the session (else the settings').
     pub(super) sandbox: Option<SandboxMode>,
+    /// The session's own instructions (over the settings').
+    pub(super) instructions: Arc<UserInstructions>,
     /// The session was told its sandbox is unavailable (it is told once).
     pub(super) sandbox_noticed: bool,
     /// Problems with the session's instructions already said (each is said once).
@@ -91,10 +94,12 @@ pub(super) struct QueuedInput {
 }
 
 /// What a session chose for itself rather than take its folder's settings.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Chosen {
     pub mode: Option<PermissionMode>,
     pub sandbox: Option<SandboxMode>,
+    /// Instructions in place of or after stepper's own, over the settings'.
+    pub instructions: Arc<UserInstructions>,
 }
 
 impl LiveSession {
@@ -143,6 +148,7 @@ impl LiveSession {
                 record,
                 mode: chosen.mode,
                 sandbox: chosen.sandbox,
+                instructions: chosen.instructions,
                 sandbox_noticed: false,
                 memory_noticed: Default::default(),
                 hooks_started: false,
@@ -447,6 +453,11 @@ impl LiveSession {
     /// The sandbox chosen for the session, if it chose one.
     pub fn sandbox(&self) -> Option<SandboxMode> {
         self.state().sandbox
+    }
+
+    /// The instructions the session was created with.
+    pub fn instructions(&self) -> Arc<UserInstructions> {
+        Arc::clone(&self.state().instructions)
     }
 
     /// Whether the environment came from a client of this daemon (not from the store).

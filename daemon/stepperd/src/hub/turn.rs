@@ -23,11 +23,15 @@ use super::extensions::{SkillTool, invoke, render};
 use super::hooks::{HookRunner, HookSet, SessionHooks};
 use stepper_engine::gate::Rule;
 
-use stepper_engine::config::Settings;
+use stepper_engine::config::{ProviderKind, SandboxMode, Settings};
 use stepper_engine::gate::Policy;
+use stepper_engine::prompt::environment::CONTEXT_TAG;
+use stepper_engine::prompt::{Base, SystemPrompt, UserInstructions};
 use stepper_engine::redact::Redactor;
 use stepper_engine::tool::{NoOutput, ToolCx, ToolSource};
-use stepper_engine::{AgentLoop, ChatMessage, ChatRequest, EventSink, ModelRef, agent::SinkError};
+use stepper_engine::{
+    AgentLoop, ChatMessage, ChatRequest, ContentPart, EventSink, ModelRef, agent::SinkError,
+};
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, TurnStatus};
 use stepper_providers::replay::Recorder;
@@ -343,15 +347,37 @@ impl LiveSession {
                 };
                 let take = self.steering_taker();
                 let render_cx = cx.clone();
+                // What the model is told of where it works.
+                let (environment, moment) = super::environment::gather(super::environment::Facts {
+                    cwd: &cwd,
+                    env: &render_cx.env,
+                    mode,
+                    sandbox: if render_cx.sandbox.is_some() {
+                        sandbox.info.mode
+                    } else {
+                        SandboxMode::Off
+                    },
+                    network: sandbox.info.network,
+                    mcp_servers: mcp_tools
+                        .as_ref()
+                        .map(|t| t.servers.slots.iter().map(|s| s.name.clone()).collect())
+                        .unwrap_or_default(),
+                    trusted,
+                })
+                .await;
+                let chosen = self.instructions();
                 let host = Arc::new(TurnHost {
                     main_model: model.to_string(),
-                    main: (resolved.provider, resolved.info),
+                    main: (resolved.provider, resolved.info, resolved.kind),
                     providers: deps.providers.clone(),
                     settings: Arc::clone(&settings),
                     user,
                     effective,
                     cwd: cwd.clone(),
-                    system,
+                    memory: system,
+                    instructions: chosen.over(&settings.instructions()),
+                    environment: environment.render(),
+                    moment: moment.render(),
                     tools: deps.tools.clone(),
                     mcp: mcp_tools.map(|t| t as Arc<dyn ToolSource>),
                     skills,
@@ -843,8 +869,20 @@ pub(crate) async fn context_window(
     let memory = instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir()).await;
     let ext = deps.extensions.get(&cwd, home.as_deref()).await;
     let skills = SkillTool::model_invocable(&ext.skills);
-    let mut specs: Vec<_> = deps.tools.iter().map(|t| t.spec()).collect();
-    let mut system = 0;
+    let dialect = ModelRef::parse(&model)
+        .map(|m| deps.providers.dialect_of(&m, &settings))
+        .unwrap_or_default();
+    let specs: Vec<_> = deps.tools.iter().map(|t| t.spec()).collect();
+    let mut specs = dialect.offer(specs);
+    // The base instructions and the environment, as a turn now would send them (the
+    // environment's size without running git: it is a few hundred bytes).
+    let base = session.instructions().over(&settings.instructions());
+    let mut system = match base.base() {
+        Base::Family => stepper_engine::prompt::base(dialect).len(),
+        Base::Replaced(text) => text.len(),
+        Base::Left => 0,
+    } + base.append_system_prompt.as_ref().map_or(0, String::len)
+        + ENVIRONMENT_BYTES;
     if !skills.is_empty() {
         let tool = SkillTool { skills };
         system += tool.listing_for(info.context_window()).len();
@@ -995,15 +1033,21 @@ impl LiveSession {
 struct TurnHost {
     /// The session's model and its provider, resolved for the turn.
     main_model: String,
-    main: (Arc<dyn LlmProvider>, ModelInfo),
+    main: (Arc<dyn LlmProvider>, ModelInfo, ProviderKind),
     providers: stepper_providers::Providers,
     settings: Arc<Settings>,
     /// The user's own settings: where their keys may go.
     user: Arc<Settings>,
     effective: Env,
     cwd: PathBuf,
-    /// The instructions every agent gets (memory, hooks' additions).
-    system: String,
+    /// The memory files' instructions and the hooks' additions, which every agent gets.
+    memory: String,
+    /// The user's instructions in place of or after the base.
+    instructions: UserInstructions,
+    /// The environment's stable part, for the system prompt.
+    environment: String,
+    /// Its moving part (date, git), sent when it changed.
+    moment: String,
     tools: Vec<Arc<dyn Tool>>,
     /// The MCP servers' tools, read again before every model call.
     mcp: Option<Arc<dyn ToolSource>>,
@@ -1042,6 +1086,15 @@ impl ToolSource for Permitted {
     }
 }
 
+/// About what the environment and its context add to a request, for `/context`.
+const ENVIRONMENT_BYTES: usize = 900;
+
+/// Whether `run` may use the internal tool `name`. `apply_patch` stands in for edit and
+/// write, so an agent that may use both may use it.
+fn allows(run: &AgentRun, name: &str) -> bool {
+    run.allows(name) || (name == "apply_patch" && run.allows("edit") && run.allows("write"))
+}
+
 impl TurnHost {
     fn provider(&self, model: &str) -> Result<Resolved, String> {
         if model == self.main_model {
@@ -1050,6 +1103,7 @@ impl TurnHost {
                 info: self.main.1.clone(),
                 secrets: Vec::new(),
                 backend: None,
+                kind: self.main.2,
             });
         }
         let model_ref = ModelRef::parse(model).map_err(|e| e.to_string())?;
@@ -1077,22 +1131,40 @@ impl TurnHost {
 
     async fn run(&self, run: AgentRun, messages: Vec<ChatMessage>) -> TurnOutcome {
         let model = self.model_of(run.model.as_deref());
+        let resolved = match self.provider(&model) {
+            Ok(p) => p,
+            Err(error) => return TurnOutcome::failed(error),
+        };
+        let dialect = resolved.dialect();
         let Resolved {
             provider,
             info,
             secrets: more_secrets,
             ..
-        } = match self.provider(&model) {
-            Ok(p) => p,
-            Err(error) => return TurnOutcome::failed(error),
-        };
+        } = resolved;
         let mut tools: Vec<Arc<dyn Tool>> = self
             .tools
             .iter()
-            .filter(|t| run.allows(&t.spec().name))
+            .filter(|t| allows(&run, &t.spec().name))
             .cloned()
             .collect();
-        let mut system = self.system.clone();
+        let mut system = SystemPrompt {
+            dialect,
+            base: if run.base {
+                self.instructions.base()
+            } else {
+                Base::Left
+            },
+            environment: &self.environment,
+            memory: &self.memory,
+            append: self
+                .instructions
+                .append_system_prompt
+                .as_deref()
+                .unwrap_or_default(),
+            agent: &run.instructions,
+        }
+        .render();
         let mut add = |text: &str| {
             if !text.is_empty() {
                 if !system.is_empty() {
@@ -1101,7 +1173,6 @@ impl TurnHost {
                 system.push_str(text);
             }
         };
-        add(&run.instructions);
         let skills: Vec<_> = self
             .skills
             .iter()
@@ -1149,6 +1220,7 @@ impl TurnHost {
             )
             .with_base_usage(run.base_usage, run.base_cost)
             .with_interrupt(self.interrupt.clone())
+            .with_dialect(dialect)
             .with_tools(tools, cx);
         if let Some(source) = &self.mcp {
             agent = agent.with_tool_source(Arc::new(Permitted {
@@ -1206,6 +1278,17 @@ impl AgentHost for TurnHost {
 
     fn take_steering(&self) -> Vec<String> {
         (self.steering)()
+    }
+
+    fn environment_update(&self, history: &[ChatMessage]) -> Option<String> {
+        // The last environment the conversation was told, wherever it was.
+        let told = history.iter().rev().find_map(|m| {
+            m.content.iter().find_map(|p| match p {
+                ContentPart::Text { text } if text.starts_with(CONTEXT_TAG) => Some(text),
+                _ => None,
+            })
+        });
+        (told != Some(&self.moment)).then(|| self.moment.clone())
     }
 
     fn emit(&self, agent: Option<String>, event: AppEvent) -> BoxFuture<'_, Result<(), SinkError>> {

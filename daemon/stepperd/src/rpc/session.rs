@@ -36,6 +36,12 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         if let Some(text) = &p.input {
             input_text(text, "submit")?;
         }
+        for text in [&p.system_prompt, &p.append_system_prompt]
+            .into_iter()
+            .flatten()
+        {
+            input_text(text, "create")?;
+        }
         let created = conn
             .daemon
             .hub
@@ -48,6 +54,10 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                 mode: p.mode,
                 sandbox: p.sandbox,
                 input: p.input.map(|text| (text, conn.client_label())),
+                instructions: stepper_engine::prompt::UserInstructions {
+                    system_prompt: p.system_prompt,
+                    append_system_prompt: p.append_system_prompt,
+                },
             })
             .await?;
         Ok(SessionResponse {
