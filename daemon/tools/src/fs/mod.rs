@@ -6,6 +6,7 @@ mod diff;
 mod edit;
 mod file;
 mod ls;
+mod near_miss;
 mod path;
 mod read;
 mod replace;
