@@ -1,5 +1,6 @@
-//! The edit and multi_edit tools: exact string replacements in one file, applied in memory,
-//! shown to the gate as one diff, and written all together or not at all.
+//! The edit and multi_edit tools: string replacements in one file (exact, or the one place that
+//! misses only by whitespace, said so in the result), applied in memory, shown to the gate as
+//! one diff, and written all together or not at all.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,10 @@ line-number prefix (spaces, number, tab), and never include the prefix itself.
 - The edit fails if `old_string` is not in the file, or if it occurs more than once: then include \
 more surrounding lines so it matches exactly one place, or set `replace_all` to change every \
 occurrence (handy for renaming something throughout the file).
+- If `old_string` differs from the file only in trailing whitespace or indentation (tabs for \
+spaces, or the whole block indented more or less), the edit still applies where that fits exactly \
+one place, `new_string` re-indented the same way, and the result says so. `replace_all` matches \
+exactly only.
 - The file keeps its own line endings: write `\\n` and a CRLF file stays CRLF.
 - To create a file or replace all of it, use write. For several changes to one file, use \
 multi_edit.";
@@ -33,7 +38,8 @@ calls on the same file.
 
 Usage:
 - Each edit is {old_string, new_string, replace_all?} and follows the rules of edit: \
-`old_string` must match the file exactly and, unless `replace_all` is true, exactly once.
+`old_string` must match the file exactly and, unless `replace_all` is true, exactly once (a \
+miss only by trailing whitespace or indentation is forgiven where it fits one place).
 - Edits apply in order, each to the text left by the ones before it, so an earlier edit must not \
 change text that a later one looks for.
 - All or nothing: if any edit fails, none is applied and the file is left unchanged; the error \
@@ -195,6 +201,8 @@ struct Plan {
     new: String,
     diff: String,
     replacements: usize,
+    /// Sentences about edits that matched only loosely, for the result.
+    notes: Vec<String>,
 }
 
 async fn edit_file(cx: &ToolCx, path_arg: &str, changes: Vec<Change>, mode: Mode) -> ToolResult {
@@ -225,8 +233,9 @@ async fn edit_file(cx: &ToolCx, path_arg: &str, changes: Vec<Change>, mode: Mode
         new,
         diff,
         replacements,
+        notes,
     } = plan;
-    let summary = match mode {
+    let mut summary = match mode {
         Mode::Single => format!("Edited {label}: replaced {}.", occurrences(replacements)),
         Mode::Multi => format!(
             "Edited {label}: applied {edits} edit{} ({}).",
@@ -234,6 +243,10 @@ async fn edit_file(cx: &ToolCx, path_arg: &str, changes: Vec<Change>, mode: Mode
             occurrences(replacements)
         ),
     };
+    for note in notes {
+        summary.push(' ');
+        summary.push_str(&note);
+    }
     let written = path.clone();
     blocking(move || file::commit(&written, &label, Some(old.as_bytes()), new.as_bytes())).await?;
     Ok(ToolOutput {
@@ -283,6 +296,7 @@ fn prepare(
 
     let mut new: Option<String> = None;
     let mut replacements = 0;
+    let mut notes = Vec::new();
     for (index, change) in changes.iter().enumerate() {
         let current = new.as_deref().unwrap_or(&old);
         match replace::apply(
@@ -291,9 +305,15 @@ fn prepare(
             &change.new_string,
             change.replace_all,
         ) {
-            Ok((next, count)) => {
-                new = Some(next);
-                replacements += count;
+            Ok(replaced) => {
+                if let Some(near_miss) = &replaced.near_miss {
+                    notes.push(match mode {
+                        Mode::Single => near_miss.describe(),
+                        Mode::Multi => format!("Edit {}: {}", index + 1, near_miss.describe()),
+                    });
+                }
+                new = Some(replaced.content);
+                replacements += replaced.count;
             }
             Err(failure) => return Err(failed(&failure, index, changes.len(), mode, &label)),
         }
@@ -307,6 +327,7 @@ fn prepare(
         new,
         diff,
         replacements,
+        notes,
     })
 }
 
@@ -330,7 +351,9 @@ fn failed(failure: &Failure, index: usize, count: usize, mode: Mode, label: &str
     }
     match failure {
         Failure::EmptyOld | Failure::Unchanged => ToolError::InvalidArguments(message),
-        Failure::NotFound { .. } | Failure::Ambiguous { .. } => ToolError::Failed(message),
+        Failure::NotFound { .. }
+        | Failure::Ambiguous { .. }
+        | Failure::NearMissAmbiguous { .. } => ToolError::Failed(message),
     }
 }
 
@@ -399,22 +422,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn edit_not_found_names_the_file_and_hints_at_whitespace() {
+    async fn edit_not_found_names_the_file_and_the_closest_lines() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("m.py"), "def f():\n\treturn 1\n").unwrap();
+        fs::write(dir.path().join("m.py"), "def f():\n    return x\n").unwrap();
         let (cx, gate) = testing::allow(dir.path());
         let err = edit(
             &cx,
-            json!({"path": "m.py", "old_string": "def f():\n    return 1", "new_string": "x"}),
+            json!({"path": "m.py", "old_string": "def f():\n  return  x", "new_string": "x"}),
         )
         .await
         .unwrap_err();
-        let message = err.to_string();
-        assert!(
-            message.starts_with("old_string not found in m.py."),
-            "{message}"
+        assert_eq!(
+            err.to_string(),
+            "old_string not found in m.py. The closest text is at lines 1-2, where line 2 \
+             differs: file has \"    return x\", old_string has \"  return  x\". Read those \
+             lines again and copy them exactly. All of old_string's text is in the file once \
+             whitespace is ignored, so only spacing or line breaks differ."
         );
-        assert!(message.contains("whitespace"), "{message}");
         let err = edit(
             &cx,
             json!({"path": "m.py", "old_string": "nowhere", "new_string": "x"}),
@@ -424,6 +448,81 @@ mod tests {
         assert_eq!(
             err,
             ToolError::Failed("old_string not found in m.py.".into())
+        );
+        assert!(gate.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn edit_fits_a_near_miss_re_indents_new_string_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        fs::write(
+            root.join("m.go"),
+            "func f() int {\n\tif ok {\n\t\treturn 1\n\t}\n}\n",
+        )
+        .unwrap();
+        let (cx, gate) = testing::allow(&root);
+        let out = edit(
+            &cx,
+            json!({
+                "path": "m.go",
+                "old_string": "    if ok {\n        return 1\n    }",
+                "new_string": "    if ok {\n        log()\n        return 2\n    }"
+            }),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            out.content,
+            "Edited m.go: replaced 1 occurrence. old_string matched lines 2-4 only once its \
+             indentation was adjusted: it had spaces where the file has tabs (a tab taken as 4 \
+             columns). new_string was re-indented the same way."
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("m.go")).unwrap(),
+            "func f() int {\n\tif ok {\n\t\tlog()\n\t\treturn 2\n\t}\n}\n"
+        );
+        assert_eq!(gate.requests().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn near_misses_are_refused_when_ambiguous_or_replacing_all() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("f.py"),
+            "if a:\n    x = 1\nif b:\n    x = 1\n",
+        )
+        .unwrap();
+        let (cx, gate) = testing::allow(dir.path());
+        let err = edit(
+            &cx,
+            json!({"path": "f.py", "old_string": "\tx = 1\n", "new_string": "\tx = 2\n"}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "old_string is not in f.py exactly, and once indentation and trailing whitespace \
+             are ignored it matches 2 places (lines 2, 4), so nothing was changed; include more \
+             surrounding lines so it matches one place, copied exactly as the file has them"
+        );
+        let err = edit(
+            &cx,
+            json!({
+                "path": "f.py",
+                "old_string": "if b:  \n    x = 1",
+                "new_string": "if b:\n    x = 2",
+                "replace_all": true
+            }),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "old_string not found in f.py. replace_all replaces exact matches only, and \
+             old_string would match lines 3-4 only once trailing whitespace is ignored. Copy \
+             the text exactly as the file has it, or leave out replace_all to edit that one \
+             place."
         );
         assert!(gate.requests().is_empty());
     }
@@ -629,6 +728,31 @@ mod tests {
             err.to_string()
                 .contains("occurs 2 times in f (at lines 1, 3)"),
             "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn multi_edit_names_the_edits_that_matched_loosely() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("f"), "a = 1\nb = 2   \nc = 3\n").unwrap();
+        let cx = ToolCx::permissive(dir.path());
+        let out = multi(
+            &cx,
+            json!({"path": "f", "edits": [
+                {"old_string": "a = 1", "new_string": "a = 10"},
+                {"old_string": "b = 2\nc = 3", "new_string": "b = 20\nc = 30"}
+            ]}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            out.content,
+            "Edited f: applied 2 edits (2 occurrences). Edit 2: old_string matched lines 2-3 \
+             only once trailing whitespace was ignored; new_string went in as written."
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join("f")).unwrap(),
+            "a = 10\nb = 20\nc = 30\n"
         );
     }
 

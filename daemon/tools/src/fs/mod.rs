@@ -7,6 +7,7 @@ mod diff;
 mod edit;
 mod file;
 mod ls;
+mod near_miss;
 mod patch;
 mod path;
 mod read;

@@ -1,8 +1,11 @@
-//! Exact string replacement as edit and multi_edit do it: one unique match unless every match
-//! is asked for, the file's own line endings kept, and failures explained well enough for a
-//! model to fix its next call.
+//! String replacement as edit and multi_edit do it: an exact match first, one unique match
+//! unless every match is asked for; failing that, the one place old_string fits once whitespace
+//! is forgiven (`near_miss`). The file's own line endings are kept, and failures are explained
+//! well enough for a model to fix its next call.
 
 use std::fmt::Write as _;
+
+use super::near_miss::{self, Level, NearMiss, Search, Span};
 
 /// How many match line numbers an ambiguity error lists.
 const LISTED_MATCHES: usize = 20;
@@ -12,8 +15,28 @@ const LISTED_MATCHES: usize = 20;
 pub(crate) enum Failure {
     EmptyOld,
     Unchanged,
-    NotFound { hint: Option<&'static str> },
-    Ambiguous { count: usize, lines: Vec<usize> },
+    NotFound {
+        hint: Option<String>,
+    },
+    Ambiguous {
+        count: usize,
+        lines: Vec<usize>,
+    },
+    /// No exact match, and several places fit once `level` of whitespace is forgiven.
+    NearMissAmbiguous {
+        level: Level,
+        count: usize,
+        spans: Vec<Span>,
+    },
+}
+
+/// A replacement made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Replaced {
+    pub(crate) content: String,
+    pub(crate) count: usize,
+    /// Set when old_string matched only loosely, to tell the model and the user.
+    pub(crate) near_miss: Option<NearMiss>,
 }
 
 impl Failure {
@@ -49,6 +72,17 @@ impl Failure {
                      set replace_all to true to replace every occurrence"
                 )
             }
+            Failure::NearMissAmbiguous {
+                level,
+                count,
+                spans,
+            } => format!(
+                "old_string is not in {label} exactly, and once {} it matches {count} places \
+                 (lines {}), so nothing was changed; include more surrounding lines so it \
+                 matches one place, copied exactly as the file has them",
+                level.ignoring(),
+                near_miss::list_spans(spans, *count)
+            ),
         }
     }
 }
@@ -58,24 +92,27 @@ impl Failure {
 ///
 /// `old` and `new` are first given the file's dominant line ending, so a model that writes
 /// `\n` can edit a CRLF file and the file stays CRLF; in a file with mixed endings the strings
-/// are also tried as given.
+/// are also tried as given. Only when `old` is nowhere exactly, and `replace_all` is not set,
+/// is the one place it fits loosely taken (see `near_miss`).
 pub(crate) fn apply(
     content: &str,
     old: &str,
     new: &str,
     replace_all: bool,
-) -> Result<(String, usize), Failure> {
+) -> Result<Replaced, Failure> {
     if old.is_empty() {
         return Err(Failure::EmptyOld);
     }
     if old == new {
         return Err(Failure::Unchanged);
     }
-    let (old_fitted, new_fitted) = if uses_crlf(content) {
+    let crlf = uses_crlf(content);
+    let (old_fitted, new_fitted) = if crlf {
         (to_crlf(old), to_crlf(new))
     } else {
         (old.replace("\r\n", "\n"), new.replace("\r\n", "\n"))
     };
+    let (old_given, new_given) = (old, new);
     let (old, new) = if content.contains(old_fitted.as_str()) || !content.contains(old) {
         (old_fitted.as_str(), new_fitted.as_str())
     } else {
@@ -87,13 +124,16 @@ pub(crate) fn apply(
 
     let mut matches = content.match_indices(old).map(|(at, _)| at);
     let Some(first) = matches.next() else {
-        return Err(Failure::NotFound {
-            hint: not_found_hint(content, old),
-        });
+        let eol = if crlf { "\r\n" } else { "\n" };
+        return near(content, old_given, new_given, eol, replace_all);
     };
     if replace_all {
         let count = 1 + matches.count();
-        return Ok((content.replace(old, new), count));
+        return Ok(Replaced {
+            content: content.replace(old, new),
+            count,
+            near_miss: None,
+        });
     }
     if matches.next().is_some() {
         let count = content.matches(old).count();
@@ -110,7 +150,65 @@ pub(crate) fn apply(
     replaced.push_str(&content[..first]);
     replaced.push_str(new);
     replaced.push_str(&content[first + old.len()..]);
-    Ok((replaced, 1))
+    Ok(Replaced {
+        content: replaced,
+        count: 1,
+        near_miss: None,
+    })
+}
+
+/// What to do when `old` is nowhere exactly: take the one place it fits loosely, or explain why
+/// not. `replace_all` stays exact, so a loose fit only makes its error more helpful.
+fn near(
+    content: &str,
+    old: &str,
+    new: &str,
+    eol: &str,
+    replace_all: bool,
+) -> Result<Replaced, Failure> {
+    match near_miss::find(content, old, new, eol) {
+        Search::Unique(near_miss) if !replace_all => Ok(Replaced {
+            content: near_miss.apply(content),
+            count: 1,
+            near_miss: Some(near_miss),
+        }),
+        Search::Unique(near_miss) => Err(Failure::NotFound {
+            hint: Some(exact_only(near_miss.level, &[near_miss.span])),
+        }),
+        Search::Ambiguous { level, spans } if replace_all => Err(Failure::NotFound {
+            hint: Some(exact_only(level, &spans)),
+        }),
+        Search::Ambiguous { level, spans } => Err(Failure::NearMissAmbiguous {
+            level,
+            count: spans.len(),
+            spans: spans.into_iter().take(LISTED_MATCHES).collect(),
+        }),
+        Search::None => Err(Failure::NotFound {
+            hint: not_found_hint(content, old),
+        }),
+    }
+}
+
+/// Why replace_all found nothing though old_string fits loosely at `spans`.
+fn exact_only(level: Level, spans: &[Span]) -> String {
+    let places = match spans {
+        [one] => one.lines(),
+        _ => format!(
+            "{} places (lines {})",
+            spans.len(),
+            near_miss::list_spans(&spans[..spans.len().min(LISTED_MATCHES)], spans.len())
+        ),
+    };
+    format!(
+        "replace_all replaces exact matches only, and old_string would match {places} only \
+         once {}. Copy the text exactly as the file has it{}.",
+        level.ignoring(),
+        if spans.len() == 1 {
+            ", or leave out replace_all to edit that one place"
+        } else {
+            ""
+        }
+    )
 }
 
 /// Whether most of the file's line breaks are `\r\n`.
@@ -149,8 +247,9 @@ fn line_numbers(content: &str, offsets: impl Iterator<Item = usize>) -> Vec<usiz
         .collect()
 }
 
-/// A likely reason `old` did not match, when one is cheap to spot.
-fn not_found_hint(content: &str, old: &str) -> Option<&'static str> {
+/// A likely reason `old` did not match: line-number prefixes copied from read, else the closest
+/// text in the file and how it differs, else whitespace that no loose match forgives.
+fn not_found_hint(content: &str, old: &str) -> Option<String> {
     let numbered = old
         .lines()
         .filter(|line| !line.trim().is_empty())
@@ -162,43 +261,78 @@ fn not_found_hint(content: &str, old: &str) -> Option<&'static str> {
     if numbered && !old.trim().is_empty() {
         return Some(
             "old_string seems to include the line-number prefixes of read's output (spaces, \
-             number, tab); leave them out and copy only the text after the tab.",
+             number, tab); leave them out and copy only the text after the tab."
+                .into(),
         );
     }
     let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let wanted = squeeze(old);
-    if !wanted.is_empty() && squeeze(content).contains(&wanted) {
-        return Some(
-            "It would match if whitespace were ignored: the indentation (tabs or spaces), \
-             trailing spaces or line breaks differ. Read the file again and copy the lines \
-             exactly.",
-        );
+    let spacing = !wanted.is_empty() && squeeze(content).contains(&wanted);
+    match (near_miss::closest(content, old), spacing) {
+        (Some(closest), false) => Some(closest),
+        (Some(closest), true) => Some(format!(
+            "{closest} All of old_string's text is in the file once whitespace is ignored, so \
+             only spacing or line breaks differ."
+        )),
+        (None, true) => Some(
+            "All of old_string's text is in the file once whitespace is ignored, so only \
+             spacing or line breaks differ. Read the file again and copy the lines exactly."
+                .into(),
+        ),
+        (None, false) => None,
     }
-    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The file and the count after a replacement that must have matched exactly.
+    fn exact(content: &str, old: &str, new: &str, replace_all: bool) -> (String, usize) {
+        let replaced = apply(content, old, new, replace_all).unwrap();
+        assert_eq!(replaced.near_miss, None);
+        (replaced.content, replaced.count)
+    }
+
     #[test]
     fn replaces_the_single_match() {
+        assert_eq!(exact("a b c", "b", "B", false), ("a B c".into(), 1));
         assert_eq!(
-            apply("a b c", "b", "B", false).unwrap(),
-            ("a B c".into(), 1)
-        );
-        assert_eq!(
-            apply("fn x() {}\n", "x()", "y(n: u8)", false).unwrap().0,
+            exact("fn x() {}\n", "x()", "y(n: u8)", false).0,
             "fn y(n: u8) {}\n"
         );
     }
 
     #[test]
-    fn replace_all_counts_every_match() {
+    fn an_exact_match_is_taken_before_any_near_miss() {
+        // Line 1 would fit with a shift too, but the exact match on line 2 decides.
         assert_eq!(
-            apply("x x x", "x", "yy", true).unwrap(),
-            ("yy yy yy".into(), 3)
+            exact("  bar()\n    bar()\n", "    bar()", "    baz()", false).0,
+            "  bar()\n    baz()\n"
         );
+        // Only when nothing matches exactly is a near miss taken, and it says so.
+        let replaced = apply("  bar()\n", "bar()  \n", "baz()\n", false).unwrap();
+        assert_eq!(replaced.content, "  baz()\n");
+        assert!(replaced.near_miss.is_some());
+    }
+
+    #[test]
+    fn two_near_misses_are_an_ambiguity_that_names_them() {
+        let err = apply("a:\n  x()\nb:\n  x()\n", "\tx()", "\ty()", false).unwrap_err();
+        assert!(
+            matches!(&err, Failure::NearMissAmbiguous { count: 2, .. }),
+            "{err:?}"
+        );
+        assert!(
+            err.message("f").contains("matches 2 places (lines 2, 4)"),
+            "{}",
+            err.message("f")
+        );
+    }
+
+    #[test]
+    fn replace_all_counts_every_match() {
+        assert_eq!(exact("x x x", "x", "yy", true), ("yy yy yy".into(), 3));
     }
 
     #[test]
@@ -246,14 +380,14 @@ mod tests {
     #[test]
     fn crlf_file_is_matched_with_lf_strings_and_stays_crlf() {
         let content = "one\r\ntwo\r\nthree\r\n";
-        let (out, n) = apply(content, "one\ntwo\n", "one\nTWO\nextra\n", false).unwrap();
+        let (out, n) = exact(content, "one\ntwo\n", "one\nTWO\nextra\n", false);
         assert_eq!(n, 1);
         assert_eq!(out, "one\r\nTWO\r\nextra\r\nthree\r\n");
     }
 
     #[test]
     fn lf_file_is_matched_with_crlf_strings_and_stays_lf() {
-        let (out, _) = apply("a\nb\n", "a\r\nb", "a\r\nB", false).unwrap();
+        let (out, _) = exact("a\nb\n", "a\r\nb", "a\r\nB", false);
         assert_eq!(out, "a\nB\n");
         assert_eq!(
             apply("a\nb\n", "a\r\nb", "a\nb", false),
@@ -265,26 +399,28 @@ mod tests {
     fn mixed_endings_fall_back_to_the_strings_as_given() {
         let content = "a\r\nb\r\nc\nd\r\n";
         assert_eq!(
-            apply(content, "c\nd", "C\nd", false).unwrap().0,
+            exact(content, "c\nd", "C\nd", false).0,
             "a\r\nb\r\nC\nd\r\n"
         );
     }
 
     #[test]
-    fn not_found_hints_at_whitespace() {
-        let err = apply(
-            "fn main() {\n\tprintln!();\n}\n",
-            "    println!();",
-            "x",
-            false,
-        )
-        .unwrap_err();
+    fn not_found_hints_at_whitespace_no_loose_match_forgives() {
+        let err = apply("call(a, b);\n", "call(a,\n     b);", "x", false).unwrap_err();
         let message = err.message("main.rs");
         assert!(
             message.starts_with("old_string not found in main.rs."),
             "{message}"
         );
-        assert!(message.contains("whitespace"), "{message}");
+        assert!(
+            message
+                .contains("line 1 differs: file has \"call(a, b);\", old_string has \"call(a,\""),
+            "{message}"
+        );
+        assert!(
+            message.contains("only spacing or line breaks differ"),
+            "{message}"
+        );
         let err = apply("abc", "xyz", "q", false).unwrap_err();
         assert_eq!(err, Failure::NotFound { hint: None });
         assert_eq!(err.message("f"), "old_string not found in f.");
@@ -302,9 +438,6 @@ mod tests {
 
     #[test]
     fn multibyte_text_is_replaced_on_char_boundaries() {
-        assert_eq!(
-            apply("héllo wörld", "wörld", "монд", false).unwrap().0,
-            "héllo монд"
-        );
+        assert_eq!(exact("héllo wörld", "wörld", "монд", false).0, "héllo монд");
     }
 }
