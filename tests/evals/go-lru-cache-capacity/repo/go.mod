@@ -1,0 +1,3 @@
+module example.com/thumbs
+
+go 1.19

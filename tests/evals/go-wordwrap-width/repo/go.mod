@@ -1,0 +1,3 @@
+module example.com/textfmt
+
+go 1.19

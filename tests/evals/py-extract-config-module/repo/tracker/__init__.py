@@ -1,0 +1,1 @@
+"""A small file-based issue tracker."""
