@@ -431,3 +431,46 @@ fn piped_text_goes_with_the_prompt() {
     );
     assert_eq!(env.fake.requests().len(), 1);
 }
+
+#[test]
+fn the_providers_web_search_is_offered_only_where_the_rules_allow_it_unasked() {
+    let env = TestEnv::new();
+    ask(&env, &["hi"]);
+    let hosted = |body: &Value| {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "web_search")
+    };
+    assert!(
+        !hosted(&env.fake.requests()[0]),
+        "default mode would have to ask, and a search at the provider cannot wait"
+    );
+    std::fs::write(
+        env.places().config_dir.join("setting.json"),
+        json!({"permissions": {"allow": ["WebSearch"]}}).to_string(),
+    )
+    .unwrap();
+    env.fake.push(Reply::text(&["ok"]));
+    ask(&env, &["hi again"]);
+    let request = env.fake.requests().remove(1);
+    let search = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "web_search")
+        .expect("offered once the user allows WebSearch");
+    assert_eq!(search["type"], "web_search_20250305");
+    std::fs::write(
+        env.places().config_dir.join("setting.json"),
+        json!({"permissions": {"allow": ["WebSearch"], "deny": ["WebSearch"]}}).to_string(),
+    )
+    .unwrap();
+    env.fake.push(Reply::text(&["ok"]));
+    ask(&env, &["--yes", "and now"]);
+    assert!(
+        !hosted(&env.fake.requests()[2]),
+        "a deny rule wins, even in auto"
+    );
+}

@@ -19,6 +19,7 @@ use crate::compaction::{Compacted, CompactionPlan, can_compact, compact, estimat
 use crate::dialect::ToolDialect;
 use crate::hooks::{BeforeTool, TurnHooks};
 use crate::interrupt::Interrupt;
+use crate::provider::HostedTool;
 use crate::provider::{
     ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
 };
@@ -92,6 +93,8 @@ pub struct AgentLoop {
     /// The names and shapes the model is offered its tools in; calls are translated back
     /// before anything else sees them.
     dialect: ToolDialect,
+    /// Tools the provider runs itself, offered with each call.
+    hosted: Vec<HostedTool>,
     max_steps: u32,
     /// Text steered into the running turn, taken before each model call after the first.
     steering: Option<Arc<dyn Fn() -> Vec<String> + Send + Sync>>,
@@ -125,6 +128,7 @@ impl AgentLoop {
             live: std::sync::Mutex::default(),
             tool_cx: None,
             dialect: ToolDialect::Plain,
+            hosted: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
             steering: None,
             redactor: Redactor::default(),
@@ -172,6 +176,12 @@ impl AgentLoop {
     /// Offer the tools in `dialect`'s names and shapes.
     pub fn with_dialect(mut self, dialect: ToolDialect) -> AgentLoop {
         self.dialect = dialect;
+        self
+    }
+
+    /// Offer tools the provider runs itself (its web search).
+    pub fn with_hosted(mut self, hosted: Vec<HostedTool>) -> AgentLoop {
+        self.hosted = hosted;
         self
     }
 
@@ -356,6 +366,7 @@ impl AgentLoop {
             if self.tool_cx.is_some() {
                 let specs = self.offered().iter().map(|t| t.spec()).collect();
                 request.tools = self.dialect.offer(specs);
+                request.hosted = self.hosted.clone();
             }
             // Steering joins after a model call, never before the turn's first.
             if let Some(take) = self.steering.as_ref().filter(|_| {

@@ -25,6 +25,6 @@ pub use accumulator::{Accumulated, MessageAccumulator};
 pub use agent::{AgentLoop, EventSink, TurnOutcome};
 pub use model::ModelRef;
 pub use provider::{
-    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, LlmProvider, ProviderError,
-    ReasoningEffort, Role, StopReason, ToolSpec,
+    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider,
+    ProviderError, ReasoningEffort, Role, StopReason, ToolSpec,
 };

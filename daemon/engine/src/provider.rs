@@ -141,6 +141,15 @@ impl ReasoningEffort {
     }
 }
 
+/// A tool the provider runs itself, in its own way: nothing of it runs here, so it is only
+/// offered where the user's rules allow it without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostedTool {
+    /// The provider's web search (Anthropic's `web_search` server tool, OpenAI's
+    /// `web_search`): `WebSearch` to rules, hooks and agents.
+    WebSearch,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     /// The model id within its provider (no `provider/` prefix).
@@ -148,6 +157,8 @@ pub struct ChatRequest {
     pub system: Option<String>,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
+    /// Tools the provider runs (where it has them; a provider without one leaves it out).
+    pub hosted: Vec<HostedTool>,
     pub max_tokens: u32,
     /// Mark prompt-cache breakpoints where the provider supports them.
     pub cache: bool,
@@ -163,6 +174,7 @@ impl ChatRequest {
             system: None,
             messages,
             tools: Vec::new(),
+            hosted: Vec::new(),
             max_tokens: 8192,
             cache: true,
             reasoning: None,

@@ -13,8 +13,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use stepper_engine::{
-    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, LlmProvider, ProviderError, Role,
-    StopReason,
+    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider,
+    ProviderError, Role, StopReason,
 };
 use stepper_protocol::Usage;
 use tokio_util::sync::CancellationToken;
@@ -127,6 +127,17 @@ pub fn request_body(request: &ChatRequest) -> Value {
         }
         body["tools"] = json!(tools);
     }
+    for hosted in &request.hosted {
+        let tool = match hosted {
+            HostedTool::WebSearch => {
+                json!({ "type": "web_search_20250305", "name": "web_search", "max_uses": 5 })
+            }
+        };
+        match body["tools"].as_array_mut() {
+            Some(tools) => tools.push(tool),
+            None => body["tools"] = json!([tool]),
+        }
+    }
     if let Some(effort) = request.reasoning {
         let budget = effort.budget_tokens();
         // The budget counts within max_tokens, which must leave room for the answer.
@@ -190,6 +201,9 @@ fn block(part: &ContentPart) -> Option<Value> {
 pub struct AnthropicWire {
     /// Content blocks that are tool calls, by index: their stop ends the call.
     tool_blocks: BTreeSet<usize>,
+    /// Content blocks of tools the server runs (its web search), by index: their input,
+    /// said when the block stops.
+    server_blocks: std::collections::BTreeMap<usize, String>,
     stop_reason: Option<StopReason>,
 }
 
@@ -225,6 +239,9 @@ impl WireFormat for AnthropicWire {
                     self.tool_blocks.insert(index);
                     out.push_back(ChatEvent::ToolCallStart { index, id, name });
                 }
+                ContentBlock::ServerToolUse => {
+                    self.server_blocks.insert(index, String::new());
+                }
                 _ => {}
             },
             WireEvent::ContentBlockDelta { index, delta } => match delta {
@@ -236,16 +253,28 @@ impl WireFormat for AnthropicWire {
                     out.push_back(ChatEvent::ThinkingSignature(signature))
                 }
                 Delta::InputJsonDelta { partial_json } => {
-                    out.push_back(ChatEvent::ToolCallDelta {
-                        index,
-                        arguments: partial_json,
-                    });
+                    if let Some(input) = self.server_blocks.get_mut(&index) {
+                        input.push_str(&partial_json);
+                    } else {
+                        out.push_back(ChatEvent::ToolCallDelta {
+                            index,
+                            arguments: partial_json,
+                        });
+                    }
                 }
                 Delta::Other => {}
             },
             WireEvent::ContentBlockStop { index } => {
                 if self.tool_blocks.remove(&index) {
                     out.push_back(ChatEvent::ToolCallEnd { index });
+                }
+                // The server searched: said, since no tool of ours ran for it.
+                if let Some(input) = self.server_blocks.remove(&index) {
+                    let query = serde_json::from_str::<Value>(&input)
+                        .ok()
+                        .and_then(|v| v["query"].as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    out.push_back(ChatEvent::Notice(format!("searched the web: {query}")));
                 }
             }
             WireEvent::MessageDelta { delta, usage } => {
@@ -335,6 +364,9 @@ enum ContentBlock {
         id: String,
         name: String,
     },
+    /// A tool the server runs (`web_search`); its result follows in a block of its own,
+    /// which is not kept (the answer's text cites what it used).
+    ServerToolUse,
     #[serde(other)]
     Other,
 }
@@ -411,6 +443,41 @@ mod tests {
 
     fn accumulate(input: &str) -> stepper_engine::Accumulated {
         testing::accumulate(AnthropicWire::default(), input)
+    }
+
+    #[test]
+    fn the_hosted_web_search_is_offered_and_said_not_run() {
+        let mut req = ChatRequest::new("m", vec![ChatMessage::user("news?")]);
+        req.hosted = vec![HostedTool::WebSearch];
+        let body = request_body(&req);
+        assert_eq!(body["tools"][0]["type"], "web_search_20250305");
+        assert_eq!(body["tools"][0]["name"], "web_search");
+        // As the API streams a search: the server's call, its results, then the answer.
+        let stream = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5}}}\n\n\
+            event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"srvtoolu_1\",\"name\":\"web_search\",\"input\":{}}}\n\n\
+            event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"query\\\": \\\"rust 2024\\\"}\"}}\n\n\
+            event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+            event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"web_search_tool_result\",\"tool_use_id\":\"srvtoolu_1\",\"content\":[{\"type\":\"web_search_result\",\"url\":\"https://e.x\",\"title\":\"t\"}]}}\n\n\
+            event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n\
+            event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n\
+            event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"Found it.\"}}\n\n\
+            event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n\
+            event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\n\
+            event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+        let events: Vec<ChatEvent> = decode(stream).into_iter().map(Result::unwrap).collect();
+        assert!(
+            events.contains(&ChatEvent::Notice("searched the web: rust 2024".into())),
+            "{events:?}"
+        );
+        assert!(
+            !events.iter().any(|e| matches!(
+                e,
+                ChatEvent::ToolCallStart { .. } | ChatEvent::ToolCallDelta { .. }
+            )),
+            "nothing of ours runs for it: {events:?}"
+        );
+        let done = accumulate(stream);
+        assert_eq!(done.message.text(), "Found it.");
     }
 
     #[test]

@@ -12,7 +12,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use stepper_engine::{
-    ChatEvent, ChatRequest, ChatStream, ContentPart, LlmProvider, ProviderError, Role, StopReason,
+    ChatEvent, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider, ProviderError, Role,
+    StopReason,
 };
 use stepper_protocol::Usage;
 use tokio_util::sync::CancellationToken;
@@ -152,6 +153,15 @@ pub fn request_body(request: &ChatRequest) -> Value {
                 .collect::<Vec<_>>()
         );
     }
+    for hosted in &request.hosted {
+        let tool = match hosted {
+            HostedTool::WebSearch => json!({ "type": "web_search" }),
+        };
+        match body["tools"].as_array_mut() {
+            Some(tools) => tools.push(tool),
+            None => body["tools"] = json!([tool]),
+        }
+    }
     if let Some(effort) = request.reasoning {
         body["reasoning"] = json!({ "effort": effort.as_str(), "summary": "auto" });
         body["include"] = json!(["reasoning.encrypted_content"]);
@@ -225,6 +235,11 @@ impl WireFormat for ResponsesWire {
                 match item {
                     Item::FunctionCall { .. } if self.open_calls.remove(&index) => {
                         out.push_back(ChatEvent::ToolCallEnd { index });
+                    }
+                    // The server searched: said, since no tool of ours ran for it.
+                    Item::WebSearchCall { action } => {
+                        let query = action.and_then(|a| a.query).unwrap_or_default();
+                        out.push_back(ChatEvent::Notice(format!("searched the web: {query}")));
                     }
                     Item::Reasoning {
                         id,
@@ -319,8 +334,19 @@ enum Item {
         #[serde(default)]
         encrypted_content: Option<String>,
     },
+    /// The hosted web search ran (not kept: the answer's text cites what it used).
+    WebSearchCall {
+        #[serde(default)]
+        action: Option<SearchAction>,
+    },
     #[serde(other)]
     Other,
+}
+
+#[derive(Deserialize)]
+struct SearchAction {
+    #[serde(default)]
+    query: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -400,6 +426,22 @@ mod tests {
             ),
             (16, 1024, 5)
         );
+    }
+
+    #[test]
+    fn the_hosted_web_search_is_offered_and_said_not_run() {
+        let mut req = ChatRequest::new("gpt-5.1", vec![stepper_engine::ChatMessage::user("news?")]);
+        req.hosted = vec![HostedTool::WebSearch];
+        assert_eq!(request_body(&req)["tools"], json!([{"type": "web_search"}]));
+        let stream = "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_1\",\"status\":\"completed\",\"action\":{\"type\":\"search\",\"query\":\"rust 2024\"}}}\n\n\
+            event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":1,\"delta\":\"Found it.\"}\n\n\
+            event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\n\n";
+        let events: Vec<ChatEvent> = decode(stream).into_iter().map(Result::unwrap).collect();
+        assert_eq!(
+            events[0],
+            ChatEvent::Notice("searched the web: rust 2024".into())
+        );
+        assert_eq!(accumulate(stream).message.text(), "Found it.");
     }
 
     #[test]

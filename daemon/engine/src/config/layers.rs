@@ -400,6 +400,7 @@ pub fn tool_name(name: &str) -> String {
         "Grep" => "grep",
         "LS" => "ls",
         "WebFetch" => "web_fetch",
+        "WebSearch" => "web_search",
         "TodoWrite" => "todo_write",
         "Skill" => "skill",
         "Task" => "dispatch",

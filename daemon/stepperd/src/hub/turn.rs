@@ -28,10 +28,12 @@ use stepper_engine::gate::Policy;
 use stepper_engine::prompt::environment::CONTEXT_TAG;
 use stepper_engine::prompt::{Base, SystemPrompt, UserInstructions};
 use stepper_engine::redact::Redactor;
+use stepper_engine::tool::GateRequest;
 use stepper_engine::tool::{NoOutput, ToolCx, ToolSource};
 use stepper_engine::{
     AgentLoop, ChatMessage, ChatRequest, ContentPart, EventSink, ModelRef, agent::SinkError,
 };
+use stepper_engine::{HostedTool, gate::Verdict};
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, TurnStatus};
 use stepper_providers::replay::Recorder;
@@ -822,6 +824,8 @@ impl TurnPlan {
 pub(crate) fn tool_names(tools: &[Arc<dyn Tool>]) -> Vec<String> {
     let mut names: Vec<String> = tools.iter().map(|t| t.spec().name).collect();
     names.push("skill".into());
+    // The provider's own search (see `hosted`).
+    names.push("web_search".into());
     names
 }
 
@@ -1096,6 +1100,31 @@ fn allows(run: &AgentRun, name: &str) -> bool {
 }
 
 impl TurnHost {
+    /// The tools `run`'s provider (of `kind`) runs itself that it is offered: its web search
+    /// where it has one, when the agent may use `WebSearch` and the user's rules let it run
+    /// without asking (a search at the provider cannot stop for an approval).
+    fn hosted(&self, run: &AgentRun, kind: ProviderKind) -> Vec<HostedTool> {
+        let searches = matches!(kind, ProviderKind::Anthropic | ProviderKind::Openai);
+        if !searches || !run.allows("web_search") {
+            return Vec::new();
+        }
+        let request = GateRequest::Tool {
+            name: "WebSearch".into(),
+            input: "{}".into(),
+        };
+        let verdict = self
+            .gate
+            .policy
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .decide(&request);
+        if verdict == Verdict::Allow {
+            vec![HostedTool::WebSearch]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn provider(&self, model: &str) -> Result<Resolved, String> {
         if model == self.main_model {
             return Ok(Resolved {
@@ -1136,6 +1165,7 @@ impl TurnHost {
             Err(error) => return TurnOutcome::failed(error),
         };
         let dialect = resolved.dialect();
+        let kind = resolved.kind;
         let Resolved {
             provider,
             info,
@@ -1221,6 +1251,7 @@ impl TurnHost {
             .with_base_usage(run.base_usage, run.base_cost)
             .with_interrupt(self.interrupt.clone())
             .with_dialect(dialect)
+            .with_hosted(self.hosted(&run, kind))
             .with_tools(tools, cx);
         if let Some(source) = &self.mcp {
             agent = agent.with_tool_source(Arc::new(Permitted {
