@@ -6,7 +6,7 @@
 //! tasks run side by side (`--parallel 2`) grade right.
 //!
 //! The harness's own small suite (`tests/fixtures/evals`) always runs; the real one
-//! (`tests/evals`) whenever it is there. Grading needs python3, Node 22 (TypeScript by type
+//! (`tests/evals`, or the folder `STEPPER_TEST_EVAL_SUITE` names) whenever it is there. Grading needs python3, Node 22 (TypeScript by type
 //! stripping; `STEPPER_TEST_NODE22_DIR`), go and cargo: a missing one skips locally and fails
 //! in CI.
 
@@ -23,9 +23,13 @@ fn fixture_suite() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/evals")
 }
 
-/// The project's suite, once its tasks are there.
+/// The project's suite, once its tasks are there; `STEPPER_TEST_EVAL_SUITE` names another
+/// folder of tasks to run in its place (a suite being written elsewhere).
 fn real_suite() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals");
+    let dir = std::env::var_os("STEPPER_TEST_EVAL_SUITE")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("evals"));
     let has_tasks = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
