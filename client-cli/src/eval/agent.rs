@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use stepper_protocol::client::DaemonClient;
 use stepper_protocol::methods::{
     SessionApprove, SessionApproveParams, SessionElicit, SessionElicitParams, SessionInterrupt,
@@ -239,17 +239,14 @@ pub fn never_answered(run: &AgentRun) -> Option<String> {
 
 /// The model a suite ran on, as one name: the one asked for, else the sessions' when
 /// they agree.
-pub fn model_of(asked: Option<&str>, runs: &[&str]) -> anyhow::Result<Option<String>> {
+pub fn model_of(asked: Option<&str>, runs: &[&str]) -> Option<String> {
     if let Some(asked) = asked {
-        if asked.trim().is_empty() {
-            bail!("--model is empty — give provider/model-id, e.g. anthropic/claude-sonnet-4-5");
-        }
-        return Ok(Some(asked.to_string()));
+        return Some(asked.to_string());
     }
     let first = runs.first().copied();
-    Ok(first
+    first
         .filter(|m| runs.iter().all(|r| r == m))
-        .map(str::to_string))
+        .map(str::to_string)
 }
 
 #[cfg(test)]
@@ -358,16 +355,9 @@ mod tests {
 
     #[test]
     fn the_suites_model_is_the_one_asked_for_or_the_sessions_common_one() {
-        assert_eq!(
-            model_of(Some("a/b"), &["c/d"]).unwrap().as_deref(),
-            Some("a/b")
-        );
-        assert_eq!(
-            model_of(None, &["c/d", "c/d"]).unwrap().as_deref(),
-            Some("c/d")
-        );
-        assert_eq!(model_of(None, &["c/d", "e/f"]).unwrap(), None);
-        assert_eq!(model_of(None, &[]).unwrap(), None);
-        assert!(model_of(Some(" "), &[]).is_err());
+        assert_eq!(model_of(Some("a/b"), &["c/d"]).as_deref(), Some("a/b"));
+        assert_eq!(model_of(None, &["c/d", "c/d"]).as_deref(), Some("c/d"));
+        assert_eq!(model_of(None, &["c/d", "e/f"]), None);
+        assert_eq!(model_of(None, &[]), None);
     }
 }

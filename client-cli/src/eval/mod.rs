@@ -132,7 +132,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let models: Vec<&str> = results.iter().filter_map(|r| r.model.as_deref()).collect();
     let mut report = Report {
         schema: report::SCHEMA.into(),
-        model: agent::model_of(args.model.as_deref(), &models)?,
+        model: agent::model_of(args.model.as_deref(), &models),
         suite: args.suite.display().to_string(),
         started_at,
         summary: report::summarize(&results, wall.elapsed().as_millis() as u64),
@@ -151,7 +151,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     }
     Ok(if report.summary.harness_errors > 0 {
         eprintln!(
-            "stepper eval: {} task(s) could not run (see above): their results measure nothing",
+            "stepper eval: {} task(s) could not run, each with why: their results measure nothing",
             report.summary.harness_errors
         );
         ExitCode::from(NOT_ALL_RAN)
