@@ -9,6 +9,7 @@ mod config_cmd;
 mod connect;
 mod daemon_cmd;
 mod doctor;
+mod eval;
 mod first_run;
 mod mcp;
 mod models;
@@ -88,6 +89,10 @@ enum Command {
     },
     /// The models stepper knows, with context windows and prices.
     Models(models::ModelsArgs),
+    /// Measure whether tasks get done: run a suite of tasks (tests/evals) through the
+    /// agent, each in a fresh copy of its repository, grade them, and report what passed
+    /// and what it took. `--list` names the tasks.
+    Eval(eval::EvalArgs),
     /// The agent CLIs stepper can drive (Claude Code, Codex): version, login, MCP servers.
     Backends(backends::BackendsArgs),
     /// What is set up and what is not, each problem with its fix: the daemon, the session
@@ -180,6 +185,7 @@ fn run(cli: Cli) -> ExitCode {
             Some(Command::Auth { command }) => auth::run(command).await,
             Some(Command::Models(args)) => models::run(args).await,
             Some(Command::Backends(args)) => backends::run(args).await,
+            Some(Command::Eval(args)) => eval::run(args).await,
             Some(Command::Mcp { command }) => mcp::run(command).await,
             Some(Command::Trust(args)) => trust::run(args).await,
             Some(Command::Init(args)) => config_cmd::init(args).await,

@@ -13,6 +13,7 @@ mod config;
 mod conformance;
 mod crash;
 mod escape;
+mod eval;
 mod extensions;
 mod first_run;
 mod gate;

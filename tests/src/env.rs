@@ -41,6 +41,25 @@ pub fn bin_dir() -> &'static Path {
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
+        // What cargo sets for this test process only: build scripts that watch these (ring's
+        // `rerun-if-env-changed=CARGO_PKG_NAME`, …) would otherwise see a change from the
+        // `cargo test` that built this binary, and rebuild — and `cargo test` after them.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if key.starts_with("CARGO_PKG_")
+                || key.starts_with("CARGO_MANIFEST_")
+                || key.starts_with("CARGO_BIN_")
+                || [
+                    "CARGO_CRATE_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_TARGET_TMPDIR",
+                    "OUT_DIR",
+                ]
+                .contains(&key.as_ref())
+            {
+                cmd.env_remove(key.as_ref());
+            }
+        }
         let status = cmd.status().expect("running cargo build for the binaries");
         assert!(status.success(), "building stepper and stepperd failed");
         dir

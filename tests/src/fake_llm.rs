@@ -229,6 +229,48 @@ pub fn responses_call_stream(calls: &[(&str, &str, serde_json::Value)]) -> Strin
     s
 }
 
+/// A Chat Completions stream that calls tools: `(id, name, arguments as JSON)`, each call's
+/// arguments streamed in two pieces, then the usage chunk (`stream_options.include_usage`)
+/// of `prompt_tokens` 100 and `completion_tokens` 20.
+pub fn chat_tool_calls_stream(calls: &[(&str, &str, serde_json::Value)]) -> String {
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        let c = serde_json::json!({"id": "chatcmpl-tc", "object": "chat.completion.chunk",
+            "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {c}\n\n")
+    };
+    let mut s = chunk(
+        serde_json::json!({"role": "assistant", "content": null}),
+        None,
+    );
+    for (index, (id, name, args)) in calls.iter().enumerate() {
+        s.push_str(&chunk(
+            serde_json::json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+                "function": {"name": name, "arguments": ""}}]}),
+            None,
+        ));
+        let json = args.to_string();
+        let mut cut = json.len() / 2;
+        while !json.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (a, b) = json.split_at(cut);
+        for piece in [a, b] {
+            s.push_str(&chunk(
+                serde_json::json!({"tool_calls": [{"index": index,
+                    "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+    }
+    s.push_str(&chunk(serde_json::json!({}), Some("tool_calls")));
+    let usage = serde_json::json!({"id": "chatcmpl-tc", "object": "chat.completion.chunk",
+        "created": 1, "model": "m", "choices": [],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}});
+    s.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
+    s
+}
+
 /// The Anthropic events that close a message.
 pub fn stream_end() -> String {
     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
@@ -271,8 +313,14 @@ pub struct TokenLog {
     pub expected_challenge: Option<String>,
 }
 
+/// Picks the reply to a request from what it holds (a route and its JSON body), or passes
+/// (`None`) to the keyed and queued replies.
+pub type Responder = Arc<dyn Fn(Route, &serde_json::Value) -> Option<Reply> + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
+    /// Consulted first: for many sessions at once, each answered after its own request.
+    responder: Option<Responder>,
     replies: HashMap<Route, VecDeque<Reply>>,
     /// Replies for the first request whose last message contains the text, before the
     /// queue: for requests that arrive together in no set order (parallel workers).
@@ -360,6 +408,16 @@ impl FakeLlm {
             .entry(route)
             .or_default()
             .push_back(reply);
+    }
+
+    /// Answer every request `responder` picks a reply for, ahead of the keyed and queued
+    /// replies (on any route): a test that plays many sessions at once, in no set order,
+    /// answers each by what its request holds.
+    pub fn respond_with(
+        &self,
+        responder: impl Fn(Route, &serde_json::Value) -> Option<Reply> + Send + Sync + 'static,
+    ) {
+        self.shared.lock().unwrap().responder = Some(Arc::new(responder));
     }
 
     /// Answer the first Anthropic request whose last message contains `needle` with
@@ -475,6 +533,9 @@ async fn serve(
         "chatgpt-account-id",
         "x-extra",
     ];
+    // Called without the lock held: a responder is the test's code.
+    let responder = shared.lock().unwrap().responder.clone();
+    let picked = responder.and_then(|r| r(route, &json));
     let reply = {
         let mut s = shared.lock().unwrap();
         let last = json["messages"]
@@ -485,7 +546,7 @@ async fn serve(
         let keyed = s
             .keyed
             .iter()
-            .position(|(needle, _)| last.contains(needle.as_str()))
+            .position(|(needle, _)| picked.is_none() && last.contains(needle.as_str()))
             .map(|i| s.keyed.remove(i).1);
         s.seen.push(Seen {
             route,
@@ -495,7 +556,7 @@ async fn serve(
                 .collect(),
             body: json,
         });
-        keyed.unwrap_or_else(|| {
+        picked.or(keyed).unwrap_or_else(|| {
             s.replies
                 .get_mut(&route)
                 .and_then(VecDeque::pop_front)
