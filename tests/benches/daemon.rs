@@ -187,8 +187,15 @@ fn main() {
     let mut cold_off = first_turn(false);
     // A warm turn as a user has it: the daemon (started by the first ask) logs at its default
     // level; the tests' debug log is measured beside it.
-    let warm_turns = |debug_log: bool| {
+    let warm_turns = |debug_log: bool, project: Project| {
         let env = TestEnv::new();
+        if project != Project::Empty {
+            files(env.project.path());
+            env.trust_project();
+        }
+        if project == Project::Git {
+            git_repository(env.project.path());
+        }
         let mut times = Vec::new();
         for run in 0..=WARM_RUNS {
             env.fake.push(stepper_e2e::Reply::text(&["hello"]));
@@ -205,8 +212,13 @@ fn main() {
         }
         times
     };
-    let mut warm = warm_turns(false);
-    let mut warm_debug = warm_turns(true);
+    let mut warm = warm_turns(false, Project::Empty);
+    let mut warm_debug = warm_turns(true, Project::Empty);
+    // A project of 200 files: each ask's new session walks them for its checkpoint baseline
+    // (while the model is called). As a git repository the turn also reads git's branch,
+    // status and last commits for the model's `<environment_context>` (before it).
+    let mut warm_files = warm_turns(false, Project::Files);
+    let mut warm_git = warm_turns(false, Project::Git);
 
     // Memory over many one-shot asks: each leaves a session the daemon lets go of once
     // nothing uses it.
@@ -243,6 +255,8 @@ fn main() {
         ("cold (daemon started), login env off ...", &mut cold_off),
         ("warm (daemon running) ..................", &mut warm),
         ("warm, daemon logging at debug ..........", &mut warm_debug),
+        ("warm, trusted project of 200 files .....", &mut warm_files),
+        ("warm, the same as a git repository .....", &mut warm_git),
     ] {
         let p50 = p(times, 0.5);
         println!(
@@ -294,4 +308,46 @@ fn main() {
         rss_during[1] as f64 / 1024.0,
         settled as f64 / 1024.0
     );
+}
+
+/// What the warm turns run in.
+#[derive(Clone, Copy, PartialEq)]
+enum Project {
+    Empty,
+    /// [`files`].
+    Files,
+    /// [`files`] in a [`git_repository`].
+    Git,
+}
+
+/// 200 files in 20 folders.
+fn files(dir: &std::path::Path) {
+    for d in 0..20 {
+        let sub = dir.join(format!("src{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..10 {
+            std::fs::write(sub.join(format!("f{f}.rs")), format!("fn f{f}() {{}}\n")).unwrap();
+        }
+    }
+}
+
+/// The folder's files in a repository, one commit, one file changed since: git's status has
+/// something to walk and to say.
+fn git_repository(dir: &std::path::Path) {
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "a")
+            .env("GIT_AUTHOR_EMAIL", "a@example.com")
+            .env("GIT_COMMITTER_NAME", "a")
+            .env("GIT_COMMITTER_EMAIL", "a@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "start"]);
+    std::fs::write(dir.join("src0/f0.rs"), "fn changed() {}\n").unwrap();
 }

@@ -347,52 +347,6 @@ impl LiveSession {
                     }
                     let _ = baseline_taken.send(true);
                 };
-                let take = self.steering_taker();
-                let render_cx = cx.clone();
-                // What the model is told of where it works.
-                let (environment, moment) = super::environment::gather(super::environment::Facts {
-                    cwd: &cwd,
-                    env: &render_cx.env,
-                    mode,
-                    sandbox: if render_cx.sandbox.is_some() {
-                        sandbox.info.mode
-                    } else {
-                        SandboxMode::Off
-                    },
-                    network: sandbox.info.network,
-                    mcp_servers: mcp_tools
-                        .as_ref()
-                        .map(|t| t.servers.slots.iter().map(|s| s.name.clone()).collect())
-                        .unwrap_or_default(),
-                    trusted,
-                })
-                .await;
-                let chosen = self.instructions();
-                let host = Arc::new(TurnHost {
-                    main_model: model.to_string(),
-                    main: (resolved.provider, resolved.info, resolved.kind),
-                    providers: deps.providers.clone(),
-                    settings: Arc::clone(&settings),
-                    user,
-                    effective,
-                    cwd: cwd.clone(),
-                    memory: system,
-                    instructions: chosen.over(&settings.instructions()),
-                    environment: environment.render(),
-                    moment: moment.render(),
-                    tools: deps.tools.clone(),
-                    mcp: mcp_tools.map(|t| t as Arc<dyn ToolSource>),
-                    skills,
-                    cx,
-                    gate,
-                    hooks,
-                    secrets,
-                    steering: take,
-                    log: self.log.clone(),
-                    turn,
-                    cancel: cancel.clone(),
-                    interrupt,
-                });
                 let layered = plan.layers.is_layered();
                 let layers = if layered {
                     plan.layers.layers.clone()
@@ -414,11 +368,59 @@ impl LiveSession {
                         }
                     }
                 }
-                let orchestrator =
-                    Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
                 // A command's `!` lines and `@` files are taken once the gate can answer
-                // (after the baseline), then the model gets the whole.
+                // (after the baseline), then the model gets the whole. Git's state for the
+                // model is read while the baseline is walked.
                 let run = async {
+                    let take = self.steering_taker();
+                    let render_cx = cx.clone();
+                    // What the model is told of where it works.
+                    let (environment, moment) =
+                        super::environment::gather(super::environment::Facts {
+                            cwd: &cwd,
+                            env: &render_cx.env,
+                            mode,
+                            sandbox: if render_cx.sandbox.is_some() {
+                                sandbox.info.mode
+                            } else {
+                                SandboxMode::Off
+                            },
+                            network: sandbox.info.network,
+                            mcp_servers: mcp_tools
+                                .as_ref()
+                                .map(|t| t.servers.slots.iter().map(|s| s.name.clone()).collect())
+                                .unwrap_or_default(),
+                            trusted,
+                        })
+                        .await;
+                    let chosen = self.instructions();
+                    let host = Arc::new(TurnHost {
+                        main_model: model.to_string(),
+                        main: (resolved.provider, resolved.info, resolved.kind),
+                        providers: deps.providers.clone(),
+                        settings: Arc::clone(&settings),
+                        user,
+                        effective,
+                        cwd: cwd.clone(),
+                        memory: system,
+                        instructions: chosen.over(&settings.instructions()),
+                        environment: environment.render(),
+                        moment: moment.render(),
+                        tools: deps.tools.clone(),
+                        mcp: mcp_tools.map(|t| t as Arc<dyn ToolSource>),
+                        skills,
+                        cx,
+                        gate,
+                        hooks,
+                        secrets,
+                        steering: take,
+                        log: self.log.clone(),
+                        turn,
+                        cancel: cancel.clone(),
+                        interrupt,
+                    });
+                    let orchestrator =
+                        Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
                     let mut text = input.text.clone();
                     if let Some(prompted) = prompted {
                         text = prompted;
