@@ -183,11 +183,16 @@ pub enum AppEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         diff: Option<String>,
     },
-    /// Text added to the running turn (`session/steer`), given to the model at its next call.
+    /// Text added to the running turn (`session/steer`), given to the model at its next call
+    /// (one more call when the model had finished). Text the turn did not take before it
+    /// ended is queued as the next input under the same `inputId` (an `InputQueued`).
     Steered {
         text: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<String>,
+        /// The id `session/steer` answered with (absent in events of protocol 1.10 and before).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_id: Option<String>,
     },
     /// The files this turn changed were checkpointed: a rewind can put them back.
     CheckpointCreated { files: u32 },

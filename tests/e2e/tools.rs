@@ -258,6 +258,123 @@ async fn steering_reaches_the_model_at_its_next_call() {
     assert_eq!(last["content"][1]["text"], "answer in French", "{last}");
 }
 
+/// Text steered in while the model gives what would be its last answer gets one more model
+/// call in the same turn, once, under the `inputId` `session/steer` answered with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_steered_during_the_last_call_gets_one_more_call() {
+    use stepper_protocol::methods::{SessionSteer, SessionSubmitParams};
+    let env = TestEnv::new();
+    env.start_daemon();
+    let gate = stepper_e2e::Gate::new();
+    env.fake.push(Reply::held(&["here is the plan"], &gate));
+    env.fake.push(Reply::text(&["and in French too"]));
+    let client = env.client().await;
+    let session = env.create_session(&client, None).await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    stepper_e2e::submit(&client, &session, "plan it").await;
+    read_until(
+        &mut stream,
+        |e| matches!(&e.event, AppEvent::TextDelta { text } if text == "here is the plan"),
+    )
+    .await;
+    let steer = SessionSubmitParams {
+        session_id: session.clone(),
+        text: "say it in French".into(),
+        env: None,
+    };
+    let steered = client.call::<SessionSteer>(steer).await.unwrap();
+    assert!(!steered.input_id.is_empty());
+    gate.open();
+    let seen = until_turn_finished(&mut stream).await;
+    let ids: Vec<_> = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::Steered { input_id, .. } => Some(input_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, [Some(steered.input_id.clone())]);
+    assert!(
+        matches!(seen.last().map(|e| &e.event), Some(AppEvent::TurnFinished { status, .. }) if *status == stepper_protocol::TurnStatus::Completed),
+        "{seen:#?}"
+    );
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 2, "one more call for the steered text");
+    let messages = requests[1]["messages"].as_array().unwrap();
+    let n = messages.len();
+    assert_eq!(messages[n - 2]["role"], "assistant");
+    assert_eq!(messages[n - 2]["content"][0]["text"], "here is the plan");
+    assert_eq!(messages[n - 1]["role"], "user");
+    assert_eq!(messages[n - 1]["content"][0]["text"], "say it in French");
+
+    // The next turn sees it once, where it was said, and nothing is left over.
+    env.fake.push(Reply::text(&["ok"]));
+    stepper_e2e::submit(&client, &session, "thanks").await;
+    until_turn_finished(&mut stream).await;
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 3);
+    let said = requests[2].to_string();
+    assert_eq!(said.matches("say it in French").count(), 1, "{said}");
+}
+
+/// Text steered in after the answering agent took its last look (here while a Stop hook
+/// runs) is not lost: it is queued as the next input, under the same `inputId`, and runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_steered_as_the_turn_ends_runs_next_under_its_id() {
+    use stepper_protocol::methods::{SessionSteer, SessionSubmitParams};
+    let env = TestEnv::new();
+    let started = env.home.path().join("stop-started");
+    let go = env.home.path().join("go");
+    let hook = format!(
+        "touch '{}'; while [ ! -f '{}' ]; do sleep 0.02; done",
+        started.display(),
+        go.display()
+    );
+    let config = env.places().config_dir;
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("setting.json"),
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook}]}]}}).to_string(),
+    )
+    .unwrap();
+    env.start_daemon();
+    env.fake.push(Reply::text(&["done"]));
+    env.fake.push(Reply::text(&["noted"]));
+    let client = env.client().await;
+    let session = env.create_session(&client, None).await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    stepper_e2e::submit(&client, &session, "finish up").await;
+    stepper_e2e::wait_until("the Stop hook", std::time::Duration::from_secs(20), || {
+        started.exists()
+    });
+    let steer = SessionSubmitParams {
+        session_id: session.clone(),
+        text: "one more thing".into(),
+        env: None,
+    };
+    let steered = client.call::<SessionSteer>(steer).await.unwrap();
+    std::fs::write(&go, "").unwrap();
+    let first = until_turn_finished(&mut stream).await;
+    assert_eq!(env.fake.requests().len(), 1, "{first:#?}");
+    let second = until_turn_finished(&mut stream).await;
+    let queued = second.iter().chain(&first).find_map(|e| match &e.event {
+        AppEvent::InputQueued { input_id, text, .. } if text == "one more thing" => {
+            Some(input_id.clone())
+        }
+        _ => None,
+    });
+    assert_eq!(queued.as_deref(), Some(steered.input_id.as_str()));
+    assert!(
+        second.iter().any(|e| matches!(&e.event,
+            AppEvent::TurnStarted { input_id, .. } if *input_id == steered.input_id)),
+        "{second:#?}"
+    );
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 2);
+    let said = requests[1].to_string();
+    assert_eq!(said.matches("one more thing").count(), 1, "{said}");
+}
+
 #[test]
 fn rewind_restores_edits_and_removes_what_the_shell_created() {
     let env = TestEnv::new();

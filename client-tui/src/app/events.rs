@@ -264,7 +264,7 @@ impl App {
                 }
                 self.settle();
             }
-            AppEvent::Steered { text, by } => {
+            AppEvent::Steered { text, by, .. } => {
                 self.push_aside(Cell::note(
                     "↳",
                     format!("steered: {text}{}", by_suffix(by)),

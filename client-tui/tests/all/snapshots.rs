@@ -501,6 +501,7 @@ fn one_line_cells_notices_errors_and_interruptions() {
             AppEvent::Steered {
                 text: "use the leeway constant".into(),
                 by: Some("bob".into()),
+                input_id: Some("01a3".into()),
             },
             AppEvent::ModelChanged {
                 model: "openai/gpt-5".into(),

@@ -98,6 +98,8 @@ pub struct AgentLoop {
     max_steps: u32,
     /// Text steered into the running turn, taken before each model call after the first.
     steering: Option<Arc<dyn Fn() -> Vec<String> + Send + Sync>>,
+    /// Text steered in as the model finishes gets one more call (see [`AgentLoop::with_steering`]).
+    steering_answered: bool,
     /// Secrets taken out of tool output before anyone sees it.
     redactor: Redactor,
     /// The user's hooks around tool calls and the turn's end.
@@ -131,6 +133,7 @@ impl AgentLoop {
             hosted: Vec::new(),
             max_steps: DEFAULT_MAX_STEPS,
             steering: None,
+            steering_answered: false,
             redactor: Redactor::default(),
             hooks: None,
             base_usage: Usage::default(),
@@ -191,12 +194,16 @@ impl AgentLoop {
         self
     }
 
-    /// Take steered text (from any client) into the turn before each further model call.
+    /// Take steered text (from any client) into the turn before each further model call;
+    /// with `answers` (the agent whose answer is the turn's), also when the model has
+    /// finished: one more call answers it. Another layer leaves it to the next.
     pub fn with_steering(
         mut self,
         steering: Arc<dyn Fn() -> Vec<String> + Send + Sync>,
+        answers: bool,
     ) -> AgentLoop {
         self.steering = Some(steering);
+        self.steering_answered = answers;
         self
     }
 
@@ -460,6 +467,24 @@ impl AgentLoop {
                 })
                 .collect();
             let Some(cx) = self.tool_cx.as_ref().filter(|_| !calls.is_empty()) else {
+                // Text steered in while the model answered: it answers that too, before the
+                // turn ends.
+                let steered = match &self.steering {
+                    Some(take) if self.steering_answered => take(),
+                    _ => Vec::new(),
+                };
+                if !steered.is_empty() {
+                    request.messages.push(message.clone());
+                    request.messages.push(ChatMessage {
+                        role: Role::User,
+                        content: steered
+                            .into_iter()
+                            .map(|text| ContentPart::Text { text })
+                            .collect(),
+                    });
+                    last_message = Some(message);
+                    continue;
+                }
                 // A Stop hook may keep the turn going, with its reason as the user's words.
                 let kept = match &self.hooks {
                     Some(hooks) if stop_blocks < MAX_STOP_BLOCKS => {

@@ -570,6 +570,7 @@ mod tests {
             AppEvent::Steered {
                 text: "skip slow ones".into(),
                 by: None,
+                input_id: None,
             },
         ];
         let messages = interrupted_turn("fix it", &events);
@@ -638,6 +639,7 @@ mod tests {
         let events = [AppEvent::Steered {
             text: "and be quick".into(),
             by: None,
+            input_id: None,
         }];
         assert_eq!(
             roles(&interrupted_turn("go", &events)),

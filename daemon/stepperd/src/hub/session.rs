@@ -35,7 +35,7 @@ pub struct LiveSession {
     /// Checkpoints of the project's files, turn by turn.
     pub checkpoints: Checkpointer,
     /// Text steered into the running turn, not yet given to the model.
-    pub(super) steering: Arc<Mutex<Vec<String>>>,
+    pub(super) steering: Arc<Mutex<Steering>>,
     /// The clients subscribed right now, by subscription.
     clients: Mutex<HashMap<u64, AttachedClient>>,
     next_client: std::sync::atomic::AtomicU64,
@@ -86,6 +86,15 @@ pub(super) struct State {
 pub(super) struct Running {
     pub(super) cancel: CancellationToken,
     pub(super) interrupt: Interrupt,
+}
+
+/// What was steered into the running turn and not yet taken by the model.
+#[derive(Default)]
+pub(super) struct Steering {
+    /// A turn takes steering: from its start until what it left untaken is queued.
+    open: bool,
+    /// Each with the input id `session/steer` answered.
+    texts: Vec<(String, String)>,
 }
 
 pub(super) struct QueuedInput {
@@ -200,8 +209,19 @@ impl LiveSession {
             state.env = env;
         }
         let _order = self.submitting.lock().await;
-        let permit = self.inputs.try_reserve().map_err(|_| HubError::QueueFull)?;
         let input_id = uuid::Uuid::now_v7().to_string();
+        let seq = self.queue_input(input_id.clone(), text, client).await?;
+        Ok((input_id, seq))
+    }
+
+    /// Commit `InputQueued` and queue the input; the caller holds `submitting`.
+    async fn queue_input(
+        &self,
+        input_id: String,
+        text: String,
+        client: Option<String>,
+    ) -> Result<u64, HubError> {
+        let permit = self.inputs.try_reserve().map_err(|_| HubError::QueueFull)?;
         let event = AppEvent::InputQueued {
             input_id: input_id.clone(),
             text: text.clone(),
@@ -209,11 +229,8 @@ impl LiveSession {
         };
         let seq = self.log.append_committed(None, event).await?;
         self.queued.fetch_add(1, Ordering::SeqCst);
-        permit.send(QueuedInput {
-            input_id: input_id.clone(),
-            text,
-        });
-        Ok((input_id, seq))
+        permit.send(QueuedInput { input_id, text });
+        Ok(seq)
     }
 
     /// Queue an input whose `InputQueued` a previous daemon committed but never ran, if
@@ -281,24 +298,70 @@ impl LiveSession {
     /// What takes the text steered in since it was last called, for the running turn.
     pub(super) fn steering_taker(&self) -> Arc<dyn Fn() -> Vec<String> + Send + Sync> {
         let steering = Arc::clone(&self.steering);
-        Arc::new(move || std::mem::take(&mut *steering.lock().unwrap_or_else(|p| p.into_inner())))
+        Arc::new(move || {
+            let mut steering = steering.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::take(&mut steering.texts)
+                .into_iter()
+                .map(|(_, text)| text)
+                .collect()
+        })
     }
 
-    /// Add text to the running turn; `None` when no turn runs (then the caller submits).
-    pub async fn steer(&self, text: String, by: Option<String>) -> Result<Option<u64>, HubError> {
-        if !self.is_running() {
-            return Ok(None);
+    fn steering(&self) -> std::sync::MutexGuard<'_, Steering> {
+        self.steering.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A turn starts: text steered from now on is its to take.
+    pub(super) fn open_steering(&self) {
+        self.steering().open = true;
+    }
+
+    /// The turn has ended: what was steered in after its last model call (its agent looks
+    /// once more before it stops, so only what came after that) is queued as the next
+    /// input, under the id `session/steer` gave it. From now on steering is a submit.
+    pub(super) async fn close_steering(&self) {
+        let _order = self.submitting.lock().await;
+        let left = {
+            let mut steering = self.steering();
+            steering.open = false;
+            std::mem::take(&mut steering.texts)
+        };
+        for (input_id, text) in left {
+            if let Err(e) = self.queue_input(input_id, text, None).await {
+                tracing::error!(session = %self.id, error = %e, "text steered as the turn ended could not be queued");
+            }
         }
-        self.steering
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(text.clone());
+    }
+
+    /// Add text to the running turn: its `inputId` and the seq of its `Steered`. With no
+    /// turn running (or one that has taken its last look), the text is queued as an input.
+    pub async fn steer(&self, text: String, by: Option<String>) -> Result<(String, u64), HubError> {
+        let order = self.submitting.lock().await;
+        let input_id = uuid::Uuid::now_v7().to_string();
+        let taken = {
+            let mut steering = self.steering();
+            if steering.open {
+                steering.texts.push((input_id.clone(), text.clone()));
+            }
+            steering.open
+        };
+        if !taken {
+            drop(order);
+            return self.submit(text, None, by).await;
+        }
         let turn = self.state().turns;
         let seq = self
             .log
-            .append_committed(Some(turn), AppEvent::Steered { text, by })
+            .append_committed(
+                Some(turn),
+                AppEvent::Steered {
+                    text,
+                    by,
+                    input_id: Some(input_id.clone()),
+                },
+            )
             .await?;
-        Ok(Some(seq))
+        Ok((input_id, seq))
     }
 
     /// Put files and/or conversation back as they were before `turn`.

@@ -92,6 +92,7 @@ impl LiveSession {
             state.running = Some(running.clone());
             (state.turns, state.model.clone(), state.env.clone())
         };
+        self.open_steering();
         deps.running.send_modify(|n| *n += 1);
         let status = self
             .turn_body(turn, &input, &model, &env, running, deps)
@@ -104,6 +105,7 @@ impl LiveSession {
             state.running = None;
             state.active_policy = None;
         }
+        self.close_steering().await;
         deps.running.send_modify(|n| *n = n.saturating_sub(1));
     }
 
@@ -1262,9 +1264,10 @@ impl TurnHost {
                 disallowed: run.disallowed.clone(),
             }));
         }
-        // Steering reaches the layer that runs; workers and subagents have their tasks.
+        // Steering reaches the layer that runs; workers and subagents have their tasks. The
+        // layer that answers (no id) answers what comes as it finishes too.
         if run.kind == AgentKind::Layer {
-            agent = agent.with_steering(Arc::clone(&self.steering));
+            agent = agent.with_steering(Arc::clone(&self.steering), run.id.is_none());
         }
         let subagent = run.kind != AgentKind::Layer;
         if let Some(runner) = &self.hooks {

@@ -171,16 +171,8 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<SessionSteer, _, _>(m, |conn, p| async move {
         input_text(&p.text, "steer with")?;
         let session = conn.daemon.hub.get(&p.session_id).await?;
-        match session.steer(p.text.clone(), conn.client_label()).await? {
-            Some(seq) => Ok(SessionSubmitResponse {
-                input_id: String::new(),
-                seq,
-            }),
-            None => {
-                let (input_id, seq) = session.submit(p.text, p.env, conn.client_label()).await?;
-                Ok(SessionSubmitResponse { input_id, seq })
-            }
-        }
+        let (input_id, seq) = session.steer(p.text, conn.client_label()).await?;
+        Ok(SessionSubmitResponse { input_id, seq })
     });
 
     register::<SessionSetModel, _, _>(m, |conn, p| async move {
