@@ -7,12 +7,13 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use stepper_protocol::methods::{
-    AskResult, LayerResult, MAX_INPUT_BYTES, SessionGet, SessionInterrupt, SessionList,
-    SessionListParams, SessionParams, SessionSubmit, SessionSubmitParams,
+    AskResult, LayerResult, MAX_INPUT_BYTES, PermissionDenial, SessionGet, SessionInterrupt,
+    SessionList, SessionListParams, SessionParams, SessionSubmit, SessionSubmitParams,
 };
 use stepper_protocol::{AppEvent, PermissionMode, SandboxMode, TurnStatus, Usage};
 
 use crate::connect::{connect_or_start, places};
+use crate::exit::{self, ExitWith};
 use crate::session::{self, client_env};
 
 #[derive(Args)]
@@ -53,6 +54,11 @@ pub struct AskArgs {
     /// Instructions added after stepper's own for a new session.
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["session", "continue_last"])]
     append_system_prompt: Option<String>,
+    /// Without a terminal, a tool call that needs approval is denied at once unless a
+    /// client that can answer (`stepper attach`, an editor) is attached: with this flag it
+    /// waits for one (or `stepper approve`), for up to SECS when given.
+    #[arg(long, value_name = "SECS", num_args = 0..=1, require_equals = true)]
+    wait_approval: Option<Option<u64>>,
     /// The prompt; read from stdin when absent.
     prompt: Option<String>,
 }
@@ -156,7 +162,6 @@ fn shorten(s: &str, n: usize) -> String {
     s.chars().take(n).collect::<String>() + "…"
 }
 
-/// Ask at the terminal when there is one; otherwise say how another client can answer.
 /// A line typed at the terminal; `None` at its end (Ctrl-D) or when it cannot be read.
 pub(crate) async fn read_line() -> Option<String> {
     tokio::task::spawn_blocking(|| {
@@ -171,44 +176,133 @@ pub(crate) async fn read_line() -> Option<String> {
     .flatten()
 }
 
-async fn ask_approval(
+/// An approval the turn waits on, as `ask` tells it.
+struct Approval<'a> {
+    session_id: &'a str,
+    request_id: &'a str,
+    summary: &'a str,
+    command: Option<&'a str>,
+    diff: Option<&'a str>,
+}
+
+impl Approval<'_> {
+    fn tell(&self) {
+        eprintln!("\nstepper wants to {}", self.summary);
+        if let Some(c) = self.command.filter(|c| !self.summary.contains(c)) {
+            eprintln!("  {c}");
+        }
+        if let Some(d) = self.diff.filter(|d| !d.is_empty()) {
+            eprintln!("{d}");
+        }
+    }
+
+    async fn answer(
+        &self,
+        client: &stepper_protocol::client::DaemonClient,
+        decision: stepper_protocol::ApprovalDecision,
+    ) {
+        answer(client, self.session_id, self.request_id, decision).await;
+    }
+}
+
+/// Answer an approval; another client may have answered first, and then this answer is
+/// late, which is fine.
+async fn answer(
     client: &stepper_protocol::client::DaemonClient,
     session_id: &str,
     request_id: &str,
-    summary: &str,
-    command: Option<&str>,
-    diff: Option<&str>,
+    decision: stepper_protocol::ApprovalDecision,
 ) {
-    use stepper_protocol::ApprovalDecision;
     use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
-    eprintln!("\nstepper wants to {summary}");
-    if let Some(c) = command.filter(|c| !summary.contains(c)) {
-        eprintln!("  {c}");
+    let p = SessionApproveParams {
+        session_id: session_id.into(),
+        request_id: request_id.into(),
+        decision,
+    };
+    if let Err(e) = client.call::<SessionApprove>(p).await
+        && e.kind() != Some(stepper_protocol::error::ErrorKind::ApprovalAnswered)
+    {
+        eprintln!("stepper: {e}");
     }
-    if let Some(d) = diff.filter(|d| !d.is_empty()) {
-        eprintln!("{d}");
-    }
-    if !std::io::stdin().is_terminal() {
-        eprintln!(
-            "waiting for an answer from any attached client, e.g.\n  stepper approve {session_id} {request_id} allow|always|deny"
-        );
-        return;
-    }
+}
+
+/// Ask at the terminal.
+async fn ask_approval(client: &stepper_protocol::client::DaemonClient, approval: &Approval<'_>) {
+    use stepper_protocol::ApprovalDecision;
+    approval.tell();
     eprint!("Allow? [y]es / [a]lways / [n]o: ");
     let decision = match read_line().await.map(|l| l.trim().to_lowercase()) {
         Some(a) if a == "y" || a == "yes" => ApprovalDecision::Allow,
         Some(a) if a == "a" || a == "always" => ApprovalDecision::AllowAlways,
         _ => ApprovalDecision::Deny,
     };
-    let p = SessionApproveParams {
-        session_id: session_id.into(),
-        request_id: request_id.into(),
-        decision,
+    approval.answer(client, decision).await;
+}
+
+/// No terminal to ask at: deny at once, unless a client that can answer is attached or
+/// `--wait-approval` says to wait (then deny once its seconds are up, if they are given).
+async fn answer_headless(
+    client: &stepper_protocol::client::DaemonClient,
+    approval: &Approval<'_>,
+    wait: Option<Option<u64>>,
+) {
+    use stepper_protocol::ApprovalDecision;
+    approval.tell();
+    let how = format!(
+        "stepper approve {} {} allow|always|deny",
+        approval.session_id, approval.request_id
+    );
+    let wait = match wait {
+        Some(wait) => Some(wait),
+        None => answerer(client, approval.session_id).await.map(|name| {
+            eprintln!("waiting for {name} to answer (or: {how})");
+            None
+        }),
     };
-    // Another client may have answered first: then this answer is late, which is fine.
-    if let Err(e) = client.call::<SessionApprove>(p).await {
-        eprintln!("stepper: {e}");
+    match wait {
+        None => {
+            eprintln!(
+                "stepper: denied: no terminal to ask at and no client to answer \
+                 (--wait-approval waits for one; --yes or an allow rule lets it run)"
+            );
+            approval.answer(client, ApprovalDecision::Deny).await;
+        }
+        Some(None) => eprintln!("waiting for an answer from any attached client, or: {how}"),
+        Some(Some(secs)) => {
+            eprintln!("waiting {secs} s for an answer from any attached client, or: {how}");
+            // Denied when the time is up, unless someone answered first.
+            let client = client.clone();
+            let (session, request) = (
+                approval.session_id.to_string(),
+                approval.request_id.to_string(),
+            );
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
+                answer(&client, &session, &request, ApprovalDecision::Deny).await;
+            });
+        }
     }
+}
+
+/// A client attached to the session that a person can answer approvals at (a TUI, an
+/// editor), other than this one.
+async fn answerer(
+    client: &stepper_protocol::client::DaemonClient,
+    session_id: &str,
+) -> Option<String> {
+    use stepper_protocol::methods::{ClientKind, SessionClients};
+    let attached = client
+        .call::<SessionClients>(SessionParams {
+            session_id: session_id.into(),
+        })
+        .await
+        .ok()?;
+    let me = std::process::id();
+    attached
+        .clients
+        .into_iter()
+        .find(|c| c.kind != ClientKind::Cli && c.pid != Some(me))
+        .map(|c| c.name)
 }
 
 /// An MCP server's question: asked field by field at a terminal; declined otherwise (a
@@ -296,19 +390,22 @@ fn interrupt_signal() -> anyhow::Result<tokio::signal::windows::CtrlC> {
 }
 
 pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
-    let prompt = read_prompt(args.prompt)?;
+    let prompt = read_prompt(args.prompt).exit_with(exit::USAGE)?;
     // Checked here, before a session exists: a prompt over the limit would leave an empty
     // one behind (and one over the transport's limit would never reach the daemon).
     if prompt.len() > MAX_INPUT_BYTES {
-        bail!(
+        return Err(anyhow::anyhow!(
             "the prompt is {} bytes; the most stepperd takes is {MAX_INPUT_BYTES} bytes — put \
              long material in a file in the project and refer to it",
             prompt.len()
-        );
+        ))
+        .exit_with(exit::USAGE);
     }
     let cwd = crate::connect::working_dir()?;
     let places = places()?;
-    let client = connect_or_start(&places, "stepper ask").await?;
+    let client = connect_or_start(&places, "stepper ask")
+        .await
+        .exit_with(exit::DAEMON)?;
     // An undecided folder whose files ask for more than they get is asked about first, at a
     // terminal; then a project's MCP servers not approved yet.
     crate::trust::ask_once(&client, &cwd).await?;
@@ -372,7 +469,17 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 system_prompt: args.system_prompt,
                 append_system_prompt: args.append_system_prompt,
             };
-            let created = session::create(&client, &cwd, new).await?;
+            let created = session::create(&client, &cwd, new).await.map_err(|e| {
+                let provider = exit::find::<stepper_protocol::client::ClientError>(&e)
+                    .and_then(|c| c.kind())
+                    == Some(stepper_protocol::error::ErrorKind::ProviderUnavailable);
+                let code = if provider {
+                    exit::PROVIDER
+                } else {
+                    exit::FAILED
+                };
+                anyhow::Error::new(exit::Coded { code, error: e })
+            })?;
             let submitted = created
                 .queued
                 .context("the daemon did not queue the prompt — is it older than this client?")?;
@@ -397,6 +504,10 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     // results come whole).
     let mut streamed = false;
     let mut layers: Vec<LayerResult> = Vec::new();
+    // The approvals of the turn, by request, and those denied.
+    let mut asked: Vec<PermissionDenial> = Vec::new();
+    let mut denials: Vec<PermissionDenial> = Vec::new();
+    let headless = !std::io::stdin().is_terminal();
     // Layers and workers are told on a terminal; a pipe gets the answer alone.
     let progress = args.format == Format::Text && std::io::stderr().is_terminal();
     // One listener for the whole turn, so no Ctrl-C falls between two waits.
@@ -421,15 +532,20 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         let (envelope, raw) = match next {
             Some(Ok(e)) => e,
             Some(Err(e)) => {
-                return Err(e).context(format!(
-                    "lost the daemon during the turn — continue with: stepper ask --session \
-                     {session_id} \"...\" (or stepper attach {session_id})"
-                ));
+                return Err(e)
+                    .context(format!(
+                        "lost the daemon during the turn — continue with: stepper ask --session \
+                         {session_id} \"...\" (or stepper attach {session_id})"
+                    ))
+                    .exit_with(exit::DAEMON);
             }
-            None => bail!(
-                "the daemon closed the session's event stream — continue with: stepper ask \
-                 --session {session_id} \"...\" (or stepper attach {session_id})"
-            ),
+            None => {
+                return Err(anyhow::anyhow!(
+                    "the daemon closed the session's event stream — continue with: stepper ask \
+                     --session {session_id} \"...\" (or stepper attach {session_id})"
+                ))
+                .exit_with(exit::DAEMON);
+            }
         };
         if args.format == Format::StreamJson {
             // Each event as the daemon committed it, not decoded and encoded again.
@@ -530,20 +646,30 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             AppEvent::Notice { message } if ours => eprintln!("stepper: {message}"),
             AppEvent::ApprovalRequested {
                 request_id,
+                tool,
                 summary,
                 command,
                 diff,
-                ..
             } if ours => {
-                ask_approval(
-                    &client,
-                    &session_id,
-                    &request_id,
-                    &summary,
-                    command.as_deref(),
-                    diff.as_deref(),
-                )
-                .await;
+                asked.push(PermissionDenial {
+                    request_id: request_id.clone(),
+                    tool,
+                    summary: summary.clone(),
+                    command: command.clone(),
+                    by: None,
+                });
+                let approval = Approval {
+                    session_id: &session_id,
+                    request_id: &request_id,
+                    summary: &summary,
+                    command: command.as_deref(),
+                    diff: diff.as_deref(),
+                };
+                if headless {
+                    answer_headless(&client, &approval, args.wait_approval).await;
+                } else {
+                    ask_approval(&client, &approval).await;
+                }
             }
             AppEvent::ElicitationRequested {
                 request_id,
@@ -561,13 +687,24 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 )
                 .await;
             }
-            AppEvent::ApprovalResolved { decision, by, .. }
-                if ours && args.format == Format::Text =>
-            {
-                eprintln!(
-                    "stepper: {decision:?} by {}",
-                    by.as_deref().unwrap_or("a client")
-                );
+            AppEvent::ApprovalResolved {
+                request_id,
+                decision,
+                by,
+            } if ours => {
+                if args.format == Format::Text {
+                    eprintln!(
+                        "stepper: {decision:?} by {}",
+                        by.as_deref().unwrap_or("a client")
+                    );
+                }
+                if decision == stepper_protocol::ApprovalDecision::Deny
+                    && let Some(i) = asked.iter().position(|a| a.request_id == request_id)
+                {
+                    let mut denied = asked.swap_remove(i);
+                    denied.by = by;
+                    denials.push(denied);
+                }
             }
             AppEvent::ToolCallStarted { tool, input, .. }
                 if ours && args.format == Format::Text =>
@@ -602,25 +739,38 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 cost_usd,
                 error: error.clone(),
                 layers,
+                permission_denials: denials.clone(),
             };
             writeln!(out, "{}", serde_json::to_string(&result)?)?;
         }
         Format::StreamJson => {}
     }
     out.flush()?;
+    if !denials.is_empty() {
+        let s = if denials.len() == 1 { "" } else { "s" };
+        eprintln!("stepper: {} tool call{s} denied:", denials.len());
+        for d in &denials {
+            let by =
+                d.by.as_deref()
+                    .map(|b| format!(" (by {b})"))
+                    .unwrap_or_default();
+            eprintln!("  - {}{by}", d.summary);
+        }
+    }
     Ok(match status {
-        TurnStatus::Completed => ExitCode::SUCCESS,
+        TurnStatus::Completed if denials.is_empty() => ExitCode::SUCCESS,
+        TurnStatus::Completed => ExitCode::from(exit::DENIED),
         TurnStatus::Interrupted => {
             // Why, when it was not the user's doing (the daemon was stopped).
             match &error {
                 Some(why) => eprintln!("stepper: {why} (session {session_id})"),
                 None => eprintln!("stepper: the turn was interrupted (session {session_id})"),
             }
-            ExitCode::from(130)
+            ExitCode::from(exit::INTERRUPTED)
         }
         TurnStatus::Failed => {
             eprintln!("stepper: {}", error.as_deref().unwrap_or("the turn failed"));
-            ExitCode::FAILURE
+            ExitCode::from(exit::FAILED)
         }
     })
 }

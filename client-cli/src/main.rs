@@ -10,6 +10,7 @@ mod connect;
 mod daemon_cmd;
 mod doctor;
 mod eval;
+mod exit;
 mod first_run;
 mod mcp;
 mod models;
@@ -47,6 +48,7 @@ enum Command {
     /// Detach with Ctrl-D or /detach: the turn goes on, and attach brings you back.
     Attach(attach::AttachArgs),
     /// Ask once and print the answer (scriptable). The prompt comes from PROMPT or stdin.
+    #[command(after_help = exit::HELP)]
     Ask(ask::AskArgs),
     /// Serve an editor over the Agent Client Protocol on stdin/stdout (Zed, JetBrains,
     /// Neovim…): its sessions are ordinary sessions, which `stepper attach` can join.
@@ -213,7 +215,13 @@ fn run(cli: Cli) -> ExitCode {
         }
         Err(e) => {
             eprintln!("stepper: {e:#}");
-            ExitCode::FAILURE
+            // What the daemon said to do about it, when it said more than the message.
+            let hint =
+                exit::find::<stepper_protocol::client::ClientError>(&e).and_then(|c| c.hint());
+            if let Some(hint) = hint {
+                eprintln!("  hint: {hint}");
+            }
+            ExitCode::from(exit::code_of(&e))
         }
     }
 }

@@ -44,6 +44,8 @@ pub enum ClientError {
         message: String,
         /// `data.kind` of a stepper error (absent for the library's own errors).
         kind: Option<crate::error::ErrorKind>,
+        /// `data.hint`: what to do about it, beyond the message.
+        hint: Option<String>,
     },
     #[error(
         "the request is {size} bytes; a message to the daemon is at most {limit} bytes — put \
@@ -67,6 +69,22 @@ impl ClientError {
         }
     }
 
+    /// What the daemon said to do about it, beyond the message.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            ClientError::Rpc { hint, .. } => hint.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// `data.kind` of the daemon's error.
+    pub fn kind(&self) -> Option<crate::error::ErrorKind> {
+        match self {
+            ClientError::Rpc { kind, .. } => *kind,
+            _ => None,
+        }
+    }
+
     /// Whether nobody is listening on the socket (absent, or left behind by a dead daemon).
     pub fn is_not_running(&self) -> bool {
         matches!(self, ClientError::NotRunning { .. })
@@ -75,14 +93,17 @@ impl ClientError {
 
 fn from_rpc(e: RpcClientError) -> ClientError {
     match e {
-        RpcClientError::Call(obj) => ClientError::Rpc {
-            code: obj.code(),
-            message: obj.message().to_string(),
-            kind: obj
+        RpcClientError::Call(obj) => {
+            let data = obj
                 .data()
-                .and_then(|d| serde_json::from_str::<crate::error::ErrorData>(d.get()).ok())
-                .map(|d| d.kind),
-        },
+                .and_then(|d| serde_json::from_str::<crate::error::ErrorData>(d.get()).ok());
+            ClientError::Rpc {
+                code: obj.code(),
+                message: obj.message().to_string(),
+                kind: data.as_ref().map(|d| d.kind),
+                hint: data.and_then(|d| d.hint),
+            }
+        }
         RpcClientError::RestartNeeded(_) | RpcClientError::Transport(_) => {
             ClientError::Disconnected
         }

@@ -504,6 +504,26 @@ pub struct AskResult {
     /// Each layer of a layered turn, in order (empty for a turn of one agent).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<LayerResult>,
+    /// The tool calls of the turn that were denied: by a person, or because nobody could
+    /// answer (no terminal, no attached client).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permission_denials: Vec<PermissionDenial>,
+}
+
+/// A tool call denied in a turn (`stepper ask --format json`'s `permissionDenials`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionDenial {
+    /// The approval's `requestId`.
+    pub request_id: String,
+    pub tool: String,
+    /// What was asked, in a sentence.
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Who denied it (the client's name), as `ApprovalResolved` said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// How one layer of a turn ended (`stepper ask --format json`).

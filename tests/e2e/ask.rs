@@ -138,7 +138,12 @@ fn no_key_is_a_clear_error_and_no_request_is_sent() {
         .env_remove("ANTHROPIC_API_KEY")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "the provider's exit code: {}",
+        stderr(&out)
+    );
     assert!(
         stderr(&out).contains("set ANTHROPIC_API_KEY"),
         "{}",
@@ -266,7 +271,7 @@ fn a_prompt_over_the_limit_is_refused_and_leaves_no_session() {
     );
     drop(stdin);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
     let said = stderr(&out);
     assert!(said.contains("4194304"), "names the limit: {said}");
     assert!(env.fake.requests().is_empty());

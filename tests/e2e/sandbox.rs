@@ -515,6 +515,7 @@ async fn accept_edits_runs_sandboxed_commands_unasked_and_leaving_the_sandbox_is
         .stepper()
         .args([
             "ask",
+            "--wait-approval",
             "--mode",
             "accept-edits",
             "--format",
@@ -622,6 +623,7 @@ async fn without_a_kernel_sandbox_auto_asks_and_says_so_once() {
         .stepper()
         .args([
             "ask",
+            "--wait-approval",
             "--yes",
             "--sandbox",
             "workspace-write",
@@ -709,6 +711,7 @@ async fn in_a_session(env: &TestEnv, home: &Path, lines: &[String]) -> (Vec<Stri
         .env("HOME", home)
         .args([
             "ask",
+            "--wait-approval",
             "--yes",
             "--sandbox",
             "workspace-write",

@@ -102,6 +102,62 @@ fn the_agent_reads_edits_and_runs_a_command() {
     );
 }
 
+/// `stepper ask` with no terminal and nobody attached to answer denies what needs approval
+/// at once, finishes the turn, lists the denials and exits 4; with `--wait-approval=SECS`
+/// it waits that long first.
+#[test]
+fn a_headless_ask_denies_what_needs_approval_and_says_so() {
+    let env = TestEnv::new();
+    for _ in 0..2 {
+        env.fake.push(Reply::Sse(tool_use_stream(&[(
+            "t1",
+            "bash",
+            json!({"command": "touch made.txt"}),
+        )])));
+        env.fake.push(Reply::text(&["could not"]));
+    }
+    let out = env
+        .stepper()
+        .args(["ask", "--format", "json", "make a file"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("denied: no terminal to ask at"), "{stderr}");
+    assert!(stderr.contains("1 tool call denied"), "{stderr}");
+    let result: stepper_protocol::methods::AskResult = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result.status, stepper_protocol::TurnStatus::Completed);
+    assert_eq!(result.text, "could not");
+    let [denied] = &result.permission_denials[..] else {
+        panic!("{result:?}");
+    };
+    assert_eq!(denied.tool, "bash");
+    assert_eq!(denied.command.as_deref(), Some("touch made.txt"));
+    assert!(!env.project.path().join("made.txt").exists());
+    // The model was told, and the turn is over: the session is idle.
+    let last = env.fake.requests().last().unwrap().clone();
+    assert!(last.to_string().contains("did not allow"), "{last}");
+    let sessions = env.run(&["sessions", "--json"]);
+    assert!(
+        !String::from_utf8_lossy(&sessions.stdout).contains("\"running\""),
+        "{}",
+        String::from_utf8_lossy(&sessions.stdout)
+    );
+
+    // Told to wait a second, it waits, then denies the same way.
+    let out = env
+        .stepper()
+        .args(["ask", "--wait-approval=1", "make a file"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("waiting 1 s"), "{stderr}");
+    assert!(!env.project.path().join("made.txt").exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
     let env = TestEnv::new();
@@ -119,10 +175,16 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
     )])));
     env.fake.push(Reply::text(&["fine"]));
 
-    // The first client has no terminal: it waits, saying how to answer.
+    // The first client has no terminal: told to wait, it waits, saying how to answer.
     let ask = env
         .stepper()
-        .args(["ask", "--format", "stream-json", "make a file"])
+        .args([
+            "ask",
+            "--format",
+            "stream-json",
+            "--wait-approval",
+            "make a file",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -179,7 +241,13 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
     std::fs::create_dir(env.project.path().join("keep")).unwrap();
     let ask = env
         .stepper()
-        .args(["ask", "--format", "stream-json", "clean up"])
+        .args([
+            "ask",
+            "--format",
+            "stream-json",
+            "--wait-approval",
+            "clean up",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -196,7 +264,7 @@ async fn an_approval_answered_by_a_second_client_while_the_first_waits() {
         .await
         .unwrap();
     let out = ask.wait_with_output().unwrap();
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(4), "completed, with a denial");
     assert!(env.project.path().join("keep").exists());
     assert!(stream_json(&out).iter().any(|e| matches!(
         e.event,

@@ -1,0 +1,74 @@
+//! `stepper`'s exit codes, by kind: scripts branch on them (the README's "Exit codes" and
+//! `stepper ask --help` list them).
+
+/// Something else failed: the turn failed, a file could not be read, the daemon refused.
+pub const FAILED: u8 = 1;
+/// The command line was wrong: a flag, a missing or empty prompt, stdin that is not text.
+pub const USAGE: u8 = 2;
+/// The model's provider cannot be used: no key, sign-in or address for it.
+pub const PROVIDER: u8 = 3;
+/// The turn completed, but tool calls it asked for were denied (nobody could answer, or
+/// someone said no): `permissionDenials` lists them.
+pub const DENIED: u8 = 4;
+/// The daemon could not be started or reached, or was lost during the turn.
+pub const DAEMON: u8 = 5;
+/// The turn was interrupted (Ctrl-C, another client, the daemon stopping).
+pub const INTERRUPTED: u8 = 130;
+
+/// The codes as `--help` lists them.
+pub const HELP: &str = "Exit codes:
+  0    the turn completed
+  1    it failed (the reason is printed)
+  2    usage: a bad flag, no prompt, stdin that is not text
+  3    the model's provider is not set up (no key, sign-in or address)
+  4    the turn completed, but tool calls were denied (listed on stderr)
+  5    the daemon could not be started or reached, or was lost
+  130  the turn was interrupted";
+
+/// An error that ends the program with `code` (see [`crate::exit`]); what it says is the
+/// error's.
+#[derive(Debug)]
+pub struct Coded {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl std::fmt::Display for Coded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl std::error::Error for Coded {}
+
+/// `Result::exit_with(code)`: its error ends the program with `code`.
+pub trait ExitWith<T> {
+    fn exit_with(self, code: u8) -> anyhow::Result<T>;
+}
+
+impl<T, E: Into<anyhow::Error>> ExitWith<T> for Result<T, E> {
+    fn exit_with(self, code: u8) -> anyhow::Result<T> {
+        self.map_err(|e| {
+            anyhow::Error::new(Coded {
+                code,
+                error: e.into(),
+            })
+        })
+    }
+}
+
+/// The code an error ends the program with: its own when it has one, else [`FAILED`].
+pub fn code_of(error: &anyhow::Error) -> u8 {
+    error
+        .chain()
+        .find_map(|e| e.downcast_ref::<Coded>())
+        .map_or(FAILED, |c| c.code)
+}
+
+/// The first error of type `T` in `error`'s chain, looking inside [`Coded`] errors too.
+pub fn find<T: std::error::Error + Send + Sync + 'static>(error: &anyhow::Error) -> Option<&T> {
+    error.chain().find_map(|e| {
+        e.downcast_ref::<T>()
+            .or_else(|| e.downcast_ref::<Coded>().and_then(|c| find(&c.error)))
+    })
+}
