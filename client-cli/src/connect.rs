@@ -221,16 +221,13 @@ pub async fn start_daemon(places: &Places) -> anyhow::Result<bool> {
     let stderr_path = places.log_dir.join("stepperd.stderr");
     let stderr = std::fs::File::create(&stderr_path)
         .with_context(|| format!("creating {}", stderr_path.display()))?;
+    // Not in a process group of its own: the daemon makes itself a session (`setsid`), which
+    // a group's leader cannot, and so leaves this terminal behind.
     let mut command = Command::new(&exe);
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(stderr);
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-    }
     let mut child = command
         .spawn()
         .with_context(|| format!("starting the daemon {}", exe.display()))?;

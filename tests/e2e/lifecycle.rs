@@ -319,6 +319,38 @@ async fn an_input_queued_at_a_clean_stop_runs_at_the_next_start() {
     .await;
 }
 
+/// A daemon a terminal started (here `stepper daemon start` at a real tty) is a session of
+/// its own with no controlling terminal: the terminal's job control never stops it or the
+/// login shell it reads the environment from, and `doctor` finds that environment read.
+#[test]
+fn a_daemon_started_at_a_terminal_leaves_the_terminal() {
+    let env = TestEnv::new();
+    let tmux = stepper_e2e::Tmux::new(&env);
+    let pane = tmux.shell();
+    pane.run("STEPPER_LOGIN_ENV=on stepper daemon start && echo STAR\"\"TED");
+    pane.wait_for_text("STARTED");
+    let pid = env.daemon_pid().expect("the daemon runs");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // After the command's name (in parentheses): state, ppid, pgrp, session, tty_nr.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .collect();
+    assert_eq!(fields[3], pid.to_string(), "a session of its own: {stat}");
+    assert_eq!(fields[4], "0", "no controlling terminal: {stat}");
+    // Its login shell (`bash -l -i`) was read, not stopped for touching the terminal.
+    let mut said = String::new();
+    stepper_e2e::wait_until(
+        "the login environment read",
+        std::time::Duration::from_secs(30),
+        || {
+            let doctor = env.run(&["doctor"]);
+            said = String::from_utf8_lossy(&doctor.stdout).into_owned();
+            !said.contains("still being read")
+        },
+    );
+    assert!(said.contains("variables fill what"), "{said}");
+}
+
 #[test]
 fn stop_and_status() {
     let env = TestEnv::new();

@@ -572,9 +572,10 @@ async fn accept_edits_runs_sandboxed_commands_unasked_and_leaving_the_sandbox_is
         .await
         .unwrap();
     let out = ask.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "completed, with a denial: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out_dir.path().join("approved").exists());

@@ -60,6 +60,13 @@ fn main() -> ExitCode {
         println!("log:    {}", places.log_path().display());
         return ExitCode::SUCCESS;
     }
+    // A session of its own, with no controlling terminal: a daemon a terminal started
+    // (through a client, which leaves it out of any group of its own so this can succeed)
+    // is never stopped by that terminal's job control, nor are the login shells it runs.
+    // Refused, harmlessly, to a process already leading a group: systemd's, or one a user
+    // runs in the foreground of a shell to watch it.
+    #[cfg(unix)]
+    let _ = nix::unistd::setsid();
     if let Err(e) = create_private_dir(&places.data_dir) {
         return fail(&format!(
             "cannot create the data dir {}: {e}",
