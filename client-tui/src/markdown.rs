@@ -1,4 +1,6 @@
-//! Markdown to styled, wrapped lines: what assistant text looks like on screen.
+//! Markdown to styled, wrapped lines: what assistant text looks like on screen. Lines end
+//! where the author ended them (a single newline too, as terminal renderers show it), long
+//! ones wrap; headings lose their `#`s to weight.
 //!
 //! The renderer is a pure function of the source and the width, so a streaming message is
 //! simply re-rendered as it grows; `stable_len` tells how much of a growing source is made of
@@ -12,7 +14,7 @@ use ratatui::text::{Line, Span};
 
 use crate::highlight::{LineHighlighter, highlight};
 use crate::theme;
-use crate::wrap::{Para, str_width};
+use crate::wrap::{Para, spans_width, str_width};
 
 /// Renders `src` wrapped to `width`.
 pub(crate) fn render(src: &str, width: u16) -> Vec<Line<'static>> {
@@ -178,7 +180,8 @@ struct Renderer {
     bullet: Option<String>,
     quote: usize,
     code: Option<(String, String)>,
-    links: Vec<String>,
+    /// The open links: where each goes, and where its text starts in `inline`.
+    links: Vec<(String, usize)>,
     /// A block ended: the next one is separated by an empty line.
     blank: bool,
     table_cells: Vec<Vec<Span<'static>>>,
@@ -201,7 +204,12 @@ impl Renderer {
             .collect()
     }
 
+    /// Before a block: the text before it is written, then an empty line if a block ended.
+    /// The first block of a list item goes on the item's bullet line instead.
     fn start_block(&mut self) {
+        if self.bullet.is_some() && self.inline.is_empty() {
+            return;
+        }
         self.flush();
         if self.blank && !self.out.is_empty() {
             let mut prefix = self.quote_prefix();
@@ -211,6 +219,15 @@ impl Renderer {
             self.out.push(Line::from(prefix));
         }
         self.blank = false;
+    }
+
+    /// A block that reads as the text before it going on if it follows it directly — code —
+    /// is set apart even in a tight list item, where that text has no paragraph.
+    fn start_set_apart_block(&mut self) {
+        if !self.inline.is_empty() {
+            self.blank = true;
+        }
+        self.start_block();
     }
 
     fn prefixes(&mut self) -> (Vec<Span<'static>>, Vec<Span<'static>>) {
@@ -244,6 +261,12 @@ impl Renderer {
         .wrap(self.width, &mut self.out);
     }
 
+    /// A line ends here: the author's line structure is kept, as terminal renderers keep it
+    /// (a 120-line answer of short lines stays 120 lines), for soft breaks as for hard ones.
+    fn line_break(&mut self) {
+        self.flush();
+    }
+
     fn text(&mut self, text: &str) {
         if let Some((_, code)) = &mut self.code {
             code.push_str(text);
@@ -262,22 +285,32 @@ impl Renderer {
                 let style = self.style().patch(theme::inline_code());
                 self.inline.push(Span::styled(t.to_string(), style));
             }
-            Event::Html(t)
-            | Event::InlineHtml(t)
-            | Event::InlineMath(t)
-            | Event::DisplayMath(t) => self.text(t.trim_end_matches('\n')),
-            Event::SoftBreak => self.text(" "),
-            Event::HardBreak => self.flush(),
+            Event::Html(t) => {
+                self.text(t.trim_end_matches('\n'));
+                self.line_break();
+            }
+            Event::InlineHtml(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                self.text(t.trim_end_matches('\n'));
+            }
+            Event::SoftBreak | Event::HardBreak => self.line_break(),
             Event::Rule => {
                 self.start_block();
-                let width = usize::from(self.width).min(40);
-                self.out
-                    .push(Line::from(Span::styled("─".repeat(width), theme::dim())));
+                let (mut line, _) = self.prefixes();
+                let width = usize::from(self.width)
+                    .saturating_sub(spans_width(&line))
+                    .min(40);
+                line.push(Span::styled("─".repeat(width), theme::dim()));
+                self.out.push(Line::from(line));
                 self.blank = true;
             }
             Event::TaskListMarker(done) => {
                 let mark = if done { "☑ " } else { "☐ " };
-                self.inline.push(Span::styled(mark, theme::accent()));
+                // The box is the bullet of an unordered item; a numbered one keeps its number.
+                if self.bullet.is_some() && self.lists.last() == Some(&None) {
+                    self.bullet = Some(mark.to_string());
+                } else {
+                    self.inline.push(Span::styled(mark, theme::accent()));
+                }
             }
             Event::FootnoteReference(t) => self.text(&format!("[{t}]")),
         }
@@ -285,29 +318,10 @@ impl Renderer {
 
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
-            Tag::Paragraph if self.bullet.is_none() => self.start_block(),
+            Tag::Paragraph | Tag::HtmlBlock => self.start_block(),
             Tag::Heading { level, .. } => {
                 self.start_block();
-                let hashes = match level {
-                    HeadingLevel::H1 => 1,
-                    HeadingLevel::H2 => 2,
-                    HeadingLevel::H3 => 3,
-                    HeadingLevel::H4 => 4,
-                    HeadingLevel::H5 => 5,
-                    HeadingLevel::H6 => 6,
-                };
-                self.inline.push(Span::styled(
-                    format!("{} ", "#".repeat(hashes)),
-                    theme::dim(),
-                ));
-                self.push_style(|s| {
-                    let s = s.add_modifier(Modifier::BOLD);
-                    match level {
-                        HeadingLevel::H1 => s.add_modifier(Modifier::UNDERLINED),
-                        HeadingLevel::H2 => s,
-                        _ => s.add_modifier(Modifier::ITALIC),
-                    }
-                });
+                self.push_style(|s| s.patch(heading(level)));
             }
             Tag::BlockQuote(_) => {
                 self.start_block();
@@ -315,11 +329,7 @@ impl Renderer {
                 self.push_style(|s| s.add_modifier(Modifier::ITALIC));
             }
             Tag::CodeBlock(kind) => {
-                if self.bullet.is_none() {
-                    self.start_block();
-                } else {
-                    self.flush();
-                }
+                self.start_set_apart_block();
                 let lang = match kind {
                     CodeBlockKind::Fenced(lang) => lang.to_string(),
                     CodeBlockKind::Indented => String::new(),
@@ -356,24 +366,22 @@ impl Renderer {
             Tag::Strong => self.push_style(|s| s.add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self.push_style(|s| s.add_modifier(Modifier::CROSSED_OUT)),
             Tag::Link { dest_url, .. } => {
-                self.links.push(dest_url.to_string());
+                self.links.push((dest_url.to_string(), self.inline.len()));
                 self.push_style(|s| s.patch(theme::link()));
             }
-            Tag::Image { dest_url, .. } => {
-                self.links.push(dest_url.to_string());
+            Tag::Image { .. } => {
                 self.text("[image: ");
                 self.push_style(|s| s.add_modifier(Modifier::ITALIC));
             }
             Tag::Table(_) => self.start_block(),
             Tag::TableHead => self.in_table_head = true,
-            Tag::TableRow | Tag::TableCell => {}
             _ => {}
         }
     }
 
     fn end(&mut self, tag: TagEnd) {
         match tag {
-            TagEnd::Paragraph => {
+            TagEnd::Paragraph | TagEnd::HtmlBlock => {
                 self.flush();
                 self.blank = true;
             }
@@ -412,15 +420,12 @@ impl Renderer {
             }
             TagEnd::Link => {
                 self.styles.pop();
-                if let Some(url) = self.links.pop() {
-                    let text: String = self
-                        .inline
+                if let Some((url, start)) = self.links.pop() {
+                    let text: String = self.inline[start.min(self.inline.len())..]
                         .iter()
-                        .rev()
-                        .take(1)
-                        .map(|s| s.content.to_string())
+                        .map(|s| s.content.as_ref())
                         .collect();
-                    if !url.is_empty() && text != url && !url.starts_with('#') {
+                    if !url.is_empty() && !url.starts_with('#') && !same_target(&text, &url) {
                         self.inline
                             .push(Span::styled(format!(" ({url})"), theme::dim()));
                     }
@@ -428,7 +433,6 @@ impl Renderer {
             }
             TagEnd::Image => {
                 self.styles.pop();
-                self.links.pop();
                 self.text("]");
             }
             TagEnd::TableCell => {
@@ -463,11 +467,37 @@ impl Renderer {
     }
 
     fn code_block(&mut self, lang: &str, code: &str) {
-        let (first, _) = self.prefixes();
+        let (first, rest) = self.prefixes();
         let rows: Vec<Vec<Span<'static>>> =
             highlight(code, lang).unwrap_or_else(|| code.lines().map(plain_code).collect());
-        code_lines(&rows, &first, self.width, &mut self.out);
+        let (head, tail) = rows.split_at(rows.len().min(1));
+        code_lines(head, &first, self.width, &mut self.out);
+        code_lines(tail, &rest, self.width, &mut self.out);
     }
+}
+
+/// Headings by weight, without their `#`s: the first level underlined, the deeper ones
+/// slanted.
+fn heading(level: HeadingLevel) -> Style {
+    let style = theme::bold();
+    match level {
+        HeadingLevel::H1 => style.add_modifier(Modifier::UNDERLINED),
+        HeadingLevel::H2 => style,
+        _ => style.add_modifier(Modifier::ITALIC),
+    }
+}
+
+/// Whether a link's text already says where it goes: the URL itself, or it without its
+/// scheme (`docs.rs/x` for `https://docs.rs/x`), or an address for its `mailto:`.
+fn same_target(text: &str, url: &str) -> bool {
+    let bare = |s: &str| {
+        let s = ["https://", "http://", "mailto:"]
+            .iter()
+            .find_map(|scheme| s.strip_prefix(scheme))
+            .unwrap_or(s);
+        s.trim_end_matches('/').to_string()
+    };
+    text == url || bare(text) == bare(url)
 }
 
 #[cfg(test)]
@@ -487,7 +517,7 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "# Title",
+                "Title",
                 "",
                 "Some text here.",
                 "",
@@ -519,6 +549,8 @@ mod tests {
         assert_eq!(stable_len("```\ncode\n\nmore\n"), 0);
         assert_eq!(stable_len("```\ncode\n\n```\n\nafter"), 15);
         assert_eq!(stable_len("no blank yet\n"), 0);
+        // A paragraph can still change (a setext underline, a table's delimiter row) until then.
+        assert_eq!(stable_len("one\ntwo\n"), 0);
     }
 
     #[test]

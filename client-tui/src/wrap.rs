@@ -67,7 +67,8 @@ pub(crate) fn str_width(s: &str) -> usize {
     s.graphemes(true).map(grapheme_width).sum()
 }
 
-fn spans_width(spans: &[Span<'_>]) -> usize {
+/// Columns a run of spans takes on screen.
+pub(crate) fn spans_width(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|s| str_width(&s.content)).sum()
 }
 
