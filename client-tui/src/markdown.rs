@@ -1,6 +1,6 @@
 //! Markdown to styled, wrapped lines: what assistant text looks like on screen. Lines end
 //! where the author ended them (a single newline too, as terminal renderers show it), long
-//! ones wrap; headings lose their `#`s to weight.
+//! ones wrap; headings lose their `#`s to weight; tables are laid out to the width (`table`).
 //!
 //! The renderer is a pure function of the source and the width, so a streaming message is
 //! simply re-rendered as it grows; `stable_len` tells how much of a growing source is made of
@@ -15,6 +15,10 @@ use ratatui::text::{Line, Span};
 use crate::highlight::{LineHighlighter, highlight};
 use crate::theme;
 use crate::wrap::{Para, spans_width, str_width};
+
+mod table;
+
+use table::{Cell, Table};
 
 /// Renders `src` wrapped to `width`.
 pub(crate) fn render(src: &str, width: u16) -> Vec<Line<'static>> {
@@ -184,8 +188,10 @@ struct Renderer {
     links: Vec<(String, usize)>,
     /// A block ended: the next one is separated by an empty line.
     blank: bool,
-    table_cells: Vec<Vec<Span<'static>>>,
-    in_table_head: bool,
+    table: Option<Table>,
+    row: Vec<Cell>,
+    /// The lines of the current cell before a `<br>`.
+    cell: Cell,
 }
 
 impl Renderer {
@@ -221,8 +227,8 @@ impl Renderer {
         self.blank = false;
     }
 
-    /// A block that reads as the text before it going on if it follows it directly — code —
-    /// is set apart even in a tight list item, where that text has no paragraph.
+    /// A block that reads as the text before it going on if it follows it directly — code,
+    /// a table — is set apart even in a tight list item, where that text has no paragraph.
     fn start_set_apart_block(&mut self) {
         if !self.inline.is_empty() {
             self.blank = true;
@@ -264,7 +270,12 @@ impl Renderer {
     /// A line ends here: the author's line structure is kept, as terminal renderers keep it
     /// (a 120-line answer of short lines stays 120 lines), for soft breaks as for hard ones.
     fn line_break(&mut self) {
-        self.flush();
+        if self.table.is_some() {
+            let line = std::mem::take(&mut self.inline);
+            self.cell.push(line);
+        } else {
+            self.flush();
+        }
     }
 
     fn text(&mut self, text: &str) {
@@ -285,6 +296,8 @@ impl Renderer {
                 let style = self.style().patch(theme::inline_code());
                 self.inline.push(Span::styled(t.to_string(), style));
             }
+            // Models write `<br>` where markdown has no line break, in table cells above all.
+            Event::InlineHtml(t) if is_br(&t) => self.line_break(),
             Event::Html(t) => {
                 self.text(t.trim_end_matches('\n'));
                 self.line_break();
@@ -373,8 +386,10 @@ impl Renderer {
                 self.text("[image: ");
                 self.push_style(|s| s.add_modifier(Modifier::ITALIC));
             }
-            Tag::Table(_) => self.start_block(),
-            Tag::TableHead => self.in_table_head = true,
+            Tag::Table(aligns) => {
+                self.start_set_apart_block();
+                self.table = Some(Table::new(aligns));
+            }
             _ => {}
         }
     }
@@ -436,32 +451,23 @@ impl Renderer {
                 self.text("]");
             }
             TagEnd::TableCell => {
-                let cell = std::mem::take(&mut self.inline);
-                self.table_cells.push(cell);
+                let mut cell = std::mem::take(&mut self.cell);
+                cell.push(std::mem::take(&mut self.inline));
+                self.row.push(cell);
             }
             TagEnd::TableHead | TagEnd::TableRow => {
-                let head = self.in_table_head;
-                self.in_table_head = false;
-                let mut content = Vec::new();
-                for (i, cell) in std::mem::take(&mut self.table_cells)
-                    .into_iter()
-                    .enumerate()
-                {
-                    if i > 0 {
-                        content.push(Span::styled(" │ ", theme::dim()));
-                    }
-                    for span in cell {
-                        content.push(if head {
-                            span.patch_style(theme::bold())
-                        } else {
-                            span
-                        });
-                    }
+                let row = std::mem::take(&mut self.row);
+                if let Some(table) = &mut self.table {
+                    table.push_row(row);
                 }
-                self.inline = content;
-                self.flush();
             }
-            TagEnd::Table => self.blank = true,
+            TagEnd::Table => {
+                if let Some(table) = self.table.take() {
+                    let (first, rest) = self.prefixes();
+                    table.render(&first, &rest, self.width, &mut self.out);
+                }
+                self.blank = true;
+            }
             _ => {}
         }
     }
@@ -485,6 +491,11 @@ fn heading(level: HeadingLevel) -> Style {
         HeadingLevel::H2 => style,
         _ => style.add_modifier(Modifier::ITALIC),
     }
+}
+
+fn is_br(html: &str) -> bool {
+    let tag = html.trim().to_ascii_lowercase();
+    matches!(tag.as_str(), "<br>" | "<br/>" | "<br />")
 }
 
 /// Whether a link's text already says where it goes: the URL itself, or it without its
@@ -544,12 +555,42 @@ mod tests {
     }
 
     #[test]
+    fn a_br_breaks_a_line_inside_a_table_cell() {
+        let lines = plain("| a | b |\n|---|--:|\n| x<br>y<br/>z | `w` |\n", 40);
+        assert_eq!(lines, ["a │ b", "──┼──", "x │ w", "y │", "z │"]);
+    }
+
+    #[test]
+    fn a_table_in_an_item_or_a_quote_keeps_their_prefixes() {
+        let lines = plain("- | a | b |\n  |---|---|\n  | 1 | 2 |\n- next\n", 40);
+        assert_eq!(lines, ["• a │ b", "  ──┼──", "  1 │ 2", "• next"]);
+        let lines = plain("> | a | b |\n> |---|---|\n> | 1 | two words |\n", 12);
+        assert_eq!(
+            lines,
+            ["│ a │ b", "│ ──┼───────", "│ 1 │ two", "│   │ words"]
+        );
+    }
+
+    #[test]
+    fn a_table_never_runs_past_the_edge_while_its_columns_can_fit() {
+        let src = "| Name | Meaning | Where |\n|---|:-:|--:|\n| `stable_len` | the longest prefix made of finished blocks, which go to scrollback | markdown.rs |\n| 漢字 | wide 🙂 glyphs | wrap.rs |\n";
+        for width in 16..=100 {
+            for line in render(src, width) {
+                assert!(line.width() <= usize::from(width), "{line} at {width}");
+            }
+        }
+    }
+
+    #[test]
     fn the_stable_prefix_ends_at_a_blank_line_outside_fences() {
         assert_eq!(stable_len("para one\n\npara two"), 10);
         assert_eq!(stable_len("```\ncode\n\nmore\n"), 0);
         assert_eq!(stable_len("```\ncode\n\n```\n\nafter"), 15);
         assert_eq!(stable_len("no blank yet\n"), 0);
-        // A paragraph can still change (a setext underline, a table's delimiter row) until then.
+        // A table or a paragraph can still change (a row, a setext underline) until then.
+        let table = "| a | b |\n|---|---|\n| 1 | 2 |\n";
+        assert_eq!(stable_len(table), 0);
+        assert_eq!(stable_len(&format!("{table}\nafter")), table.len() + 1);
         assert_eq!(stable_len("one\ntwo\n"), 0);
     }
 

@@ -1,5 +1,5 @@
-//! Assistant Markdown as it lands in scrollback: headings, line breaks, lists, quotes, code,
-//! rules and links, each streamed the way a model sends it.
+//! Assistant Markdown as it lands in scrollback: tables, headings, line breaks, lists,
+//! quotes, code, rules and links, each streamed the way a model sends it.
 
 use insta::assert_snapshot;
 use ratatui::style::Modifier;
@@ -55,6 +55,35 @@ fn modifiers_of(lines: &[Line<'_>], content: &str) -> Modifier {
         .unwrap_or_else(|| panic!("no span {content:?}"))
         .style
         .add_modifier
+}
+
+const TABLE: &str = "\
+| Function | Kind | Lines | What it does |
+|:---|:---:|---:|:---|
+| `render` | **pure** fn | 120 | Markdown to styled lines |
+| `stable_len` | scan | 40 | Where the finished blocks end |
+| `open_fence` | scan | 8 | 漢字 and 🙂 are two columns wide |
+
+After the table.
+";
+
+#[test]
+fn a_table_has_aligned_columns_and_a_ruled_bold_head() {
+    let lines = answer(TABLE, WIDTH);
+    assert_snapshot!("table", text(&lines));
+    assert!(modifiers_of(&lines, "What it does").contains(Modifier::BOLD));
+    assert!(modifiers_of(&lines, "pure").contains(Modifier::BOLD));
+}
+
+/// The same table in 40 columns: the prose column shrinks and wraps inside itself, the
+/// others keep their words, and no line runs past the edge.
+#[test]
+fn a_table_wider_than_the_terminal_wraps_its_cells_within_their_columns() {
+    let lines = answer(TABLE, 40);
+    assert_snapshot!("table_narrow", text(&lines));
+    for line in &lines {
+        assert!(line.width() <= 40, "{line} is wider than the terminal");
+    }
 }
 
 #[test]
