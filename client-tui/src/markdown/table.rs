@@ -7,10 +7,9 @@ use std::cmp::Reverse;
 
 use pulldown_cmark::Alignment;
 use ratatui::text::{Line, Span};
-use unicode_segmentation::UnicodeSegmentation;
 
 use crate::theme;
-use crate::wrap::{Para, grapheme_width, spans_width};
+use crate::wrap::{Para, grapheme_width, graphemes, spans_width};
 
 /// A cell's lines (a `<br>` starts a new one), each a run of styled text.
 pub(super) type Cell = Vec<Vec<Span<'static>>>;
@@ -43,7 +42,7 @@ impl Table {
     /// The table in `width` columns, its first line led by `first` and the others by `rest`
     /// (a list item's bullet and indent, a quote's bars).
     pub fn render(
-        &self,
+        self,
         first: &[Span<'static>],
         rest: &[Span<'static>],
         width: u16,
@@ -59,22 +58,18 @@ impl Table {
         if columns == 0 {
             return;
         }
-        let measure = |f: fn(&[Span<'static>]) -> usize| -> Vec<usize> {
-            (0..columns)
-                .map(|c| {
-                    self.rows
-                        .iter()
-                        .filter_map(|row| row.get(c))
-                        .flatten()
-                        .map(|line| f(line))
-                        .max()
-                        .unwrap_or(0)
-                        .max(1)
-                })
-                .collect()
-        };
-        let natural = measure(spans_width);
-        let words = measure(longest_word);
+        // Each column's widest line and longest word.
+        let mut natural = vec![1; columns];
+        let mut words = vec![1; columns];
+        for row in &self.rows {
+            for (c, cell) in row.iter().enumerate() {
+                for line in cell {
+                    let (width, word) = measure(line);
+                    natural[c] = natural[c].max(width);
+                    words[c] = words[c].max(word);
+                }
+            }
+        }
         let prefix = spans_width(first).max(spans_width(rest));
         let budget = usize::from(width)
             .saturating_sub(prefix)
@@ -83,10 +78,11 @@ impl Table {
 
         let rows: Vec<Vec<Vec<Line<'static>>>> = self
             .rows
-            .iter()
+            .into_iter()
             .map(|row| {
+                let mut cells = row.into_iter();
                 (0..columns)
-                    .map(|c| wrap_cell(row.get(c), widths[c]))
+                    .map(|c| wrap_cell(cells.next().unwrap_or_default(), widths[c]))
                     .collect()
             })
             .collect();
@@ -100,7 +96,7 @@ impl Table {
             if i > 1 && ruled {
                 lines.push(rule(&widths));
             }
-            self.row_lines(row, &widths, i == 0, &mut lines);
+            row_lines(row, &self.aligns, &widths, i == 0, &mut lines);
             if i == 0 {
                 lines.push(rule(&widths));
             }
@@ -115,48 +111,48 @@ impl Table {
             out.push(Line::from(spans));
         }
     }
+}
 
-    /// One row's cells side by side, each padded to its column as its alignment says; the
-    /// row is as tall as its tallest cell.
-    fn row_lines(
-        &self,
-        cells: Vec<Vec<Line<'static>>>,
-        widths: &[usize],
-        head: bool,
-        lines: &mut Vec<Vec<Span<'static>>>,
-    ) {
-        let height = cells.iter().map(Vec::len).max().unwrap_or(1);
-        let mut cells: Vec<_> = cells.into_iter().map(Vec::into_iter).collect();
-        for _ in 0..height {
-            let mut spans = Vec::new();
-            for (c, cell) in cells.iter_mut().enumerate() {
-                if c > 0 {
-                    spans.push(Span::styled(SEPARATOR, theme::dim()));
-                }
-                let content = cell.next().map(|l| l.spans).unwrap_or_default();
-                let pad = widths[c].saturating_sub(spans_width(&content));
-                let (left, right) = match self.aligns.get(c) {
-                    Some(Alignment::Right) => (pad, 0),
-                    Some(Alignment::Center) => (pad / 2, pad - pad / 2),
-                    _ => (0, pad),
-                };
-                if left > 0 {
-                    spans.push(Span::raw(" ".repeat(left)));
-                }
-                spans.extend(content.into_iter().map(|span| {
-                    if head {
-                        span.patch_style(theme::bold())
-                    } else {
-                        span
-                    }
-                }));
-                if right > 0 {
-                    spans.push(Span::raw(" ".repeat(right)));
-                }
+/// One row's cells side by side, each padded to its column as its alignment says; the row
+/// is as tall as its tallest cell.
+fn row_lines(
+    cells: Vec<Vec<Line<'static>>>,
+    aligns: &[Alignment],
+    widths: &[usize],
+    head: bool,
+    lines: &mut Vec<Vec<Span<'static>>>,
+) {
+    let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+    let mut cells: Vec<_> = cells.into_iter().map(Vec::into_iter).collect();
+    for _ in 0..height {
+        let mut spans = Vec::new();
+        for (c, cell) in cells.iter_mut().enumerate() {
+            if c > 0 {
+                spans.push(Span::styled(SEPARATOR, theme::dim()));
             }
-            trim_end(&mut spans);
-            lines.push(spans);
+            let content = cell.next().map(|l| l.spans).unwrap_or_default();
+            let pad = widths[c].saturating_sub(spans_width(&content));
+            let (left, right) = match aligns.get(c) {
+                Some(Alignment::Right) => (pad, 0),
+                Some(Alignment::Center) => (pad / 2, pad - pad / 2),
+                _ => (0, pad),
+            };
+            if left > 0 {
+                spans.push(Span::raw(" ".repeat(left)));
+            }
+            spans.extend(content.into_iter().map(|span| {
+                if head {
+                    span.patch_style(theme::bold())
+                } else {
+                    span
+                }
+            }));
+            if right > 0 {
+                spans.push(Span::raw(" ".repeat(right)));
+            }
         }
+        trim_end(&mut spans);
+        lines.push(spans);
     }
 }
 
@@ -175,11 +171,14 @@ fn trim_end(spans: &mut Vec<Span<'static>>) {
     }
 }
 
-fn wrap_cell(cell: Option<&Cell>, width: usize) -> Vec<Line<'static>> {
-    let width = u16::try_from(width).unwrap_or(u16::MAX);
+fn wrap_cell(cell: Cell, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    for line in cell.into_iter().flatten() {
-        Para::new(line.clone()).wrap(width, &mut out);
+    for line in cell {
+        if spans_width(&line) <= width {
+            out.push(Line::from(line));
+        } else {
+            Para::new(line).wrap(u16::try_from(width).unwrap_or(u16::MAX), &mut out);
+        }
     }
     if out.is_empty() {
         out.push(Line::default());
@@ -197,19 +196,22 @@ fn rule(widths: &[usize]) -> Vec<Span<'static>> {
     vec![Span::styled(text, theme::dim())]
 }
 
-/// The widest run of text without a space, across spans.
-fn longest_word(line: &[Span<'static>]) -> usize {
+/// A line's width and its widest run of text without a space, across spans.
+fn measure(line: &[Span<'static>]) -> (usize, usize) {
+    let mut width = 0;
     let mut longest = 0;
     let mut run = 0;
-    for g in line.iter().flat_map(|s| s.content.graphemes(true)) {
+    for g in line.iter().flat_map(|s| graphemes(&s.content)) {
+        let w = grapheme_width(g);
+        width += w;
         if g == " " {
             run = 0;
         } else {
-            run += grapheme_width(g);
+            run += w;
             longest = longest.max(run);
         }
     }
-    longest
+    (width, longest)
 }
 
 /// Columns as wide as their widest cell when that fits in `budget`. Otherwise each column
