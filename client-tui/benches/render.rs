@@ -1,7 +1,7 @@
 //! What a frame costs with a long transcript, and how long a keypress takes to reach the
 //! screen while tokens stream.
 //!
-//! `cargo bench -p stepper-tui --bench render`
+//! `cargo bench -p stepper-tui --bench render [frames|code|latency|markdown]` (all by default)
 //!
 //! 1. Frames: an app that committed ~10k lines (markdown, code, tool output) draws its
 //!    viewport; the same viewport of an app with no history is the reference, since history
@@ -14,6 +14,9 @@
 //! 3. Latency: `run_with` on a probe backend, a mock core sending a `TextDelta` every 5 ms
 //!    (200 tokens/s), keys typed every 23 ms; measured from sending the key to the flush of
 //!    the first frame that shows it. The reference is the same typing with nothing streaming.
+//! 4. Markdown: frames while a table streams (its live cell is re-rendered every frame until
+//!    the blank line after it settles it), and an answer of the shapes models write — short
+//!    lines, a table too wide for the screen, lists — rendered whole once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -361,6 +364,61 @@ fn streaming_code() {
     );
 }
 
+/// A row of the table `markdown` streams: wide enough that its prose column wraps at WIDTH.
+fn table_row(i: usize) -> String {
+    format!(
+        "| `item_{i}` | **{i}** | {} | the {i}th row of a table that a model wrote to compare options, with prose long enough to wrap |\n",
+        i * 37
+    )
+}
+
+const TABLE_HEAD: &str = "| Name | Rank | Score | Notes |\n|:---|:---:|---:|:---|\n";
+
+fn markdown() {
+    let mut results = Vec::new();
+    for rows in [5usize, 40] {
+        let mut app = App::new(TuiOptions::default());
+        app.apply(session());
+        let mut feed = Feed { seq: 0 };
+        app.apply(feed.next(AppEvent::TurnStarted {
+            input_id: "i".into(),
+            text: "compare".into(),
+            model: "m".into(),
+        }));
+        let mut text = format!("Here they are:\n\n{TABLE_HEAD}");
+        text.extend((0..rows).map(table_row));
+        app.apply(feed.next(AppEvent::TextDelta { text }));
+        app.take_history(WIDTH);
+        let mut screen = Screen::new(TestBackend::new(WIDTH, HEIGHT), Position::new(0, 0)).unwrap();
+        results.push((rows, measure(500, || frame(&app, &mut screen))));
+    }
+    let short_lines: String = (0..120).map(|i| format!("step {i}: checked\n")).collect();
+    let table: String = (0..40).map(table_row).collect();
+    let answer = format!(
+        "## Summary\n\n{short_lines}\n{TABLE_HEAD}{table}\n- first\n- second\n  - nested\n\n> a quote\n"
+    );
+    let whole = measure(200, || {
+        let mut app = App::new(TuiOptions::default());
+        let mut feed = Feed { seq: 0 };
+        app.apply(feed.next(AppEvent::MessageCompleted {
+            text: answer.clone(),
+            stop_reason: None,
+        }));
+        std::hint::black_box(app.take_history(WIDTH));
+    });
+    println!("markdown at {WIDTH}x{HEIGHT}:");
+    for (rows, frame) in &results {
+        println!(
+            "  a table streaming, {rows:>2} rows so far: frame p50 {:>9.2?} p99 {:>9.2?}",
+            frame.p50, frame.p99
+        );
+    }
+    println!(
+        "  an answer of 120 short lines, a 40-row table and lists, rendered whole p50 {:>9.2?}",
+        whole.p50
+    );
+}
+
 /// A `TestBackend` that, on every flush, checks whether the frame shows the text waited for.
 #[derive(Clone)]
 struct Probe {
@@ -540,8 +598,21 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    frames();
-    streaming_code();
+    // A section named on the command line runs alone.
+    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let run = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    if run("frames") {
+        frames();
+    }
+    if run("code") {
+        streaming_code();
+    }
+    if run("markdown") {
+        markdown();
+    }
+    if !run("latency") {
+        return;
+    }
     let keys = 250;
     let (streaming, frames_s, tokens) = latency(true, keys);
     let (idle, frames_i, _) = latency(false, keys);

@@ -1,4 +1,6 @@
-//! Markdown to styled, wrapped lines: what assistant text looks like on screen.
+//! Markdown to styled, wrapped lines: what assistant text looks like on screen. Lines end
+//! where the author ended them (a single newline too, as terminal renderers show it), long
+//! ones wrap; headings lose their `#`s to weight; tables are laid out to the width (`table`).
 //!
 //! The renderer is a pure function of the source and the width, so a streaming message is
 //! simply re-rendered as it grows; `stable_len` tells how much of a growing source is made of
@@ -12,7 +14,11 @@ use ratatui::text::{Line, Span};
 
 use crate::highlight::{LineHighlighter, highlight};
 use crate::theme;
-use crate::wrap::{Para, str_width};
+use crate::wrap::{Para, spans_width, str_width};
+
+mod table;
+
+use table::{Cell, Table};
 
 /// Renders `src` wrapped to `width`.
 pub(crate) fn render(src: &str, width: u16) -> Vec<Line<'static>> {
@@ -178,11 +184,14 @@ struct Renderer {
     bullet: Option<String>,
     quote: usize,
     code: Option<(String, String)>,
-    links: Vec<String>,
+    /// The open links: where each goes, and where its text starts in `inline`.
+    links: Vec<(String, usize)>,
     /// A block ended: the next one is separated by an empty line.
     blank: bool,
-    table_cells: Vec<Vec<Span<'static>>>,
-    in_table_head: bool,
+    table: Option<Table>,
+    row: Vec<Cell>,
+    /// The lines of the current cell before a `<br>`.
+    cell: Cell,
 }
 
 impl Renderer {
@@ -201,7 +210,12 @@ impl Renderer {
             .collect()
     }
 
+    /// Before a block: the text before it is written, then an empty line if a block ended.
+    /// The first block of a list item goes on the item's bullet line instead.
     fn start_block(&mut self) {
+        if self.bullet.is_some() && self.inline.is_empty() {
+            return;
+        }
         self.flush();
         if self.blank && !self.out.is_empty() {
             let mut prefix = self.quote_prefix();
@@ -211,6 +225,15 @@ impl Renderer {
             self.out.push(Line::from(prefix));
         }
         self.blank = false;
+    }
+
+    /// A block that reads as the text before it going on if it follows it directly — code,
+    /// a table — is set apart even in a tight list item, where that text has no paragraph.
+    fn start_set_apart_block(&mut self) {
+        if !self.inline.is_empty() {
+            self.blank = true;
+        }
+        self.start_block();
     }
 
     fn prefixes(&mut self) -> (Vec<Span<'static>>, Vec<Span<'static>>) {
@@ -244,6 +267,17 @@ impl Renderer {
         .wrap(self.width, &mut self.out);
     }
 
+    /// A line ends here: the author's line structure is kept, as terminal renderers keep it
+    /// (a 120-line answer of short lines stays 120 lines), for soft breaks as for hard ones.
+    fn line_break(&mut self) {
+        if self.table.is_some() {
+            let line = std::mem::take(&mut self.inline);
+            self.cell.push(line);
+        } else {
+            self.flush();
+        }
+    }
+
     fn text(&mut self, text: &str) {
         if let Some((_, code)) = &mut self.code {
             code.push_str(text);
@@ -262,22 +296,34 @@ impl Renderer {
                 let style = self.style().patch(theme::inline_code());
                 self.inline.push(Span::styled(t.to_string(), style));
             }
-            Event::Html(t)
-            | Event::InlineHtml(t)
-            | Event::InlineMath(t)
-            | Event::DisplayMath(t) => self.text(t.trim_end_matches('\n')),
-            Event::SoftBreak => self.text(" "),
-            Event::HardBreak => self.flush(),
+            // Models write `<br>` where markdown has no line break, in table cells above all.
+            Event::InlineHtml(t) if is_br(&t) => self.line_break(),
+            Event::Html(t) => {
+                self.text(t.trim_end_matches('\n'));
+                self.line_break();
+            }
+            Event::InlineHtml(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                self.text(t.trim_end_matches('\n'));
+            }
+            Event::SoftBreak | Event::HardBreak => self.line_break(),
             Event::Rule => {
                 self.start_block();
-                let width = usize::from(self.width).min(40);
-                self.out
-                    .push(Line::from(Span::styled("─".repeat(width), theme::dim())));
+                let (mut line, _) = self.prefixes();
+                let width = usize::from(self.width)
+                    .saturating_sub(spans_width(&line))
+                    .min(40);
+                line.push(Span::styled("─".repeat(width), theme::dim()));
+                self.out.push(Line::from(line));
                 self.blank = true;
             }
             Event::TaskListMarker(done) => {
                 let mark = if done { "☑ " } else { "☐ " };
-                self.inline.push(Span::styled(mark, theme::accent()));
+                // The box is the bullet of an unordered item; a numbered one keeps its number.
+                if self.bullet.is_some() && self.lists.last() == Some(&None) {
+                    self.bullet = Some(mark.to_string());
+                } else {
+                    self.inline.push(Span::styled(mark, theme::accent()));
+                }
             }
             Event::FootnoteReference(t) => self.text(&format!("[{t}]")),
         }
@@ -285,29 +331,10 @@ impl Renderer {
 
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
-            Tag::Paragraph if self.bullet.is_none() => self.start_block(),
+            Tag::Paragraph | Tag::HtmlBlock => self.start_block(),
             Tag::Heading { level, .. } => {
                 self.start_block();
-                let hashes = match level {
-                    HeadingLevel::H1 => 1,
-                    HeadingLevel::H2 => 2,
-                    HeadingLevel::H3 => 3,
-                    HeadingLevel::H4 => 4,
-                    HeadingLevel::H5 => 5,
-                    HeadingLevel::H6 => 6,
-                };
-                self.inline.push(Span::styled(
-                    format!("{} ", "#".repeat(hashes)),
-                    theme::dim(),
-                ));
-                self.push_style(|s| {
-                    let s = s.add_modifier(Modifier::BOLD);
-                    match level {
-                        HeadingLevel::H1 => s.add_modifier(Modifier::UNDERLINED),
-                        HeadingLevel::H2 => s,
-                        _ => s.add_modifier(Modifier::ITALIC),
-                    }
-                });
+                self.push_style(|s| s.patch(heading(level)));
             }
             Tag::BlockQuote(_) => {
                 self.start_block();
@@ -315,11 +342,7 @@ impl Renderer {
                 self.push_style(|s| s.add_modifier(Modifier::ITALIC));
             }
             Tag::CodeBlock(kind) => {
-                if self.bullet.is_none() {
-                    self.start_block();
-                } else {
-                    self.flush();
-                }
+                self.start_set_apart_block();
                 let lang = match kind {
                     CodeBlockKind::Fenced(lang) => lang.to_string(),
                     CodeBlockKind::Indented => String::new(),
@@ -356,24 +379,24 @@ impl Renderer {
             Tag::Strong => self.push_style(|s| s.add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self.push_style(|s| s.add_modifier(Modifier::CROSSED_OUT)),
             Tag::Link { dest_url, .. } => {
-                self.links.push(dest_url.to_string());
+                self.links.push((dest_url.to_string(), self.inline.len()));
                 self.push_style(|s| s.patch(theme::link()));
             }
-            Tag::Image { dest_url, .. } => {
-                self.links.push(dest_url.to_string());
+            Tag::Image { .. } => {
                 self.text("[image: ");
                 self.push_style(|s| s.add_modifier(Modifier::ITALIC));
             }
-            Tag::Table(_) => self.start_block(),
-            Tag::TableHead => self.in_table_head = true,
-            Tag::TableRow | Tag::TableCell => {}
+            Tag::Table(aligns) => {
+                self.start_set_apart_block();
+                self.table = Some(Table::new(aligns));
+            }
             _ => {}
         }
     }
 
     fn end(&mut self, tag: TagEnd) {
         match tag {
-            TagEnd::Paragraph => {
+            TagEnd::Paragraph | TagEnd::HtmlBlock => {
                 self.flush();
                 self.blank = true;
             }
@@ -412,15 +435,12 @@ impl Renderer {
             }
             TagEnd::Link => {
                 self.styles.pop();
-                if let Some(url) = self.links.pop() {
-                    let text: String = self
-                        .inline
+                if let Some((url, start)) = self.links.pop() {
+                    let text: String = self.inline[start.min(self.inline.len())..]
                         .iter()
-                        .rev()
-                        .take(1)
-                        .map(|s| s.content.to_string())
+                        .map(|s| s.content.as_ref())
                         .collect();
-                    if !url.is_empty() && text != url && !url.starts_with('#') {
+                    if !url.is_empty() && !url.starts_with('#') && !same_target(&text, &url) {
                         self.inline
                             .push(Span::styled(format!(" ({url})"), theme::dim()));
                     }
@@ -428,46 +448,67 @@ impl Renderer {
             }
             TagEnd::Image => {
                 self.styles.pop();
-                self.links.pop();
                 self.text("]");
             }
             TagEnd::TableCell => {
-                let cell = std::mem::take(&mut self.inline);
-                self.table_cells.push(cell);
+                let mut cell = std::mem::take(&mut self.cell);
+                cell.push(std::mem::take(&mut self.inline));
+                self.row.push(cell);
             }
             TagEnd::TableHead | TagEnd::TableRow => {
-                let head = self.in_table_head;
-                self.in_table_head = false;
-                let mut content = Vec::new();
-                for (i, cell) in std::mem::take(&mut self.table_cells)
-                    .into_iter()
-                    .enumerate()
-                {
-                    if i > 0 {
-                        content.push(Span::styled(" │ ", theme::dim()));
-                    }
-                    for span in cell {
-                        content.push(if head {
-                            span.patch_style(theme::bold())
-                        } else {
-                            span
-                        });
-                    }
+                let row = std::mem::take(&mut self.row);
+                if let Some(table) = &mut self.table {
+                    table.push_row(row);
                 }
-                self.inline = content;
-                self.flush();
             }
-            TagEnd::Table => self.blank = true,
+            TagEnd::Table => {
+                if let Some(table) = self.table.take() {
+                    let (first, rest) = self.prefixes();
+                    table.render(&first, &rest, self.width, &mut self.out);
+                }
+                self.blank = true;
+            }
             _ => {}
         }
     }
 
     fn code_block(&mut self, lang: &str, code: &str) {
-        let (first, _) = self.prefixes();
+        let (first, rest) = self.prefixes();
         let rows: Vec<Vec<Span<'static>>> =
             highlight(code, lang).unwrap_or_else(|| code.lines().map(plain_code).collect());
-        code_lines(&rows, &first, self.width, &mut self.out);
+        let (head, tail) = rows.split_at(rows.len().min(1));
+        code_lines(head, &first, self.width, &mut self.out);
+        code_lines(tail, &rest, self.width, &mut self.out);
     }
+}
+
+/// Headings by weight, without their `#`s: the first level underlined, the deeper ones
+/// slanted.
+fn heading(level: HeadingLevel) -> Style {
+    let style = theme::bold();
+    match level {
+        HeadingLevel::H1 => style.add_modifier(Modifier::UNDERLINED),
+        HeadingLevel::H2 => style,
+        _ => style.add_modifier(Modifier::ITALIC),
+    }
+}
+
+fn is_br(html: &str) -> bool {
+    let tag = html.trim().to_ascii_lowercase();
+    matches!(tag.as_str(), "<br>" | "<br/>" | "<br />")
+}
+
+/// Whether a link's text already says where it goes: the URL itself, or it without its
+/// scheme (`docs.rs/x` for `https://docs.rs/x`), or an address for its `mailto:`.
+fn same_target(text: &str, url: &str) -> bool {
+    let bare = |s: &str| {
+        let s = ["https://", "http://", "mailto:"]
+            .iter()
+            .find_map(|scheme| s.strip_prefix(scheme))
+            .unwrap_or(s);
+        s.trim_end_matches('/').to_string()
+    };
+    text == url || bare(text) == bare(url)
 }
 
 #[cfg(test)]
@@ -487,7 +528,7 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "# Title",
+                "Title",
                 "",
                 "Some text here.",
                 "",
@@ -514,11 +555,43 @@ mod tests {
     }
 
     #[test]
+    fn a_br_breaks_a_line_inside_a_table_cell() {
+        let lines = plain("| a | b |\n|---|--:|\n| x<br>y<br/>z | `w` |\n", 40);
+        assert_eq!(lines, ["a │ b", "──┼──", "x │ w", "y │", "z │"]);
+    }
+
+    #[test]
+    fn a_table_in_an_item_or_a_quote_keeps_their_prefixes() {
+        let lines = plain("- | a | b |\n  |---|---|\n  | 1 | 2 |\n- next\n", 40);
+        assert_eq!(lines, ["• a │ b", "  ──┼──", "  1 │ 2", "• next"]);
+        let lines = plain("> | a | b |\n> |---|---|\n> | 1 | two words |\n", 12);
+        assert_eq!(
+            lines,
+            ["│ a │ b", "│ ──┼───────", "│ 1 │ two", "│   │ words"]
+        );
+    }
+
+    #[test]
+    fn a_table_never_runs_past_the_edge_while_its_columns_can_fit() {
+        let src = "| Name | Meaning | Where |\n|---|:-:|--:|\n| `stable_len` | the longest prefix made of finished blocks, which go to scrollback | markdown.rs |\n| 漢字 | wide 🙂 glyphs | wrap.rs |\n";
+        for width in 16..=100 {
+            for line in render(src, width) {
+                assert!(line.width() <= usize::from(width), "{line} at {width}");
+            }
+        }
+    }
+
+    #[test]
     fn the_stable_prefix_ends_at_a_blank_line_outside_fences() {
         assert_eq!(stable_len("para one\n\npara two"), 10);
         assert_eq!(stable_len("```\ncode\n\nmore\n"), 0);
         assert_eq!(stable_len("```\ncode\n\n```\n\nafter"), 15);
         assert_eq!(stable_len("no blank yet\n"), 0);
+        // A table or a paragraph can still change (a row, a setext underline) until then.
+        let table = "| a | b |\n|---|---|\n| 1 | 2 |\n";
+        assert_eq!(stable_len(table), 0);
+        assert_eq!(stable_len(&format!("{table}\nafter")), table.len() + 1);
+        assert_eq!(stable_len("one\ntwo\n"), 0);
     }
 
     #[test]

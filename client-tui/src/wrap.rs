@@ -64,10 +64,29 @@ pub(crate) fn grapheme_width(g: &str) -> usize {
 
 /// Columns `s` takes on screen, grapheme by grapheme.
 pub(crate) fn str_width(s: &str) -> usize {
+    if s.is_ascii() {
+        return s.bytes().filter(|b| !b.is_ascii_control()).count();
+    }
     s.graphemes(true).map(grapheme_width).sum()
 }
 
-fn spans_width(spans: &[Span<'_>]) -> usize {
+/// The graphemes of `s`. ASCII text, most of what is drawn, is one per byte, found without
+/// the segmentation tables (its one exception, `\r\n`, is control characters, which take no
+/// cell either way).
+pub(crate) fn graphemes(s: &str) -> impl Iterator<Item = &str> {
+    let (ascii, other) = if s.is_ascii() {
+        (Some((0..s.len()).map(move |i| &s[i..i + 1])), None)
+    } else {
+        (None, Some(s.graphemes(true)))
+    };
+    ascii
+        .into_iter()
+        .flatten()
+        .chain(other.into_iter().flatten())
+}
+
+/// Columns a run of spans takes on screen.
+pub(crate) fn spans_width(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|s| str_width(&s.content)).sum()
 }
 
@@ -225,8 +244,7 @@ fn wrap_into(p: &Para, width: usize, out: &mut Vec<Line<'static>>) {
         .iter()
         .flat_map(|s| {
             let style = s.style;
-            s.content
-                .graphemes(true)
+            graphemes(&s.content)
                 .filter(|g| !g.contains(char::is_control))
                 .map(move |g| (g, grapheme_width(g), style))
         })
@@ -375,6 +393,21 @@ mod tests {
         Para::new(vec![Span::raw("❤\u{fe0f}❤\u{fe0f}❤\u{fe0f}")]).wrap(4, &mut out);
         assert_eq!(plain(&out), ["❤\u{fe0f}❤\u{fe0f}", "❤\u{fe0f}"]);
         assert_eq!(truncate("❤\u{fe0f}❤\u{fe0f}ab", 4), "❤\u{fe0f}…");
+    }
+
+    #[test]
+    fn ascii_is_measured_as_the_segmentation_would() {
+        for s in ["plain words", "a\r\nb\tc\u{7f}", "", "  two  spaces "] {
+            let segmented: usize = s.graphemes(true).map(grapheme_width).sum();
+            assert_eq!(str_width(s), segmented, "{s:?}");
+            let visible = |g: &&str| !g.contains(char::is_control);
+            assert_eq!(
+                graphemes(s).filter(visible).collect::<Vec<_>>(),
+                s.graphemes(true).filter(visible).collect::<Vec<_>>(),
+                "{s:?}"
+            );
+        }
+        assert_eq!(graphemes("é!").collect::<Vec<_>>(), ["é", "!"]);
     }
 
     #[test]

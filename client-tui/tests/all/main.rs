@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod behaviour;
+mod markdown;
 mod run_loop;
 mod setup;
 mod snapshots;
