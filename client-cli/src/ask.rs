@@ -414,7 +414,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     // An existing session (--session, --continue) keeps its model and mode; its environment
     // is refreshed from this client's.
     let existing = match (&args.session, args.continue_last) {
-        (Some(id), _) => Some(id.clone()),
+        (Some(id), _) => Some(session::resolve(&client, id).await?),
         (None, true) => {
             let list = client
                 .call::<SessionList>(SessionListParams {

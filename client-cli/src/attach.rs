@@ -72,7 +72,8 @@ async fn choose(
     cwd: &Path,
 ) -> anyhow::Result<Option<SessionResponse>> {
     if let Some(id) = &args.id {
-        return Ok(Some(get(client, id).await?));
+        let id = crate::session::resolve(client, id).await?;
+        return Ok(Some(get(client, &id).await?));
     }
     let here = client
         .call::<SessionList>(SessionListParams {

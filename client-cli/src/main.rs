@@ -1,5 +1,27 @@
 //! `stepper`: the command-line front door. A thin client: every decision lives in the daemon.
 
+/// `println!` that ends the program quietly when stdout's reader has gone (`stepper sessions
+/// | head`), where std's would panic; see [`out::print`]. Defined before the modules, so it
+/// is theirs too.
+macro_rules! println {
+    () => {
+        $crate::out::print(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::print(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!`, as [`println!`].
+#[allow(unused_macros)]
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::out::print(format_args!($($arg)*))
+    };
+}
+
+mod out;
+
 mod acp;
 mod ask;
 mod attach;
@@ -250,6 +272,7 @@ async fn approve(session: String, request: String, decision: String) -> anyhow::
         _ => ApprovalDecision::Deny,
     };
     let client = connect::connect_or_start(&connect::places()?, "stepper approve").await?;
+    let session = session::resolve(&client, &session).await?;
     client
         .call::<SessionApprove>(SessionApproveParams {
             session_id: session,
@@ -269,6 +292,7 @@ async fn rewind(
 ) -> anyhow::Result<ExitCode> {
     use stepper_protocol::methods::{SessionRewind, SessionRewindParams};
     let client = connect::connect_or_start(&connect::places()?, "stepper rewind").await?;
+    let session = session::resolve(&client, &session).await?;
     let out = client
         .call::<SessionRewind>(SessionRewindParams {
             session_id: session.clone(),

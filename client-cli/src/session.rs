@@ -55,3 +55,59 @@ pub async fn create(
         })
         .await?)
 }
+
+/// The session `given` names: its id, or any unique prefix of the id or of its short form
+/// (as `stepper sessions` shows it). A prefix that names several is refused with the
+/// candidates, and one that names none with where to look.
+pub async fn resolve(client: &DaemonClient, given: &str) -> anyhow::Result<String> {
+    use stepper_protocol::methods::{SessionList, SessionListParams};
+    use stepper_protocol::session::{id_matches, short_ids};
+    // A whole id goes as it is: the daemon says whether it exists.
+    if given.len() == 36 && given.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return Ok(given.to_string());
+    }
+    let mut all = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = client
+            .call::<SessionList>(SessionListParams {
+                cwd: None,
+                limit: Some(500),
+                cursor,
+            })
+            .await?;
+        all.extend(page.sessions);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+    let short = short_ids(&ids);
+    let found: Vec<usize> = (0..all.len())
+        .filter(|&i| id_matches(&all[i].id, given))
+        .collect();
+    match found[..] {
+        [i] => Ok(all[i].id.clone()),
+        [] => anyhow::bail!("no session matches {given:?} — 'stepper sessions' lists them"),
+        _ => {
+            let mut said = format!(
+                "{given:?} names {} sessions — give more of the id:",
+                found.len()
+            );
+            for &i in found.iter().take(10) {
+                let s = &all[i];
+                said.push_str(&format!(
+                    "\n  {}  {}  {}",
+                    short[i],
+                    s.title.as_deref().unwrap_or("(untitled)"),
+                    s.cwd
+                ));
+            }
+            if found.len() > 10 {
+                said.push_str(&format!("\n  … and {} more", found.len() - 10));
+            }
+            anyhow::bail!(said)
+        }
+    }
+}

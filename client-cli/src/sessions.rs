@@ -56,6 +56,19 @@ pub enum SessionsCommand {
     },
 }
 
+impl SessionsCommand {
+    /// The session it names, if it names one.
+    fn id_mut(&mut self) -> Option<&mut String> {
+        match self {
+            SessionsCommand::Ls => None,
+            SessionsCommand::Show { id }
+            | SessionsCommand::Rm { id }
+            | SessionsCommand::Fork { id, .. }
+            | SessionsCommand::Export { id, .. } => Some(id),
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
     Jsonl,
@@ -64,7 +77,12 @@ pub enum ExportFormat {
 
 pub async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
     let client = connect_or_start(&places()?, "stepper sessions").await?;
-    match args.command {
+    // The session a subcommand names: its id, or a unique prefix of it or of its short form.
+    let mut command = args.command;
+    if let Some(id) = command.as_mut().and_then(SessionsCommand::id_mut) {
+        *id = crate::session::resolve(&client, id).await?;
+    }
+    match command {
         None | Some(SessionsCommand::Ls) => {}
         Some(SessionsCommand::Rm { id }) => {
             client
@@ -144,11 +162,15 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let now = now_ms();
+    // Short ids: unique among the listed sessions, and any command takes them.
+    let ids: Vec<&str> = page.sessions.iter().map(|s| s.id.as_str()).collect();
+    let short = stepper_protocol::session::short_ids(&ids);
+    let width = short.iter().map(String::len).max().unwrap_or(8).max(2);
     println!(
-        "{:<36}  {:<11}  {:>8}  {:<30}  CWD",
+        "{:<width$}  {:<11}  {:>8}  {:<30}  CWD",
         "ID", "STATUS", "UPDATED", "TITLE"
     );
-    for s in &page.sessions {
+    for (s, short) in page.sessions.iter().zip(&short) {
         let status = match s.status {
             SessionStatus::Idle => "idle",
             SessionStatus::Running => "running",
@@ -157,8 +179,8 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
         };
         let title = s.title.as_deref().unwrap_or("");
         println!(
-            "{:<36}  {:<11}  {:>8}  {:<30}  {}",
-            s.id,
+            "{:<width$}  {:<11}  {:>8}  {:<30}  {}",
+            short,
             status,
             ago(now - s.updated_at),
             truncate(title, 30),

@@ -194,3 +194,90 @@ pub struct SessionInfo {
     /// How many turns have started.
     pub turns: u32,
 }
+
+/// The fewest characters a short session id has.
+pub const SHORT_ID_MIN: usize = 8;
+
+/// The part of a session id that tells sessions apart: a UUIDv7's random bits, in hex,
+/// after its time (which two sessions made seconds apart share) and its version digit. An
+/// id of another shape is its own random part.
+pub fn random_part(id: &str) -> String {
+    let hex: String = id.chars().filter(|c| *c != '-').collect();
+    let uuid_v7 =
+        hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()) && hex.as_bytes()[12] == b'7';
+    if uuid_v7 {
+        hex[13..].to_ascii_lowercase()
+    } else {
+        hex
+    }
+}
+
+/// Each id's short form, in order: the shortest prefix of its random part (at least
+/// [`SHORT_ID_MIN`] characters) that no other id's random part starts with.
+pub fn short_ids(ids: &[&str]) -> Vec<String> {
+    let parts: Vec<String> = ids.iter().map(|id| random_part(id)).collect();
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            // One character past the longest prefix shared with any other id.
+            let shared = parts
+                .iter()
+                .enumerate()
+                .filter(|(j, other)| *j != i && *other != part)
+                .map(|(_, other)| common_prefix(part, other))
+                .max()
+                .unwrap_or(0);
+            let len = (shared + 1).max(SHORT_ID_MIN).min(part.len());
+            part[..len].to_string()
+        })
+        .collect()
+}
+
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// Whether `given` names `id`: the whole id, a prefix of it, or a prefix of its random part
+/// (its short form), dashes and case aside.
+pub fn id_matches(id: &str, given: &str) -> bool {
+    let given: String = given
+        .chars()
+        .filter(|c| *c != '-')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if given.is_empty() {
+        return false;
+    }
+    let whole: String = id
+        .chars()
+        .filter(|c| *c != '-')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    whole.starts_with(&given) || random_part(id).starts_with(&given)
+}
+
+#[cfg(test)]
+mod short_id_tests {
+    use super::*;
+
+    #[test]
+    fn short_ids_come_from_the_random_part_and_are_unique() {
+        // Two sessions made in the same millisecond: the same time prefix.
+        let a = "01a244e7-1d2c-7abc-8def-0123456789ab";
+        let b = "01a244e7-1d2c-7abc-8def-0123aaaaaaaa";
+        let c = "01a244e7-1d2d-7fff-9000-000000000000";
+        assert_eq!(random_part(a), "abc8def0123456789ab");
+        let short = short_ids(&[a, b, c]);
+        assert_eq!(short, ["abc8def01234", "abc8def0123a", "fff90000"]);
+        assert!(id_matches(a, "abc8def01234"));
+        assert!(!id_matches(b, "abc8def01234"));
+        assert!(id_matches(a, "01A244E7-1d2c"), "a prefix of the whole id");
+        assert!(id_matches(c, &short[2]));
+        assert!(!id_matches(a, ""));
+        // Alone, an id's short form is the minimum.
+        assert_eq!(short_ids(&[a]), ["abc8def0"]);
+        // An id of another shape is its own random part.
+        assert_eq!(short_ids(&["nope"]), ["nope"]);
+    }
+}

@@ -282,3 +282,22 @@ fn a_prompt_over_the_limit_is_refused_and_leaves_no_session() {
         "no empty session is left behind"
     );
 }
+
+/// A reader that goes away (`stepper sessions | head`) ends the command quietly: no panic,
+/// exit 0, as a Unix tool killed by SIGPIPE would be.
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    let env = TestEnv::new();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = env
+        .stepper()
+        .args(["sessions"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+}

@@ -297,7 +297,7 @@ fn record_then_replay_without_the_provider() {
     assert_eq!(env.fake.requests().len(), 1, "replay asks nobody");
 
     let missing = env.run(&["ask", "--model", "replay/nope.jsonl", "hi"]);
-    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(missing.status.code(), Some(3), "the provider's exit code");
     assert!(
         stderr(&missing).contains("cannot read the recording"),
         "{}",
@@ -322,7 +322,7 @@ fn a_stored_key_serves_a_daemon_without_one_and_the_environment_wins() {
         .args(["ask", "--model", SONNET, "hi"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "the provider's exit code");
     assert!(
         stderr(&out).contains("stepper auth login --anthropic"),
         "{}",
@@ -470,7 +470,7 @@ fn codex_sign_in_then_requests_with_refreshed_tokens() {
     assert!(env.run(&["auth", "logout", "--codex"]).status.success());
     // Signed out, a codex session is refused up front with the fix.
     let after = env.run(&["ask", "--model", "codex/gpt-5-codex", "hi"]);
-    assert_eq!(after.status.code(), Some(1));
+    assert_eq!(after.status.code(), Some(3), "the provider's exit code");
     assert!(
         stderr(&after).contains("stepper auth login --codex"),
         "{}",

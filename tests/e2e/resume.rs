@@ -331,3 +331,58 @@ async fn quiescent_sessions_leave_memory_and_come_back_whole() {
         stepper_protocol::AppEvent::TextDelta { text } if text == "still here"
     )));
 }
+
+/// Two sessions made moments apart share their ids' time prefix: their short forms come
+/// from the random part and differ, every command takes them (or any unique prefix), and a
+/// prefix that names both is refused with the candidates.
+#[test]
+fn short_ids_are_unique_and_every_command_takes_a_prefix() {
+    let env = TestEnv::new();
+    env.fake.push(Reply::text(&["one"]));
+    env.fake.push(Reply::text(&["two"]));
+    env.fake.push(Reply::text(&["three"]));
+    let a = ask(&env, &["first"]).session_id;
+    let b = ask(&env, &["second"]).session_id;
+    let short = stepper_protocol::session::short_ids(&[&b, &a]);
+    let listed = env.run(&["sessions"]);
+    let table = String::from_utf8_lossy(&listed.stdout);
+    let first_column: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        first_column,
+        [short[0].as_str(), short[1].as_str()],
+        "{table}"
+    );
+    assert_ne!(
+        a[..8],
+        short[1][..8],
+        "the short form is not the time prefix"
+    );
+
+    // The short form names the session, for `sessions show` and `ask --session` alike.
+    let show = env.run(&["sessions", "show", &short[1]]);
+    assert!(show.status.success(), "{show:?}");
+    assert!(String::from_utf8_lossy(&show.stdout).contains(&a));
+    let again = ask(&env, &["--session", &short[1], "third"]);
+    assert_eq!(again.session_id, a);
+
+    // The time prefix both share names both: refused, with the candidates.
+    let shared = common(&a, &b);
+    let out = env.run(&["sessions", "show", &a[..shared.max(4)]]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(said.contains("names 2 sessions"), "{said}");
+    assert!(
+        said.contains(&short[0]) && said.contains(&short[1]),
+        "{said}"
+    );
+    let out = env.run(&["sessions", "show", "zzzzzzzz"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session matches"));
+}
+
+fn common(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
