@@ -59,6 +59,10 @@ pub struct AskArgs {
     /// waits for one (or `stepper approve`), for up to SECS when given.
     #[arg(long, value_name = "SECS", num_args = 0..=1, require_equals = true)]
     wait_approval: Option<Option<u64>>,
+    /// Print what each tool call returned (on stderr, with --format text), not only how it
+    /// ended.
+    #[arg(long, short)]
+    verbose: bool,
     /// The prompt; read from stdin when absent.
     prompt: Option<String>,
 }
@@ -154,6 +158,44 @@ fn with_piped(prompt: &str, piped: &str) -> String {
         piped.trim_end_matches('\n')
     )
 }
+
+/// How a tool call ended, for `ask`'s stderr: its status and exit code; when it failed, the
+/// reason the model was given (its first line); with `verbose`, all it returned (up to
+/// [`VERBOSE_LINES`] lines), indented under it.
+fn call_outcome(
+    status: stepper_protocol::ToolCallStatus,
+    exit_code: Option<i32>,
+    output: &str,
+    verbose: bool,
+) -> String {
+    use stepper_protocol::ToolCallStatus;
+    let mut said = format!("{status:?}");
+    if let Some(c) = exit_code {
+        said.push_str(&format!(" (exit {c})"));
+    }
+    let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    if status != ToolCallStatus::Ok && !first.is_empty() && !verbose {
+        said.push_str(": ");
+        said.push_str(&shorten(first.trim(), 200));
+    }
+    if verbose && !output.trim().is_empty() {
+        let lines: Vec<&str> = output.trim_end().lines().collect();
+        for line in lines.iter().take(VERBOSE_LINES) {
+            said.push_str("\n     ");
+            said.push_str(line);
+        }
+        if lines.len() > VERBOSE_LINES {
+            said.push_str(&format!(
+                "\n     … {} more lines",
+                lines.len() - VERBOSE_LINES
+            ));
+        }
+    }
+    said
+}
+
+/// The most lines of a tool call's output `ask --verbose` prints.
+const VERBOSE_LINES: usize = 200;
 
 fn shorten(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -712,12 +754,15 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("{tag}⏺ {tool} {}", shorten(&input.to_string(), 200));
             }
             AppEvent::ToolCallFinished {
-                status, exit_code, ..
+                status,
+                exit_code,
+                output,
+                ..
             } if ours && args.format == Format::Text => {
-                let code = exit_code
-                    .map(|c| format!(" (exit {c})"))
-                    .unwrap_or_default();
-                eprintln!("{tag}  ⎿ {status:?}{code}");
+                eprintln!(
+                    "{tag}  ⎿ {}",
+                    call_outcome(status, exit_code, &output, args.verbose)
+                );
             }
             AppEvent::TurnFinished { status, error } if ours => break (status, error),
             _ => {}
@@ -778,6 +823,26 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_call_says_why_and_verbose_says_all() {
+        use stepper_protocol::ToolCallStatus;
+        let why = "the command did not run: cargo: not found\nmore";
+        assert_eq!(
+            call_outcome(ToolCallStatus::Error, Some(127), why, false),
+            "Error (exit 127): the command did not run: cargo: not found"
+        );
+        assert_eq!(
+            call_outcome(ToolCallStatus::Ok, Some(0), "a\nb\n", false),
+            "Ok (exit 0)"
+        );
+        assert_eq!(
+            call_outcome(ToolCallStatus::Ok, None, "a\nb\n", true),
+            "Ok\n     a\n     b"
+        );
+        let long = "x\n".repeat(VERBOSE_LINES + 5);
+        assert!(call_outcome(ToolCallStatus::Ok, None, &long, true).ends_with("… 5 more lines"));
+    }
 
     #[test]
     fn piped_text_is_fenced_after_the_prompt() {

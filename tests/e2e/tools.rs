@@ -155,6 +155,11 @@ fn a_headless_ask_denies_what_needs_approval_and_says_so() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("waiting 1 s"), "{stderr}");
+    // What the model was told of the call is said, not only that it was denied.
+    assert!(
+        stderr.contains("⎿ Denied: ") && stderr.contains("did not allow"),
+        "{stderr}"
+    );
     assert!(!env.project.path().join("made.txt").exists());
 }
 
