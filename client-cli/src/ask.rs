@@ -554,7 +554,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let progress = args.format == Format::Text && std::io::stderr().is_terminal();
     // One listener for the whole turn, so no Ctrl-C falls between two waits.
     let mut ctrl_c = interrupt_signal()?;
-    let (status, error) = loop {
+    let (status, error, error_kind) = loop {
         let next = tokio::select! {
             n = events.next_raw() => n,
             _ = ctrl_c.recv() => {
@@ -764,7 +764,11 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                     call_outcome(status, exit_code, &output, args.verbose)
                 );
             }
-            AppEvent::TurnFinished { status, error } if ours => break (status, error),
+            AppEvent::TurnFinished {
+                status,
+                error,
+                error_kind,
+            } if ours => break (status, error, error_kind),
             _ => {}
         }
     };
@@ -783,6 +787,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 usage,
                 cost_usd,
                 error: error.clone(),
+                error_kind,
                 layers,
                 permission_denials: denials.clone(),
             };
@@ -815,7 +820,10 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         }
         TurnStatus::Failed => {
             eprintln!("stepper: {}", error.as_deref().unwrap_or("the turn failed"));
-            ExitCode::from(exit::FAILED)
+            match error_kind {
+                Some(stepper_protocol::TurnErrorKind::Provider) => ExitCode::from(exit::PROVIDER),
+                _ => ExitCode::from(exit::FAILED),
+            }
         }
     })
 }

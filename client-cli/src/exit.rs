@@ -5,7 +5,8 @@
 pub const FAILED: u8 = 1;
 /// The command line was wrong: a flag, a missing or empty prompt, stdin that is not text.
 pub const USAGE: u8 = 2;
-/// The model's provider cannot be used: no key, sign-in or address for it.
+/// The model's provider: it is not set up (no key, sign-in or address), or it refused or
+/// failed the turn (a bad key, a rate limit, an overload, a broken answer).
 pub const PROVIDER: u8 = 3;
 /// The turn completed, but tool calls it asked for were denied (nobody could answer, or
 /// someone said no): `permissionDenials` lists them.
@@ -18,9 +19,9 @@ pub const INTERRUPTED: u8 = 130;
 /// The codes as `--help` lists them.
 pub const HELP: &str = "Exit codes:
   0    the turn completed
-  1    it failed (the reason is printed)
+  1    it failed otherwise (the reason is printed)
   2    usage: a bad flag, no prompt, stdin that is not text
-  3    the model's provider is not set up (no key, sign-in or address)
+  3    the model's provider is not set up, or it refused or failed the turn
   4    the turn completed, but tool calls were denied (listed on stderr)
   5    the daemon could not be started or reached, or was lost
   130  the turn was interrupted";

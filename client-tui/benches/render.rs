@@ -120,6 +120,7 @@ fn turn(feed: &mut Feed, n: usize) -> Vec<CoreEvent> {
     out.push(feed.next(AppEvent::TurnFinished {
         status: TurnStatus::Completed,
         error: None,
+        error_kind: None,
     }));
     out
 }

@@ -153,6 +153,7 @@ async fn fake_turn(core: &mut Core, text: String, approvals: &mut mpsc::Receiver
     core.send(AppEvent::TurnFinished {
         status: TurnStatus::Completed,
         error: None,
+        error_kind: None,
     })
     .await;
 }

@@ -282,6 +282,9 @@ pub enum AppEvent {
         status: TurnStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// What kind of failure `error` is, where it is known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error_kind: Option<TurnErrorKind>,
     },
     /// Something went wrong; the message says what to do.
     Error { message: String },
@@ -460,6 +463,18 @@ pub enum ToolCallStatus {
     /// The permission gate refused it.
     Denied,
     Cancelled,
+}
+
+/// What kind of failure ended a turn (`TurnFinished.errorKind`), for a client to branch on
+/// (`stepper ask` exits 3 for `provider`). New kinds may be added in a minor version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnErrorKind {
+    /// The model's provider refused or failed the call: an HTTP error (a bad key, a rate
+    /// limit, an overload), a broken stream, an answer cut short.
+    Provider,
+    /// The store could not write the session's events (a full disk, a lock held too long).
+    Store,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

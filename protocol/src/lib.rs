@@ -24,7 +24,7 @@ pub mod server;
 
 pub use event::{
     AppEvent, ApprovalDecision, ElicitAction, EventEnvelope, TodoItem, TodoStatus, ToolCallStatus,
-    TurnStatus, Usage,
+    TurnErrorKind, TurnStatus, Usage,
 };
 pub use methods::{Method, Subscription};
 pub use session::{

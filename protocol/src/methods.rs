@@ -501,6 +501,9 @@ pub struct AskResult {
     pub cost_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What kind of failure `error` is, where it is known (as `TurnFinished` says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<crate::event::TurnErrorKind>,
     /// Each layer of a layered turn, in order (empty for a turn of one agent).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<LayerResult>,

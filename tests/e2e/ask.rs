@@ -157,7 +157,7 @@ fn provider_errors_fail_the_turn_with_the_reason() {
     let env = TestEnv::new();
     env.fake.push(Reply::status(400, "max_tokens: too large"));
     let out = env.run(&["ask", "hi"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3), "the provider's exit code");
     assert!(
         stderr(&out).contains("400") && stderr(&out).contains("max_tokens: too large"),
         "{}",
@@ -167,9 +167,13 @@ fn provider_errors_fail_the_turn_with_the_reason() {
     // A stream that reports an error midway keeps the partial text.
     env.fake.push(Reply::Sse(fixture("overloaded.sse")));
     let out = env.run(&["ask", "--format", "json", "hi"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     let result: AskResult = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(result.status, TurnStatus::Failed);
+    assert_eq!(
+        result.error_kind,
+        Some(stepper_protocol::TurnErrorKind::Provider)
+    );
     assert_eq!(result.text, "Partial ans");
     assert!(result.error.unwrap().contains("Overloaded"));
 }

@@ -55,7 +55,7 @@ async fn session(env: &TestEnv, client: &stepper_protocol::client::DaemonClient)
 async fn turn_done(events: &mut stepper_protocol::client::EventStream) -> Vec<EventEnvelope> {
     let seen = read_until(events, |e| matches!(e.event, AppEvent::TurnFinished { .. })).await;
     let status = seen.iter().find_map(|e| match &e.event {
-        AppEvent::TurnFinished { status, error } => Some((*status, error.clone())),
+        AppEvent::TurnFinished { status, error, .. } => Some((*status, error.clone())),
         _ => None,
     });
     assert_eq!(status, Some((TurnStatus::Completed, None)), "{seen:#?}");

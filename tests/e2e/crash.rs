@@ -40,7 +40,7 @@ async fn crash_and_replay(
 
 fn finished(events: &[EventEnvelope], turn: u32) -> Option<(TurnStatus, Option<String>)> {
     events.iter().find_map(|e| match &e.event {
-        AppEvent::TurnFinished { status, error } if e.turn == Some(turn) => {
+        AppEvent::TurnFinished { status, error, .. } if e.turn == Some(turn) => {
             Some((*status, error.clone()))
         }
         _ => None,

@@ -27,7 +27,7 @@ fn finished(events: &[EventEnvelope]) -> (TurnStatus, Option<String>) {
     events
         .iter()
         .find_map(|e| match &e.event {
-            AppEvent::TurnFinished { status, error } => Some((*status, error.clone())),
+            AppEvent::TurnFinished { status, error, .. } => Some((*status, error.clone())),
             _ => None,
         })
         .expect("a TurnFinished")

@@ -147,6 +147,7 @@ async fn sigkill_during_a_turn_ends_it_as_interrupted_on_restart() {
         AppEvent::TurnFinished {
             status: TurnStatus::Interrupted,
             error: Some(e),
+            error_kind: None,
         } => {
             assert!(e.contains("submit again"), "{e}");
         }
@@ -263,6 +264,7 @@ async fn sigterm_mid_command_says_the_daemon_was_stopped() {
         AppEvent::TurnFinished {
             status: TurnStatus::Interrupted,
             error: Some(error),
+            error_kind: None,
         } => assert!(error.contains("the daemon was stopped"), "{error}"),
         other => panic!("expected the turn's end, got {other:?}"),
     }

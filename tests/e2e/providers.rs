@@ -498,6 +498,7 @@ fn nobody_listening_is_a_fast_clear_error() {
         AppEvent::TurnFinished {
             status: TurnStatus::Failed,
             error: Some(e),
+            error_kind: None,
         } => {
             assert!(
                 e.contains("connection refused — is the server running"),

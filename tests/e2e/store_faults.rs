@@ -212,7 +212,7 @@ async fn a_full_disk_fails_the_turn_refuses_calls_and_recovers_losing_nothing() 
     let mut events = client.subscribe_events(&id, 0).await.unwrap();
     let first = until_turn_finished(&mut events).await;
     let first_end = first.last().unwrap();
-    let AppEvent::TurnFinished { status, error } = &first_end.event else {
+    let AppEvent::TurnFinished { status, error, .. } = &first_end.event else {
         unreachable!()
     };
     assert_eq!(*status, TurnStatus::Failed);

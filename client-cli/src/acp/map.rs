@@ -235,7 +235,7 @@ impl View {
                     &format!("\n\n**error:** {message}\n"),
                 ));
             }
-            AppEvent::TurnFinished { status, error } => {
+            AppEvent::TurnFinished { status, error, .. } => {
                 // Calls still open when a turn ends never finish now.
                 for (call_id, _, _) in self.calls.drain(..) {
                     updates.push(json!({
@@ -576,6 +576,7 @@ mod tests {
         let (u, effects) = view.apply(AppEvent::TurnFinished {
             status: TurnStatus::Interrupted,
             error: None,
+            error_kind: None,
         });
         assert_eq!(u[0]["status"], "failed");
         assert_eq!(

@@ -151,7 +151,7 @@ pub async fn run(
                 };
                 let _ = client.call::<SessionElicit>(answer).await;
             }
-            AppEvent::TurnFinished { status, error } => break (status, error),
+            AppEvent::TurnFinished { status, error, .. } => break (status, error),
             _ => {}
         }
     };

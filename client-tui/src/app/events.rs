@@ -471,7 +471,7 @@ impl App {
                 self.cost_turn = cost_usd;
                 self.context_tokens = Some(input_side(&usage).saturating_sub(self.step_base));
             }
-            AppEvent::TurnFinished { status, error } => {
+            AppEvent::TurnFinished { status, error, .. } => {
                 // What the turn still asked can no longer be answered: it is over. (A project's
                 // MCP server, and trust in the folder, wait for their answer beyond the turn.)
                 self.approvals.retain(|a| !matches!(a.asks, Asks::Tool(_)));

@@ -54,6 +54,7 @@ fn replayed_envelopes_with_duplicate_seqs_apply_once() {
         AppEvent::TurnFinished {
             status: TurnStatus::Completed,
             error: None,
+            error_kind: None,
         },
     ));
     let all = text(&app.take_history(60));
@@ -338,6 +339,7 @@ fn a_projects_mcp_servers_are_asked_about_like_approvals_and_outlast_a_turn() {
         [AppEvent::TurnFinished {
             status: stepper_protocol::TurnStatus::Completed,
             error: None,
+            error_kind: None,
         }],
     );
     app.tick(T0 + 10_000);
@@ -397,6 +399,7 @@ fn an_untrusted_folder_is_asked_about_first_and_the_answer_outlasts_a_turn() {
         [AppEvent::TurnFinished {
             status: stepper_protocol::TurnStatus::Completed,
             error: None,
+            error_kind: None,
         }],
     );
     app.tick(T0 + 10_000);
@@ -467,6 +470,7 @@ fn an_interrupted_turn_takes_its_approval_with_it() {
         [AppEvent::TurnFinished {
             status: TurnStatus::Interrupted,
             error: None,
+            error_kind: None,
         }],
     );
     assert!(
@@ -574,6 +578,7 @@ fn committed_cells_leave_the_apps_memory() {
             AppEvent::TurnFinished {
                 status: TurnStatus::Completed,
                 error: None,
+                error_kind: None,
             },
         ],
     );
@@ -760,6 +765,7 @@ fn an_interrupted_turn_ends_its_running_tools() {
             AppEvent::TurnFinished {
                 status: TurnStatus::Interrupted,
                 error: None,
+                error_kind: None,
             },
         ],
     );
@@ -890,6 +896,7 @@ fn a_client_arriving_mid_message_does_not_cut_it() {
             AppEvent::TurnFinished {
                 status: TurnStatus::Completed,
                 error: None,
+                error_kind: None,
             },
         ],
     );

@@ -193,6 +193,7 @@ async fn replayed_history_goes_to_scrollback_once() {
         events.push(AppEvent::TurnFinished {
             status: TurnStatus::Completed,
             error: None,
+            error_kind: None,
         });
     }
     // Replayed, then resent from an older seq by a resubscription.
@@ -301,6 +302,7 @@ async fn streaming_with_resizes_at_any_moment() {
         .send(send(AppEvent::TurnFinished {
             status: TurnStatus::Completed,
             error: None,
+            error_kind: None,
         }))
         .await
         .unwrap();

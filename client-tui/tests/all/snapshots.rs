@@ -533,6 +533,7 @@ fn one_line_cells_notices_errors_and_interruptions() {
             AppEvent::TurnFinished {
                 status: TurnStatus::Interrupted,
                 error: None,
+                error_kind: None,
             },
             AppEvent::Rewound {
                 turn: 1,
@@ -542,6 +543,7 @@ fn one_line_cells_notices_errors_and_interruptions() {
             AppEvent::TurnFinished {
                 status: TurnStatus::Failed,
                 error: Some("stream cut after 30s".into()),
+                error_kind: None,
             },
             AppEvent::ClientDetached {
                 client: "bob".into(),

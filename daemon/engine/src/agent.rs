@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
-use stepper_protocol::{AppEvent, ToolCallStatus, TurnStatus, Usage};
+use stepper_protocol::{AppEvent, ToolCallStatus, TurnErrorKind, TurnStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::accumulator::MessageAccumulator;
@@ -55,6 +55,8 @@ pub struct TurnOutcome {
     pub cost_usd: Option<f64>,
     /// Why the turn failed, for the user.
     pub error: Option<String>,
+    /// What kind of failure `error` is, where it is known.
+    pub error_kind: Option<TurnErrorKind>,
     /// The whole assistant message (reasoning, text, tool calls), for the context.
     pub message: Option<ChatMessage>,
     /// Everything the turn added after the user's input — assistant messages and tool
@@ -73,6 +75,7 @@ impl TurnOutcome {
             usage: Usage::default(),
             cost_usd: None,
             error: Some(error),
+            error_kind: None,
             message: None,
             transcript: Vec::new(),
             compacted: false,
@@ -238,6 +241,8 @@ impl AgentLoop {
         let mut acc = MessageAccumulator::new();
         let mut status = TurnStatus::Completed;
         let mut error: Option<String> = None;
+        // Whether the provider's side failed the call (not the store's, nor a cancel).
+        let mut by_provider = false;
 
         loop {
             let item = tokio::select! {
@@ -254,12 +259,14 @@ impl AgentLoop {
                 Some(Err(e)) => {
                     status = TurnStatus::Failed;
                     error = Some(describe(&e, self.provider.name()));
+                    by_provider = true;
                     break;
                 }
             };
             if let Err(e) = acc.push(&event) {
                 status = TurnStatus::Failed;
                 error = Some(describe(&e, self.provider.name()));
+                by_provider = true;
                 break;
             }
             let emitted = match event {
@@ -298,6 +305,9 @@ impl AgentLoop {
         let finished = match acc.finish() {
             Ok(done) => Some(done),
             Err(e) => {
+                if error.is_none() {
+                    by_provider = true;
+                }
                 status = TurnStatus::Failed;
                 error.get_or_insert(describe(&e, self.provider.name()));
                 None
@@ -305,6 +315,7 @@ impl AgentLoop {
         };
         if status == TurnStatus::Completed && finished.as_ref().is_some_and(|f| f.stop.is_none()) {
             status = TurnStatus::Failed;
+            by_provider = true;
             error = Some(format!(
                 "{}: the answer ended before the model finished",
                 self.provider.name()
@@ -336,6 +347,8 @@ impl AgentLoop {
             text,
             usage,
             error,
+            error_kind: (by_provider && status == TurnStatus::Failed)
+                .then_some(TurnErrorKind::Provider),
             message: finished.map(|f| f.message),
         }
     }
@@ -444,6 +457,7 @@ impl AgentLoop {
                         usage,
                         cost_usd: self.model.cost(&usage),
                         error,
+                        error_kind: None,
                         message,
                         transcript,
                         compacted: replaced,
@@ -451,11 +465,15 @@ impl AgentLoop {
                 };
             if call.status != TurnStatus::Completed {
                 let t = transcript(&request.messages, call.message.clone());
-                return outcome(call.status, call.error, text, call.message, t);
+                let mut out = outcome(call.status, call.error, text, call.message, t);
+                out.error_kind = call.error_kind;
+                return out;
             }
             let Some(message) = call.message else {
                 let t = transcript(&request.messages, None);
-                return outcome(call.status, call.error, text, None, t);
+                let mut out = outcome(call.status, call.error, text, None, t);
+                out.error_kind = call.error_kind;
+                return out;
             };
             // The context keeps the calls as the model made them; everything past here sees
             // the internal tools.
@@ -553,6 +571,7 @@ impl AgentLoop {
             usage,
             cost_usd: self.model.cost(&usage),
             error: None,
+            error_kind: None,
             message: last_message,
             transcript: transcript(&request.messages, None),
             compacted: replaced,
@@ -851,6 +870,7 @@ struct CallOutcome {
     text: String,
     usage: Usage,
     error: Option<String>,
+    error_kind: Option<TurnErrorKind>,
     message: Option<ChatMessage>,
 }
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
-use stepper_protocol::{AppEvent, TurnStatus, Usage};
+use stepper_protocol::{AppEvent, TurnErrorKind, TurnStatus, Usage};
 use tokio::sync::Semaphore;
 
 use crate::agent::{SinkError, TurnOutcome, add_cost};
@@ -136,6 +136,8 @@ pub struct LayerContext {
 pub struct Orchestrated {
     pub status: TurnStatus,
     pub error: Option<String>,
+    /// What kind of failure `error` is, where it is known.
+    pub error_kind: Option<TurnErrorKind>,
     /// The turn's answer: the last layer's final text.
     pub text: String,
     pub usage: Usage,
@@ -189,6 +191,7 @@ impl Orchestrator {
         let mut done = Orchestrated {
             status: TurnStatus::Completed,
             error: None,
+            error_kind: None,
             text: String::new(),
             usage: Usage::default(),
             cost_usd: None,
@@ -341,6 +344,7 @@ impl Orchestrator {
             }
             if outcome.status != TurnStatus::Completed {
                 done.status = outcome.status;
+                done.error_kind = outcome.error_kind;
                 done.error = outcome.error.map(|e| {
                     if layered {
                         format!("layer {index} ({}): {e}", layer.name)
@@ -435,6 +439,7 @@ impl Orchestrator {
 struct Step {
     status: TurnStatus,
     error: Option<String>,
+    error_kind: Option<TurnErrorKind>,
     text: String,
     usage: Usage,
     cost_usd: Option<f64>,
@@ -445,6 +450,7 @@ impl From<TurnOutcome> for Step {
         Step {
             status: outcome.status,
             error: outcome.error,
+            error_kind: outcome.error_kind,
             text: outcome.text,
             usage: outcome.usage,
             cost_usd: outcome.cost_usd,
@@ -457,6 +463,7 @@ impl Step {
         Step {
             status: TurnStatus::Failed,
             error: Some(error),
+            error_kind: None,
             text: String::new(),
             usage: Usage::default(),
             cost_usd: None,
@@ -520,10 +527,22 @@ fn join_results(tasks: &[String], results: Vec<Step>) -> Step {
             TurnStatus::Completed
         },
         error: (!failures.is_empty()).then(|| failures.join("; ")),
+        // Every worker failed the same way: the layer did.
+        error_kind: if all_failed {
+            common_kind(results.iter().map(|step| step.error_kind))
+        } else {
+            None
+        },
         text,
         usage,
         cost_usd: cost,
     }
+}
+
+/// The kind all of `kinds` are, if they are one.
+fn common_kind(mut kinds: impl Iterator<Item = Option<TurnErrorKind>>) -> Option<TurnErrorKind> {
+    let first = kinds.next()??;
+    kinds.all(|k| k == Some(first)).then_some(first)
 }
 
 fn first_line(text: &str) -> String {

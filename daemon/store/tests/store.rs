@@ -84,6 +84,7 @@ async fn events_round_trip_and_session_follows_the_log() {
                 AppEvent::TurnFinished {
                     status: TurnStatus::Completed,
                     error: None,
+                    error_kind: None,
                 },
             )],
         )
@@ -307,6 +308,7 @@ async fn a_fork_leaves_out_turns_a_rewind_took_back() {
             AppEvent::TurnFinished {
                 status: TurnStatus::Completed,
                 error: None,
+                error_kind: None,
             },
         );
     }
@@ -463,6 +465,7 @@ async fn history_leaves_out_the_streamed_pieces_of_completed_turns_only() {
             AppEvent::TurnFinished {
                 status,
                 error: None,
+                error_kind: None,
             },
         )
     };

@@ -622,6 +622,7 @@ impl Hub {
                     "the daemon stopped while this turn was running — submit again to continue"
                         .into(),
                 ),
+                error_kind: None,
             };
             let turn = Some(info.turns).filter(|t| *t > 0);
             if let Some(turn) = turn {

@@ -35,7 +35,7 @@ use stepper_engine::{
 };
 use stepper_engine::{HostedTool, gate::Verdict};
 use stepper_protocol::session::Env;
-use stepper_protocol::{AppEvent, TurnStatus};
+use stepper_protocol::{AppEvent, TurnErrorKind, TurnStatus};
 use stepper_providers::replay::Recorder;
 use stepper_providers::{ResolveContext, Resolved};
 use tokio::sync::{mpsc, watch};
@@ -148,12 +148,17 @@ impl LiveSession {
             Err(e) => Err(TurnError::from(e)),
         };
         let said = Mutex::new(input.text.clone());
-        let (status, error, contexts) = match prepared {
-            Err(e) => (TurnStatus::Failed, Some(e.to_string()), Vec::new()),
+        let (status, error, error_kind, contexts) = match prepared {
+            Err(e) => {
+                let kind = matches!(e, TurnError::Provider(_)).then_some(TurnErrorKind::Provider);
+                (TurnStatus::Failed, Some(e.to_string()), kind, Vec::new())
+            }
             // Another agent CLI runs the whole turn.
             Ok((prepared, _)) if prepared.resolved.backend.is_some() => {
-                self.backend_turn(turn, &input.text, prepared, &consulted, &cancel, deps)
-                    .await?
+                let (status, error, contexts) = self
+                    .backend_turn(turn, &input.text, prepared, &consulted, &cancel, deps)
+                    .await?;
+                (status, error, None, contexts)
             }
             Ok((prepared, messages)) => {
                 // A session that left its CLI back-end lets its process go (the
@@ -435,7 +440,7 @@ impl LiveSession {
                     orchestrator.run(&layers, layered, &text, histories).await
                 };
                 let ((), done) = tokio::join!(baseline, run);
-                (done.status, done.error, done.contexts)
+                (done.status, done.error, done.error_kind, done.contexts)
             }
         };
         // What the turn's commands left running outside their groups (`setsid cmd &`) ends
@@ -475,7 +480,8 @@ impl LiveSession {
         } else {
             contexts
         };
-        self.finish_turn(turn, status, error, contexts).await
+        self.finish_turn(turn, status, error, error_kind, contexts)
+            .await
     }
 
     /// The context and the end of the turn in one commit: a client that sees
@@ -485,14 +491,17 @@ impl LiveSession {
         turn: u32,
         status: TurnStatus,
         error: Option<String>,
+        error_kind: Option<TurnErrorKind>,
         contexts: Vec<LayerContext>,
     ) -> Result<(), LogError> {
         // A turn the store's trouble ended (see `LiveSession::start`) failed, and says why.
-        let (status, error) = match self.log.trouble() {
-            Some(why) if status == TurnStatus::Interrupted => {
-                (TurnStatus::Failed, Some(why.to_string()))
-            }
-            _ => (status, error),
+        let (status, error, error_kind) = match self.log.trouble() {
+            Some(why) if status == TurnStatus::Interrupted => (
+                TurnStatus::Failed,
+                Some(why.to_string()),
+                Some(TurnErrorKind::Store),
+            ),
+            _ => (status, error, error_kind),
         };
         let rows = contexts
             .iter()
@@ -509,7 +518,15 @@ impl LiveSession {
             (_, error) => error,
         };
         self.log
-            .append_with_context(Some(turn), AppEvent::TurnFinished { status, error }, rows)
+            .append_with_context(
+                Some(turn),
+                AppEvent::TurnFinished {
+                    status,
+                    error,
+                    error_kind,
+                },
+                rows,
+            )
             .await?;
         // The turn is over once its end is queued: a client that sees `TurnFinished` may
         // rewind at once (a rewind flushes the log first, so it comes after this commit).
@@ -537,8 +554,14 @@ impl LiveSession {
         for message in notices {
             self.notice_once(turn, message).await;
         }
-        self.finish_turn(turn, TurnStatus::Failed, Some(error), vec![said_only(said)])
-            .await
+        self.finish_turn(
+            turn,
+            TurnStatus::Failed,
+            Some(error),
+            None,
+            vec![said_only(said)],
+        )
+        .await
     }
 
     /// Say `message` in the session unless it was said already.
@@ -1033,7 +1056,7 @@ impl LiveSession {
             Vec::new()
         };
         let error = (status == TurnStatus::Failed).then_some(error).flatten();
-        self.finish_turn(turn, status, error, contexts).await
+        self.finish_turn(turn, status, error, None, contexts).await
     }
 }
 
