@@ -115,9 +115,13 @@ fn two_panes_share_inputs_answers_and_approvals() {
     // Typed in B this time: both are asked; B answers; A's overlay closes.
     submit(&b, "make-a-file");
     for pane in [&a, &b] {
-        // Its keys line shows once the keys answer (keys typed as it appears go to the input).
+        // Its keys answer once it stops saying to read it first (keys typed as it appears
+        // are swallowed).
         pane.wait_for("the approval overlay, answerable", |s| {
-            s.contains("Allow bash?") && s.contains("touch approved-file") && s.contains("y allow")
+            s.contains("Allow bash?")
+                && s.contains("touch approved-file")
+                && s.contains("y  allow")
+                && !s.contains("keys in a moment")
         });
     }
     let file = env.project.path().join("approved-file");

@@ -78,8 +78,7 @@ impl App {
                         asks,
                         tool: format!("the project's MCP server {}", sanitize(&server.name)),
                         summary: format!(
-                            "{} names an MCP server; it runs only once you allow it (a: all of \
-                             this project's servers)",
+                            "{} names an MCP server; it runs only once you allow it",
                             sanitize(&server.file)
                         ),
                         command: Some(sanitize(&server.target)),

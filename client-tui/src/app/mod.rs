@@ -16,6 +16,7 @@ use crate::composer::Composer;
 use crate::transcript::Cell;
 use crate::{Exit, TuiOptions};
 
+mod approval;
 mod events;
 mod keys;
 
@@ -105,6 +106,9 @@ pub struct App {
     pub(crate) context_tokens: Option<u64>,
     pub(crate) now_ms: i64,
     pub(crate) flash: Option<(String, i64)>,
+    /// The user denied a call and asked to say what to do instead: the next words typed
+    /// are the next input (the turn is being interrupted), not a steer.
+    pub(crate) telling: bool,
     /// Agent cells show their activity and final text (Ctrl-O), not only their last line.
     pub(crate) agents_expanded: bool,
     exit: Option<Exit>,
@@ -148,6 +152,7 @@ impl App {
             now_ms: 0,
             flash: None,
             agents_expanded: false,
+            telling: false,
             exit: None,
         }
     }
