@@ -229,6 +229,7 @@ impl App {
                     summary,
                     output: String::new(),
                     done: None,
+                    expanded: self.expanded,
                 }));
             }
             AppEvent::ToolOutputDelta { call_id, text } => {
@@ -259,6 +260,7 @@ impl App {
                         summary: String::new(),
                         output: String::new(),
                         done: Some(done),
+                        expanded: self.expanded,
                     })),
                 }
                 self.settle();
@@ -552,7 +554,7 @@ impl App {
                         task: None,
                         activity: Vec::new(),
                         done: None,
-                        expanded: self.agents_expanded,
+                        expanded: self.expanded,
                     }));
                 } else {
                     self.push(Cell::note(
@@ -600,7 +602,7 @@ impl App {
                     task: Some(sanitize(&task)),
                     activity: Vec::new(),
                     done: None,
-                    expanded: self.agents_expanded,
+                    expanded: self.expanded,
                 }));
             }
             AppEvent::SubagentFinished {
@@ -684,7 +686,7 @@ impl App {
                 task: None,
                 activity: Vec::new(),
                 done: None,
-                expanded: self.agents_expanded,
+                expanded: self.expanded,
             }));
         }
         if let Some(cell) = self.live_agent(agent) {
@@ -699,20 +701,33 @@ impl App {
         })
     }
 
-    /// Ctrl-O: show agents' activity and final text, or only their last line.
-    pub(crate) fn toggle_agents(&mut self) {
-        self.agents_expanded = !self.agents_expanded;
+    /// Ctrl-O: show tools' whole output and agents' activity and final text, or only their
+    /// tail. What went to scrollback stays as it was written, but the last tool call whose
+    /// output was cut there is shown again, whole.
+    pub(crate) fn toggle_expanded(&mut self) {
+        self.expanded = !self.expanded;
         for cell in &mut self.live {
-            if let Cell::Agent(a) = cell {
-                a.expanded = self.agents_expanded;
+            match cell {
+                Cell::Agent(a) => a.expanded = self.expanded,
+                Cell::Tool(t) => t.expanded = self.expanded,
+                _ => {}
             }
         }
-        let state = if self.agents_expanded {
+        if self.expanded
+            && let Some(mut tool) = self.last_tool.take()
+        {
+            tool.expanded = true;
+            self.push(Cell::Tool(tool));
+        }
+        let state = if self.expanded {
             "expanded"
         } else {
             "collapsed"
         };
-        self.flash = Some((format!("agents {state} (Ctrl-O)"), self.now_ms + 3000));
+        self.flash = Some((
+            format!("tool output and agents {state} (Ctrl-O)"),
+            self.now_ms + 3000,
+        ));
     }
 
     fn live_tool(&mut self, call_id: &str) -> Option<&mut ToolCell> {
@@ -824,6 +839,9 @@ impl App {
                 break;
             }
             let cell = self.live.remove(0);
+            if let Cell::Tool(t) = &cell {
+                self.last_tool = (!t.expanded && t.cut()).then(|| t.clone());
+            }
             self.finished.push(cell);
         }
     }

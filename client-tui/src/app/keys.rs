@@ -169,7 +169,7 @@ impl App {
                 }
                 self.composer.delete();
             }
-            KeyCode::Char('o') if ctrl => self.toggle_agents(),
+            KeyCode::Char('o') if ctrl => self.toggle_expanded(),
             KeyCode::Char('a') if ctrl => self.composer.home(),
             KeyCode::Char('e') if ctrl => self.composer.end(),
             KeyCode::Char('u') if ctrl => self.composer.kill_to_start(),

@@ -109,8 +109,12 @@ pub struct App {
     /// The user denied a call and asked to say what to do instead: the next words typed
     /// are the next input (the turn is being interrupted), not a steer.
     pub(crate) telling: bool,
-    /// Agent cells show their activity and final text (Ctrl-O), not only their last line.
-    pub(crate) agents_expanded: bool,
+    /// Tool cells show their whole output, and agent cells their activity and final text
+    /// (Ctrl-O), not only their tail.
+    pub(crate) expanded: bool,
+    /// The last tool call gone to scrollback, while its output is cut there: Ctrl-O shows it
+    /// again whole.
+    last_tool: Option<crate::transcript::ToolCell>,
     exit: Option<Exit>,
 }
 
@@ -151,7 +155,8 @@ impl App {
             context_tokens: None,
             now_ms: 0,
             flash: None,
-            agents_expanded: false,
+            expanded: false,
+            last_tool: None,
             telling: false,
             exit: None,
         }
