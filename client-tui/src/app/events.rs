@@ -268,7 +268,7 @@ impl App {
             AppEvent::Steered { text, by, .. } => {
                 self.push_aside(Cell::note(
                     "↳",
-                    format!("steered: {text}{}", by_suffix(by)),
+                    format!("steered: {text}{}", self.by_suffix(by)),
                     theme::dim(),
                 ));
             }
@@ -299,38 +299,43 @@ impl App {
             }
             AppEvent::ClientAttached { client, kind, .. } => {
                 if client != self.me {
+                    if env.seq > self.presence_after && !self.others.contains(&client) {
+                        self.others.push(client.clone());
+                    }
+                    let name = self.client_name(&client);
                     self.push_aside(Cell::note(
                         "•",
-                        format!("{client} attached ({kind})"),
+                        format!("{name} attached ({kind})"),
                         theme::dim(),
                     ));
-                    if env.seq > self.presence_after && !self.others.contains(&client) {
-                        self.others.push(client);
-                    }
                 }
             }
             AppEvent::ClientDetached { client } => {
                 if client != self.me {
+                    let name = self.client_name(&client);
                     if env.seq > self.presence_after {
                         self.others.retain(|c| *c != client);
                     }
-                    self.push_aside(Cell::note("•", format!("{client} detached"), theme::dim()));
+                    self.push_aside(Cell::note("•", format!("{name} detached"), theme::dim()));
                 }
             }
             AppEvent::ModelChanged { model, by } => {
                 self.push_aside(Cell::note(
                     "⚙",
-                    format!("model → {model}{}", by_suffix(by)),
+                    format!("model → {model}{}", self.by_suffix(by)),
                     theme::dim(),
                 ));
                 self.model = model;
             }
             AppEvent::ModeChanged { mode, by } => {
-                self.push_aside(Cell::note(
-                    "⚙",
-                    format!("mode → {mode}{}", by_suffix(by)),
-                    theme::dim(),
-                ));
+                // This client's own change shows in the status line; another's is news.
+                if by.as_deref() != Some(self.me.as_str()) {
+                    self.push_aside(Cell::note(
+                        "⚙",
+                        format!("mode → {mode}{}", self.by_suffix(by)),
+                        theme::dim(),
+                    ));
+                }
                 self.mode = mode;
                 self.mode_asked = None;
             }
@@ -439,7 +444,7 @@ impl App {
                     .unwrap_or_default();
                 self.push(Cell::note(
                     glyph,
-                    format!("{verb}{of}{}", by_suffix(by)),
+                    format!("{verb}{of}{}", self.by_suffix(by)),
                     style,
                 ));
             }
@@ -463,7 +468,7 @@ impl App {
                 };
                 self.push(Cell::note(
                     glyph,
-                    format!("{verb}{tool}{}", by_suffix(by)),
+                    format!("{verb}{tool}{}", self.by_suffix(by)),
                     style,
                 ));
             }
@@ -691,6 +696,27 @@ impl App {
         }
         if let Some(cell) = self.live_agent(agent) {
             cell.note(line);
+        }
+    }
+
+    /// Who did it, after what was done (free text, so in brackets): " (by alice)".
+    fn by_suffix(&self, by: Option<String>) -> String {
+        by.map(|b| format!(" (by {})", sanitize(&self.client_name(&b))))
+            .unwrap_or_default()
+    }
+
+    /// A client as the transcript names it: without the pid after its name, unless another
+    /// client attached now has the same name (two terminals of `stepper attach`).
+    fn client_name(&self, name: &str) -> String {
+        let base = without_pid(name);
+        let namesakes = std::iter::once(&self.me)
+            .chain(&self.others)
+            .filter(|n| *n != name && without_pid(n) == base)
+            .count();
+        if namesakes > 0 {
+            name.to_string()
+        } else {
+            base.to_string()
         }
     }
 
@@ -937,8 +963,10 @@ fn input_side(u: &Usage) -> u64 {
     u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
 }
 
-/// Who did it, after what was done (free text, so in brackets): " (by alice)".
-fn by_suffix(by: Option<String>) -> String {
-    by.map(|b| format!(" (by {})", sanitize(&b)))
-        .unwrap_or_default()
+/// A client's name without the pid the CLI puts after it (`stepper attach 30039`).
+fn without_pid(name: &str) -> &str {
+    match name.rsplit_once(' ') {
+        Some((base, pid)) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
 }

@@ -1075,3 +1075,97 @@ fn a_message_ending_inside_a_code_block_keeps_its_last_line() {
     );
     assert_eq!(text(&app.take_history(80)), "\nfirst\nlast");
 }
+
+#[test]
+fn a_mode_change_of_ours_is_shown_in_the_status_line_only() {
+    let mut app = app();
+    app.apply(CoreEvent::Clients {
+        clients: vec![client("stepper attach 30039"), client("stepper ask 51")],
+        me: "stepper attach 30039".into(),
+    });
+    app.take_history(80);
+    for mode in [PermissionMode::AcceptEdits, PermissionMode::Plan] {
+        app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
+        feed(
+            &mut app,
+            [AppEvent::ModeChanged {
+                mode,
+                by: Some("stepper attach 30039".into()),
+            }],
+        );
+    }
+    assert_eq!(text(&app.take_history(80)), "", "no transcript line");
+    assert!(frame(&app, 80).contains("· plan"), "{}", frame(&app, 80));
+    // Another client's change is noted, once.
+    feed(
+        &mut app,
+        [AppEvent::ModeChanged {
+            mode: PermissionMode::Default,
+            by: Some("stepper ask 51".into()),
+        }],
+    );
+    assert_eq!(
+        text(&app.take_history(80)),
+        "\n⚙ mode → default (by stepper ask)"
+    );
+}
+
+#[test]
+fn client_names_show_their_pid_only_when_two_share_a_name() {
+    let mut app = app();
+    app.apply(CoreEvent::Clients {
+        clients: vec![client("stepper attach 30039")],
+        me: "stepper attach 30039".into(),
+    });
+    app.take_history(80);
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [
+            AppEvent::ClientAttached {
+                client: "stepper ask 4242".into(),
+                kind: "cli".into(),
+                pid: Some(4242),
+            },
+            AppEvent::Steered {
+                input_id: Some("s".into()),
+                text: "also the docs".into(),
+                by: Some("stepper ask 4242".into()),
+            },
+            // A second terminal of the same name: now the pids tell them apart.
+            AppEvent::ClientAttached {
+                client: "stepper attach 777".into(),
+                kind: "tui".into(),
+                pid: Some(777),
+            },
+            AppEvent::ModelChanged {
+                model: "openai/gpt-5".into(),
+                by: Some("stepper attach 777".into()),
+            },
+            AppEvent::ClientDetached {
+                client: "stepper attach 777".into(),
+            },
+            AppEvent::ModelChanged {
+                model: "openai/gpt-5-mini".into(),
+                by: Some("stepper ask 4242".into()),
+            },
+        ],
+    );
+    let all = text(&app.take_history(80));
+    assert!(all.contains("• stepper ask attached (cli)"), "{all}");
+    assert!(
+        all.contains("↳ steered: also the docs (by stepper ask)"),
+        "{all}"
+    );
+    assert!(all.contains("• stepper attach 777 attached (tui)"), "{all}");
+    assert!(
+        all.contains("model → openai/gpt-5 (by stepper attach 777)"),
+        "{all}"
+    );
+    assert!(all.contains("• stepper attach 777 detached"), "{all}");
+    assert!(
+        all.contains("model → openai/gpt-5-mini (by stepper ask)"),
+        "{all}"
+    );
+    assert!(!all.contains("4242"), "{all}");
+}
