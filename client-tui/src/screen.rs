@@ -232,6 +232,15 @@ where
         self.backend.flush().map_err(io_err)
     }
 
+    /// Clears the whole screen (what scrolled into scrollback stays there) and puts the
+    /// viewport at its top.
+    pub fn clear(&mut self) -> io::Result<()> {
+        self.backend.clear_region(ClearType::All).map_err(io_err)?;
+        self.top = 0;
+        self.prev = None;
+        self.backend.flush().map_err(io_err)
+    }
+
     /// Clears the viewport and leaves the cursor at its top, for the shell to continue there.
     pub fn leave(&mut self) -> io::Result<()> {
         self.clear_from(self.top)?;

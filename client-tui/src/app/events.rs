@@ -24,8 +24,13 @@ impl App {
                 context_window,
             } => {
                 if self.session.as_ref().is_some_and(|s| s.id != info.id) {
+                    // Another session (`/clear`, `/fork`): its events replay from the start,
+                    // on a screen cleared of the old one's.
                     self.last_seq = 0;
-                    self.finish_live(true);
+                    self.live.clear();
+                    self.finished.clear();
+                    self.last_tool = None;
+                    self.clear_screen = true;
                     self.queued.clear();
                     self.approvals.clear();
                     self.elicits.clear();

@@ -115,6 +115,8 @@ pub struct App {
     /// The last tool call gone to scrollback, while its output is cut there: Ctrl-O shows it
     /// again whole.
     last_tool: Option<crate::transcript::ToolCell>,
+    /// The session shown changed: the screen is cleared of the old one before the next draw.
+    clear_screen: bool,
     exit: Option<Exit>,
 }
 
@@ -158,6 +160,7 @@ impl App {
             expanded: false,
             last_tool: None,
             telling: false,
+            clear_screen: false,
             exit: None,
         }
     }
@@ -165,6 +168,11 @@ impl App {
     /// Set when the core disconnected: the loop stops with it.
     pub fn exit(&self) -> Option<&Exit> {
         self.exit.as_ref()
+    }
+
+    /// Whether the screen is to be cleared (the session shown changed); asked once.
+    pub fn take_clear_screen(&mut self) -> bool {
+        std::mem::take(&mut self.clear_screen)
     }
 
     /// The seq of the last session event applied.
