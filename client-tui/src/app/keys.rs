@@ -203,12 +203,13 @@ impl App {
         actions
     }
 
-    /// Text pasted (bracketed paste): inserted as is, newlines included.
+    /// Text pasted (bracketed paste): inserted as is, newlines included; a large paste as a
+    /// token that stands for it.
     pub fn on_paste(&mut self, text: &str) {
         if (!self.approvals.is_empty() || !self.elicits.is_empty()) && !self.answer_keys_live() {
             return;
         }
-        self.composer.insert(text);
+        self.composer.paste(text);
         self.refresh_popup();
     }
 

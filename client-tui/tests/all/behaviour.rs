@@ -1169,3 +1169,37 @@ fn client_names_show_their_pid_only_when_two_share_a_name() {
     );
     assert!(!all.contains("4242"), "{all}");
 }
+
+#[test]
+fn a_large_paste_is_a_token_in_the_input_and_sent_whole() {
+    let mut app = app();
+    let pasted: String = (1..=200).map(|i| format!("log line {i}\n")).collect();
+    type_text(&mut app, "why does this fail? ");
+    app.on_paste(&pasted);
+    assert_eq!(
+        app.input(),
+        "why does this fail? [Pasted text #1 +200 lines]"
+    );
+    assert!(frame(&app, 72).contains("› why does this fail? [Pasted text #1 +200 lines]"));
+    type_text(&mut app, " thanks");
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [submit(&format!("why does this fail? {pasted} thanks"))]
+    );
+    // Backspace takes a token whole, and what it stood for with it.
+    app.on_paste(&pasted);
+    app.on_paste(&pasted);
+    assert_eq!(
+        app.input(),
+        "[Pasted text #2 +200 lines][Pasted text #3 +200 lines]"
+    );
+    app.on_key(key(KeyCode::Backspace));
+    assert_eq!(app.input(), "[Pasted text #2 +200 lines]");
+    type_text(&mut app, "x");
+    app.on_key(key(KeyCode::Backspace));
+    app.on_key(key(KeyCode::Backspace));
+    assert_eq!(app.input(), "");
+    // A short paste is text as ever.
+    app.on_paste("two\nlines");
+    assert_eq!(app.input(), "two\nlines");
+}
