@@ -149,6 +149,11 @@ impl App {
                         width.saturating_sub(4),
                     )
                 })
+            })
+            .or_else(|| {
+                self.model_menu
+                    .as_ref()
+                    .map(|m| model_overlay(m, &self.model, width.saturating_sub(4)))
             });
         let popup = self
             .popup
@@ -463,6 +468,69 @@ fn tokens(n: u64) -> String {
         0..1_000 => n.to_string(),
         1_000..1_000_000 => format!("{:.1}k", n as f64 / 1_000.0),
         _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+/// Models shown at once in `/model`'s list; it scrolls with the selection.
+const MODEL_ROWS: usize = 10;
+
+/// `/model`'s list: each model with its context window and prices, the current one marked.
+fn model_overlay(menu: &crate::app::ModelMenu, current: &str, width: u16) -> Overlay {
+    let first = menu
+        .selected
+        .saturating_sub(MODEL_ROWS - 1)
+        .min(menu.models.len().saturating_sub(MODEL_ROWS));
+    let shown: Vec<(usize, &crate::ModelEntry)> = menu
+        .models
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(MODEL_ROWS)
+        .collect();
+    let metas: Vec<String> = shown
+        .iter()
+        .map(|(_, m)| {
+            let price = match (m.input_price, m.output_price) {
+                (Some(i), Some(o)) => format!("${i} / ${o} per M"),
+                _ => "price unknown".to_string(),
+            };
+            let now = if m.id == current { " · current" } else { "" };
+            format!("  {:>6} ctx · {price}{now}", tokens(m.context_window))
+        })
+        .collect();
+    let meta_width = metas.iter().map(|m| str_width(m)).max().unwrap_or(0);
+    let name_width = shown
+        .iter()
+        .map(|(_, m)| str_width(&m.id))
+        .max()
+        .unwrap_or(0)
+        .min(usize::from(width).saturating_sub(2 + meta_width).max(8));
+    let mut content = Vec::new();
+    for ((i, m), meta) in shown.iter().zip(metas) {
+        let chosen = *i == menu.selected;
+        let marker = if chosen { "› " } else { "  " };
+        let name_style = if chosen { theme::bold() } else { Style::new() };
+        let name = truncate(&m.id, name_width);
+        let pad = " ".repeat(name_width.saturating_sub(str_width(&name)));
+        content.push(Line::from(vec![
+            Span::styled(marker, theme::user_prompt()),
+            Span::styled(format!("{name}{pad}"), name_style),
+            Span::styled(meta, theme::dim()),
+        ]));
+    }
+    let more = menu.models.len().saturating_sub(MODEL_ROWS);
+    let title = if more > 0 {
+        format!("Switch model · {} models", menu.models.len())
+    } else {
+        "Switch model".to_string()
+    };
+    Overlay {
+        title,
+        content,
+        keys: vec![Line::from(Span::styled(
+            "↑↓ choose · ⏎ switch · esc cancel",
+            theme::dim(),
+        ))],
     }
 }
 

@@ -115,6 +115,15 @@ impl App {
                 });
             }
             CoreEvent::Info(message) => self.push(Cell::note("ℹ", message, theme::dim())),
+            CoreEvent::Models(models) if models.is_empty() => self.push(Cell::note(
+                "⚠",
+                "no models known — 'stepper doctor' shows what is set up",
+                theme::warning(),
+            )),
+            CoreEvent::Models(models) => {
+                let selected = models.iter().position(|m| m.id == self.model).unwrap_or(0);
+                self.model_menu = Some(super::ModelMenu { models, selected });
+            }
             CoreEvent::Disconnected(reason) => self.exit = Some(Exit::Disconnected(reason)),
         }
     }

@@ -87,6 +87,31 @@ impl App {
             }
         }
 
+        // `/model`'s list, once nothing is asked: arrows choose, Enter sets, Esc closes.
+        if self.approvals.is_empty()
+            && self.elicits.is_empty()
+            && let Some(menu) = &mut self.model_menu
+        {
+            let n = menu.models.len().max(1);
+            match key.code {
+                KeyCode::Up => menu.selected = (menu.selected + n - 1) % n,
+                KeyCode::Char('p') if ctrl => menu.selected = (menu.selected + n - 1) % n,
+                KeyCode::Down => menu.selected = (menu.selected + 1) % n,
+                KeyCode::Char('n') if ctrl => menu.selected = (menu.selected + 1) % n,
+                KeyCode::Enter => {
+                    let chosen = menu.models.get(menu.selected).map(|m| m.id.clone());
+                    self.model_menu = None;
+                    return chosen
+                        .map(|model| vec![Action::SetModel { model }])
+                        .unwrap_or_default();
+                }
+                KeyCode::Esc => self.model_menu = None,
+                KeyCode::Char('c' | 'd') if ctrl => self.model_menu = None,
+                _ => {}
+            }
+            return Vec::new();
+        }
+
         // An MCP server's form (once no approval waits) takes the keys: they type in its
         // fields. Tab and arrows move between fields, Enter sends, Esc declines.
         if self.approvals.is_empty() && !self.elicits.is_empty() {

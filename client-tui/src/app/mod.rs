@@ -56,6 +56,13 @@ pub(crate) struct Elicit {
     pub problem: Option<String>,
 }
 
+/// `/model`'s list: the daemon's models, one of them selected.
+#[derive(Debug)]
+pub(crate) struct ModelMenu {
+    pub models: Vec<crate::ModelEntry>,
+    pub selected: usize,
+}
+
 /// The whole state of the attached TUI.
 #[derive(Debug)]
 pub struct App {
@@ -115,6 +122,8 @@ pub struct App {
     /// The last tool call gone to scrollback, while its output is cut there: Ctrl-O shows it
     /// again whole.
     last_tool: Option<crate::transcript::ToolCell>,
+    /// `/model`'s list, while it is open.
+    pub(crate) model_menu: Option<ModelMenu>,
     /// The session shown changed: the screen is cleared of the old one before the next draw.
     clear_screen: bool,
     exit: Option<Exit>,
@@ -160,6 +169,7 @@ impl App {
             expanded: false,
             last_tool: None,
             telling: false,
+            model_menu: None,
             clear_screen: false,
             exit: None,
         }

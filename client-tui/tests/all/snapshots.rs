@@ -642,3 +642,47 @@ fn tool_output_collapsed_then_expanded_with_ctrl_o() {
     let lines = text(&app.take_history(WIDTH));
     assert!(lines.contains("… +7 lines (ctrl+o to expand)"), "{lines}");
 }
+
+#[test]
+fn model_picker_lists_the_catalogue_and_enter_sets_one() {
+    let mut app = app();
+    type_text(&mut app, "/model");
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [stepper_tui::Action::ListModels]
+    );
+    let entry = |id: &str, window: u64, prices: Option<(f64, f64)>| stepper_tui::ModelEntry {
+        id: id.into(),
+        provider: id.split('/').next().unwrap().into(),
+        context_window: window,
+        max_output: 32_000,
+        input_price: prices.map(|p| p.0),
+        output_price: prices.map(|p| p.1),
+        cache_read_price: None,
+        cache_write_price: None,
+        configured: false,
+    };
+    app.apply(CoreEvent::Models(vec![
+        entry("anthropic/claude-opus-4-1", 200_000, Some((15.0, 75.0))),
+        entry("anthropic/claude-sonnet-4-5", 1_000_000, Some((3.0, 15.0))),
+        entry("openai/gpt-5", 400_000, Some((1.25, 10.0))),
+        entry("ollama/qwen3-coder", 32_768, None),
+    ]));
+    assert_snapshot!("model_picker", frame(&app, WIDTH));
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [stepper_tui::Action::SetModel {
+            model: "openai/gpt-5".into()
+        }]
+    );
+    assert!(!frame(&app, WIDTH).contains("Switch model"));
+    // Esc closes it without a change.
+    app.apply(CoreEvent::Models(vec![entry(
+        "openai/gpt-5",
+        400_000,
+        None,
+    )]));
+    assert!(app.on_key(key(KeyCode::Esc)).is_empty());
+    assert!(!frame(&app, WIDTH).contains("Switch model"));
+}
