@@ -608,6 +608,20 @@ async fn perform(
             }
             done.map(drop)
         }
+        Action::ListModels => {
+            match client
+                .call::<ModelsList>(ModelsListParams {
+                    cwd: Some(cwd.display().to_string()),
+                })
+                .await
+            {
+                Ok(list) => {
+                    let _ = core.send(CoreEvent::Models(list.models)).await;
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        }
         Action::Rewind {
             turn,
             files,

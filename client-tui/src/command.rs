@@ -21,8 +21,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "/model",
-        help: "switch model: /model provider/model-id",
-        takes_args: true,
+        help: "switch model: pick from a list, or /model provider/model-id",
+        takes_args: false,
     },
     CommandSpec {
         name: "/mode",
@@ -128,7 +128,7 @@ pub(crate) fn parse(line: &str) -> Parsed {
         "/continue" => Parsed::Action(Action::Submit {
             text: CONTINUE_TEXT.to_string(),
         }),
-        "/model" if args.is_empty() => Parsed::Usage("usage: /model provider/model-id".into()),
+        "/model" if args.is_empty() => Parsed::Action(Action::ListModels),
         "/model" => Parsed::Action(Action::SetModel {
             model: args.to_string(),
         }),

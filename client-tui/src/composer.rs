@@ -22,6 +22,21 @@ pub(crate) struct Composer {
     browsing: Option<usize>,
     /// What was typed before browsing began, restored when browsing past the newest entry.
     draft: String,
+    /// Large pastes, shown in the text as their token and sent as what they stand for.
+    pastes: Vec<Paste>,
+    /// Pastes made so far, for the tokens' numbers.
+    pasted: usize,
+}
+
+/// A paste of more lines than this shows as a token (`[Pasted text #1 +200 lines]`).
+const PASTE_LINES: usize = 10;
+/// …as does one of more characters than this.
+const PASTE_CHARS: usize = 1000;
+
+#[derive(Debug)]
+struct Paste {
+    token: String,
+    text: String,
 }
 
 impl Composer {
@@ -56,15 +71,48 @@ impl Composer {
         self.text.clear();
         self.cursor = 0;
         self.browsing = None;
+        self.pastes.clear();
     }
 
-    /// Empties the box and remembers what was in it.
+    /// Empties the box and remembers what was in it: its pastes' tokens replaced by what
+    /// they stand for.
     pub fn take(&mut self) -> String {
-        let text = std::mem::take(&mut self.text);
+        let mut text = std::mem::take(&mut self.text);
+        for paste in self.pastes.drain(..) {
+            if let Some(at) = text.find(&paste.token) {
+                text.replace_range(at..at + paste.token.len(), &paste.text);
+            }
+        }
         self.cursor = 0;
         self.browsing = None;
         self.remember(&text);
         text
+    }
+
+    /// Inserts pasted text: a large paste as a token that stands for it, so the box stays
+    /// readable; the whole text is what is sent.
+    pub fn paste(&mut self, s: &str) {
+        let text = sanitize(&s.replace("\r\n", "\n").replace('\r', "\n"));
+        let lines = text.lines().count();
+        if lines <= PASTE_LINES && text.chars().count() <= PASTE_CHARS {
+            self.insert(&text);
+            return;
+        }
+        self.pasted += 1;
+        let token = format!("[Pasted text #{} +{lines} lines]", self.pasted);
+        self.insert(&token);
+        self.pastes.push(Paste { token, text });
+    }
+
+    /// The paste whose token ends (`before`) or starts at the cursor.
+    fn token_at_cursor(&self, before: bool) -> Option<usize> {
+        self.pastes.iter().position(|p| {
+            if before {
+                self.text[..self.cursor].ends_with(&p.token)
+            } else {
+                self.text[self.cursor..].starts_with(&p.token)
+            }
+        })
     }
 
     /// Adds an input to the history (the session's inputs, from any client, as they are
@@ -98,12 +146,25 @@ impl Composer {
     }
 
     pub fn backspace(&mut self) {
+        if let Some(i) = self.token_at_cursor(true) {
+            let paste = self.pastes.remove(i);
+            let start = self.cursor - paste.token.len();
+            self.text.drain(start..self.cursor);
+            self.cursor = start;
+            return;
+        }
         let start = self.prev_boundary();
         self.text.drain(start..self.cursor);
         self.cursor = start;
     }
 
     pub fn delete(&mut self) {
+        if let Some(i) = self.token_at_cursor(false) {
+            let paste = self.pastes.remove(i);
+            self.text
+                .drain(self.cursor..self.cursor + paste.token.len());
+            return;
+        }
         let end = self.next_boundary();
         self.text.drain(self.cursor..end);
     }

@@ -29,7 +29,7 @@ pub use setup::{
     setup_with,
 };
 pub use stepper_protocol::event::{ApprovalDecision, EventEnvelope};
-pub use stepper_protocol::methods::AttachedClient;
+pub use stepper_protocol::methods::{AttachedClient, ModelEntry};
 pub use stepper_protocol::session::{PermissionMode, SandboxInfo, SessionInfo};
 pub use terminal::{KeySource, run, run_with};
 
@@ -73,6 +73,8 @@ pub enum Action {
     SetModel {
         model: String,
     },
+    /// `/model` alone: the models to choose from, answered with [`CoreEvent::Models`].
+    ListModels,
     Rewind {
         turn: u32,
         files: bool,
@@ -146,6 +148,8 @@ pub enum CoreEvent {
     PendingMcp(Vec<PendingMcpServer>),
     /// Whether to trust the session's folder: asked like an approval, before anything else.
     Trust(TrustQuestion),
+    /// The models the daemon knows (`models/list`), for `/model`'s picker.
+    Models(Vec<ModelEntry>),
     /// The connection to the daemon dropped for good.
     Disconnected(String),
 }

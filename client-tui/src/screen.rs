@@ -182,8 +182,13 @@ where
             row += take as u16;
             i += take;
         }
+        // Room for one row of the viewport below the history, no more: the next draw knows
+        // the viewport's new height and scrolls for what it needs. Making room for the old
+        // height here would scroll a tall viewport that is about to shrink (a long answer
+        // interrupted and written out) off the screen, and leave the input box high above
+        // blank rows.
         self.top = row;
-        let overflow = self.top.saturating_add(self.height).saturating_sub(h);
+        let overflow = self.top.saturating_add(1).saturating_sub(h);
         self.scroll_up(overflow)?;
         self.top -= overflow.min(self.top);
         self.prev = None;
@@ -224,6 +229,15 @@ where
         self.top -= overflow.min(self.top);
         self.prev = None;
         self.clear_from(self.top)?;
+        self.backend.flush().map_err(io_err)
+    }
+
+    /// Clears the whole screen (what scrolled into scrollback stays there) and puts the
+    /// viewport at its top.
+    pub fn clear(&mut self) -> io::Result<()> {
+        self.backend.clear_region(ClearType::All).map_err(io_err)?;
+        self.top = 0;
+        self.prev = None;
         self.backend.flush().map_err(io_err)
     }
 
@@ -313,6 +327,26 @@ mod tests {
         assert_eq!(shown(s.backend().buffer()), ["", "x", "", ""]);
         draw(&mut s, &["1", "2", "3", "4", "5", "6"]);
         assert_eq!(s.area(), Rect::new(0, 0, 10, 4));
+    }
+
+    #[test]
+    fn a_tall_viewport_that_shrinks_as_history_goes_out_stays_below_it() {
+        let mut s = Screen::new(TestBackend::new(10, 10), Position::new(0, 2)).unwrap();
+        draw(&mut s, &["1", "2", "3", "4", "5", "6", "in", "st"]);
+        assert_eq!(s.area(), Rect::new(0, 2, 10, 8));
+        s.insert_history(&text(&["1", "2", "3", "4", "5", "6"]))
+            .unwrap();
+        draw(&mut s, &["in", "st"]);
+        assert_eq!(s.area(), Rect::new(0, 8, 10, 2));
+        assert_eq!(
+            shown(s.backend().buffer()),
+            ["", "", "1", "2", "3", "4", "5", "6", "in", "st"]
+        );
+        // History that fills the screen still leaves the viewport its rows.
+        s.insert_history(&text(&["a"; 12])).unwrap();
+        draw(&mut s, &["in", "st"]);
+        assert_eq!(s.area(), Rect::new(0, 8, 10, 2));
+        assert_eq!(shown(s.backend().buffer())[7], "a");
     }
 
     #[test]

@@ -274,6 +274,9 @@ where
     B: Backend,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
+    if app.take_clear_screen() {
+        screen.clear()?;
+    }
     let size = screen.size();
     let lines = app.take_history(size.width);
     screen.insert_history(&lines)?;

@@ -19,6 +19,8 @@ const LIVE_OUTPUT_LINES: usize = 4;
 const DONE_OUTPUT_LINES: usize = 5;
 /// Lines of a diff kept in the transcript; the rest is counted.
 const DIFF_LINES: usize = 120;
+/// Lines of a tool's output shown expanded (Ctrl-O); the rest is counted.
+const EXPANDED_OUTPUT_LINES: usize = 200;
 /// Bytes of a running tool's output kept in memory: only its tail is ever shown.
 const LIVE_OUTPUT_BYTES: usize = 16 * 1024;
 
@@ -67,6 +69,8 @@ pub(crate) struct ToolCell {
     pub summary: String,
     pub output: String,
     pub done: Option<ToolDone>,
+    /// Its whole output shown (Ctrl-O), not only its tail.
+    pub expanded: bool,
 }
 
 /// Lines of an agent's activity kept (the last shown collapsed, all expanded).
@@ -109,6 +113,15 @@ pub(crate) struct ToolDone {
 }
 
 impl ToolCell {
+    /// Whether showing it collapsed leaves part of its output out.
+    pub fn cut(&self) -> bool {
+        match &self.done {
+            None => self.output.lines().count() > LIVE_OUTPUT_LINES,
+            Some(d) if shows_output(self, d) => d.output.lines().count() > DONE_OUTPUT_LINES,
+            Some(d) => !d.output.is_empty(),
+        }
+    }
+
     pub fn push_output(&mut self, text: &str) {
         push_sanitized(&mut self.output, text);
         if self.output.len() > LIVE_OUTPUT_BYTES {
@@ -279,6 +292,15 @@ fn output_is_content(tool: &str) -> bool {
     )
 }
 
+/// Whether a finished call shows its output collapsed: a content tool that succeeded, or
+/// an edit with its diff, says enough with a count.
+fn shows_output(t: &ToolCell, d: &ToolDone) -> bool {
+    match d.status {
+        ToolCallStatus::Ok => !output_is_content(&t.tool) && d.diff.is_none(),
+        _ => true,
+    }
+}
+
 fn tool(t: &ToolCell, width: u16, spinner: &str, out: &mut Vec<Line<'static>>) {
     let mut header = vec![
         Span::styled(t.tool.clone(), theme::bold()),
@@ -287,12 +309,22 @@ fn tool(t: &ToolCell, width: u16, spinner: &str, out: &mut Vec<Line<'static>>) {
     ];
     let body_style;
     let body: Vec<&str>;
+    // Lines left out before the body (collapsed, its tail shown) or after it (expanded,
+    // its head shown).
     let mut hidden = 0;
+    let mut more = 0;
+    let all_lines = |output: &str| -> Vec<String> { output.lines().map(String::from).collect() };
+    let shown_lines: Vec<String>;
     match &t.done {
         None => {
-            let lines: Vec<&str> = t.output.lines().collect();
-            hidden = lines.len().saturating_sub(LIVE_OUTPUT_LINES);
-            body = lines[hidden..].to_vec();
+            shown_lines = all_lines(&t.output);
+            let keep = if t.expanded {
+                EXPANDED_OUTPUT_LINES
+            } else {
+                LIVE_OUTPUT_LINES
+            };
+            hidden = shown_lines.len().saturating_sub(keep);
+            body = shown_lines[hidden..].iter().map(String::as_str).collect();
             body_style = theme::dim();
         }
         Some(d) => {
@@ -307,17 +339,18 @@ fn tool(t: &ToolCell, width: u16, spinner: &str, out: &mut Vec<Line<'static>>) {
                 meta.push(format!("exit {code}"));
             }
             meta.push(duration(d.duration_ms));
-            let lines: Vec<&str> = d.output.lines().collect();
-            let show_output = match d.status {
-                ToolCallStatus::Ok => !output_is_content(&t.tool) && d.diff.is_none(),
-                _ => true,
-            };
-            if show_output {
-                hidden = lines.len().saturating_sub(DONE_OUTPUT_LINES);
-                body = lines[hidden..].to_vec();
+            shown_lines = all_lines(&d.output);
+            let show_output = t.expanded || shows_output(t, d);
+            if t.expanded {
+                let keep = shown_lines.len().min(EXPANDED_OUTPUT_LINES);
+                more = shown_lines.len() - keep;
+                body = shown_lines[..keep].iter().map(String::as_str).collect();
+            } else if show_output {
+                hidden = shown_lines.len().saturating_sub(DONE_OUTPUT_LINES);
+                body = shown_lines[hidden..].iter().map(String::as_str).collect();
             } else {
-                if d.diff.is_none() && !lines.is_empty() {
-                    let n = lines.len();
+                if d.diff.is_none() && !shown_lines.is_empty() {
+                    let n = shown_lines.len();
                     meta.push(format!("{n} line{}", if n == 1 { "" } else { "s" }));
                 }
                 body = Vec::new();
@@ -348,19 +381,29 @@ fn tool(t: &ToolCell, width: u16, spinner: &str, out: &mut Vec<Line<'static>>) {
         Span::styled(s, theme::border())
     };
     if hidden > 0 {
+        let hint = if t.expanded { "" } else { EXPAND_HINT };
         out.push(Line::from(vec![
             lead(),
-            Span::styled(format!("… +{hidden} lines"), theme::dim()),
+            Span::styled(format!("… +{hidden} lines{hint}"), theme::dim()),
         ]));
     }
     for line in body {
         let text = truncate(line, usize::from(width).saturating_sub(4));
         out.push(Line::from(vec![lead(), Span::styled(text, body_style)]));
     }
+    if more > 0 {
+        out.push(Line::from(vec![
+            lead(),
+            Span::styled(format!("… {more} more lines"), theme::dim()),
+        ]));
+    }
     if let Some(diff) = t.done.as_ref().and_then(|d| d.diff.as_deref()) {
         diff_lines(diff, width, DIFF_LINES, &mut lead, out);
     }
 }
+
+/// After the count of a collapsed tool's lines left out: how to see them.
+const EXPAND_HINT: &str = " (ctrl+o to expand)";
 
 /// A unified diff in colour: additions green, removals red, hunk headers cyan.
 pub(crate) fn diff_lines(
@@ -511,7 +554,10 @@ pub(crate) const HELP: &[(&str, &str)] = &[
     ("⇧⇥", "cycle mode: default → accept-edits → plan"),
     ("^C", "clear the input, or interrupt"),
     ("^D", "detach (the turn goes on)"),
-    ("^O", "show what layers and subagents did, or hide it"),
+    (
+        "^O",
+        "expand or collapse tool output and what layers and subagents did",
+    ),
     ("@path", "mention a file"),
 ];
 

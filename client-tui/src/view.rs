@@ -38,34 +38,36 @@ struct Overlay {
     title: String,
     /// The summary, the command and the diff: clipped when rows are short.
     content: Vec<Line<'static>>,
-    keys: Line<'static>,
+    /// The answers, one a line (wrapped): always shown whole.
+    keys: Vec<Line<'static>>,
 }
 
-/// Rows of an overlay besides its content: the borders and the keys line.
-const OVERLAY_FRAME: u16 = 3;
-
 impl Overlay {
-    /// The lines inside the border, `rows` of them at most: the keys always, then as much
-    /// of the content as fits, its cut counted.
+    /// Rows of the overlay besides its content: the borders and the answers.
+    fn frame(&self) -> u16 {
+        (self.keys.len() + 2).min(usize::from(u16::MAX)) as u16
+    }
+
+    /// The lines inside the border, `rows` of them at most: the answers always, then as
+    /// much of the content as fits, its cut counted.
     fn lines(&self, rows: usize) -> Vec<Line<'static>> {
         let n = self.content.len();
+        let room = rows.saturating_sub(self.keys.len());
         let mut out = Vec::new();
-        if rows >= n + 2 {
+        if room > n {
             out.extend(self.content.iter().cloned());
             out.push(Line::default());
-        } else if rows > n {
+        } else if room == n {
             out.extend(self.content.iter().cloned());
-        } else if rows >= 2 {
-            let shown = rows - 2;
+        } else if room >= 1 {
+            let shown = room - 1;
             out.extend(self.content[..shown].iter().cloned());
             out.push(Line::from(Span::styled(
                 format!("… +{} lines", n - shown),
                 theme::dim(),
             )));
         }
-        if rows > 0 {
-            out.push(self.keys.clone());
-        }
+        out.extend(self.keys.iter().take(rows).cloned());
         out
     }
 }
@@ -147,6 +149,11 @@ impl App {
                         width.saturating_sub(4),
                     )
                 })
+            })
+            .or_else(|| {
+                self.model_menu
+                    .as_ref()
+                    .map(|m| model_overlay(m, &self.model, width.saturating_sub(4)))
             });
         let popup = self
             .popup
@@ -160,9 +167,11 @@ impl App {
         {
             "answer above: y trusts the folder, n does not"
         } else if !self.approvals.is_empty() {
-            "answer the approval above: y, a or n"
+            "answer the approval above"
         } else if !self.elicits.is_empty() {
             "answer the form above: type, ⇥ next field, ⏎ send, esc decline"
+        } else if self.telling {
+            "tell the model what to do instead · ⏎ sends it as the next input"
         } else {
             if self.running {
                 "⏎ steer the running turn · ⇥ queue a new one · esc interrupt"
@@ -197,8 +206,10 @@ impl App {
             status: take(1),
             ..Rows::default()
         };
-        if parts.overlay.is_some() && left.get() >= OVERLAY_FRAME {
-            r.overlay = take(usize::from(OVERLAY_FRAME));
+        if let Some(o) = &parts.overlay
+            && left.get() >= o.frame()
+        {
+            r.overlay = take(usize::from(o.frame()));
         }
         r.input += take(input.saturating_sub(1));
         if let (Some(o), true) = (&parts.overlay, r.overlay > 0) {
@@ -460,8 +471,69 @@ fn tokens(n: u64) -> String {
     }
 }
 
-/// The approval in front. Its keys line shows only once the keys answer (see
-/// `App::answer_keys_live`), so what is shown is what a key press does.
+/// Models shown at once in `/model`'s list; it scrolls with the selection.
+const MODEL_ROWS: usize = 10;
+
+/// `/model`'s list: each model with its context window and prices, the current one marked.
+fn model_overlay(menu: &crate::app::ModelMenu, current: &str, width: u16) -> Overlay {
+    let first = menu
+        .selected
+        .saturating_sub(MODEL_ROWS - 1)
+        .min(menu.models.len().saturating_sub(MODEL_ROWS));
+    let shown: Vec<(usize, &crate::ModelEntry)> = menu
+        .models
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(MODEL_ROWS)
+        .collect();
+    let metas: Vec<String> = shown
+        .iter()
+        .map(|(_, m)| {
+            let price = match (m.input_price, m.output_price) {
+                (Some(i), Some(o)) => format!("${i} / ${o} per M"),
+                _ => "price unknown".to_string(),
+            };
+            let now = if m.id == current { " · current" } else { "" };
+            format!("  {:>6} ctx · {price}{now}", tokens(m.context_window))
+        })
+        .collect();
+    let meta_width = metas.iter().map(|m| str_width(m)).max().unwrap_or(0);
+    let name_width = shown
+        .iter()
+        .map(|(_, m)| str_width(&m.id))
+        .max()
+        .unwrap_or(0)
+        .min(usize::from(width).saturating_sub(2 + meta_width).max(8));
+    let mut content = Vec::new();
+    for ((i, m), meta) in shown.iter().zip(metas) {
+        let chosen = *i == menu.selected;
+        let marker = if chosen { "› " } else { "  " };
+        let name_style = if chosen { theme::bold() } else { Style::new() };
+        let name = truncate(&m.id, name_width);
+        let pad = " ".repeat(name_width.saturating_sub(str_width(&name)));
+        content.push(Line::from(vec![
+            Span::styled(marker, theme::user_prompt()),
+            Span::styled(format!("{name}{pad}"), name_style),
+            Span::styled(meta, theme::dim()),
+        ]));
+    }
+    let more = menu.models.len().saturating_sub(MODEL_ROWS);
+    let title = if more > 0 {
+        format!("Switch model · {} models", menu.models.len())
+    } else {
+        "Switch model".to_string()
+    };
+    Overlay {
+        title,
+        content,
+        keys: vec![Line::from(Span::styled(
+            "↑↓ choose · ⏎ switch · esc cancel",
+            theme::dim(),
+        ))],
+    }
+}
+
 /// An MCP server's form: its question, then a line per field (the one being typed in
 /// marked), and the keys.
 fn form_overlay(e: &crate::app::Elicit, more: usize, live: bool, width: u16) -> Overlay {
@@ -502,41 +574,66 @@ fn form_overlay(e: &crate::app::Elicit, more: usize, live: bool, width: u16) -> 
     if let Some(problem) = &e.problem {
         content.push(Line::from(Span::styled(problem.clone(), theme::error())));
     }
-    let keys = vec![
-        Span::styled("⏎", theme::bold().patch(theme::ok())),
-        Span::raw(" send  "),
-        Span::styled("⇥", theme::bold()),
-        Span::raw(" next field  "),
-        Span::styled("esc", theme::bold().patch(theme::error())),
-        Span::raw(" decline"),
-    ];
-    Overlay {
-        title: format!("{} asks", e.server),
-        content,
-        keys: keys_line(keys, live, more),
-    }
-}
-
-/// An overlay's keys: `answer` once its keys count, a word to read first before, and how
-/// many more wait.
-fn keys_line(answer: Vec<Span<'static>>, live: bool, more: usize) -> Line<'static> {
-    let mut keys = if live {
-        answer
-    } else {
-        vec![Span::styled(
-            "read it first: keys in a moment",
-            theme::dim(),
-        )]
+    let style = |s: Style| {
+        if live {
+            theme::bold().patch(s)
+        } else {
+            theme::dim()
+        }
     };
-    if more > 0 {
-        keys.push(Span::styled(
-            format!("   +{more} more waiting"),
-            theme::dim(),
-        ));
+    let keys = Line::from(vec![
+        Span::styled("⏎", style(theme::ok())),
+        Span::styled(" send  ", dim_unless(live)),
+        Span::styled("⇥", style(Style::new())),
+        Span::styled(" next field  ", dim_unless(live)),
+        Span::styled("esc", style(theme::error())),
+        Span::styled(" decline", dim_unless(live)),
+    ]);
+    Overlay {
+        title: title(format!("{} asks", e.server), live, more),
+        content,
+        keys: vec![keys],
     }
-    Line::from(keys)
 }
 
+fn dim_unless(live: bool) -> Style {
+    if live { Style::new() } else { theme::dim() }
+}
+
+/// An overlay's title, with what its state adds: a word to read first while its keys do
+/// not answer yet (see `App::answer_keys_live`), and how many more wait.
+fn title(what: String, live: bool, more: usize) -> String {
+    let mut title = what;
+    if !live {
+        title.push_str(" · read it first: keys in a moment");
+    }
+    if more > 0 {
+        title.push_str(&format!(" · +{more} more waiting"));
+    }
+    title
+}
+
+/// The answers, one a line: the key, then what it does. Dimmed while the keys do not
+/// answer yet, so what is shown in colour is what a key press does.
+fn options(choices: &[(&str, String)], live: bool, width: u16) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for (key, what) in choices {
+        let style = match *key {
+            _ if !live => theme::dim(),
+            "n" | "t" => theme::bold().patch(theme::error()),
+            _ => theme::bold().patch(theme::ok()),
+        };
+        Para::prefixed(
+            Span::styled(format!("{key}  "), style),
+            Span::raw("   "),
+            vec![Span::styled(what.clone(), dim_unless(live))],
+        )
+        .wrap(width, &mut out);
+    }
+    out
+}
+
+/// The approval in front: what is asked, then its answers.
 fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
     let mut content = Vec::new();
     for line in a.summary.lines() {
@@ -555,30 +652,47 @@ fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
     if let Some(diff) = &a.diff {
         diff_lines(diff, width, usize::MAX, &mut || Span::raw(""), &mut content);
     }
-    if a.asks == Asks::Trust {
-        let keys = vec![
-            Span::styled("y", theme::bold().patch(theme::ok())),
-            Span::raw(" trust  "),
-            Span::styled("n", theme::bold().patch(theme::error())),
-            Span::raw("/esc not trusted (remembered; `stepper trust` changes it)"),
-        ];
-        return Overlay {
-            title: format!("Trust {}?", a.tool),
-            content,
-            keys: keys_line(keys, live, more),
-        };
-    }
-    let keys = vec![
-        Span::styled("y", theme::bold().patch(theme::ok())),
-        Span::raw(" allow  "),
-        Span::styled("a", theme::bold().patch(theme::ok())),
-        Span::raw(" allow always  "),
-        Span::styled("n", theme::bold().patch(theme::error())),
-        Span::raw("/esc deny"),
-    ];
+    let (what, choices) = match &a.asks {
+        Asks::Trust => (
+            format!("Trust {}?", a.tool),
+            vec![
+                ("y", "trust the folder".to_string()),
+                (
+                    "n",
+                    "don't trust it (esc) — remembered; `stepper trust` changes it".to_string(),
+                ),
+            ],
+        ),
+        Asks::McpServer(_) => (
+            format!("Allow {}?", a.tool),
+            vec![
+                ("y", "allow it (remembered for the project)".to_string()),
+                (
+                    "a",
+                    "always: allow all of this project's MCP servers".to_string(),
+                ),
+                ("n", "deny (esc; remembered)".to_string()),
+            ],
+        ),
+        Asks::Tool(_) => {
+            let mut choices = vec![("y", "allow".to_string())];
+            if let Some(scope) = a.always_scope() {
+                choices.push((
+                    "a",
+                    format!("always: don't ask again this turn for {scope}"),
+                ));
+            }
+            choices.push(("n", "deny (esc)".to_string()));
+            choices.push((
+                "t",
+                "deny, and tell the model what to do instead".to_string(),
+            ));
+            (format!("Allow {}?", a.tool), choices)
+        }
+    };
     Overlay {
-        title: format!("Allow {}?", a.tool),
+        title: title(what, live, more),
         content,
-        keys: keys_line(keys, live, more),
+        keys: options(&choices, live, width),
     }
 }

@@ -4,6 +4,7 @@
 
 use serde_json::json;
 use stepper_e2e::fake_llm::{stream_end, stream_start, text_deltas, tool_use_stream};
+use stepper_e2e::tmux::HEIGHT;
 use stepper_e2e::{Gate, Pane, Reply, TestEnv, Tmux};
 use stepper_protocol::PermissionMode;
 
@@ -115,9 +116,13 @@ fn two_panes_share_inputs_answers_and_approvals() {
     // Typed in B this time: both are asked; B answers; A's overlay closes.
     submit(&b, "make-a-file");
     for pane in [&a, &b] {
-        // Its keys line shows once the keys answer (keys typed as it appears go to the input).
+        // Its keys answer once it stops saying to read it first (keys typed as it appears
+        // are swallowed).
         pane.wait_for("the approval overlay, answerable", |s| {
-            s.contains("Allow bash?") && s.contains("touch approved-file") && s.contains("y allow")
+            s.contains("Allow bash?")
+                && s.contains("touch approved-file")
+                && s.contains("y  allow")
+                && !s.contains("keys in a moment")
         });
     }
     let file = env.project.path().join("approved-file");
@@ -208,4 +213,49 @@ fn detaching_mid_turn_and_reattaching_shows_the_whole_turn_once() {
             );
         }
     }
+}
+
+#[test]
+fn interrupting_a_tall_answer_leaves_the_input_box_at_the_bottom() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new();
+    env.start_daemon();
+    let gate = Gate::new();
+    // A screen full of history, then an answer whose list keeps the viewport tall while it
+    // streams: interrupted, it goes to scrollback and the viewport shrinks.
+    let long: String = (1..=60).map(|i| format!("line {i}\n\n")).collect();
+    env.fake.push(Reply::text(&[&long]));
+    let list: String = (1..=30).map(|i| format!("- item {i}\n")).collect();
+    env.fake
+        .push(held(&format!("{list}streamed-before-esc "), &gate, "never"));
+    let id = create_session(&env);
+    let tmux = Tmux::new(&env);
+    let a = tmux.shell();
+    attach(&a, &id);
+    submit(&a, "first");
+    a.wait_for_text("line 60");
+    a.wait_for_text("● idle");
+    submit(&a, "a-question");
+    a.wait_for_text("streamed-before-esc");
+    a.press("Escape");
+    // The status line stays on the last row, the input box above it, the answer and the
+    // interruption right above that: no rows left blank below the box.
+    let screen = a.wait_for("the turn interrupted", |s| s.contains("● idle"));
+    let rows: Vec<&str> = screen.lines().collect();
+    assert_eq!(
+        rows.len(),
+        usize::from(HEIGHT),
+        "blank rows below:\n{screen}"
+    );
+    assert!(rows[rows.len() - 1].starts_with("● idle"), "{screen}");
+    assert!(rows[rows.len() - 3].starts_with("› "), "{screen}");
+    assert!(
+        rows[..rows.len() - 4]
+            .iter()
+            .any(|r| r.contains("■ interrupted")),
+        "{screen}"
+    );
+    gate.open();
 }

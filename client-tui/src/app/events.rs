@@ -24,8 +24,13 @@ impl App {
                 context_window,
             } => {
                 if self.session.as_ref().is_some_and(|s| s.id != info.id) {
+                    // Another session (`/clear`, `/fork`): its events replay from the start,
+                    // on a screen cleared of the old one's.
                     self.last_seq = 0;
-                    self.finish_live(true);
+                    self.live.clear();
+                    self.finished.clear();
+                    self.last_tool = None;
+                    self.clear_screen = true;
                     self.queued.clear();
                     self.approvals.clear();
                     self.elicits.clear();
@@ -78,8 +83,7 @@ impl App {
                         asks,
                         tool: format!("the project's MCP server {}", sanitize(&server.name)),
                         summary: format!(
-                            "{} names an MCP server; it runs only once you allow it (a: all of \
-                             this project's servers)",
+                            "{} names an MCP server; it runs only once you allow it",
                             sanitize(&server.file)
                         ),
                         command: Some(sanitize(&server.target)),
@@ -111,6 +115,15 @@ impl App {
                 });
             }
             CoreEvent::Info(message) => self.push(Cell::note("ℹ", message, theme::dim())),
+            CoreEvent::Models(models) if models.is_empty() => self.push(Cell::note(
+                "⚠",
+                "no models known — 'stepper doctor' shows what is set up",
+                theme::warning(),
+            )),
+            CoreEvent::Models(models) => {
+                let selected = models.iter().position(|m| m.id == self.model).unwrap_or(0);
+                self.model_menu = Some(super::ModelMenu { models, selected });
+            }
             CoreEvent::Disconnected(reason) => self.exit = Some(Exit::Disconnected(reason)),
         }
     }
@@ -230,6 +243,7 @@ impl App {
                     summary,
                     output: String::new(),
                     done: None,
+                    expanded: self.expanded,
                 }));
             }
             AppEvent::ToolOutputDelta { call_id, text } => {
@@ -260,6 +274,7 @@ impl App {
                         summary: String::new(),
                         output: String::new(),
                         done: Some(done),
+                        expanded: self.expanded,
                     })),
                 }
                 self.settle();
@@ -267,7 +282,7 @@ impl App {
             AppEvent::Steered { text, by, .. } => {
                 self.push_aside(Cell::note(
                     "↳",
-                    format!("steered: {text}{}", by_suffix(by)),
+                    format!("steered: {text}{}", self.by_suffix(by)),
                     theme::dim(),
                 ));
             }
@@ -298,38 +313,43 @@ impl App {
             }
             AppEvent::ClientAttached { client, kind, .. } => {
                 if client != self.me {
+                    if env.seq > self.presence_after && !self.others.contains(&client) {
+                        self.others.push(client.clone());
+                    }
+                    let name = self.client_name(&client);
                     self.push_aside(Cell::note(
                         "•",
-                        format!("{client} attached ({kind})"),
+                        format!("{name} attached ({kind})"),
                         theme::dim(),
                     ));
-                    if env.seq > self.presence_after && !self.others.contains(&client) {
-                        self.others.push(client);
-                    }
                 }
             }
             AppEvent::ClientDetached { client } => {
                 if client != self.me {
+                    let name = self.client_name(&client);
                     if env.seq > self.presence_after {
                         self.others.retain(|c| *c != client);
                     }
-                    self.push_aside(Cell::note("•", format!("{client} detached"), theme::dim()));
+                    self.push_aside(Cell::note("•", format!("{name} detached"), theme::dim()));
                 }
             }
             AppEvent::ModelChanged { model, by } => {
                 self.push_aside(Cell::note(
                     "⚙",
-                    format!("model → {model}{}", by_suffix(by)),
+                    format!("model → {model}{}", self.by_suffix(by)),
                     theme::dim(),
                 ));
                 self.model = model;
             }
             AppEvent::ModeChanged { mode, by } => {
-                self.push_aside(Cell::note(
-                    "⚙",
-                    format!("mode → {mode}{}", by_suffix(by)),
-                    theme::dim(),
-                ));
+                // This client's own change shows in the status line; another's is news.
+                if by.as_deref() != Some(self.me.as_str()) {
+                    self.push_aside(Cell::note(
+                        "⚙",
+                        format!("mode → {mode}{}", self.by_suffix(by)),
+                        theme::dim(),
+                    ));
+                }
                 self.mode = mode;
                 self.mode_asked = None;
             }
@@ -438,7 +458,7 @@ impl App {
                     .unwrap_or_default();
                 self.push(Cell::note(
                     glyph,
-                    format!("{verb}{of}{}", by_suffix(by)),
+                    format!("{verb}{of}{}", self.by_suffix(by)),
                     style,
                 ));
             }
@@ -462,7 +482,7 @@ impl App {
                 };
                 self.push(Cell::note(
                     glyph,
-                    format!("{verb}{tool}{}", by_suffix(by)),
+                    format!("{verb}{tool}{}", self.by_suffix(by)),
                     style,
                 ));
             }
@@ -553,7 +573,7 @@ impl App {
                         task: None,
                         activity: Vec::new(),
                         done: None,
-                        expanded: self.agents_expanded,
+                        expanded: self.expanded,
                     }));
                 } else {
                     self.push(Cell::note(
@@ -601,7 +621,7 @@ impl App {
                     task: Some(sanitize(&task)),
                     activity: Vec::new(),
                     done: None,
-                    expanded: self.agents_expanded,
+                    expanded: self.expanded,
                 }));
             }
             AppEvent::SubagentFinished {
@@ -685,11 +705,32 @@ impl App {
                 task: None,
                 activity: Vec::new(),
                 done: None,
-                expanded: self.agents_expanded,
+                expanded: self.expanded,
             }));
         }
         if let Some(cell) = self.live_agent(agent) {
             cell.note(line);
+        }
+    }
+
+    /// Who did it, after what was done (free text, so in brackets): " (by alice)".
+    fn by_suffix(&self, by: Option<String>) -> String {
+        by.map(|b| format!(" (by {})", sanitize(&self.client_name(&b))))
+            .unwrap_or_default()
+    }
+
+    /// A client as the transcript names it: without the pid after its name, unless another
+    /// client attached now has the same name (two terminals of `stepper attach`).
+    fn client_name(&self, name: &str) -> String {
+        let base = without_pid(name);
+        let namesakes = std::iter::once(&self.me)
+            .chain(&self.others)
+            .filter(|n| *n != name && without_pid(n) == base)
+            .count();
+        if namesakes > 0 {
+            name.to_string()
+        } else {
+            base.to_string()
         }
     }
 
@@ -700,20 +741,33 @@ impl App {
         })
     }
 
-    /// Ctrl-O: show agents' activity and final text, or only their last line.
-    pub(crate) fn toggle_agents(&mut self) {
-        self.agents_expanded = !self.agents_expanded;
+    /// Ctrl-O: show tools' whole output and agents' activity and final text, or only their
+    /// tail. What went to scrollback stays as it was written, but the last tool call whose
+    /// output was cut there is shown again, whole.
+    pub(crate) fn toggle_expanded(&mut self) {
+        self.expanded = !self.expanded;
         for cell in &mut self.live {
-            if let Cell::Agent(a) = cell {
-                a.expanded = self.agents_expanded;
+            match cell {
+                Cell::Agent(a) => a.expanded = self.expanded,
+                Cell::Tool(t) => t.expanded = self.expanded,
+                _ => {}
             }
         }
-        let state = if self.agents_expanded {
+        if self.expanded
+            && let Some(mut tool) = self.last_tool.take()
+        {
+            tool.expanded = true;
+            self.push(Cell::Tool(tool));
+        }
+        let state = if self.expanded {
             "expanded"
         } else {
             "collapsed"
         };
-        self.flash = Some((format!("agents {state} (Ctrl-O)"), self.now_ms + 3000));
+        self.flash = Some((
+            format!("tool output and agents {state} (Ctrl-O)"),
+            self.now_ms + 3000,
+        ));
     }
 
     fn live_tool(&mut self, call_id: &str) -> Option<&mut ToolCell> {
@@ -825,6 +879,9 @@ impl App {
                 break;
             }
             let cell = self.live.remove(0);
+            if let Cell::Tool(t) = &cell {
+                self.last_tool = (!t.expanded && t.cut()).then(|| t.clone());
+            }
             self.finished.push(cell);
         }
     }
@@ -920,8 +977,10 @@ fn input_side(u: &Usage) -> u64 {
     u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
 }
 
-/// Who did it, after what was done (free text, so in brackets): " (by alice)".
-fn by_suffix(by: Option<String>) -> String {
-    by.map(|b| format!(" (by {})", sanitize(&b)))
-        .unwrap_or_default()
+/// A client's name without the pid the CLI puts after it (`stepper attach 30039`).
+fn without_pid(name: &str) -> &str {
+    match name.rsplit_once(' ') {
+        Some((base, pid)) if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
 }

@@ -10,12 +10,12 @@ use crate::theme;
 use crate::transcript::Cell;
 use crate::{Action, PermissionMode};
 
-/// How long after an approval shows up its answer keys still type into the input: someone
-/// typing `…any` when it appears must not answer it by accident.
+/// How long after an approval shows up keys are swallowed: someone typing `…any` when it
+/// appears must not answer it by accident.
 const ANSWER_GUARD_MS: i64 = 400;
 
 impl App {
-    /// Whether y/a/n answer the approval in front: not in its first moments, so keys typed
+    /// Whether keys answer the approval in front: not in its first moments, so keys typed
     /// for the input just as it appears do not answer it.
     pub(crate) fn answer_keys_live(&self) -> bool {
         self.now_ms - self.approval_since >= ANSWER_GUARD_MS
@@ -30,53 +30,92 @@ impl App {
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
 
-        // An approval takes its answer keys only; the rest edit the input as ever. Typed
-        // too soon after it appeared, even its answer keys are taken for typing.
+        // A question that just appeared takes every key and answers none: keys typed for
+        // the input as it shows up (`…any`) must neither answer it nor stay in the input,
+        // to be sent later with words they were never meant for.
+        if (!self.approvals.is_empty() || !self.elicits.is_empty()) && !self.answer_keys_live() {
+            return Vec::new();
+        }
+
+        // An approval takes its answer keys only; the rest edit the input as ever.
         if let Some(approval) = self.approvals.front() {
+            let tool_call = matches!(approval.asks, Asks::Tool(_));
             let decision = match key.code {
                 KeyCode::Char('y') if !ctrl && !alt => Some(crate::ApprovalDecision::Allow),
-                // Trust has no "always": it is remembered whatever the answer.
-                KeyCode::Char('a') if !ctrl && !alt && approval.asks != Asks::Trust => {
+                // Trust has no "always": it is remembered whatever the answer. A call no
+                // rule can stand for (leaving the sandbox) has none either.
+                KeyCode::Char('a')
+                    if !ctrl
+                        && !alt
+                        && match approval.asks {
+                            Asks::Trust => false,
+                            Asks::McpServer(_) => true,
+                            Asks::Tool(_) => approval.always_scope().is_some(),
+                        } =>
+                {
                     Some(crate::ApprovalDecision::AllowAlways)
                 }
-                KeyCode::Char('n') | KeyCode::Esc if !ctrl && !alt => {
+                KeyCode::Char('n' | 't') | KeyCode::Esc if !ctrl && !alt => {
                     Some(crate::ApprovalDecision::Deny)
                 }
                 _ => None,
             };
-            if let Some(decision) = decision {
-                if self.answer_keys_live() {
-                    let asks = approval.asks.clone();
-                    self.approvals.pop_front();
-                    self.approval_since = self.now_ms;
-                    return vec![match asks {
-                        Asks::McpServer(name) => Action::ApproveMcpServer { name, decision },
-                        Asks::Trust => Action::Trust {
-                            trusted: decision != crate::ApprovalDecision::Deny,
-                        },
-                        Asks::Tool(request_id) => Action::Approve {
-                            request_id,
-                            decision,
-                        },
-                    }];
+            // `t`: deny, stop the turn, and let the user's next words say what to do instead
+            // (the interrupted turn keeps the denied call, so the next input follows it).
+            let tell = key.code == KeyCode::Char('t');
+            if let Some(decision) = decision
+                && (tool_call || !tell)
+            {
+                let asks = approval.asks.clone();
+                self.approvals.pop_front();
+                self.approval_since = self.now_ms;
+                let answer = match asks {
+                    Asks::McpServer(name) => Action::ApproveMcpServer { name, decision },
+                    Asks::Trust => Action::Trust {
+                        trusted: decision != crate::ApprovalDecision::Deny,
+                    },
+                    Asks::Tool(request_id) => Action::Approve {
+                        request_id,
+                        decision,
+                    },
+                };
+                if tell {
+                    self.telling = true;
+                    return vec![answer, Action::Interrupt];
                 }
-                if key.code == KeyCode::Esc && self.popup.is_none() {
-                    // Neither an answer nor an interrupt: the user may not have seen it.
-                    return Vec::new();
-                }
+                return vec![answer];
             }
         }
 
+        // `/model`'s list, once nothing is asked: arrows choose, Enter sets, Esc closes.
+        if self.approvals.is_empty()
+            && self.elicits.is_empty()
+            && let Some(menu) = &mut self.model_menu
+        {
+            let n = menu.models.len().max(1);
+            match key.code {
+                KeyCode::Up => menu.selected = (menu.selected + n - 1) % n,
+                KeyCode::Char('p') if ctrl => menu.selected = (menu.selected + n - 1) % n,
+                KeyCode::Down => menu.selected = (menu.selected + 1) % n,
+                KeyCode::Char('n') if ctrl => menu.selected = (menu.selected + 1) % n,
+                KeyCode::Enter => {
+                    let chosen = menu.models.get(menu.selected).map(|m| m.id.clone());
+                    self.model_menu = None;
+                    return chosen
+                        .map(|model| vec![Action::SetModel { model }])
+                        .unwrap_or_default();
+                }
+                KeyCode::Esc => self.model_menu = None,
+                KeyCode::Char('c' | 'd') if ctrl => self.model_menu = None,
+                _ => {}
+            }
+            return Vec::new();
+        }
+
         // An MCP server's form (once no approval waits) takes the keys: they type in its
-        // fields. Tab and arrows move between fields, Enter sends, Esc declines. Typed too
-        // soon after it appeared, keys go to the input as before (and Esc does nothing).
+        // fields. Tab and arrows move between fields, Enter sends, Esc declines.
         if self.approvals.is_empty() && !self.elicits.is_empty() {
-            if self.answer_keys_live() {
-                return self.elicit_key(key, ctrl);
-            }
-            if key.code == KeyCode::Esc && self.popup.is_none() {
-                return Vec::new();
-            }
+            return self.elicit_key(key, ctrl);
         }
 
         if let Some(popup) = &mut self.popup {
@@ -133,6 +172,12 @@ impl App {
                 self.mode_asked = Some(next);
                 return vec![Action::SetMode { mode: next }];
             }
+            KeyCode::Esc if self.telling => {
+                self.telling = false;
+                if self.running {
+                    return vec![Action::Interrupt];
+                }
+            }
             KeyCode::Esc if self.running => return vec![Action::Interrupt],
             KeyCode::Char('c') if ctrl => {
                 if !self.composer.is_empty() {
@@ -149,7 +194,7 @@ impl App {
                 }
                 self.composer.delete();
             }
-            KeyCode::Char('o') if ctrl => self.toggle_agents(),
+            KeyCode::Char('o') if ctrl => self.toggle_expanded(),
             KeyCode::Char('a') if ctrl => self.composer.home(),
             KeyCode::Char('e') if ctrl => self.composer.end(),
             KeyCode::Char('u') if ctrl => self.composer.kill_to_start(),
@@ -183,9 +228,13 @@ impl App {
         actions
     }
 
-    /// Text pasted (bracketed paste): inserted as is, newlines included.
+    /// Text pasted (bracketed paste): inserted as is, newlines included; a large paste as a
+    /// token that stands for it.
     pub fn on_paste(&mut self, text: &str) {
-        self.composer.insert(text);
+        if (!self.approvals.is_empty() || !self.elicits.is_empty()) && !self.answer_keys_live() {
+            return;
+        }
+        self.composer.paste(text);
         self.refresh_popup();
     }
 
@@ -259,6 +308,9 @@ impl App {
                 }
             };
         }
+        // Words that say what to do instead of a denied call start the next turn: the
+        // denied one is being interrupted, and a steer could land in it as it stops.
+        let queue = queue || std::mem::take(&mut self.telling);
         if self.running && !queue {
             vec![Action::Steer { text }]
         } else {

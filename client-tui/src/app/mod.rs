@@ -16,6 +16,7 @@ use crate::composer::Composer;
 use crate::transcript::Cell;
 use crate::{Exit, TuiOptions};
 
+mod approval;
 mod events;
 mod keys;
 
@@ -53,6 +54,13 @@ pub(crate) struct Elicit {
     pub at: usize,
     /// Why the last Enter was refused.
     pub problem: Option<String>,
+}
+
+/// `/model`'s list: the daemon's models, one of them selected.
+#[derive(Debug)]
+pub(crate) struct ModelMenu {
+    pub models: Vec<crate::ModelEntry>,
+    pub selected: usize,
 }
 
 /// The whole state of the attached TUI.
@@ -105,8 +113,19 @@ pub struct App {
     pub(crate) context_tokens: Option<u64>,
     pub(crate) now_ms: i64,
     pub(crate) flash: Option<(String, i64)>,
-    /// Agent cells show their activity and final text (Ctrl-O), not only their last line.
-    pub(crate) agents_expanded: bool,
+    /// The user denied a call and asked to say what to do instead: the next words typed
+    /// are the next input (the turn is being interrupted), not a steer.
+    pub(crate) telling: bool,
+    /// Tool cells show their whole output, and agent cells their activity and final text
+    /// (Ctrl-O), not only their tail.
+    pub(crate) expanded: bool,
+    /// The last tool call gone to scrollback, while its output is cut there: Ctrl-O shows it
+    /// again whole.
+    last_tool: Option<crate::transcript::ToolCell>,
+    /// `/model`'s list, while it is open.
+    pub(crate) model_menu: Option<ModelMenu>,
+    /// The session shown changed: the screen is cleared of the old one before the next draw.
+    clear_screen: bool,
     exit: Option<Exit>,
 }
 
@@ -147,7 +166,11 @@ impl App {
             context_tokens: None,
             now_ms: 0,
             flash: None,
-            agents_expanded: false,
+            expanded: false,
+            last_tool: None,
+            telling: false,
+            model_menu: None,
+            clear_screen: false,
             exit: None,
         }
     }
@@ -155,6 +178,11 @@ impl App {
     /// Set when the core disconnected: the loop stops with it.
     pub fn exit(&self) -> Option<&Exit> {
         self.exit.as_ref()
+    }
+
+    /// Whether the screen is to be cleared (the session shown changed); asked once.
+    pub fn take_clear_screen(&mut self) -> bool {
+        std::mem::take(&mut self.clear_screen)
     }
 
     /// The seq of the last session event applied.

@@ -222,10 +222,10 @@ fn an_mcp_servers_form_is_typed_in_and_sent_or_declined() {
     type_text(&mut app, "my ");
     app.tick(T0 + 1_000);
     feed(&mut app, [form("e1"), form("e2")]);
-    // Typed at once, keys still go to the input.
+    // Typed at once, keys are swallowed: neither in a field nor in the input.
     app.tick(T0 + 1_050);
-    type_text(&mut app, "x");
-    assert_eq!(app.input(), "my x");
+    assert!(app.on_key(key(KeyCode::Char('x'))).is_empty());
+    assert_eq!(app.input(), "my ");
     app.tick(T0 + 2_000);
     let shown = frame(&app, 60);
     assert!(shown.contains("tickets asks"), "{shown}");
@@ -251,7 +251,7 @@ fn an_mcp_servers_form_is_typed_in_and_sent_or_declined() {
             content: Some(content),
         }]
     );
-    assert_eq!(app.input(), "my x", "the input is untouched");
+    assert_eq!(app.input(), "my ", "the input is untouched");
     // The next form; Esc declines it.
     app.tick(T0 + 3_000);
     assert_eq!(
@@ -434,21 +434,26 @@ fn ask(id: &str, command: &str) -> AppEvent {
 }
 
 #[test]
-fn typing_when_an_approval_appears_goes_to_the_input_not_the_answer() {
+fn keys_pressed_before_an_approval_is_ready_are_swallowed() {
     let mut app = app();
     start_turn(&mut app, "go");
     type_text(&mut app, "make it ");
     app.tick(T0 + 1_000);
     feed(&mut app, [ask("r1", "make")]);
-    // The user was typing "yes": its letters land in the input, nothing is answered.
+    // The user was typing "yes": its letters neither answer nor land in the input, where
+    // they would stay and be sent with the next words.
     app.tick(T0 + 1_100);
-    type_text(&mut app, "yes, any");
+    for c in "yes, any".chars() {
+        assert!(app.on_key(key(KeyCode::Char(c))).is_empty());
+    }
+    assert!(app.on_key(key(KeyCode::Esc)).is_empty());
+    assert!(app.on_key(ctrl('c')).is_empty());
     app.on_paste(" pasted");
-    assert_eq!(app.input(), "make it yes, any pasted");
-    // Keys other than the answers keep typing after the guard too.
+    assert_eq!(app.input(), "make it ");
+    // Past the guard, keys other than the answers type as ever.
     app.tick(T0 + 2_000);
     type_text(&mut app, "!");
-    assert_eq!(app.input(), "make it yes, any pasted!");
+    assert_eq!(app.input(), "make it !");
     assert_eq!(
         app.on_key(key(KeyCode::Char('n'))),
         [Action::Approve {
@@ -456,7 +461,108 @@ fn typing_when_an_approval_appears_goes_to_the_input_not_the_answer() {
             decision: ApprovalDecision::Deny
         }]
     );
-    assert_eq!(app.input(), "make it yes, any pasted!");
+    assert_eq!(app.input(), "make it !");
+}
+
+#[test]
+fn deny_and_tell_interrupts_and_sends_the_next_words_as_the_next_input() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    feed(&mut app, [ask("r1", "cargo test")]);
+    app.tick(T0 + 1_000);
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('t'))),
+        [
+            Action::Approve {
+                request_id: "r1".into(),
+                decision: ApprovalDecision::Deny
+            },
+            Action::Interrupt
+        ]
+    );
+    assert!(
+        frame(&app, 72).contains("tell the model what to do instead"),
+        "{}",
+        frame(&app, 72)
+    );
+    // Sent as the next input even while the interrupted turn is still ending: a steer
+    // could be taken by a turn that is stopping.
+    type_text(&mut app, "use nextest");
+    assert_eq!(app.on_key(key(KeyCode::Enter)), [submit("use nextest")]);
+    // Once sent, Enter steers a running turn again.
+    type_text(&mut app, "more");
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [Action::Steer {
+            text: "more".into()
+        }]
+    );
+    // Plain deny stays plain: nothing interrupted.
+    feed(&mut app, [ask("r2", "make")]);
+    app.tick(T0 + 3_000);
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('n'))),
+        [Action::Approve {
+            request_id: "r2".into(),
+            decision: ApprovalDecision::Deny
+        }]
+    );
+}
+
+#[test]
+fn always_says_what_it_will_allow() {
+    let scope = |tool: &str, summary: &str, command: Option<&str>| {
+        let mut app = app();
+        start_turn(&mut app, "go");
+        feed(
+            &mut app,
+            [AppEvent::ApprovalRequested {
+                request_id: "r".into(),
+                tool: tool.into(),
+                summary: summary.into(),
+                command: command.map(String::from),
+                diff: None,
+            }],
+        );
+        app.tick(T0 + 1_000);
+        let shown = frame(&app, 100);
+        shown
+            .lines()
+            .find(|l| l.contains("a  always"))
+            .map(|l| l.trim_matches(|c| c == '│' || c == ' ').to_string())
+    };
+    assert_eq!(
+        scope("bash", "run", Some("cargo test -p auth")).as_deref(),
+        Some("a  always: don't ask again this turn for `cargo test -p auth`")
+    );
+    assert_eq!(
+        scope("bash", "run", Some("cargo build && cargo test | tail")).as_deref(),
+        Some(
+            "a  always: don't ask again this turn for `cargo build`, `cargo test`, `tail` \
+             (each as written)"
+        )
+    );
+    assert_eq!(
+        scope("edit", "edit", Some("/home/alice/project/src/auth.rs")).as_deref(),
+        Some("a  always: don't ask again this turn for edits to /home/alice/project/src/auth.rs")
+    );
+    assert_eq!(
+        scope("web_fetch", "fetch", Some("https://docs.rs/jwt/latest")).as_deref(),
+        Some("a  always: don't ask again this turn for fetches from docs.rs (and its subdomains)")
+    );
+    assert_eq!(
+        scope("mcp__github__create_issue", "use it", Some("{}")).as_deref(),
+        Some("a  always: don't ask again this turn for create_issue of the MCP server github")
+    );
+    // Leaving the sandbox is asked every time: no "always" is offered.
+    assert_eq!(
+        scope(
+            "bash",
+            "run it again outside the sandbox, with all your rights and the network: it failed",
+            Some("curl example.com")
+        ),
+        None
+    );
 }
 
 #[test]
@@ -493,7 +599,7 @@ fn a_tall_approval_is_shown_clipped_with_its_keys() {
     let shown = frame_sized(&app, 60, 16);
     assert!(shown.contains("Allow bash?"), "{shown}");
     assert!(shown.contains("$ echo line 1 "), "{shown}");
-    assert!(shown.contains("y allow"), "{shown}");
+    assert!(shown.contains("y  allow"), "{shown}");
     assert!(shown.contains("… +"), "{shown}");
     assert!(!shown.contains("echo line 60"), "{shown}");
 }
@@ -975,4 +1081,132 @@ fn a_message_ending_inside_a_code_block_keeps_its_last_line() {
         ],
     );
     assert_eq!(text(&app.take_history(80)), "\nfirst\nlast");
+}
+
+#[test]
+fn a_mode_change_of_ours_is_shown_in_the_status_line_only() {
+    let mut app = app();
+    app.apply(CoreEvent::Clients {
+        clients: vec![client("stepper attach 30039"), client("stepper ask 51")],
+        me: "stepper attach 30039".into(),
+    });
+    app.take_history(80);
+    for mode in [PermissionMode::AcceptEdits, PermissionMode::Plan] {
+        app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT));
+        feed(
+            &mut app,
+            [AppEvent::ModeChanged {
+                mode,
+                by: Some("stepper attach 30039".into()),
+            }],
+        );
+    }
+    assert_eq!(text(&app.take_history(80)), "", "no transcript line");
+    assert!(frame(&app, 80).contains("· plan"), "{}", frame(&app, 80));
+    // Another client's change is noted, once.
+    feed(
+        &mut app,
+        [AppEvent::ModeChanged {
+            mode: PermissionMode::Default,
+            by: Some("stepper ask 51".into()),
+        }],
+    );
+    assert_eq!(
+        text(&app.take_history(80)),
+        "\n⚙ mode → default (by stepper ask)"
+    );
+}
+
+#[test]
+fn client_names_show_their_pid_only_when_two_share_a_name() {
+    let mut app = app();
+    app.apply(CoreEvent::Clients {
+        clients: vec![client("stepper attach 30039")],
+        me: "stepper attach 30039".into(),
+    });
+    app.take_history(80);
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [
+            AppEvent::ClientAttached {
+                client: "stepper ask 4242".into(),
+                kind: "cli".into(),
+                pid: Some(4242),
+            },
+            AppEvent::Steered {
+                input_id: Some("s".into()),
+                text: "also the docs".into(),
+                by: Some("stepper ask 4242".into()),
+            },
+            // A second terminal of the same name: now the pids tell them apart.
+            AppEvent::ClientAttached {
+                client: "stepper attach 777".into(),
+                kind: "tui".into(),
+                pid: Some(777),
+            },
+            AppEvent::ModelChanged {
+                model: "openai/gpt-5".into(),
+                by: Some("stepper attach 777".into()),
+            },
+            AppEvent::ClientDetached {
+                client: "stepper attach 777".into(),
+            },
+            AppEvent::ModelChanged {
+                model: "openai/gpt-5-mini".into(),
+                by: Some("stepper ask 4242".into()),
+            },
+        ],
+    );
+    let all = text(&app.take_history(80));
+    assert!(all.contains("• stepper ask attached (cli)"), "{all}");
+    assert!(
+        all.contains("↳ steered: also the docs (by stepper ask)"),
+        "{all}"
+    );
+    assert!(all.contains("• stepper attach 777 attached (tui)"), "{all}");
+    assert!(
+        all.contains("model → openai/gpt-5 (by stepper attach 777)"),
+        "{all}"
+    );
+    assert!(all.contains("• stepper attach 777 detached"), "{all}");
+    assert!(
+        all.contains("model → openai/gpt-5-mini (by stepper ask)"),
+        "{all}"
+    );
+    assert!(!all.contains("4242"), "{all}");
+}
+
+#[test]
+fn a_large_paste_is_a_token_in_the_input_and_sent_whole() {
+    let mut app = app();
+    let pasted: String = (1..=200).map(|i| format!("log line {i}\n")).collect();
+    type_text(&mut app, "why does this fail? ");
+    app.on_paste(&pasted);
+    assert_eq!(
+        app.input(),
+        "why does this fail? [Pasted text #1 +200 lines]"
+    );
+    assert!(frame(&app, 72).contains("› why does this fail? [Pasted text #1 +200 lines]"));
+    type_text(&mut app, " thanks");
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [submit(&format!("why does this fail? {pasted} thanks"))]
+    );
+    // Backspace takes a token whole, and what it stood for with it.
+    app.on_paste(&pasted);
+    app.on_paste(&pasted);
+    assert_eq!(
+        app.input(),
+        "[Pasted text #2 +200 lines][Pasted text #3 +200 lines]"
+    );
+    app.on_key(key(KeyCode::Backspace));
+    assert_eq!(app.input(), "[Pasted text #2 +200 lines]");
+    type_text(&mut app, "x");
+    app.on_key(key(KeyCode::Backspace));
+    app.on_key(key(KeyCode::Backspace));
+    assert_eq!(app.input(), "");
+    // A short paste is text as ever.
+    app.on_paste("two\nlines");
+    assert_eq!(app.input(), "two\nlines");
 }

@@ -432,3 +432,59 @@ async fn detach_reaches_a_slow_core_after_the_actions_before_it() {
     assert_eq!(next_action(&mut h).await, Action::Detach);
     assert_eq!((&mut h.done).await.unwrap().unwrap(), Exit::Detached);
 }
+
+#[tokio::test]
+async fn a_new_session_clears_the_screen_of_the_old_one() {
+    let h = start(60, 12);
+    session(&h).await;
+    let old = [
+        AppEvent::TurnStarted {
+            input_id: "i1".into(),
+            text: "old question".into(),
+            model: "m".into(),
+        },
+        AppEvent::MessageCompleted {
+            text: "old answer".into(),
+            stop_reason: None,
+        },
+        AppEvent::TurnFinished {
+            status: TurnStatus::Completed,
+            error: None,
+        },
+    ];
+    for (i, e) in old.into_iter().enumerate() {
+        h.events.send(envelope(i as u64 + 1, e)).await.unwrap();
+    }
+    h.wait_for("old answer").await;
+    // `/clear`: the core shows a new session, whose events start again from seq 1.
+    let mut fresh = info(stepper_protocol::session::SessionStatus::Idle);
+    fresh.id = "0198a3f2-0000-7000-8000-000000000001".into();
+    h.events
+        .send(CoreEvent::Session {
+            info: fresh,
+            mode: PermissionMode::Default,
+            sandbox: None,
+            context_window: None,
+        })
+        .await
+        .unwrap();
+    h.events
+        .send(envelope(
+            1,
+            AppEvent::SessionCreated {
+                cwd: "/home/alice/project".into(),
+                model: "m".into(),
+                title: None,
+            },
+        ))
+        .await
+        .unwrap();
+    h.wait_for("session started in /home/alice/project").await;
+    let screen = buffer_text(h.terminal.0.lock().unwrap().buffer());
+    assert!(
+        !screen.contains("old"),
+        "the old session is still on screen:\n{screen}"
+    );
+    assert!(screen.contains("0198a3f2"), "{screen}");
+    h.cancel.cancel();
+}

@@ -581,3 +581,110 @@ fn the_picker() {
         .unwrap();
     assert_snapshot!("picker", buffer_text(terminal.backend().buffer()));
 }
+
+#[test]
+fn tool_output_collapsed_then_expanded_with_ctrl_o() {
+    let mut app = app();
+    start_turn(&mut app, "run the tests");
+    app.take_history(WIDTH);
+    let output: String = (1..=12)
+        .map(|i| format!("test auth::case_{i} ... ok\n"))
+        .collect();
+    feed(
+        &mut app,
+        [
+            bash("c1", "cargo test -p auth"),
+            finished("c1", ToolCallStatus::Error, &output, Some(101)),
+        ],
+    );
+    assert_snapshot!("tool_output_collapsed", text(&app.take_history(WIDTH)));
+    // Ctrl-O: the call just gone to scrollback comes again, whole; later ones are whole.
+    assert!(app.on_key(ctrl('o')).is_empty());
+    assert_snapshot!("tool_output_expanded", text(&app.take_history(WIDTH)));
+    assert!(
+        frame(&app, 160).contains("tool output and agents expanded (Ctrl-O)"),
+        "{}",
+        frame(&app, 160)
+    );
+
+    // A running call shows more than its tail; a huge one is bounded, the rest counted.
+    feed(&mut app, [bash("c2", "seq 1 1000")]);
+    let huge: String = (1..=1000).map(|i| format!("{i}\n")).collect();
+    feed(
+        &mut app,
+        [AppEvent::ToolOutputDelta {
+            call_id: "c2".into(),
+            text: huge[..200].to_string(),
+        }],
+    );
+    let live = frame_sized(&app, WIDTH, 40);
+    let shown = live
+        .lines()
+        .filter(|l| l.trim().parse::<u32>().is_ok())
+        .count();
+    assert!(shown > 30, "{live}");
+    feed(
+        &mut app,
+        [finished("c2", ToolCallStatus::Ok, &huge, Some(0))],
+    );
+    let lines = text(&app.take_history(WIDTH));
+    assert!(lines.contains("… 800 more lines"), "{lines}");
+    assert!(lines.contains("    200\n"), "{lines}");
+    assert!(!lines.contains(" 201\n"), "{lines}");
+
+    // Collapsed again: the tail only.
+    app.on_key(ctrl('o'));
+    feed(
+        &mut app,
+        [
+            bash("c3", "cargo test -p auth"),
+            finished("c3", ToolCallStatus::Error, &output, Some(101)),
+        ],
+    );
+    let lines = text(&app.take_history(WIDTH));
+    assert!(lines.contains("… +7 lines (ctrl+o to expand)"), "{lines}");
+}
+
+#[test]
+fn model_picker_lists_the_catalogue_and_enter_sets_one() {
+    let mut app = app();
+    type_text(&mut app, "/model");
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [stepper_tui::Action::ListModels]
+    );
+    let entry = |id: &str, window: u64, prices: Option<(f64, f64)>| stepper_tui::ModelEntry {
+        id: id.into(),
+        provider: id.split('/').next().unwrap().into(),
+        context_window: window,
+        max_output: 32_000,
+        input_price: prices.map(|p| p.0),
+        output_price: prices.map(|p| p.1),
+        cache_read_price: None,
+        cache_write_price: None,
+        configured: false,
+    };
+    app.apply(CoreEvent::Models(vec![
+        entry("anthropic/claude-opus-4-1", 200_000, Some((15.0, 75.0))),
+        entry("anthropic/claude-sonnet-4-5", 1_000_000, Some((3.0, 15.0))),
+        entry("openai/gpt-5", 400_000, Some((1.25, 10.0))),
+        entry("ollama/qwen3-coder", 32_768, None),
+    ]));
+    assert_snapshot!("model_picker", frame(&app, WIDTH));
+    app.on_key(key(KeyCode::Down));
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        [stepper_tui::Action::SetModel {
+            model: "openai/gpt-5".into()
+        }]
+    );
+    assert!(!frame(&app, WIDTH).contains("Switch model"));
+    // Esc closes it without a change.
+    app.apply(CoreEvent::Models(vec![entry(
+        "openai/gpt-5",
+        400_000,
+        None,
+    )]));
+    assert!(app.on_key(key(KeyCode::Esc)).is_empty());
+    assert!(!frame(&app, WIDTH).contains("Switch model"));
+}
