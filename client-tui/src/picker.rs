@@ -102,8 +102,11 @@ impl Picker {
         } else {
             first
         };
+        // Short ids unique among the listed sessions, as `stepper sessions` shows them.
+        let ids: Vec<&str> = self.sessions.iter().map(|s| s.id.as_str()).collect();
+        let short = stepper_protocol::session::short_ids(&ids);
         for (i, s) in self.sessions.iter().enumerate().skip(first).take(WINDOW) {
-            let id: String = s.id.chars().take(8).collect();
+            let id = &short[i];
             let title = s.title.clone().unwrap_or_else(|| "(untitled)".into());
             let status = match s.status {
                 SessionStatus::Running => "● running · ",

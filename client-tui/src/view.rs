@@ -349,10 +349,9 @@ impl App {
         let sep = || Span::styled(" · ", theme::dim());
         if let Some(s) = &self.session {
             spans.push(sep());
-            spans.push(Span::styled(
-                s.id.chars().take(8).collect::<String>(),
-                theme::dim(),
-            ));
+            // Its short form, as `stepper sessions` shows it and every command takes it.
+            let short = stepper_protocol::session::short_ids(&[&s.id]);
+            spans.push(Span::styled(short.concat(), theme::dim()));
         }
         if !self.model.is_empty() {
             spans.push(sep());
