@@ -693,6 +693,17 @@ impl AgentLoop {
                         let result = Err(ToolError::Blocked(reason));
                         return (id, name, input, result, started.elapsed());
                     }
+                    // Interrupted while its hooks ran (which the interrupt ended): it never
+                    // starts.
+                    if call_cx.cancel.is_cancelled() {
+                        return (
+                            id,
+                            name,
+                            input,
+                            Err(ToolError::Cancelled),
+                            started.elapsed(),
+                        );
+                    }
                     let result = match self.tool(&name) {
                         Some(tool) => tool.call(input.clone(), &call_cx).await,
                         None => Err(ToolError::InvalidArguments(format!(
