@@ -678,7 +678,7 @@ fn overlay(a: &Approval, more: usize, live: bool, width: u16) -> Overlay {
             if let Some(scope) = a.always_scope() {
                 choices.push((
                     "a",
-                    format!("always: don't ask again this turn for {scope}"),
+                    format!("always: don't ask again this session for {scope}"),
                 ));
             }
             choices.push(("n", "deny (esc)".to_string()));

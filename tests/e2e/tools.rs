@@ -695,3 +695,70 @@ async fn a_bash_call_reads_nothing_of_other_processes() {
          with {MORE} more"
     );
 }
+
+/// "Always" holds for the rest of the session, as Claude Code's "don't ask again this
+/// session" does: the same command in a later turn runs unasked, and another does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_holds_for_the_sessions_later_turns() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let call = |id: &str, command: &str| {
+        Reply::Sse(tool_use_stream(&[(
+            id,
+            "bash",
+            json!({ "command": command }),
+        )]))
+    };
+    env.fake.push(call("t1", "touch first.txt"));
+    env.fake.push(Reply::text(&["one"]));
+    env.fake.push(call("t2", "touch first.txt"));
+    env.fake.push(Reply::text(&["two"]));
+    env.fake.push(call("t3", "touch other.txt"));
+    env.fake.push(Reply::text(&["three"]));
+    let client = env.client().await;
+    let session = env.create_session(&client, None).await;
+    let mut stream = client.subscribe_events(&session, 0).await.unwrap();
+    stepper_e2e::submit(&client, &session, "make it").await;
+    let asked = next_approval(&mut stream).await;
+    client
+        .call::<SessionApprove>(SessionApproveParams {
+            session_id: session.clone(),
+            request_id: asked.request_id,
+            decision: ApprovalDecision::AllowAlways,
+        })
+        .await
+        .unwrap();
+    until_turn_finished(&mut stream).await;
+
+    // The next turn: the same command runs without a question.
+    stepper_e2e::submit(&client, &session, "again").await;
+    let seen = until_turn_finished(&mut stream).await;
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e.event, AppEvent::ApprovalRequested { .. })),
+        "{seen:#?}"
+    );
+    assert!(seen.iter().any(|e| matches!(
+        e.event,
+        AppEvent::ToolCallFinished {
+            status: ToolCallStatus::Ok,
+            ..
+        }
+    )));
+
+    // Another command is still asked about.
+    stepper_e2e::submit(&client, &session, "something else").await;
+    let asked = next_approval(&mut stream).await;
+    assert_eq!(asked.command.as_deref(), Some("touch other.txt"));
+    client
+        .call::<SessionApprove>(SessionApproveParams {
+            session_id: session.clone(),
+            request_id: asked.request_id,
+            decision: ApprovalDecision::Deny,
+        })
+        .await
+        .unwrap();
+    until_turn_finished(&mut stream).await;
+    assert!(!env.project.path().join("other.txt").exists());
+}

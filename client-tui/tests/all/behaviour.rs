@@ -525,7 +525,7 @@ fn always_says_what_it_will_allow() {
             }],
         );
         app.tick(T0 + 1_000);
-        let shown = frame(&app, 100);
+        let shown = frame(&app, 110);
         shown
             .lines()
             .find(|l| l.contains("a  always"))
@@ -533,26 +533,30 @@ fn always_says_what_it_will_allow() {
     };
     assert_eq!(
         scope("bash", "run", Some("cargo test -p auth")).as_deref(),
-        Some("a  always: don't ask again this turn for `cargo test -p auth`")
+        Some("a  always: don't ask again this session for `cargo test -p auth`")
     );
     assert_eq!(
         scope("bash", "run", Some("cargo build && cargo test | tail")).as_deref(),
         Some(
-            "a  always: don't ask again this turn for `cargo build`, `cargo test`, `tail` \
+            "a  always: don't ask again this session for `cargo build`, `cargo test`, `tail` \
              (each as written)"
         )
     );
     assert_eq!(
         scope("edit", "edit", Some("/home/alice/project/src/auth.rs")).as_deref(),
-        Some("a  always: don't ask again this turn for edits to /home/alice/project/src/auth.rs")
+        Some(
+            "a  always: don't ask again this session for edits to /home/alice/project/src/auth.rs"
+        )
     );
     assert_eq!(
         scope("web_fetch", "fetch", Some("https://docs.rs/jwt/latest")).as_deref(),
-        Some("a  always: don't ask again this turn for fetches from docs.rs (and its subdomains)")
+        Some(
+            "a  always: don't ask again this session for fetches from docs.rs (and its subdomains)"
+        )
     );
     assert_eq!(
         scope("mcp__github__create_issue", "use it", Some("{}")).as_deref(),
-        Some("a  always: don't ask again this turn for create_issue of the MCP server github")
+        Some("a  always: don't ask again this session for create_issue of the MCP server github")
     );
     // Leaving the sandbox is asked every time: no "always" is offered.
     assert_eq!(

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use stepper_engine::gate::{Policy, Verdict};
+use stepper_engine::gate::{Policy, Rule, Verdict};
 use stepper_engine::hooks::GateHint;
 use stepper_engine::tool::{Decision, ElicitAnswer, Elicitation, Gate, GateRequest};
 use stepper_protocol::{AppEvent, ApprovalDecision, ElicitAction};
@@ -93,6 +93,8 @@ pub struct SessionGate {
     pub hooks: Option<Arc<HookRunner>>,
     /// The agent of the turn whose calls this gate judges (none: the turn's own).
     pub agent: Option<String>,
+    /// What "always" allowed in this session: kept for its later turns too.
+    pub always: Arc<Mutex<Vec<Rule>>>,
 }
 
 impl Gate for SessionGate {
@@ -307,9 +309,13 @@ impl Gate for SessionGate {
                 ApprovalDecision::Allow => Decision::Allow,
                 ApprovalDecision::AllowAlways => {
                     let mut policy = self.policy.lock().unwrap_or_else(|p| p.into_inner());
-                    for rule in policy.rules_for(request) {
-                        policy.allow.push(rule);
-                    }
+                    let rules = policy.rules_for(request);
+                    policy.allow.extend(rules.iter().cloned());
+                    // The session's next turns too (each builds its policy afresh).
+                    self.always
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .extend(rules);
                     Decision::Allow
                 }
                 ApprovalDecision::Deny => Decision::Deny(format!(

@@ -36,6 +36,8 @@ pub struct LiveSession {
     pub checkpoints: Checkpointer,
     /// Text steered into the running turn, not yet given to the model.
     pub(super) steering: Arc<Mutex<Steering>>,
+    /// What an approval's "always" allowed: every later turn of the session allows it too.
+    pub(super) always: Arc<Mutex<Vec<stepper_engine::gate::Rule>>>,
     /// The clients subscribed right now, by subscription.
     clients: Mutex<HashMap<u64, AttachedClient>>,
     next_client: std::sync::atomic::AtomicU64,
@@ -143,6 +145,7 @@ impl LiveSession {
             approvals: Arc::default(),
             clients: Mutex::default(),
             steering: Arc::default(),
+            always: Arc::default(),
             checkpoints: Checkpointer::new(Path::new(&info.cwd)),
             next_client: Default::default(),
             inputs,

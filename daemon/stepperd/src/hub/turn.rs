@@ -330,6 +330,7 @@ impl LiveSession {
                     baseline,
                     hooks: hooks.clone(),
                     agent: None,
+                    always: Arc::clone(&self.always),
                 };
                 let cx = ToolCx {
                     cwd: cwd.clone(),
@@ -633,6 +634,14 @@ impl LiveSession {
         if let Some(mode) = self.state().mode {
             policy.mode = mode;
         }
+        // What "always" allowed earlier in the session.
+        policy.allow.extend(
+            self.always
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned(),
+        );
         policy
     }
 
