@@ -40,7 +40,8 @@ fn attach_line(id: &str) -> String {
 /// the session. Keys typed before then would reach the shell's line editing, not the TUI.
 fn attach(pane: &Pane, id: &str) {
     pane.run(&attach_line(id));
-    let status = format!(" · {} · ", &id[..8]);
+    let short = stepper_protocol::session::short_ids(&[id]);
+    let status = format!(" · {} · ", short[0]);
     pane.wait_for_history("the TUI's status line", |h| {
         after_last_attach(h, id).is_some_and(|s| s.contains(&status))
     });

@@ -99,6 +99,12 @@ fn a_command_with_arguments_bang_and_at_expands_the_same_in_ask_and_the_tui() {
     let pane = tmux.shell();
     pane.run("stepper");
     pane.wait_for_text("● idle");
+    // The folder is undecided, so the TUI asks about trust first; keys typed before its
+    // question takes keys would be swallowed. Left unanswered, the folder stays as `ask`
+    // found it, and other keys go to the input.
+    pane.wait_for("the trust question, answerable", |s| {
+        s.contains("don't trust it") && !s.contains("keys in a moment")
+    });
     pane.type_text("/review src/lib.rs errors");
     pane.press("Enter");
     pane.wait_for_text("reviewed again");

@@ -529,12 +529,13 @@ fn the_tui_asks_once_and_runs_nothing_until_trusted() {
     pane.run("stepper");
     // Its keys line shows once the keys answer.
     pane.wait_for("the trust question, answerable", |s| {
-        s.contains("Trust ") && s.contains("hooks (") && s.contains("not trusted (remembered")
+        s.contains("Trust ")
+            && s.contains("hooks (")
+            && s.contains("don't trust it")
+            && !s.contains("keys in a moment")
     });
     pane.press("n");
-    pane.wait_for("the question answered", |s| {
-        !s.contains("not trusted (remembered")
-    });
+    pane.wait_for("the question answered", |s| !s.contains("don't trust it"));
     pane.type_text("hello");
     pane.press("Enter");
     pane.wait_for_text("first-answer");
