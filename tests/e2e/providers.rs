@@ -498,7 +498,7 @@ fn nobody_listening_is_a_fast_clear_error() {
         AppEvent::TurnFinished {
             status: TurnStatus::Failed,
             error: Some(e),
-            error_kind: None,
+            error_kind: Some(stepper_protocol::TurnErrorKind::Provider),
         } => {
             assert!(
                 e.contains("connection refused — is the server running"),
