@@ -5,6 +5,8 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -160,7 +162,7 @@ async fn attach(
     let (actions, mut requests) = mpsc::channel(64);
     let cancel = CancellationToken::new();
     let mut follow = Follow {
-        client: client.clone(),
+        link: Link::new(client.clone()),
         core: core.clone(),
         me,
         cwd: cwd.to_path_buf(),
@@ -266,7 +268,9 @@ async fn attach(
     let exit = exit.context("running the terminal UI")?;
     let id = follow.id;
 
-    let running = client
+    let running = follow
+        .link
+        .get()
         .call::<SessionGet>(SessionParams {
             session_id: id.clone(),
         })
@@ -288,9 +292,57 @@ async fn attach(
     }
 }
 
+/// The connection to the daemon: replaced when the daemon restarts under an attached TUI
+/// (see [`Follow::show`]), so every later call goes to the new one.
+#[derive(Clone)]
+struct Link(Arc<RwLock<DaemonClient>>);
+
+impl Link {
+    fn new(client: DaemonClient) -> Link {
+        Link(Arc::new(RwLock::new(client)))
+    }
+
+    fn get(&self) -> DaemonClient {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, client: DaemonClient) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = client;
+    }
+}
+
+/// How long a TUI whose daemon went away tries to reach one again (starting it, as at
+/// launch) before it gives up and says so.
+const RECONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connect again (starting the daemon if it is not running) and follow `id` from after
+/// `seq`: what was committed meanwhile is replayed, nothing twice.
+async fn reconnect(
+    name: &str,
+    id: &str,
+    seq: u64,
+) -> anyhow::Result<(DaemonClient, stepper_protocol::client::EventStream)> {
+    let places = places()?;
+    let deadline = std::time::Instant::now() + RECONNECT_TIMEOUT;
+    loop {
+        let tried = async {
+            let client = connect_or_start(&places, name).await?;
+            let stream = client.subscribe_history(&id.to_string(), seq).await?;
+            anyhow::Ok((client, stream))
+        }
+        .await;
+        match tried {
+            Ok(done) => return Ok(done),
+            Err(e) if std::time::Instant::now() >= deadline => return Err(e),
+            // A daemon that is stopping still holds its socket for a moment.
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
 /// The session the TUI shows, and the task pumping its events in.
 struct Follow {
-    client: DaemonClient,
+    link: Link,
     core: mpsc::Sender<CoreEvent>,
     me: String,
     cwd: std::path::PathBuf,
@@ -310,8 +362,8 @@ impl Follow {
             ..
         } = session;
         let id = session.id.clone();
-        let mut stream = self
-            .client
+        let client = self.link.get();
+        let mut stream = client
             .subscribe_history(&id, 0)
             .await
             .with_context(|| format!("following session {id}"))?;
@@ -319,7 +371,7 @@ impl Follow {
             old.abort();
         }
         self.id = id.clone();
-        let window = context_window(&self.client, &session.model, &self.cwd).await;
+        let window = context_window(&client, &session.model, &self.cwd).await;
         let _ = self
             .core
             .send(CoreEvent::Session {
@@ -329,9 +381,10 @@ impl Follow {
                 context_window: window,
             })
             .await;
-        if let Ok(c) = self
-            .client
-            .call::<SessionClients>(SessionParams { session_id: id })
+        if let Ok(c) = client
+            .call::<SessionClients>(SessionParams {
+                session_id: id.clone(),
+            })
             .await
         {
             let _ = self
@@ -343,19 +396,45 @@ impl Follow {
                 .await;
         }
         let core = self.core.clone();
+        let (link, me) = (self.link.clone(), self.me.clone());
         self.pump = Some(tokio::spawn(async move {
-            let reason = loop {
-                match stream.next().await {
-                    Some(Ok(envelope)) => {
-                        if core.send(CoreEvent::Event(envelope)).await.is_err() {
-                            return;
+            // The last event shown: a stream followed again starts after it.
+            let mut seen = 0;
+            loop {
+                let reason = loop {
+                    match stream.next().await {
+                        Some(Ok(envelope)) => {
+                            seen = envelope.seq;
+                            if core.send(CoreEvent::Event(envelope)).await.is_err() {
+                                return;
+                            }
                         }
+                        Some(Err(e)) => break e.to_string(),
+                        None => break "the daemon closed the session's event stream".to_string(),
                     }
-                    Some(Err(e)) => break e.to_string(),
-                    None => break "the daemon closed the session's event stream".to_string(),
+                };
+                // The daemon went away (a restart, an upgrade, a crash): the session is kept
+                // in it, so this TUI reaches it again and goes on where it was.
+                let _ = core
+                    .send(CoreEvent::Info(
+                        "the daemon went away — reconnecting…".to_string(),
+                    ))
+                    .await;
+                match reconnect(&me, &id, seen).await {
+                    Ok((client, again)) => {
+                        link.set(client);
+                        stream = again;
+                        let _ = core
+                            .send(CoreEvent::Info("reconnected to the daemon".into()))
+                            .await;
+                    }
+                    Err(e) => {
+                        let why = format!("{reason}; reconnecting failed: {e:#}");
+                        let _ = core.send(CoreEvent::Disconnected(why)).await;
+                        return;
+                    }
                 }
-            };
-            let _ = core.send(CoreEvent::Disconnected(reason)).await;
+            }
         }));
         Ok(())
     }
@@ -375,7 +454,8 @@ impl Follow {
             },
             Action::Command { name, .. } if name == "init" => {
                 match self
-                    .client
+                    .link
+                    .get()
                     .call::<ProjectInit>(ProjectInitParams {
                         cwd: self.cwd.display().to_string(),
                         force: false,
@@ -396,12 +476,12 @@ impl Follow {
                     Err(e) => Some(format!("/init failed: {e}")),
                 }
             }
-            action => perform(&self.client, &self.id, &self.cwd, action, &self.core).await,
+            action => perform(&self.link.get(), &self.id, &self.cwd, action, &self.core).await,
         }
     }
 
     async fn fork(&mut self, args: &str) -> anyhow::Result<()> {
-        let current = get(&self.client, &self.id).await?;
+        let current = get(&self.link.get(), &self.id).await?;
         let from_turn = match args.trim() {
             "" => current.session.turns + 1,
             n => n.parse().map_err(|_| {
@@ -409,7 +489,8 @@ impl Follow {
             })?,
         };
         let forked = self
-            .client
+            .link
+            .get()
             .call::<SessionFork>(SessionForkParams {
                 session_id: self.id.clone(),
                 from_turn,
@@ -420,7 +501,7 @@ impl Follow {
     }
 
     async fn fresh(&mut self) -> anyhow::Result<()> {
-        let current = get(&self.client, &self.id).await?;
+        let current = get(&self.link.get(), &self.id).await?;
         let new = NewSession {
             model: Some(current.session.model),
             mode: current.mode,
@@ -429,7 +510,7 @@ impl Follow {
             input: None,
             ..Default::default()
         };
-        let created = session::create(&self.client, &self.cwd, new).await?;
+        let created = session::create(&self.link.get(), &self.cwd, new).await?;
         self.show(created).await
     }
 }

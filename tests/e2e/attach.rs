@@ -260,3 +260,40 @@ fn interrupting_a_tall_answer_leaves_the_input_box_at_the_bottom() {
     );
     gate.open();
 }
+
+/// The daemon restarts under an attached TUI (here it is killed): the TUI says so, starts
+/// one again, follows the session from where it was, and the next question is answered.
+#[test]
+fn the_tui_reconnects_when_the_daemon_restarts() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new();
+    env.start_daemon();
+    let id = create_session(&env);
+    env.fake.push(Reply::text(&["first-answer"]));
+    env.fake.push(Reply::text(&["after-the-restart"]));
+    let tmux = Tmux::new(&env);
+    let pane = tmux.shell();
+    attach(&pane, &id);
+    submit(&pane, "before");
+    pane.wait_for_text("first-answer");
+    let before = env.daemon_pid().expect("the daemon runs");
+    // Not `signal_daemon`, which waits for the lock to come free: the TUI may start the
+    // next daemon, which takes it, before that wait looks.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(before),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    pane.wait_for_text("reconnected to the daemon");
+    assert_ne!(env.daemon_pid(), Some(before), "a new daemon");
+    submit(&pane, "after");
+    let screen = pane.wait_for_text("after-the-restart");
+    assert!(!screen.contains("attach exited 1"), "{screen}");
+    // Nothing shown twice: the first answer once.
+    let history = pane.wait_for_history("the whole pane", |_| true);
+    let shown = after_last_attach(&history, &id).unwrap_or(&history);
+    assert_eq!(shown.matches("first-answer").count(), 1, "{shown}");
+    detach(&pane, &id);
+}
