@@ -275,9 +275,10 @@ async fn presence_model_and_mode_changes_reach_every_client() {
             other => other.kind().to_string(),
         });
     }
+    // Only the second client's attaching was news (to the first); each left once.
     assert_eq!(
         seen.iter().filter(|k| *k == "ClientAttached").count(),
-        2,
+        1,
         "{seen:?}"
     );
     assert!(
@@ -302,10 +303,8 @@ async fn deleting_a_session_ends_its_subscriptions() {
     let a = env.client().await;
     let session = env.create_session(&a, None).await;
     let mut watching = a.subscribe_events(&session, 0).await.unwrap();
-    // Its history first: SessionCreated, then this client attaching.
-    for _ in 0..2 {
-        watching.next().await.unwrap().unwrap();
-    }
+    // Its history first: SessionCreated (a client alone is not logged as attaching).
+    watching.next().await.unwrap().unwrap();
     let b = env.client().await;
     b.call::<SessionDelete>(SessionParams {
         session_id: session.clone(),
@@ -320,4 +319,52 @@ async fn deleting_a_session_ends_its_subscriptions() {
         Some(Err(e)) => assert!(e.to_string().contains("no session"), "{e}"),
         other => panic!("expected the end of the stream, got {other:?}"),
     }
+}
+
+/// A session attached to alone, visit after visit, does not grow: presence is logged only
+/// when another client is attached to be told (issue 37).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attaching_alone_again_and_again_logs_nothing() {
+    use stepper_protocol::methods::{SessionClients, SessionGet, SessionParams};
+    let env = TestEnv::new();
+    env.start_daemon();
+    let client = env.client().await;
+    let session = env.create_session(&client, None).await;
+    let last_seq = || async {
+        client
+            .call::<SessionGet>(SessionParams {
+                session_id: session.clone(),
+            })
+            .await
+            .unwrap()
+            .session
+            .last_seq
+    };
+    let before = last_seq().await;
+    for _ in 0..5 {
+        let visit = env.client().await;
+        let stream = visit.subscribe_events(&session, 0).await.unwrap();
+        let attached = client
+            .call::<SessionClients>(SessionParams {
+                session_id: session.clone(),
+            })
+            .await
+            .unwrap()
+            .clients;
+        assert_eq!(attached.len(), 1, "listed while it is attached");
+        drop(stream);
+        drop(visit);
+        stepper_e2e::wait_until_async("the visit to leave", Duration::from_secs(20), || async {
+            client
+                .call::<SessionClients>(SessionParams {
+                    session_id: session.clone(),
+                })
+                .await
+                .unwrap()
+                .clients
+                .is_empty()
+        })
+        .await;
+    }
+    assert_eq!(last_seq().await, before, "five visits, not one event");
 }

@@ -224,7 +224,7 @@ impl ClaudeCode {
                     };
                 }
                 Ended::Died(exit) => {
-                    let tail = live.host.stderr_tail();
+                    let tail = live.host.stderr_tail().await;
                     self.live = None;
                     // A conversation the CLI cannot resume (its files are gone): once, a new
                     // one, said in a notice.

@@ -260,7 +260,7 @@ impl CodexCli {
                 }
             }
             Ended::Died(exit) => {
-                let tail = live.host.stderr_tail();
+                let tail = live.host.stderr_tail().await;
                 self.live = None;
                 if t.cancel.is_cancelled() {
                     return Outcome {
@@ -286,11 +286,10 @@ impl CodexCli {
 
     /// The start went wrong: the process goes, and the turn says why.
     async fn start_failed(&mut self, failed: Failed) -> Outcome {
-        let tail = self
-            .live
-            .as_ref()
-            .map(|l| l.host.stderr_tail())
-            .unwrap_or_default();
+        let tail = match self.live.as_ref() {
+            Some(live) => live.host.stderr_tail().await,
+            None => Vec::new(),
+        };
         self.shut().await;
         match failed {
             Failed::Died => Outcome::failed(died(Cli::CodexCli, None, &tail)),

@@ -53,8 +53,14 @@ pub struct Host {
     exited: watch::Receiver<Option<Exit>>,
     stop: mpsc::Sender<Duration>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Set once stderr has ended (read to its end, or failed).
+    stderr_done: watch::Receiver<bool>,
     pid: Option<u32>,
 }
+
+/// How long the reason a dead CLI gave may take to arrive after its output closed: its
+/// stderr is read by a task of its own, which may not have read the last lines yet.
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
 
 impl Host {
     /// Start the process.
@@ -93,12 +99,12 @@ impl Host {
         let (tx, lines) = mpsc::channel(256);
         tokio::spawn(read_lines(stdout, tx));
         let kept = Arc::new(Mutex::new(VecDeque::new()));
-        tokio::spawn(log_stderr(
-            stderr,
-            name,
-            Redactor::new(secrets),
-            Arc::clone(&kept),
-        ));
+        let (done_tx, stderr_done) = watch::channel(false);
+        let reading = log_stderr(stderr, name, Redactor::new(secrets), Arc::clone(&kept));
+        tokio::spawn(async move {
+            reading.await;
+            let _ = done_tx.send(true);
+        });
         let (stop, stopping) = mpsc::channel(1);
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(supervise(child, stopping, exited_tx, name));
@@ -109,6 +115,7 @@ impl Host {
             exited,
             stop,
             stderr: kept,
+            stderr_done,
             pid,
         })
     }
@@ -145,8 +152,11 @@ impl Host {
         let _ = exited.wait_for(Option::is_some).await;
     }
 
-    /// What it last said on stderr.
-    pub fn stderr_tail(&self) -> Vec<String> {
+    /// What it last said on stderr: once stderr has ended (a process that died closes it),
+    /// or after [`STDERR_SETTLE`] when something it started holds it open.
+    pub async fn stderr_tail(&self) -> Vec<String> {
+        let mut done = self.stderr_done.clone();
+        let _ = tokio::time::timeout(STDERR_SETTLE, done.wait_for(|d| *d)).await;
         self.stderr
             .lock()
             .unwrap_or_else(|p| p.into_inner())

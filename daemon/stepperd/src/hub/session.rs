@@ -414,7 +414,10 @@ impl LiveSession {
         Ok(files)
     }
 
-    /// A client subscribed: it is listed and everyone is told.
+    /// A client subscribed: it is listed, and the clients already attached are told. A
+    /// client alone with the session logs nothing: presence is news only to someone else,
+    /// and a session attached to day after day would otherwise grow by two events a visit
+    /// (`session/clients` says who is attached at any time).
     pub async fn attach(&self, client: AttachedClient) -> u64 {
         let id = self
             .next_client
@@ -424,24 +427,30 @@ impl LiveSession {
             kind: format!("{:?}", client.kind).to_lowercase(),
             pid: client.pid,
         };
-        self.clients
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, client);
-        if let Err(e) = self.log.append(None, event).await {
+        let others = {
+            let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+            let others = !clients.is_empty();
+            clients.insert(id, client);
+            others
+        };
+        if others && let Err(e) = self.log.append(None, event).await {
             tracing::warn!(session = %self.id, error = %e, "cannot record a client attaching");
         }
         id
     }
 
-    /// The client of subscription `id` left; the turn goes on.
+    /// The client of subscription `id` left; the turn goes on. The clients still attached
+    /// are told; the last to leave logs nothing.
     pub async fn detach(&self, id: u64) {
-        let gone = self
-            .clients
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        let (gone, others) = {
+            let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+            let gone = clients.remove(&id);
+            (gone, !clients.is_empty())
+        };
         let Some(client) = gone else { return };
+        if !others {
+            return;
+        }
         let left = AppEvent::ClientDetached {
             client: client.name,
         };
