@@ -474,3 +474,28 @@ fn the_providers_web_search_is_offered_only_where_the_rules_allow_it_unasked() {
         "a deny rule wins, even in auto"
     );
 }
+
+/// `promptCache: false` sends no cache breakpoints; by default the system prompt, the tools
+/// and the conversation so far carry one each.
+#[test]
+fn the_prompt_cache_setting_turns_breakpoints_off() {
+    let env = TestEnv::new();
+    let out = ask(&env, &["hi"]);
+    assert!(out.status.success(), "{out:?}");
+    let cached = env.fake.requests().last().unwrap().to_string();
+    assert_eq!(cached.matches("\"cache_control\"").count(), 3, "{cached}");
+
+    let config = env.places().config_dir;
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("setting.json"), r#"{"promptCache": false}"#).unwrap();
+    let out = ask(&env, &["hi again"]);
+    assert!(out.status.success(), "{out:?}");
+    let cold = env.fake.requests().last().unwrap().to_string();
+    assert!(!cold.contains("cache_control"), "{cold}");
+    let checked = env.run(&["config", "--validate"]);
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stdout)
+    );
+}

@@ -137,6 +137,12 @@ pub struct Settings {
     /// those whose front matter says `dispatch: true`.
     #[serde(default)]
     pub dispatch: Option<bool>,
+    /// Mark prompt-cache breakpoints (Anthropic's `cache_control`: the system prompt, the
+    /// tools, the conversation so far) so the next request reads them from the cache.
+    /// Default on; off sends no breakpoints (a gateway that rejects them, a test of cold
+    /// requests).
+    #[serde(default)]
+    pub prompt_cache: Option<bool>,
     /// Run every MCP server a project names (`.mcp.json`, its `setting.json`) without
     /// asking. Honoured from your own `setting.json` and the project's
     /// `setting.local.json` only: a repository cannot approve its own servers.
@@ -356,6 +362,11 @@ impl Settings {
     }
 
     /// The share of a model's window at which its context is compacted.
+    /// Whether requests mark prompt-cache breakpoints (`promptCache`, default on).
+    pub fn prompt_cache(&self) -> bool {
+        self.prompt_cache.unwrap_or(true)
+    }
+
     pub fn compaction_threshold(&self) -> f64 {
         self.compaction
             .as_ref()
@@ -441,6 +452,9 @@ impl Settings {
         }
         if later.dispatch.is_some() {
             self.dispatch = later.dispatch;
+        }
+        if later.prompt_cache.is_some() {
+            self.prompt_cache = later.prompt_cache;
         }
         if later.mcp_sampling.is_some() {
             self.mcp_sampling = later.mcp_sampling;

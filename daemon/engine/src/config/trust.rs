@@ -253,6 +253,8 @@ pub fn narrow(layer: Settings, base: &Settings, file: &str) -> (Settings, Vec<St
         // safety guidance, so that waits for trust.
         append_system_prompt: layer.append_system_prompt,
         dispatch: layer.dispatch,
+        // Whether breakpoints are marked costs or saves money; it sends nothing anywhere.
+        prompt_cache: layer.prompt_cache,
         compaction: layer.compaction,
         disabled_mcpjson_servers: layer.disabled_mcpjson_servers,
         ..Settings::default()

@@ -69,6 +69,9 @@ const KEYS: &[&str] = &[
     "mcpMaxIdleServers",
     "compaction",
     "sandbox",
+    "systemPrompt",
+    "appendSystemPrompt",
+    "promptCache",
 ];
 const PROVIDER_KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "headers", "models"];
 const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
@@ -281,7 +284,12 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
                     )
                 });
             }
-            "dispatch" | "enableAllProjectMcpServers" | "mcpSampling" => {
+            "systemPrompt" | "appendSystemPrompt" => {
+                c.typed::<String>(&p(key), value, &|_| {
+                    Some("text, such as \"Answer in French.\"".into())
+                });
+            }
+            "dispatch" | "enableAllProjectMcpServers" | "mcpSampling" | "promptCache" => {
                 c.typed::<bool>(&p(key), value, &|_| Some("true or false".into()));
             }
             "enabledMcpjsonServers" | "disabledMcpjsonServers" => {
@@ -613,6 +621,22 @@ mod tests {
         assert!(
             hidden.contains("error: \"keys\" is not an absolute path"),
             "{hidden}"
+        );
+    }
+
+    #[test]
+    fn instructions_and_the_prompt_cache_are_settings() {
+        let text = r#"{
+  "systemPrompt": "You review code.",
+  "appendSystemPrompt": "Answer in French.",
+  "promptCache": false
+}"#;
+        assert_eq!(report(text), "");
+        let wrong = r#"{ "systemPrompt": 3, "promptCache": "no" }"#;
+        let said = report(wrong);
+        assert!(
+            said.contains("systemPrompt") && said.contains("promptCache"),
+            "{said}"
         );
     }
 

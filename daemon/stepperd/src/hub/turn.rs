@@ -207,6 +207,7 @@ impl LiveSession {
                                 (Arc::clone(&resolved.provider), id)
                             });
                     let mut request = ChatRequest::new(summarizer.1.clone(), messages);
+                    request.cache = settings.prompt_cache();
                     if !system.is_empty() {
                         request.system = Some(system);
                     }
@@ -1261,6 +1262,7 @@ impl TurnHost {
             messages,
         );
         request.max_tokens = info.max_output().min(MAX_TOKENS);
+        request.cache = self.settings.prompt_cache();
         if !system.is_empty() {
             request.system = Some(system);
         }
