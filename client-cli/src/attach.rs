@@ -168,6 +168,7 @@ async fn attach(
         cwd: cwd.to_path_buf(),
         id: String::new(),
         pump: None,
+        leaving: cancel.clone(),
     };
     // Subscribed before the TUI starts, so a session that cannot be followed fails here,
     // with the terminal untouched.
@@ -348,6 +349,9 @@ struct Follow {
     cwd: std::path::PathBuf,
     id: String,
     pump: Option<tokio::task::JoinHandle<()>>,
+    /// Set when the TUI leaves: a pump that loses the daemon then does not reconnect (nor
+    /// start a daemon nobody will use, as when the terminal closes while the daemon stops).
+    leaving: CancellationToken,
 }
 
 impl Follow {
@@ -396,7 +400,7 @@ impl Follow {
                 .await;
         }
         let core = self.core.clone();
-        let (link, me) = (self.link.clone(), self.me.clone());
+        let (link, me, leaving) = (self.link.clone(), self.me.clone(), self.leaving.clone());
         self.pump = Some(tokio::spawn(async move {
             // The last event shown: a stream followed again starts after it.
             let mut seen = 0;
@@ -415,12 +419,19 @@ impl Follow {
                 };
                 // The daemon went away (a restart, an upgrade, a crash): the session is kept
                 // in it, so this TUI reaches it again and goes on where it was.
+                if leaving.is_cancelled() {
+                    return;
+                }
                 let _ = core
                     .send(CoreEvent::Info(
                         "the daemon went away — reconnecting…".to_string(),
                     ))
                     .await;
-                match reconnect(&me, &id, seen).await {
+                let again = tokio::select! {
+                    () = leaving.cancelled() => return,
+                    again = reconnect(&me, &id, seen) => again,
+                };
+                match again {
                     Ok((client, again)) => {
                         link.set(client);
                         stream = again;

@@ -142,13 +142,62 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        // A failed test still ends every process it started in a pane.
+        // A failed test still ends every process it started in a pane — at once, with
+        // SIGKILL: a TUI that took the server's SIGHUP late could otherwise see the test's
+        // daemon go (the test's end kills it) and start another where nothing cleans up.
+        let panes = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["list-panes", "-a", "-F", "#{pane_pid}"])
+            .output();
+        if let Ok(panes) = panes {
+            let roots: Vec<u32> = String::from_utf8_lossy(&panes.stdout)
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            for pid in descendants(&roots) {
+                if let Ok(pid) = i32::try_from(pid) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+        }
         let _ = Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
             .arg("kill-server")
             .output();
     }
+}
+
+/// `roots` and every process below them, from `/proc`'s parent links.
+fn descendants(roots: &[u32]) -> Vec<u32> {
+    let links: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // After the command's name (in parentheses): state, then the parent.
+            let rest = stat.get(stat.rfind(')')? + 2..)?;
+            let ppid = rest.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = roots.to_vec();
+    let mut next = 0;
+    while let Some(&parent) = found.get(next) {
+        for &(pid, ppid) in &links {
+            if ppid == parent && !found.contains(&pid) {
+                found.push(pid);
+            }
+        }
+        next += 1;
+    }
+    found
 }
 
 impl Pane<'_> {
