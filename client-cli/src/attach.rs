@@ -5,8 +5,6 @@
 
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -21,6 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::connect::{ATTACH_CLIENT, connect_or_start, places};
 use crate::first_run;
 use crate::session::{self, NewSession, client_env};
+
+mod link;
+use link::{Link, reconnect};
 
 #[derive(Args, Default)]
 pub struct AttachArgs {
@@ -289,54 +290,6 @@ async fn attach(
                 "stepper: {reason}\nthe session is kept: 'stepper attach {id}' comes back to it"
             );
             Ok(ExitCode::FAILURE)
-        }
-    }
-}
-
-/// The connection to the daemon: replaced when the daemon restarts under an attached TUI
-/// (see [`Follow::show`]), so every later call goes to the new one.
-#[derive(Clone)]
-struct Link(Arc<RwLock<DaemonClient>>);
-
-impl Link {
-    fn new(client: DaemonClient) -> Link {
-        Link(Arc::new(RwLock::new(client)))
-    }
-
-    fn get(&self) -> DaemonClient {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    fn set(&self, client: DaemonClient) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = client;
-    }
-}
-
-/// How long a TUI whose daemon went away tries to reach one again (starting it, as at
-/// launch) before it gives up and says so.
-const RECONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Connect again (starting the daemon if it is not running) and follow `id` from after
-/// `seq`: what was committed meanwhile is replayed, nothing twice.
-async fn reconnect(
-    name: &str,
-    id: &str,
-    seq: u64,
-) -> anyhow::Result<(DaemonClient, stepper_protocol::client::EventStream)> {
-    let places = places()?;
-    let deadline = std::time::Instant::now() + RECONNECT_TIMEOUT;
-    loop {
-        let tried = async {
-            let client = connect_or_start(&places, name).await?;
-            let stream = client.subscribe_history(&id.to_string(), seq).await?;
-            anyhow::Ok((client, stream))
-        }
-        .await;
-        match tried {
-            Ok(done) => return Ok(done),
-            Err(e) if std::time::Instant::now() >= deadline => return Err(e),
-            // A daemon that is stopping still holds its socket for a moment.
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     }
 }
