@@ -467,6 +467,9 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 let first = task.lines().next().unwrap_or("");
                 eprintln!("  ▸ {agent_id}: {}", shorten(first, 160));
             }
+            ref merged @ AppEvent::WorktreesMerged { .. } if ours && progress => {
+                eprintln!("  ⎇ {}", merged.worktrees_summary().unwrap_or_default());
+            }
             AppEvent::SubagentFinished {
                 agent_id,
                 status: s,

@@ -41,6 +41,7 @@ mod service;
 mod session;
 mod sessions;
 mod trust;
+mod worktrees;
 
 use std::process::ExitCode;
 
@@ -95,6 +96,9 @@ enum Command {
     },
     /// List sessions, most recent first.
     Sessions(sessions::SessionsArgs),
+    /// The git worktrees kept for workers whose changes were not merged (a conflict, a
+    /// failure), with their branches; --remove takes them away.
+    Worktrees(worktrees::WorktreesArgs),
     /// Sign in with ChatGPT, or store API keys for the daemon.
     Auth {
         #[command(subcommand)]
@@ -208,6 +212,7 @@ fn run(cli: Cli) -> ExitCode {
             Some(Command::Doctor(args)) => doctor::run(args).await,
             Some(Command::Auth { command }) => auth::run(command).await,
             Some(Command::Models(args)) => models::run(args).await,
+            Some(Command::Worktrees(args)) => worktrees::run(args),
             Some(Command::Backends(args)) => backends::run(args).await,
             Some(Command::Eval(args)) => eval::run(args).await,
             Some(Command::Mcp { command }) => mcp::run(command).await,

@@ -339,6 +339,29 @@ pub enum AppEvent {
         task: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         layer: Option<u32>,
+        /// The git worktree it works in, when it runs isolated (`isolation: worktree`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<Box<Worktree>>,
+    },
+    /// What isolated workers or subagents changed came back to the session's folder, in
+    /// task order, after they all ended. A conflict stops the merge at that agent; its
+    /// worktree and those of the agents after it (and of any that failed) are kept.
+    WorktreesMerged {
+        /// The parallel layer's index; absent for subagents started with `dispatch`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        layer: Option<u32>,
+        /// The agents whose changes were applied, in task order.
+        merged: Vec<String>,
+        /// Files of the folder the applied changes wrote or removed.
+        files: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conflict: Option<Box<WorktreeConflict>>,
+        /// Worktrees left in place (with their branches) for the user to look at.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kept: Vec<KeptWorktree>,
+        /// Why nothing could be merged (git failed), when that happened.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// A subagent ended, with its final text (what its layer or its caller receives).
     SubagentFinished {
@@ -375,6 +398,49 @@ pub enum AppEvent {
 }
 
 impl AppEvent {
+    /// A `WorktreesMerged` told in a line, as every client shows it.
+    pub fn worktrees_summary(&self) -> Option<String> {
+        let AppEvent::WorktreesMerged {
+            merged,
+            files,
+            conflict,
+            kept,
+            error,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let mut parts = Vec::new();
+        if let Some(error) = error {
+            parts.push(format!("not merged: {error}"));
+        } else if merged.is_empty() {
+            parts.push("no worktree changes to merge".to_string());
+        } else {
+            parts.push(format!(
+                "merged {} into the folder ({files} file{})",
+                merged.join(", "),
+                if *files == 1 { "" } else { "s" }
+            ));
+        }
+        if let Some(conflict) = conflict {
+            parts.push(format!(
+                "{} conflicts in {}",
+                conflict.agent_id,
+                conflict.files.join(", ")
+            ));
+        }
+        for k in kept {
+            let why = match k.reason {
+                KeptReason::Unfinished => "unfinished",
+                KeptReason::Conflict => "conflict",
+                KeptReason::NotMerged => "not merged",
+            };
+            parts.push(format!("kept {} ({why}): {}", k.branch, k.path));
+        }
+        Some(parts.join("; "))
+    }
+
     /// The variant name, as it appears in `type`.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -408,12 +474,55 @@ impl AppEvent {
             AppEvent::LayerStarted { .. } => "LayerStarted",
             AppEvent::LayerFinished { .. } => "LayerFinished",
             AppEvent::SubagentStarted { .. } => "SubagentStarted",
+            AppEvent::WorktreesMerged { .. } => "WorktreesMerged",
             AppEvent::SubagentFinished { .. } => "SubagentFinished",
             AppEvent::CompactionStarted { .. } => "CompactionStarted",
             AppEvent::CompactionFinished { .. } => "CompactionFinished",
             AppEvent::Unknown => "Unknown",
         }
     }
+}
+
+/// A git worktree an isolated worker or subagent works in, on a branch of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Worktree {
+    /// The agent's working folder inside the worktree.
+    pub path: String,
+    /// `stepper/…`; for a folder that is not a repository, a branch of a private
+    /// repository stepper made to copy it.
+    pub branch: String,
+}
+
+/// The agent whose changes did not apply over those merged before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeConflict {
+    pub agent_id: String,
+    /// The files both changed, relative to the repository's top.
+    pub files: Vec<String>,
+}
+
+/// A worktree left in place after a merge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeptWorktree {
+    pub agent_id: String,
+    pub path: String,
+    pub branch: String,
+    pub reason: KeptReason,
+}
+
+/// Why a worktree was kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KeptReason {
+    /// Its agent failed or was interrupted: what it changed was not merged.
+    Unfinished,
+    /// Its changes conflicted with those merged before it.
+    Conflict,
+    /// It came after a conflict: the merge had stopped.
+    NotMerged,
 }
 
 /// One item of the session's todo list.

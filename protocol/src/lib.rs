@@ -23,8 +23,8 @@ pub mod client;
 pub mod server;
 
 pub use event::{
-    AppEvent, ApprovalDecision, ElicitAction, EventEnvelope, TodoItem, TodoStatus, ToolCallStatus,
-    TurnErrorKind, TurnStatus, Usage,
+    AppEvent, ApprovalDecision, ElicitAction, EventEnvelope, KeptReason, KeptWorktree, TodoItem,
+    TodoStatus, ToolCallStatus, TurnErrorKind, TurnStatus, Usage, Worktree, WorktreeConflict,
 };
 pub use methods::{Method, Subscription};
 pub use session::{

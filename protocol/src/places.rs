@@ -113,6 +113,24 @@ impl Places {
     }
 }
 
+/// Where stepper copies `folder` (one that is not a git repository) for workers that run
+/// in worktrees of their own: a private repository and its worktrees, in the temporary
+/// folder (a reboot clears them), per user (`user`: their uid) and named by a stable hash
+/// of the folder's path.
+pub fn worktree_copies(folder: &Path, user: u32) -> PathBuf {
+    // FNV-1a: the same name from every build, so the CLI finds what the daemon made.
+    let hash = folder
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    std::env::temp_dir()
+        .join(format!("stepper-worktrees-{user}"))
+        .join(format!("{hash:016x}"))
+}
+
 /// An identity of the executable at `path` as built: its size and modification time. A
 /// rebuilt or reinstalled binary gets a new one; the daemon records its own at start.
 pub fn build_id(path: &Path) -> std::io::Result<String> {

@@ -39,3 +39,4 @@ mod subscribe;
 mod tool_env;
 mod tools;
 mod trust;
+mod worktrees;

@@ -67,7 +67,7 @@ fn mechanisms(env: &TestEnv) -> Vec<&'static [&'static str]> {
 
 /// A folder outside the project and the temp folders (both writable in the sandbox): the
 /// build's own temp folder unless the checkout is itself under one, else the home folder.
-fn outside() -> tempfile::TempDir {
+pub(crate) fn outside() -> tempfile::TempDir {
     let temp = |p: &Path| p.starts_with("/tmp") || p.starts_with("/var/tmp");
     let candidates = [
         Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),

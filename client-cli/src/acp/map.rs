@@ -298,6 +298,13 @@ impl View {
                     &format!("subagent {name} failed: {why}\n"),
                 ));
             }
+            event @ AppEvent::WorktreesMerged { .. } => {
+                let said = event.worktrees_summary().unwrap_or_default();
+                updates.push(chunk(
+                    "agent_thought_chunk",
+                    &format!("worktrees: {said}\n"),
+                ));
+            }
             AppEvent::CompactionFinished {
                 before_tokens,
                 after_tokens,

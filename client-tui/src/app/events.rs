@@ -147,6 +147,7 @@ impl App {
                     | AppEvent::Error { .. }
                     | AppEvent::SubagentStarted { .. }
                     | AppEvent::SubagentFinished { .. }
+                    | AppEvent::WorktreesMerged { .. }
             )
         {
             self.apply_agent_event(&agent, env.event);
@@ -523,6 +524,20 @@ impl App {
             AppEvent::Notice { message } => {
                 self.push_aside(Cell::note("ℹ", message, theme::warning()))
             }
+            event @ AppEvent::WorktreesMerged { .. } => {
+                let troubled = matches!(
+                    &event,
+                    AppEvent::WorktreesMerged { conflict, error, .. }
+                        if conflict.is_some() || error.is_some()
+                );
+                let text = sanitize(&event.worktrees_summary().unwrap_or_default());
+                let style = if troubled {
+                    theme::warning()
+                } else {
+                    theme::dim()
+                };
+                self.push(Cell::note("⎇", text, style));
+            }
             // A hook that did its work quietly is not news; one that blocked, failed or hung is.
             AppEvent::HookRan {
                 event,
@@ -607,11 +622,17 @@ impl App {
                 model,
                 task,
                 layer,
+                worktree,
             } => {
-                let label = match layer {
+                let mut label = match layer {
                     Some(_) => format!("worker {}", sanitize(&agent_id)),
                     None => format!("subagent {}", sanitize(&name)),
                 };
+                // Which worktree is said by the merge that follows; the line keeps room for
+                // the model and the status.
+                if worktree.is_some() {
+                    label.push_str(" (worktree)");
+                }
                 self.end_reasoning();
                 self.end_message();
                 self.push(Cell::Agent(AgentCell {

@@ -196,6 +196,10 @@ fn layers_and_workers_are_cells_collapsed_then_expanded() {
                 model: "anthropic/claude-sonnet-4-5".into(),
                 task: "Fix the token check in src/auth.rs".into(),
                 layer: Some(2),
+                worktree: Some(Box::new(stepper_protocol::Worktree {
+                    path: "/home/ada/shop/.git/stepper-worktrees/0a1b2c3d-t4-layer-2.1".into(),
+                    branch: "stepper/0a1b2c3d-t4/layer-2.1".into(),
+                })),
             },
             AppEvent::SubagentStarted {
                 agent_id: "layer-2.2".into(),
@@ -203,6 +207,10 @@ fn layers_and_workers_are_cells_collapsed_then_expanded() {
                 model: "anthropic/claude-sonnet-4-5".into(),
                 task: "Make the clock injectable".into(),
                 layer: Some(2),
+                worktree: Some(Box::new(stepper_protocol::Worktree {
+                    path: "/home/ada/shop/.git/stepper-worktrees/0a1b2c3d-t4-layer-2.2".into(),
+                    branch: "stepper/0a1b2c3d-t4/layer-2.2".into(),
+                })),
             },
         ],
     );
@@ -220,6 +228,22 @@ fn layers_and_workers_are_cells_collapsed_then_expanded() {
             text: String::new(),
             error: Some("the provider returned 500".into()),
             usage: Usage::default(),
+        }],
+    );
+    feed(
+        &mut app,
+        [AppEvent::WorktreesMerged {
+            layer: Some(2),
+            merged: vec!["layer-2.1".into()],
+            files: 2,
+            conflict: None,
+            kept: vec![stepper_protocol::KeptWorktree {
+                agent_id: "layer-2.2".into(),
+                path: "/home/ada/shop/.git/stepper-worktrees/0a1b2c3d-t4-layer-2.2".into(),
+                branch: "stepper/0a1b2c3d-t4/layer-2.2".into(),
+                reason: stepper_protocol::KeptReason::Unfinished,
+            }],
+            error: None,
         }],
     );
     app.tick(T0 + 1_000);

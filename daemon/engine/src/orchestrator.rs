@@ -13,11 +13,14 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
-use stepper_protocol::{AppEvent, TurnErrorKind, TurnStatus, Usage};
+use stepper_protocol::{
+    AppEvent, KeptReason, KeptWorktree, TurnErrorKind, TurnStatus, Usage, Worktree,
+    WorktreeConflict,
+};
 use tokio::sync::Semaphore;
 
 use crate::agent::{SinkError, TurnOutcome, add_cost};
-use crate::config::layers::{AgentDef, DEFAULT_PARALLEL_MAX, Layer, offers, permits};
+use crate::config::layers::{AgentDef, DEFAULT_PARALLEL_MAX, Isolation, Layer, offers, permits};
 use crate::provider::{ChatMessage, ContentPart, Role};
 use crate::tool::{Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args};
 
@@ -56,6 +59,8 @@ pub struct AgentRun {
     /// What the turn used before it, for the turn's running total.
     pub base_usage: Usage,
     pub base_cost: Option<f64>,
+    /// The worktree it works in instead of the session's folder (see [`AgentHost::isolate`]).
+    pub worktree: Option<Worktree>,
 }
 
 impl AgentRun {
@@ -84,6 +89,7 @@ impl AgentRun {
             extra_tools: Vec::new(),
             base_usage: Usage::default(),
             base_cost: None,
+            worktree: None,
         }
     }
 }
@@ -106,6 +112,46 @@ pub trait AgentHost: Send + Sync {
         let _ = history;
         None
     }
+    /// A worktree for each of `agents` (by id, in order), each on its own branch, all made
+    /// from the session's folder as it is now; `Err` says why there are none (the agents
+    /// then work in the folder itself).
+    fn isolate(&self, agents: Vec<String>) -> BoxFuture<'_, Result<Isolated, String>> {
+        let _ = agents;
+        Box::pin(async { Err("this host cannot make worktrees".to_string()) })
+    }
+    /// Bring what the agents of `batch` changed back into the session's folder, in order;
+    /// `finished[i]` says whether the i-th completed (an unfinished one is not merged).
+    /// Worktrees that are done with are removed.
+    fn merge(&self, batch: u64, finished: Vec<bool>) -> BoxFuture<'_, Merge> {
+        let _ = (batch, finished);
+        Box::pin(async { Merge::default() })
+    }
+}
+
+/// Worktrees made for isolated agents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Isolated {
+    /// The host's handle for [`AgentHost::merge`].
+    pub batch: u64,
+    /// The agents, in the order asked.
+    pub agents: Vec<String>,
+    /// Their worktrees, in the same order.
+    pub worktrees: Vec<Worktree>,
+    /// What the user should know of how they were made (a copy of a folder that is not a
+    /// repository).
+    pub note: Option<String>,
+}
+
+/// What came of bringing isolated agents' work back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Merge {
+    /// The agents whose changes were applied, in order.
+    pub merged: Vec<String>,
+    /// Files of the folder written or removed.
+    pub files: u32,
+    pub conflict: Option<WorktreeConflict>,
+    pub kept: Vec<KeptWorktree>,
+    pub error: Option<String>,
 }
 
 /// The user's words, then what changed in the environment when something did (the words
@@ -162,6 +208,8 @@ pub struct Orchestrator {
     pub agents: Arc<Vec<AgentDef>>,
     /// Offer `dispatch` to every layer (settings), not only those that ask for it.
     pub dispatch_everywhere: bool,
+    /// Where workers and subagents work when their layer or agent file does not say.
+    pub isolation: Isolation,
     next_agent: Arc<AtomicU32>,
     /// What dispatched subagents used, not yet counted in the turn's total.
     dispatched: Arc<Mutex<(Usage, Option<f64>)>>,
@@ -173,6 +221,7 @@ impl Orchestrator {
             host,
             agents: Arc::new(agents),
             dispatch_everywhere,
+            isolation: Isolation::None,
             next_agent: Arc::new(AtomicU32::new(1)),
             dispatched: Arc::default(),
         }
@@ -363,16 +412,25 @@ impl Orchestrator {
     }
 
     /// A parallel layer: one worker per task, at most `parallel-max` at once; its text is
-    /// the workers' results in task order.
+    /// the workers' results in task order (and, when they worked in worktrees, what came
+    /// of merging their changes back).
     async fn fan_out(&self, layer: &Layer, index: u32, input: &str, tasks: Vec<String>) -> Step {
         let limit = Arc::new(Semaphore::new(layer.parallel_max.max(1)));
-        let runs = tasks.iter().enumerate().map(|(k, task)| {
+        let mut runs: Vec<AgentRun> = (0..tasks.len())
+            .map(|k| {
+                let id = format!("layer-{index}.{}", k + 1);
+                let mut run = AgentRun::of_layer(layer, Some(id), AgentKind::Worker);
+                // Workers neither assign nor dispatch.
+                run.disallowed
+                    .extend(["assign_tasks".to_string(), "dispatch".to_string()]);
+                run
+            })
+            .collect();
+        let isolate = layer.isolation.unwrap_or(self.isolation) == Isolation::Worktree;
+        let isolated = self.isolate(&mut runs, &vec![isolate; tasks.len()]).await;
+        let ids: Vec<String> = runs.iter().filter_map(|r| r.id.clone()).collect();
+        let work = runs.into_iter().zip(&tasks).map(|(run, task)| {
             let limit = Arc::clone(&limit);
-            let id = format!("layer-{index}.{}", k + 1);
-            let mut run = AgentRun::of_layer(layer, Some(id.clone()), AgentKind::Worker);
-            // Workers neither assign nor dispatch.
-            run.disallowed
-                .extend(["assign_tasks".to_string(), "dispatch".to_string()]);
             let message = worker_input(task, input);
             async move {
                 let _permit = limit.acquire_owned().await.ok();
@@ -380,8 +438,88 @@ impl Orchestrator {
                     .await
             }
         });
-        let results = futures::future::join_all(runs).await;
-        join_results(&tasks, results)
+        let results = futures::future::join_all(work).await;
+        let merged = match isolated {
+            Some(isolated) => Some(
+                self.merge_back(None, Some(index), isolated, &ids, &results)
+                    .await,
+            ),
+            None => None,
+        };
+        let mut joined = join_results(&tasks, results);
+        if let Some(report) = merged {
+            joined.text.push_str(&report);
+        }
+        joined
+    }
+
+    /// Worktrees for the runs `wanted` marks, set on them; none (and a notice saying why)
+    /// when the host cannot make them.
+    async fn isolate(&self, runs: &mut [AgentRun], wanted: &[bool]) -> Option<Isolated> {
+        let ids: Vec<String> = runs
+            .iter()
+            .zip(wanted)
+            .filter(|(_, w)| **w)
+            .filter_map(|(r, _)| r.id.clone())
+            .collect();
+        if ids.is_empty() {
+            return None;
+        }
+        match self.host.isolate(ids.clone()).await {
+            Ok(isolated) => {
+                for (id, worktree) in ids.iter().zip(&isolated.worktrees) {
+                    if let Some(run) = runs.iter_mut().find(|r| r.id.as_ref() == Some(id)) {
+                        run.worktree = Some(worktree.clone());
+                    }
+                }
+                if let Some(message) = isolated.note.clone() {
+                    let _ = self.host.emit(None, AppEvent::Notice { message }).await;
+                }
+                Some(isolated)
+            }
+            Err(why) => {
+                let message = format!(
+                    "the workers share the folder instead of worktrees of their own: {why}"
+                );
+                let _ = self.host.emit(None, AppEvent::Notice { message }).await;
+                None
+            }
+        }
+    }
+
+    /// Bring the isolated agents' changes back (`ids`: every agent of the batch, `results`
+    /// theirs in the same order) and say so; the text the layer after (or the dispatching
+    /// model) is told of it.
+    async fn merge_back(
+        &self,
+        parent: Option<String>,
+        layer: Option<u32>,
+        isolated: Isolated,
+        ids: &[String],
+        results: &[Step],
+    ) -> String {
+        // Whether each of the batch's agents completed, in the batch's order.
+        let finished: Vec<bool> = isolated
+            .agents
+            .iter()
+            .map(|agent| {
+                ids.iter()
+                    .zip(results)
+                    .any(|(id, step)| id == agent && step.status == TurnStatus::Completed)
+            })
+            .collect();
+        let merge = self.host.merge(isolated.batch, finished).await;
+        let report = merge_text(&merge, ids);
+        let event = AppEvent::WorktreesMerged {
+            layer,
+            merged: merge.merged,
+            files: merge.files,
+            conflict: merge.conflict.map(Box::new),
+            kept: merge.kept,
+            error: merge.error,
+        };
+        let _ = self.host.emit(parent, event).await;
+        report
     }
 
     /// Run one subagent with its started/finished events (tagged with `parent`).
@@ -402,6 +540,7 @@ impl Orchestrator {
             model,
             task,
             layer,
+            worktree: run.worktree.clone().map(Box::new),
         };
         if let Err(e) = self.host.emit(parent.clone(), started).await {
             return Step::failed(e.to_string());
@@ -426,6 +565,7 @@ impl Orchestrator {
                 host: Arc::clone(&self.host),
                 agents: Arc::clone(&self.agents),
                 dispatch_everywhere: false,
+                isolation: self.isolation,
                 next_agent: Arc::clone(&self.next_agent),
                 dispatched: Arc::clone(&self.dispatched),
             },
@@ -543,6 +683,60 @@ fn join_results(tasks: &[String], results: Vec<Step>) -> Step {
 fn common_kind(mut kinds: impl Iterator<Item = Option<TurnErrorKind>>) -> Option<TurnErrorKind> {
     let first = kinds.next()??;
     kinds.all(|k| k == Some(first)).then_some(first)
+}
+
+/// What the next layer (or the dispatching model) is told of a merge: `ids` are the
+/// agents in task order, so task numbers can be named.
+fn merge_text(merge: &Merge, ids: &[String]) -> String {
+    let task = |agent: &str| {
+        ids.iter()
+            .position(|id| id == agent)
+            .map_or_else(|| agent.to_string(), |k| format!("task {}", k + 1))
+    };
+    let list = |agents: &mut dyn Iterator<Item = String>| agents.collect::<Vec<_>>().join(", ");
+    let mut text = String::from("\n\n---\nThe tasks ran in git worktrees of their own. ");
+    if let Some(error) = &merge.error {
+        text.push_str(&format!(
+            "Their changes could not be merged into the folder: {error}. "
+        ));
+    } else if merge.merged.is_empty() {
+        text.push_str("None of them changed a file that was merged into the folder. ");
+    } else {
+        text.push_str(&format!(
+            "The changes of {} were merged into the folder ({} file{}). ",
+            list(&mut merge.merged.iter().map(|a| task(a))),
+            merge.files,
+            if merge.files == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some(conflict) = &merge.conflict {
+        text.push_str(&format!(
+            "The merge stopped at {}: its changes conflict with those merged before it in {}. ",
+            task(&conflict.agent_id),
+            conflict.files.join(", ")
+        ));
+    }
+    for kept in &merge.kept {
+        let why = match kept.reason {
+            KeptReason::Unfinished => "it did not finish",
+            KeptReason::Conflict => "its changes conflict",
+            KeptReason::NotMerged => "it came after the conflict",
+        };
+        text.push_str(&format!(
+            "{} was not merged ({why}): its branch {} is kept, worktree {}. ",
+            capitalised(&task(&kept.agent_id)),
+            kept.branch,
+            kept.path
+        ));
+    }
+    text.trim_end().to_string()
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 fn first_line(text: &str) -> String {
@@ -690,6 +884,7 @@ impl Tool for Dispatch {
             }
             let o = &self.orchestrator;
             let mut runs = Vec::new();
+            let mut wanted = Vec::new();
             for t in &args.tasks {
                 let def = match &t.agent {
                     None => None,
@@ -737,12 +932,25 @@ impl Tool for Dispatch {
                 // No recursion: a subagent neither dispatches nor assigns.
                 run.disallowed
                     .extend(["assign_tasks".to_string(), "dispatch".to_string()]);
+                let isolation = def
+                    .and_then(|d| d.isolation)
+                    .or(self.layer.isolation)
+                    .unwrap_or(o.isolation);
+                wanted.push(isolation == Isolation::Worktree);
                 runs.push((t.task.clone(), run));
             }
+            let mut agents: Vec<AgentRun> = Vec::new();
+            let mut tasks: Vec<String> = Vec::new();
+            for (task, run) in runs {
+                tasks.push(task);
+                agents.push(run);
+            }
+            let isolated = o.isolate(&mut agents, &wanted).await;
+            let ids: Vec<String> = agents.iter().filter_map(|r| r.id.clone()).collect();
+            let runs: Vec<(String, AgentRun)> = tasks.iter().cloned().zip(agents).collect();
             let limit = Arc::new(Semaphore::new(
                 self.layer.parallel_max.clamp(1, DEFAULT_PARALLEL_MAX * 4),
             ));
-            let tasks: Vec<String> = runs.iter().map(|(t, _)| t.clone()).collect();
             let results = futures::future::join_all(runs.into_iter().map(|(task, run)| {
                 let limit = Arc::clone(&limit);
                 let parent = self.parent.clone();
@@ -752,7 +960,17 @@ impl Tool for Dispatch {
                 }
             }))
             .await;
-            let joined = join_results(&tasks, results);
+            let merged = match isolated {
+                Some(isolated) => Some(
+                    o.merge_back(self.parent.clone(), None, isolated, &ids, &results)
+                        .await,
+                ),
+                None => None,
+            };
+            let mut joined = join_results(&tasks, results);
+            if let Some(report) = merged {
+                joined.text.push_str(&report);
+            }
             {
                 let mut used = o.dispatched.lock().unwrap_or_else(|p| p.into_inner());
                 used.0.add(&joined.usage);

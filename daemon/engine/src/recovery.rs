@@ -339,6 +339,7 @@ mod tests {
                     model: "m".into(),
                     task: "look".into(),
                     layer: None,
+                    worktree: None,
                 },
             ),
             (
@@ -441,6 +442,7 @@ mod tests {
                     model: "m".into(),
                     task: "look".into(),
                     layer: None,
+                    worktree: None,
                 },
             ),
             at(&sub, 1500, started("c1", "bash")),

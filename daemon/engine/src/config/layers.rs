@@ -30,6 +30,7 @@ pub const FIELDS: &[&str] = &[
     "deny",
     "skills",
     "parallel",
+    "isolation",
     "parallel-max",
     "max-steps",
     "dispatch",
@@ -58,6 +59,9 @@ pub struct Layer {
     pub max_steps: Option<u32>,
     /// Offer the `dispatch` tool.
     pub dispatch: bool,
+    /// Where its workers (and the subagents it dispatches) work; the settings'
+    /// `workerIsolation` when absent.
+    pub isolation: Option<Isolation>,
     /// Give it the base instructions of its model's family (`base-instructions: false`:
     /// only its own prompt).
     pub base: bool,
@@ -81,6 +85,7 @@ impl Layer {
             parallel_max: DEFAULT_PARALLEL_MAX,
             max_steps: None,
             dispatch: false,
+            isolation: None,
             base: true,
             instructions: String::new(),
             line: 1,
@@ -91,6 +96,42 @@ impl Layer {
     pub fn allows(&self, tool: &str) -> bool {
         permits(self.tools.as_deref(), &self.disallowed, tool)
     }
+}
+
+/// Where a worker or subagent works (`isolation:` in a layer or an agent file, as Claude
+/// Code's agent files have it).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// In the session's folder, beside the others.
+    None,
+    /// In a git worktree of its own, merged back when all are done.
+    Worktree,
+}
+
+impl Isolation {
+    pub fn parse(text: &str) -> Result<Isolation, String> {
+        match text {
+            "worktree" => Ok(Isolation::Worktree),
+            "none" | "" => Ok(Isolation::None),
+            other => Err(format!(
+                "`isolation: {other}` — write `isolation: worktree` (each worker in its own git \
+                 worktree) or `none`"
+            )),
+        }
+    }
+}
+
+/// `isolation:`, when the front matter has it.
+fn isolation(
+    fm: &FrontMatter,
+    line: usize,
+    problem: &mut dyn FnMut(usize, String),
+) -> Option<Isolation> {
+    let text = fm.field("isolation")?;
+    Isolation::parse(&text).map_err(|e| problem(line, e)).ok()
 }
 
 /// Whether `tool` passes an allow list (`None`: every tool) and a deny list.
@@ -240,6 +281,7 @@ pub fn parse(path: &Path, text: &str, known_tools: &[&str]) -> (Layers, Vec<Prob
         layer.skills = fm.fields.get("skills").map(|_| fm.list("skills"));
         layer.parallel = flag(&fm, "parallel", field_line("parallel"), &mut problem);
         layer.dispatch = flag(&fm, "dispatch", field_line("dispatch"), &mut problem);
+        layer.isolation = isolation(&fm, field_line("isolation"), &mut problem);
         layer.base = base_instructions(&fm, field_line("base-instructions"), &mut problem);
         if let Some(n) = count(
             &fm,
@@ -421,6 +463,8 @@ pub struct AgentDef {
     pub instructions: String,
     /// Whether it gets the base instructions too (`base-instructions: false`: only its own).
     pub base: bool,
+    /// Where it works; the dispatching layer's, else the settings', when absent.
+    pub isolation: Option<Isolation>,
     pub path: PathBuf,
 }
 
@@ -510,6 +554,13 @@ pub fn agents(
                 tools: tools.map(|t| t.into_iter().filter(|t| known(t, known_tools)).collect()),
                 instructions: fm.body.trim().to_string(),
                 base: base_instructions(&fm, 1, &mut |line, message| {
+                    problems.push(Problem {
+                        path: path.clone(),
+                        line,
+                        message,
+                    })
+                }),
+                isolation: isolation(&fm, 1, &mut |line, message| {
                     problems.push(Problem {
                         path: path.clone(),
                         line,
@@ -620,7 +671,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("reviewer.md"),
-            "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep, Task, Frob\nmodel: haiku\n---\nReview it.\n",
+            "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep, Task, Frob\nmodel: haiku\nisolation: worktree\n---\nReview it.\n",
         )
         .unwrap();
         let (defs, problems) = agents(tmp.path(), &tmp.path().join("cfg"), None, TOOLS);
@@ -630,5 +681,20 @@ mod tests {
         assert_eq!(def.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
         assert_eq!(def.tools, Some(vec!["read".into(), "grep".into()]));
         assert_eq!(def.instructions, "Review it.");
+        assert_eq!(def.isolation, Some(Isolation::Worktree));
+    }
+
+    #[test]
+    fn isolation_is_a_worktree_or_none_and_anything_else_is_a_problem() {
+        let text = "---\nname: plan\n---\nP.\n\n---\nname: work\nparallel: true\nisolation: worktree\n---\nW.\n\n---\nname: last\nisolation: worktrees\n---\nL.\n";
+        let (layers, problems) = parsed(text);
+        assert_eq!(layers.layers[0].isolation, None);
+        assert_eq!(layers.layers[1].isolation, Some(Isolation::Worktree));
+        assert_eq!(layers.layers[2].isolation, None);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("stepper.md:15: `isolation: worktrees` — write `isolation: worktree`"),
+            "{problems:?}"
+        );
     }
 }

@@ -143,6 +143,11 @@ pub struct Settings {
     /// requests).
     #[serde(default)]
     pub prompt_cache: Option<bool>,
+    /// Where a parallel layer's workers and dispatched subagents work when their layer or
+    /// agent file does not say: `worktree` (each in its own git worktree, merged back) or
+    /// `none` (the default: in the session's folder).
+    #[serde(default)]
+    pub worker_isolation: Option<layers::Isolation>,
     /// Run every MCP server a project names (`.mcp.json`, its `setting.json`) without
     /// asking. Honoured from your own `setting.json` and the project's
     /// `setting.local.json` only: a repository cannot approve its own servers.
@@ -361,12 +366,17 @@ impl Settings {
         Settings::load_files(files)
     }
 
-    /// The share of a model's window at which its context is compacted.
     /// Whether requests mark prompt-cache breakpoints (`promptCache`, default on).
     pub fn prompt_cache(&self) -> bool {
         self.prompt_cache.unwrap_or(true)
     }
 
+    /// Where workers and subagents work when nothing closer says (`workerIsolation`).
+    pub fn worker_isolation(&self) -> layers::Isolation {
+        self.worker_isolation.unwrap_or(layers::Isolation::None)
+    }
+
+    /// The share of a model's window at which its context is compacted.
     pub fn compaction_threshold(&self) -> f64 {
         self.compaction
             .as_ref()
@@ -452,6 +462,9 @@ impl Settings {
         }
         if later.dispatch.is_some() {
             self.dispatch = later.dispatch;
+        }
+        if later.worker_isolation.is_some() {
+            self.worker_isolation = later.worker_isolation;
         }
         if later.prompt_cache.is_some() {
             self.prompt_cache = later.prompt_cache;

@@ -72,6 +72,7 @@ const KEYS: &[&str] = &[
     "systemPrompt",
     "appendSystemPrompt",
     "promptCache",
+    "workerIsolation",
 ];
 const PROVIDER_KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "headers", "models"];
 const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
@@ -291,6 +292,11 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             }
             "dispatch" | "enableAllProjectMcpServers" | "mcpSampling" | "promptCache" => {
                 c.typed::<bool>(&p(key), value, &|_| Some("true or false".into()));
+            }
+            "workerIsolation" => {
+                c.typed::<super::layers::Isolation>(&p(key), value, &|_| {
+                    Some("\"worktree\" or \"none\"".into())
+                });
             }
             "enabledMcpjsonServers" | "disabledMcpjsonServers" => {
                 c.typed::<Vec<String>>(&p(key), value, &|_| {

@@ -34,6 +34,8 @@ pub struct Environment {
     pub network: bool,
     /// The MCP servers whose tools are offered.
     pub mcp_servers: Vec<String>,
+    /// The session's folder, when this agent works in a worktree of its own made from it.
+    pub worktree_of: Option<PathBuf>,
 }
 
 impl Environment {
@@ -49,6 +51,16 @@ impl Environment {
                 let _ = writeln!(out, "- In the git repository at {}.", root.display());
             }
             None => out.push_str("- Not a git repository.\n"),
+        }
+        if let Some(main) = &self.worktree_of {
+            let _ = writeln!(
+                out,
+                "- This folder is a git worktree made for your task alone, from {} as it was \
+                 when you started. Work only here: when every task is done your changes are \
+                 merged into that folder. Do not commit, switch branches or change {}.",
+                main.display(),
+                main.display()
+            );
         }
         let os = self
             .os
@@ -205,6 +217,7 @@ mod tests {
             sandbox: SandboxMode::WorkspaceWrite,
             network: false,
             mcp_servers: vec!["github".into()],
+            worktree_of: None,
         }
     }
 

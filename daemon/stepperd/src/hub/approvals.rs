@@ -3,6 +3,7 @@
 //! wins, every client sees who answered, and a late answer gets a clear error.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -95,6 +96,10 @@ pub struct SessionGate {
     pub agent: Option<String>,
     /// What "always" allowed in this session: kept for its later turns too.
     pub always: Arc<Mutex<Vec<Rule>>>,
+    /// An agent working in a worktree: (the worktree's folder, the session's folder). Its
+    /// requests are judged as the same requests in the session's folder, which the worktree
+    /// stands for, so the user's rules and protections hold there as they do at home.
+    pub folder: Option<(PathBuf, PathBuf)>,
 }
 
 impl Gate for SessionGate {
@@ -174,7 +179,10 @@ impl Gate for SessionGate {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
-            let asked = request.clone();
+            let asked = match &self.folder {
+                Some((worktree, home)) => in_folder(request, worktree, home),
+                None => request.clone(),
+            };
             let deciding = tokio::task::spawn_blocking(move || policy.decide(&asked));
             let verdict = tokio::select! {
                 () = self.cancel.cancelled() => {
@@ -328,6 +336,43 @@ impl Gate for SessionGate {
 }
 
 /// A request as Claude Code's hooks name it: the tool, and its input.
+/// `request` as the same request made in `home` by an agent working in `worktree` (a
+/// worktree of it): its paths, its commands' folder, and the worktree's path in a command
+/// line, put back where they stand for.
+fn in_folder(request: &GateRequest, worktree: &Path, home: &Path) -> GateRequest {
+    let path = |p: &Path| match p.strip_prefix(worktree) {
+        Ok(rest) => home.join(rest),
+        Err(_) => p.to_path_buf(),
+    };
+    let line = |command: &str| {
+        command.replace(&worktree.display().to_string(), &home.display().to_string())
+    };
+    match request {
+        GateRequest::Read { path: p } => GateRequest::Read { path: path(p) },
+        GateRequest::Edit { path: p, diff } => GateRequest::Edit {
+            path: path(p),
+            diff: diff.clone(),
+        },
+        GateRequest::Bash { command, cwd, env } => GateRequest::Bash {
+            command: line(command),
+            cwd: path(cwd),
+            env: env.clone(),
+        },
+        GateRequest::Unsandboxed {
+            command,
+            cwd,
+            env,
+            failure,
+        } => GateRequest::Unsandboxed {
+            command: line(command),
+            cwd: path(cwd),
+            env: env.clone(),
+            failure: failure.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
 fn claude_request(request: &GateRequest) -> (String, serde_json::Value) {
     use serde_json::json;
     match request {
@@ -377,5 +422,46 @@ fn describe(request: &GateRequest) -> (String, Option<String>, Option<String>) {
             None,
         ),
         GateRequest::Tool { name, input } => (name.clone(), Some(input.clone()), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stepper_engine::tool::CommandEnv;
+
+    #[test]
+    fn a_worktree_agents_requests_are_judged_as_made_in_the_folder() {
+        let worktree = Path::new("/p/.git/stepper-worktrees/ab-t1-layer-2.1");
+        let home = Path::new("/p");
+        let edit = GateRequest::Edit {
+            path: worktree.join("src/a.rs"),
+            diff: "d".into(),
+        };
+        assert_eq!(
+            in_folder(&edit, worktree, home),
+            GateRequest::Edit {
+                path: "/p/src/a.rs".into(),
+                diff: "d".into()
+            }
+        );
+        // A path outside the worktree stays what it is (outside the folder too).
+        let read = GateRequest::Read {
+            path: "/etc/passwd".into(),
+        };
+        assert_eq!(in_folder(&read, worktree, home), read);
+        let bash = GateRequest::Bash {
+            command: format!("cat {}/x && ls", worktree.display()),
+            cwd: worktree.join("sub"),
+            env: CommandEnv::default(),
+        };
+        assert_eq!(
+            in_folder(&bash, worktree, home),
+            GateRequest::Bash {
+                command: "cat /p/x && ls".into(),
+                cwd: "/p/sub".into(),
+                env: CommandEnv::default(),
+            }
+        );
     }
 }

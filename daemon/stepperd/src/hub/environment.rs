@@ -45,6 +45,7 @@ pub(crate) async fn gather(facts: Facts<'_>) -> (Environment, Moment) {
         sandbox: facts.sandbox,
         network: facts.network,
         mcp_servers: facts.mcp_servers,
+        worktree_of: None,
     };
     let now = chrono::Local::now();
     let moment = Moment {
@@ -159,29 +160,8 @@ fn parse_status(text: &str) -> GitState {
 /// Run git in `cwd` with the session's PATH and HOME, the repository's programs off, no lock
 /// taken; its output, or `None` when it failed or took too long.
 async fn git(cwd: &Path, env: &Env, args: &[&str]) -> Option<String> {
-    let mut command = tokio::process::Command::new("git");
-    command
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .args(["-c", "color.ui=false", "-c", "core.quotePath=false"])
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    for var in ["PATH", "HOME", "SYSTEMROOT"] {
-        if let Some(value) = env.get(var) {
-            command.env(var, value);
-        }
-    }
+    let mut command = super::git::command(cwd, env);
+    command.args(args).env("GIT_OPTIONAL_LOCKS", "0");
     // Not in a process group of its own (`stepper_process::group`): this git runs on every
     // turn's path with hooks and fsmonitor off, and in an untrusted folder only commands
     // that run none of the repository's programs; the group's registry and its cleanup cost

@@ -12,6 +12,7 @@ pub mod context;
 pub mod env;
 mod environment;
 pub mod extensions;
+mod git;
 pub mod hooks;
 pub mod log;
 pub mod mcp;
@@ -21,6 +22,7 @@ pub mod session;
 pub mod settings;
 pub mod trust;
 pub mod turn;
+pub(crate) mod worktree;
 pub(crate) use turn::tool_names;
 
 use std::collections::{HashMap, HashSet};

@@ -14,7 +14,7 @@ use stepper_engine::config::{extensions, memory};
 use stepper_engine::hooks::TurnHooks;
 use stepper_engine::interrupt::Interrupt;
 use stepper_engine::orchestrator::{
-    AgentHost, AgentKind, AgentRun, LayerContext, Orchestrator, context_key,
+    AgentHost, AgentKind, AgentRun, Isolated, LayerContext, Merge, Orchestrator, context_key,
 };
 use stepper_engine::tool::Tool;
 use stepper_engine::{LlmProvider, TurnOutcome};
@@ -332,6 +332,7 @@ impl LiveSession {
                     hooks: hooks.clone(),
                     agent: None,
                     always: Arc::clone(&self.always),
+                    folder: None,
                 };
                 let cx = ToolCx {
                     cwd: cwd.clone(),
@@ -403,6 +404,21 @@ impl LiveSession {
                         })
                         .await;
                     let chosen = self.instructions();
+                    // Worktrees run git with the repository's own filters: only in a folder
+                    // the user trusts.
+                    let worktrees = if trusted {
+                        let part = stepper_protocol::session::random_part(&self.id);
+                        let label = format!("{}-t{turn}", &part[..part.len().min(8)]);
+                        Ok(Arc::new(super::worktree::Worktrees::new(
+                            cwd.clone(),
+                            render_cx.env.clone(),
+                            label,
+                        )))
+                    } else {
+                        Err("worktrees need a folder you trust (git would run the \
+                             repository's own programs): trust it with `stepper trust`"
+                            .to_string())
+                    };
                     let host = Arc::new(TurnHost {
                         main_model: model.to_string(),
                         main: (resolved.provider, resolved.info, resolved.kind),
@@ -414,6 +430,7 @@ impl LiveSession {
                         memory: system,
                         instructions: chosen.over(&settings.instructions()),
                         environment: environment.render(),
+                        facts: environment,
                         moment: moment.render(),
                         tools: deps.tools.clone(),
                         mcp: mcp_tools.map(|t| t as Arc<dyn ToolSource>),
@@ -427,9 +444,13 @@ impl LiveSession {
                         turn,
                         cancel: cancel.clone(),
                         interrupt,
+                        worktrees,
+                        sandboxes: (Arc::clone(&deps.sandboxes), self.state().sandbox),
+                        places: Mutex::default(),
                     });
-                    let orchestrator =
+                    let mut orchestrator =
                         Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
+                    orchestrator.isolation = settings.worker_isolation();
                     let mut text = input.text.clone();
                     if let Some(prompted) = prompted {
                         text = prompted;
@@ -1087,6 +1108,8 @@ struct TurnHost {
     instructions: UserInstructions,
     /// The environment's stable part, for the system prompt.
     environment: String,
+    /// What it was rendered from, for agents that work in worktrees.
+    facts: stepper_engine::prompt::Environment,
     /// Its moving part (date, git), sent when it changed.
     moment: String,
     tools: Vec<Arc<dyn Tool>>,
@@ -1104,6 +1127,20 @@ struct TurnHost {
     cancel: CancellationToken,
     /// Why `cancel` was cancelled, when it is.
     interrupt: Interrupt,
+    /// Worktrees for isolated agents, or why there can be none.
+    worktrees: Result<Arc<super::worktree::Worktrees>, String>,
+    /// The daemon's sandboxes and the session's choice, to confine commands in a worktree.
+    sandboxes: (Arc<super::sandbox::Sandboxes>, Option<SandboxMode>),
+    /// The worktree and sandbox of each isolated agent, by id.
+    places: Mutex<HashMap<String, Place>>,
+}
+
+/// Where an isolated agent works.
+struct Place {
+    cwd: PathBuf,
+    /// The worktree's top.
+    top: PathBuf,
+    sandbox: Option<Arc<stepper_engine::tool::CommandSandbox>>,
 }
 
 /// The tools of `source` an agent may use.
@@ -1215,6 +1252,24 @@ impl TurnHost {
             .filter(|t| allows(&run, &t.spec().name))
             .cloned()
             .collect();
+        // An isolated agent works in its worktree: its folder, its sandbox, its environment.
+        let place = run.id.as_ref().and_then(|id| {
+            self.places
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(id)
+                .map(|p| (p.cwd.clone(), p.top.clone(), p.sandbox.clone()))
+        });
+        let environment = match &place {
+            Some((cwd, top, _)) => stepper_engine::prompt::Environment {
+                repository: self.facts.repository.as_ref().map(|_| top.clone()),
+                cwd: cwd.clone(),
+                worktree_of: Some(self.cx.cwd.clone()),
+                ..self.facts.clone()
+            }
+            .render(),
+            None => self.environment.clone(),
+        };
         let mut system = SystemPrompt {
             dialect,
             base: if run.base {
@@ -1222,7 +1277,7 @@ impl TurnHost {
             } else {
                 Base::Left
             },
-            environment: &self.environment,
+            environment: &environment,
             memory: &self.memory,
             append: self
                 .instructions
@@ -1267,10 +1322,21 @@ impl TurnHost {
             request.system = Some(system);
         }
         let mut cx = self.cx.clone();
-        cx.gate = Arc::new(SessionGate {
+        let mut gate = SessionGate {
             agent: run.id.clone(),
             ..self.gate.clone()
-        });
+        };
+        if let Some((cwd, _, sandbox)) = place {
+            // The gate judges what it does as if done in the session's folder, which the
+            // worktree stands for.
+            gate.folder = Some((cwd.clone(), self.cx.cwd.clone()));
+            cx.project_root = cwd.clone();
+            cx.cwd = cwd;
+            if sandbox.is_some() {
+                cx.sandbox = sandbox;
+            }
+        }
+        cx.gate = Arc::new(gate);
         let mut secrets = self.secrets.clone();
         secrets.extend(more_secrets);
         let plan = CompactionPlan {
@@ -1359,6 +1425,53 @@ impl AgentHost for TurnHost {
             })
         });
         (told != Some(&self.moment)).then(|| self.moment.clone())
+    }
+
+    fn isolate(&self, agents: Vec<String>) -> BoxFuture<'_, Result<Isolated, String>> {
+        Box::pin(async move {
+            let worktrees = self.worktrees.as_ref().map_err(String::clone)?;
+            let isolated = worktrees.isolate(agents).await?;
+            let (sandboxes, chosen) = &self.sandboxes;
+            for agent in &isolated.agents {
+                let Some(place) = worktrees.place(agent) else {
+                    continue;
+                };
+                // Commands confined to the worktree as the session's are to its folder.
+                let sandbox = if self.cx.sandbox.is_some() {
+                    sandboxes
+                        .plan(*chosen, &self.settings.sandbox(), &place.cwd, &self.cx.env)
+                        .await
+                        .command
+                        .map(Arc::new)
+                } else {
+                    None
+                };
+                self.places
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(
+                        agent.clone(),
+                        Place {
+                            cwd: place.cwd,
+                            top: place.top,
+                            sandbox,
+                        },
+                    );
+            }
+            Ok(isolated)
+        })
+    }
+
+    fn merge(&self, batch: u64, finished: Vec<bool>) -> BoxFuture<'_, Merge> {
+        Box::pin(async move {
+            match &self.worktrees {
+                Ok(worktrees) => worktrees.merge(batch, &finished).await,
+                Err(why) => Merge {
+                    error: Some(why.clone()),
+                    ..Merge::default()
+                },
+            }
+        })
     }
 
     fn emit(&self, agent: Option<String>, event: AppEvent) -> BoxFuture<'_, Result<(), SinkError>> {
