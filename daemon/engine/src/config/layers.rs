@@ -693,7 +693,8 @@ mod tests {
         assert_eq!(layers.layers[2].isolation, None);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(
-            problems[0].starts_with("stepper.md:15: `isolation: worktrees` — write `isolation: worktree`"),
+            problems[0]
+                .starts_with("stepper.md:15: `isolation: worktrees` — write `isolation: worktree`"),
             "{problems:?}"
         );
     }
