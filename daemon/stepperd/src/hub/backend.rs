@@ -89,6 +89,7 @@ impl LiveSession {
             hooks: None,
             agent: None,
             always: Arc::clone(&self.always),
+            read_only: None,
         };
         // The CLI may change files without asking (its own allow rules): the baseline is
         // taken before it gets the prompt, and the files are walked after the turn.

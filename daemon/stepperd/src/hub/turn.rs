@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::future::BoxFuture;
+use stepper_engine::capability::Capability;
 use stepper_engine::catalogue::ModelInfo;
 use stepper_engine::compaction::CompactionPlan;
 use stepper_engine::config::layers::{self, AgentDef, Layer, Layers};
@@ -42,7 +43,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
-use super::approvals::SessionGate;
+use super::approvals::{ReadOnly, SessionGate};
 use super::context::{ContextError, MAIN_LAYER, context_rows, history};
 use super::env::{login_env, tool_env};
 use super::log::{EventLog, LogError};
@@ -332,6 +333,7 @@ impl LiveSession {
                     hooks: hooks.clone(),
                     agent: None,
                     always: Arc::clone(&self.always),
+                    read_only: None,
                 };
                 let cx = ToolCx {
                     cwd: cwd.clone(),
@@ -403,6 +405,12 @@ impl LiveSession {
                         })
                         .await;
                     let chosen = self.instructions();
+                    let read_only = super::sandbox::ReadOnly::new(
+                        Arc::clone(&deps.sandboxes),
+                        settings.sandbox(),
+                        cwd.clone(),
+                        render_cx.env.clone(),
+                    );
                     let host = Arc::new(TurnHost {
                         main_model: model.to_string(),
                         main: (resolved.provider, resolved.info, resolved.kind),
@@ -427,6 +435,7 @@ impl LiveSession {
                         turn,
                         cancel: cancel.clone(),
                         interrupt,
+                        read_only,
                     });
                     let orchestrator =
                         Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
@@ -1104,6 +1113,8 @@ struct TurnHost {
     cancel: CancellationToken,
     /// Why `cancel` was cancelled, when it is.
     interrupt: Interrupt,
+    /// Where the commands of agents that may not change files run.
+    read_only: super::sandbox::ReadOnly,
 }
 
 /// The tools of `source` an agent may use.
@@ -1131,9 +1142,20 @@ impl ToolSource for Permitted {
 const ENVIRONMENT_BYTES: usize = 900;
 
 /// Whether `run` may use the internal tool `name`. `apply_patch` stands in for edit and
-/// write, so an agent that may use both may use it.
+/// write, so an agent that may use both may use it — unless it is denied by name (or as
+/// the `edit` capability).
 fn allows(run: &AgentRun, name: &str) -> bool {
-    run.allows(name) || (name == "apply_patch" && run.allows("edit") && run.allows("write"))
+    run.allows(name)
+        || (name == "apply_patch"
+            && !run.disallowed.iter().any(|t| t == name)
+            && run.allows("edit")
+            && run.allows("write"))
+}
+
+/// Whether `run` may change files: it has a tool of the `edit` capability. Without one, its
+/// commands may not write either.
+fn writes(run: &AgentRun) -> bool {
+    Capability::Edit.tools().iter().any(|t| allows(run, t))
 }
 
 impl TurnHost {
@@ -1267,10 +1289,29 @@ impl TurnHost {
             request.system = Some(system);
         }
         let mut cx = self.cx.clone();
-        cx.gate = Arc::new(SessionGate {
+        let mut gate = SessionGate {
             agent: run.id.clone(),
             ..self.gate.clone()
-        });
+        };
+        // An agent that may not change files runs its commands in the read-only sandbox, or
+        // where there is none, only those plan mode runs.
+        if !writes(&run) {
+            let sandboxed = if allows(&run, "bash") {
+                self.read_only.get().await
+            } else {
+                None
+            };
+            gate.read_only = Some(ReadOnly {
+                name: run.name.clone(),
+                sandboxed: sandboxed
+                    .as_ref()
+                    .map(|(_, confines_reads)| *confines_reads),
+            });
+            if let Some((sandbox, _)) = sandboxed {
+                cx.sandbox = Some(sandbox);
+            }
+        }
+        cx.gate = Arc::new(gate);
         let mut secrets = self.secrets.clone();
         secrets.extend(more_secrets);
         let plan = CompactionPlan {
