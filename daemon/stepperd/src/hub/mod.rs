@@ -15,6 +15,7 @@ pub mod extensions;
 pub mod hooks;
 pub mod log;
 pub mod mcp;
+pub(crate) mod references;
 pub mod replay;
 pub mod sandbox;
 pub mod session;

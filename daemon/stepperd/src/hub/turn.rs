@@ -245,6 +245,15 @@ impl LiveSession {
                         .fail_before_model(turn, notices, plan.failure(), &input.text)
                         .await;
                 }
+                // What they name that this folder lacks: skills, the skill tool, models.
+                let missing = super::references::check(
+                    &plan.layers,
+                    &plan.agents,
+                    &ext.skills,
+                    &deps.providers,
+                    &settings,
+                );
+                notices.extend(super::references::notices(&missing));
                 // MCP servers' tools; a server that fails is left out, with a notice.
                 let user_settings = deps.settings.get(None).await.unwrap_or_default();
                 let here = deps.settings.folder(Some(&cwd)).await.unwrap_or_default();
