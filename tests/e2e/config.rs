@@ -124,3 +124,116 @@ fn schema_completions_and_man_pages() {
     );
     assert!(dir.join("stepper-ask.1").exists() && dir.join("stepper-daemon-install.1").exists());
 }
+
+fn write(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A project with the skills `beta` and `manual` (only the user may run it).
+fn skills(env: &TestEnv) {
+    write(
+        &env.project.path().join(".stepper/skills/beta/SKILL.md"),
+        "---\nname: beta\ndescription: Ship a beta\n---\nBETA-BODY\n",
+    );
+    write(
+        &env.project.path().join(".stepper/skills/manual/SKILL.md"),
+        "---\nname: manual\ndescription: By hand\ndisable-model-invocation: true\n---\nM\n",
+    );
+}
+
+#[test]
+fn validate_reports_skills_and_models_layers_and_agents_name_but_the_folder_lacks() {
+    let env = TestEnv::new();
+    skills(&env);
+    write(
+        &env.project.path().join(".stepper/stepper.md"),
+        "---\nname: plan\ntools: [read]\nskills: [beta]\n---\nPlan.\n\n\
+         ---\nname: code\nmodel: antropic/claude-sonnet-4-5\nskills: [bta, manual]\n---\nCode.\n\n\
+         ---\nname: check\nmodel: anthropic/claude-sonet-4-5\n---\nCheck.\n",
+    );
+    write(
+        &env.project.path().join(".claude/agents/helper.md"),
+        "---\nname: helper\ndescription: Helps\ndisallowedTools: Skill\nskills: [beta]\nmodel: openai/gpt-5.1\n---\nHelp.\n",
+    );
+    let out = env.run(&["config", "--validate"]);
+    let said = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    for expected in [
+        "stepper.md:4:1: error: layer `plan` lists skills, but its tools leave out `skill`, so it is offered none",
+        "hint: add `skill` to its `tools`, or drop `skills`",
+        "stepper.md:10:1: error: layer `code`: no provider is named `antropic` (in the model `antropic/claude-sonnet-4-5`)",
+        "hint: did you mean `anthropic/claude-sonnet-4-5`?",
+        "stepper.md:11:1: error: layer `code` lists an unknown skill `bta`",
+        "hint: did you mean `beta`?",
+        "stepper.md:11:1: error: layer `code` lists the skill `manual`, which only you may run",
+        "stepper.md:17:1: warning: layer `check`: stepper knows no model `claude-sonet-4-5` of `anthropic`",
+        "did you mean `anthropic/claude-sonnet-4-5`?",
+        "helper.md:5:1: error: agent `helper` lists skills, but its tools leave out `skill`",
+    ] {
+        assert!(said.contains(expected), "{expected:?} not in:\n{said}");
+    }
+    // A model stepper knows is no problem.
+    assert!(!said.contains("gpt-5.1"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_says_at_its_start_what_its_layers_name_but_the_folder_lacks() {
+    use stepper_e2e::{Reply, submit, until_turn_finished};
+    use stepper_protocol::AppEvent;
+    let env = TestEnv::new();
+    env.trust_project();
+    skills(&env);
+    write(
+        &env.project.path().join(".stepper/stepper.md"),
+        "---\nname: plan\ntools: [read]\nskills: [beta]\n---\nPlan.\n\n\
+         ---\nname: code\nskills: [bta]\n---\nCode.\n",
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::text(&["PLAN"]));
+    env.fake.push(Reply::text(&["DONE"]));
+    submit(&client, &id, "go").await;
+    let seen = until_turn_finished(&mut events).await;
+    let notices: Vec<&str> = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::Notice { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .filter(|m| m.contains("stepper.md"))
+        .collect();
+    assert_eq!(notices.len(), 2, "{notices:#?}");
+    assert!(
+        notices[0].ends_with(
+            "stepper.md:4: layer `plan` lists skills, but its tools leave out `skill`, so it is \
+             offered none — add `skill` to its `tools`, or drop `skills`"
+        ),
+        "{notices:#?}"
+    );
+    assert!(
+        notices[1].ends_with(
+            "stepper.md:10: layer `code` lists an unknown skill `bta` — did you mean `beta`?"
+        ),
+        "{notices:#?}"
+    );
+    // Said at the turn's start, before any model call.
+    let first_notice = seen
+        .iter()
+        .position(
+            |e| matches!(&e.event, AppEvent::Notice { message } if message.contains("stepper.md")),
+        )
+        .unwrap();
+    let first_layer = seen
+        .iter()
+        .position(|e| matches!(e.event, AppEvent::LayerStarted { .. }))
+        .unwrap();
+    assert!(first_notice < first_layer, "{seen:#?}");
+    // The turn runs all the same.
+    assert!(
+        seen.iter()
+            .any(|e| matches!(&e.event, AppEvent::MessageCompleted { text, .. } if text == "DONE"))
+    );
+}

@@ -362,7 +362,9 @@ async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_ano
     );
     write(
         &env.project.path().join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ndescription: Reviews changes\ntools: Read, Bash\n---\nREVIEWER-PROMPT\n",
+        // `Write` gives it a tool of the `edit` capability: without one, its commands
+        // could not make the marker (see capabilities.rs).
+        "---\nname: reviewer\ndescription: Reviews changes\ntools: Read, Bash, Write\n---\nREVIEWER-PROMPT\n",
     );
     env.start_daemon();
     let client = env.client().await;
@@ -460,7 +462,7 @@ async fn dispatch_starts_two_subagents_and_a_workers_approval_is_answered_by_ano
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["Bash", "Read"]);
+    assert_eq!(names, ["Bash", "Read", "Write"]);
     // SubagentStart and SubagentStop ran once per subagent (at once: one file per run).
     let lines = |prefix: &str| {
         std::fs::read_dir(env.project.path())
@@ -686,7 +688,7 @@ fn config_validate_reports_layer_problems_with_file_and_line() {
         "stepper.md:1:1: error: layer `fan` is parallel but is the first layer",
         "stepper.md:4:1: error: unknown field `modle` in a layer — did you mean `model`?",
         "stepper.md:10:1: error: unknown tool `reed` in `tools` — did you mean `read`?",
-        "x.md:1:1: error: \"bad model\" is not a model reference",
+        "x.md:3:1: error: \"bad model\" is not a model reference",
     ] {
         assert!(text.contains(expected), "{expected:?} not in:\n{text}");
     }

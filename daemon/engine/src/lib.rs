@@ -6,6 +6,7 @@
 
 pub mod accumulator;
 pub mod agent;
+pub mod capability;
 pub mod catalogue;
 pub mod compaction;
 pub mod config;

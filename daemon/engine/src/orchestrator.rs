@@ -928,6 +928,16 @@ impl Tool for Dispatch {
                             None => tools.clone(),
                         });
                     }
+                    run.disallowed.extend(def.disallowed.iter().cloned());
+                    if let Some(skills) = &def.skills {
+                        run.skills = Some(
+                            skills
+                                .iter()
+                                .filter(|s| run.offers_skill(s))
+                                .cloned()
+                                .collect(),
+                        );
+                    }
                 }
                 // No recursion: a subagent neither dispatches nor assigns.
                 run.disallowed

@@ -67,6 +67,15 @@ impl Resolved {
     }
 }
 
+/// A model no provider knows, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownModel {
+    /// No provider has its name (else: the provider does not have the model).
+    pub provider: bool,
+    pub message: String,
+    pub hint: String,
+}
+
 /// Builds providers for model references, sharing one HTTP client (and its connection pool).
 #[derive(Clone)]
 pub struct Providers {
@@ -431,6 +440,59 @@ impl Providers {
             .unwrap_or_default()
     }
 
+    /// Why `model` is one no provider knows, when it is: its provider is not in the settings,
+    /// not a conventional one and not a stored local server; or its provider's models are
+    /// those stepper's catalogue lists (Anthropic, OpenAI, ChatGPT) and neither the
+    /// catalogue nor the settings' `models` have its id. Other providers' models (local
+    /// servers, CLI back-ends, recordings) are known only to the server, so never reported.
+    pub fn unknown(&self, model: &ModelRef, settings: &Settings) -> Option<UnknownModel> {
+        let name = model.provider.as_str();
+        let Some(config) = self.config_for(name, settings) else {
+            let names: Vec<&str> = settings
+                .providers
+                .keys()
+                .map(String::as_str)
+                .chain(CONVENTIONS.iter().copied())
+                .collect();
+            let hint = match stepper_engine::config::validate::closest(name, &names) {
+                Some(near) => format!("did you mean `{near}/{}`?", model.model),
+                None => "add it under \"providers\" in setting.json (kind, baseUrl, apiKeyEnv), \
+                     store a local server with 'stepper auth login --local URL', or use one of \
+                     anthropic, openai, codex, ollama, openrouter"
+                    .to_string(),
+            };
+            return Some(UnknownModel {
+                provider: true,
+                message: format!("no provider is named `{name}` (in the model `{model}`)"),
+                hint,
+            });
+        };
+        let family = |id: &&str| id.starts_with("claude");
+        let ids: Vec<&str> = match config.kind {
+            ProviderKind::Anthropic => catalogue::known_ids().filter(family).collect(),
+            ProviderKind::Openai | ProviderKind::Codex => {
+                catalogue::known_ids().filter(|id| !family(id)).collect()
+            }
+            _ => return None,
+        };
+        let id = model.model.as_str();
+        if ids.iter().any(|known| id.starts_with(known)) || config.models.contains_key(id) {
+            return None;
+        }
+        let near = stepper_engine::config::validate::closest(id, &ids)
+            .map(|near| format!("did you mean `{name}/{near}`? "))
+            .unwrap_or_default();
+        Some(UnknownModel {
+            provider: false,
+            message: format!("stepper knows no model `{id}` of `{name}` (in the model `{model}`)"),
+            hint: format!(
+                "{near}if {name} has it, describe it under \"providers\": {{\"{name}\": \
+                 {{\"models\": {{\"{id}\": {{\"contextWindow\": …}}}}}}}} in setting.json; \
+                 `stepper models` lists the ones stepper knows"
+            ),
+        })
+    }
+
     /// How `name` is set up: the settings' entry, else the convention, else a local server
     /// stored with `stepper auth login --local`.
     pub(crate) fn config_for(&self, name: &str, settings: &Settings) -> Option<ProviderConfig> {
@@ -575,6 +637,41 @@ mod tests {
             .resolve(&ModelRef::parse(model).unwrap(), &cx)
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_model_no_provider_knows_is_told_with_the_nearest_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let providers = Providers::new(dir.path().join("credentials.json")).unwrap();
+        let settings = settings(serde_json::json!({"providers": {
+            "local": {"kind": "openai-chat", "baseUrl": "http://localhost:1/v1"},
+            "anthropic": {"kind": "anthropic", "models": {"claude-next": {}}}
+        }}));
+        let unknown = |model: &str| providers.unknown(&ModelRef::parse(model).unwrap(), &settings);
+        for known in [
+            "anthropic/claude-sonnet-4-5-20250929",
+            "anthropic/claude-next",
+            "openai/gpt-5.1",
+            "codex/gpt-5-codex",
+            "local/anything",
+            "ollama/llama3.2",
+            "replay/session.jsonl",
+        ] {
+            assert_eq!(unknown(known), None, "{known}");
+        }
+        let typo = unknown("antropic/claude-sonnet-4-5").unwrap();
+        assert!(typo.provider);
+        assert_eq!(typo.hint, "did you mean `anthropic/claude-sonnet-4-5`?");
+        let id = unknown("anthropic/claude-sonet-4-5").unwrap();
+        assert!(!id.provider);
+        assert!(
+            id.hint
+                .starts_with("did you mean `anthropic/claude-sonnet-4-5`?"),
+            "{id:?}"
+        );
+        // A family's ids are not another's.
+        assert!(unknown("anthropic/gpt-5").is_some());
+        assert!(unknown("nowhere/m").unwrap().hint.contains("providers"));
     }
 
     #[test]

@@ -9,12 +9,19 @@
 //!
 //! Subagent definitions come from `.stepper/agents/*.md`, `.claude/agents/*.md` (the
 //! project's), `<config>/agents/*.md` and `~/.claude/agents/*.md` (the user's), in Claude
-//! Code's format: `name`, `description`, `tools`, `model`; the body is the prompt.
+//! Code's format: `name`, `description`, `tools`, `disallowedTools`, `model`, `skills`; the
+//! body is the prompt.
+//!
+//! `tools` and `disallowed-tools` name tools in any dialect (`Write`, `MultiEdit`, `shell`)
+//! and capabilities (`edit`, `execute`, `network`, `read`: see [`crate::capability`]); they
+//! are resolved here, into the internal tools they cover.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::extensions::{FrontMatter, Problem, front_matter, markdown_files, read};
 use super::validate::closest;
+use crate::capability::{self, Capability, List};
 use crate::model::ModelRef;
 
 /// Workers a parallel layer runs at once unless it says otherwise.
@@ -69,6 +76,8 @@ pub struct Layer {
     pub instructions: String,
     /// The line of its opening `---`.
     pub line: usize,
+    /// The line of each field of its front matter.
+    pub lines: BTreeMap<String, usize>,
 }
 
 impl Layer {
@@ -89,6 +98,7 @@ impl Layer {
             base: true,
             instructions: String::new(),
             line: 1,
+            lines: BTreeMap::new(),
         }
     }
 
@@ -224,16 +234,7 @@ pub fn parse(path: &Path, text: &str, known_tools: &[&str]) -> (Layers, Vec<Prob
                 continue;
             }
         };
-        let field_line = |key: &str| {
-            segment
-                .lines()
-                .position(|l| {
-                    l.trim_start()
-                        .strip_prefix(key)
-                        .is_some_and(|r| r.trim_start().starts_with(':'))
-                })
-                .map_or(line, |p| line + p)
-        };
+        let field_line = |key: &str| field_line(segment, line, key);
         for key in fm.fields.keys() {
             if !FIELDS.contains(&key.as_str()) {
                 let hint = closest(key, FIELDS)
@@ -248,6 +249,11 @@ pub fn parse(path: &Path, text: &str, known_tools: &[&str]) -> (Layers, Vec<Prob
         let index = layers.layers.len() + 1;
         let mut layer = Layer::plain(&fm.field("name").unwrap_or_else(|| format!("layer-{index}")));
         layer.line = line;
+        layer.lines = fm
+            .fields
+            .keys()
+            .map(|k| (k.clone(), field_line(k)))
+            .collect();
         layer.description = fm.field("description");
         layer.instructions = fm.body.trim().to_string();
         if let Some(model) = fm.field("model") {
@@ -261,16 +267,21 @@ pub fn parse(path: &Path, text: &str, known_tools: &[&str]) -> (Layers, Vec<Prob
                 let names: Vec<String> = fm.list(key).iter().map(|t| tool_name(t)).collect();
                 for name in &names {
                     if !known(name, known_tools) {
-                        let hint = closest(name, known_tools)
-                            .map(|k| format!("did you mean `{k}`?"))
-                            .unwrap_or_else(|| format!("the tools are {}", known_tools.join(", ")));
                         problem(
                             field_line(key),
-                            format!("unknown tool `{name}` in `{key}` — {hint}"),
+                            format!(
+                                "unknown tool `{name}` in `{key}` — {}",
+                                unknown_tool_hint(name, known_tools)
+                            ),
                         );
                     }
                 }
-                names
+                let list = if key == "tools" {
+                    List::Allow
+                } else {
+                    List::Deny
+                };
+                capability::expand(&names, list)
             })
         };
         layer.tools = tools("tools", &mut problem);
@@ -319,7 +330,38 @@ pub fn parse(path: &Path, text: &str, known_tools: &[&str]) -> (Layers, Vec<Prob
 }
 
 fn known(name: &str, known_tools: &[&str]) -> bool {
-    name.starts_with("mcp__") || known_tools.contains(&name) || ORCHESTRATOR_TOOLS.contains(&name)
+    name.starts_with("mcp__")
+        || known_tools.contains(&name)
+        || ORCHESTRATOR_TOOLS.contains(&name)
+        || Capability::parse(name).is_some()
+}
+
+/// What to say of a name that is neither a tool nor a capability.
+fn unknown_tool_hint(name: &str, known_tools: &[&str]) -> String {
+    let capabilities = Capability::ALL.map(Capability::name);
+    let all: Vec<&str> = known_tools.iter().chain(&capabilities).copied().collect();
+    closest(name, &all)
+        .map(|k| format!("did you mean `{k}`?"))
+        .unwrap_or_else(|| {
+            format!(
+                "the tools are {}; the capabilities {}",
+                known_tools.join(", "),
+                capabilities.join(", ")
+            )
+        })
+}
+
+/// The line of `key:` in the front matter of `segment`, whose first line is `first` (the
+/// block's own line when the key is not found).
+fn field_line(segment: &str, first: usize, key: &str) -> usize {
+    segment
+        .lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with(':'))
+        })
+        .map_or(first, |p| first + p)
 }
 
 fn flag(fm: &FrontMatter, key: &str, line: usize, problem: &mut dyn FnMut(usize, String)) -> bool {
@@ -445,7 +487,10 @@ pub fn tool_name(name: &str) -> String {
         "WebSearch" => "web_search",
         "TodoWrite" => "todo_write",
         "Skill" => "skill",
-        "Task" => "dispatch",
+        "Task" | "Agent" => "dispatch",
+        // Codex's names.
+        "shell" => "bash",
+        "update_plan" => "todo_write",
         other => other,
     }
     .to_string()
@@ -460,12 +505,18 @@ pub struct AgentDef {
     pub model: Option<String>,
     /// Its tools (stepper's names); the dispatching layer's when absent.
     pub tools: Option<Vec<String>>,
+    /// Tools taken away (`disallowedTools`), besides the dispatching layer's.
+    pub disallowed: Vec<String>,
+    /// The skills it is offered (of the dispatching layer's); theirs when absent.
+    pub skills: Option<Vec<String>>,
     pub instructions: String,
     /// Whether it gets the base instructions too (`base-instructions: false`: only its own).
     pub base: bool,
     /// Where it works; the dispatching layer's, else the settings', when absent.
     pub isolation: Option<Isolation>,
     pub path: PathBuf,
+    /// The line of each field of its front matter.
+    pub lines: BTreeMap<String, usize>,
 }
 
 /// Claude Code's model aliases in agent files.
@@ -519,41 +570,66 @@ pub fn agents(
             if defs.iter().any(|d| d.name == name) {
                 continue;
             }
+            let lines: BTreeMap<String, usize> = fm
+                .fields
+                .keys()
+                .map(|k| (k.clone(), field_line(&text, 1, k)))
+                .collect();
+            let at = |key: &str| lines.get(key).copied().unwrap_or(1);
             let model = fm.field("model").and_then(|m| agent_model(&m));
             if let Some(m) = &model
                 && let Err(e) = ModelRef::parse(m)
             {
                 problems.push(Problem {
                     path,
-                    line: 1,
+                    line: at("model"),
                     message: e.to_string(),
                 });
                 continue;
             }
-            let tools = fm.fields.get("tools").map(|_| {
-                fm.list("tools")
-                    .iter()
-                    .map(|t| tool_name(t))
-                    // No recursion: a subagent never dispatches.
-                    .filter(|t| t != "dispatch")
-                    .collect::<Vec<_>>()
-            });
-            for t in tools.iter().flatten() {
-                if !known(t, known_tools) {
-                    problems.push(Problem {
-                        path: path.clone(),
-                        line: 1,
-                        message: format!("unknown tool `{t}` in `tools` — it is left out"),
-                    });
+            // `tools` and Claude Code's `disallowedTools` (or a layer's spelling of it).
+            let mut list = |key: &str, side: List| {
+                fm.fields.get(key).map(|_| {
+                    let names: Vec<String> = fm
+                        .list(key)
+                        .iter()
+                        .map(|t| tool_name(t))
+                        // No recursion: a subagent never dispatches.
+                        .filter(|t| t != "dispatch")
+                        .filter(|t| {
+                            let ok = known(t, known_tools);
+                            if !ok {
+                                problems.push(Problem {
+                                    path: path.clone(),
+                                    line: at(key),
+                                    message: format!(
+                                        "unknown tool `{t}` in `{key}` — it is left out ({})",
+                                        unknown_tool_hint(t, known_tools)
+                                    ),
+                                });
+                            }
+                            ok
+                        })
+                        .collect();
+                    capability::expand(&names, side)
+                })
+            };
+            let tools = list("tools", List::Allow);
+            let mut disallowed = list("disallowedTools", List::Deny).unwrap_or_default();
+            for t in list("disallowed-tools", List::Deny).unwrap_or_default() {
+                if !disallowed.contains(&t) {
+                    disallowed.push(t);
                 }
             }
             defs.push(AgentDef {
                 description: fm.field("description").unwrap_or_default(),
                 name,
                 model,
-                tools: tools.map(|t| t.into_iter().filter(|t| known(t, known_tools)).collect()),
+                tools,
+                disallowed,
+                skills: fm.fields.get("skills").map(|_| fm.list("skills")),
                 instructions: fm.body.trim().to_string(),
-                base: base_instructions(&fm, 1, &mut |line, message| {
+                base: base_instructions(&fm, at("base-instructions"), &mut |line, message| {
                     problems.push(Problem {
                         path: path.clone(),
                         line,
@@ -568,6 +644,7 @@ pub fn agents(
                     })
                 }),
                 path,
+                lines,
             });
         }
     }
@@ -624,7 +701,7 @@ mod tests {
 
     #[test]
     fn problems_point_at_their_line() {
-        let text = "---\nname: a\nparallel: true\nmodle: x\ntools: [read, shell]\n---\nA.\n\n---\nname: a\nmodel: bad model\nparallel-max: 0\ndispatch: maybe\n---\nB.\n";
+        let text = "---\nname: a\nparallel: true\nmodle: x\ntools: [read, frob]\n---\nA.\n\n---\nname: a\nmodel: bad model\nparallel-max: 0\ndispatch: maybe\n---\nB.\n";
         let (_, problems) = parsed(text);
         let joined = problems.join("\n");
         assert!(
@@ -637,7 +714,7 @@ mod tests {
             "{joined}"
         );
         assert!(
-            joined.contains("stepper.md:5: unknown tool `shell`"),
+            joined.contains("stepper.md:5: unknown tool `frob`"),
             "{joined}"
         );
         assert!(
@@ -656,6 +733,72 @@ mod tests {
             joined.contains("stepper.md:13: `dispatch: maybe`"),
             "{joined}"
         );
+    }
+
+    #[test]
+    fn capabilities_in_tool_lists_cover_their_tools_in_every_dialect() {
+        let text = "---\nname: look\ndisallowed-tools: [edit, network]\n---\nA.\n\n---\nname: run\ntools: [read, Edit, execute, exectue]\ndeny: [MultiEdit]\n---\nB.\n\n---\nname: codex\ntools: [shell, apply_patch, Read]\n---\nC.\n";
+        let all = [
+            TOOLS,
+            &["multi_edit", "apply_patch", "web_fetch", "web_search"],
+        ]
+        .concat();
+        let (layers, problems) = parse(Path::new("stepper.md"), text, &all);
+        let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            problems,
+            ["stepper.md:9: unknown tool `exectue` in `tools` — did you mean `execute`?"]
+        );
+        let [look, run, codex] = &layers.layers[..] else {
+            panic!("{layers:?}")
+        };
+        // A deny list takes the whole capability, in any dialect's names.
+        for tool in ["edit", "write", "multi_edit", "apply_patch", "web_fetch"] {
+            assert!(!look.allows(tool), "{tool}");
+        }
+        assert!(look.allows("bash") && look.allows("read"));
+        // An allow list grants the tool `edit` or `read` names; `execute` is bash.
+        assert_eq!(
+            run.tools.as_deref(),
+            Some(
+                &[
+                    "read".into(),
+                    "edit".into(),
+                    "bash".into(),
+                    "exectue".into()
+                ][..]
+            )
+        );
+        assert!(!run.allows("write") && !run.allows("grep") && !run.allows("multi_edit"));
+        assert_eq!(
+            codex.tools,
+            Some(vec!["bash".into(), "apply_patch".into(), "read".into()])
+        );
+        assert_eq!(look.lines.get("disallowed-tools"), Some(&3));
+        assert_eq!(run.lines.get("tools"), Some(&9));
+    }
+
+    #[test]
+    fn agents_take_disallowed_tools_skills_and_their_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".stepper").join("agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("safe.md"),
+            "---\nname: safe\ndescription: Looks\ndisallowedTools: Write, Edit\nskills: [beta]\nmodel: x/y\n---\nLook.\n",
+        )
+        .unwrap();
+        let (defs, problems) = agents(tmp.path(), &tmp.path().join("cfg"), None, TOOLS);
+        assert!(problems.is_empty(), "{problems:?}");
+        let [def] = &defs[..] else { panic!("{defs:?}") };
+        assert_eq!(def.tools, None);
+        assert_eq!(
+            def.disallowed,
+            ["write", "edit", "multi_edit", "apply_patch"]
+        );
+        assert_eq!(def.skills, Some(vec!["beta".into()]));
+        assert_eq!(def.lines.get("skills"), Some(&5));
+        assert_eq!(def.lines.get("model"), Some(&6));
     }
 
     #[test]

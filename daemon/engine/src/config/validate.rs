@@ -513,7 +513,7 @@ fn check_providers(c: &mut Checker<'_>, value: &Value) {
 }
 
 /// The known key nearest to `key`, when it is a likely typo.
-pub(crate) fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+pub fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
     known
         .iter()
         .map(|k| (edit_distance(&key.to_lowercase(), &k.to_lowercase()), *k))

@@ -131,7 +131,7 @@ impl Rule {
     }
 
     /// Whether this is a rule for shell commands.
-    pub(super) fn is_bash(&self) -> bool {
+    pub fn is_bash(&self) -> bool {
         matches!(
             self.matcher,
             Matcher::AnyBash | Matcher::BashPrefix(_) | Matcher::BashExact(_)

@@ -100,6 +100,55 @@ pub struct SessionGate {
     /// requests are judged as the same requests in the session's folder, which the worktree
     /// stands for, so the user's rules and protections hold there as they do at home.
     pub folder: Option<(PathBuf, PathBuf)>,
+    /// Set for an agent that may not change files (no tool of the `edit` capability).
+    pub read_only: Option<ReadOnly>,
+}
+
+/// How an agent that may not change files is held to it. Either way, it changes no file
+/// through a tool and never leaves the sandbox.
+#[derive(Clone, Debug)]
+pub struct ReadOnly {
+    /// Who it is, for the refusals.
+    pub name: String,
+    /// Its commands run in the read-only sandbox (whether it confines reads too): they may
+    /// try anything, the OS refuses the writes. Without it (`None`), the gate lets through
+    /// only what plan mode does, and no allow rule widens that: a rule says a command may
+    /// run, not that it may write.
+    pub sandboxed: Option<bool>,
+}
+
+impl ReadOnly {
+    /// What it is refused whatever the policy says.
+    fn refuses(&self, request: &GateRequest) -> Option<String> {
+        let why = || {
+            format!(
+                "`{}` may not change files: its tools leave out the `edit` capability",
+                self.name
+            )
+        };
+        match request {
+            GateRequest::Edit { .. } => Some(why()),
+            GateRequest::Unsandboxed { .. } => Some(format!(
+                "{} — its commands stay in the read-only sandbox",
+                why()
+            )),
+            _ => None,
+        }
+    }
+
+    /// The policy its requests are judged by.
+    fn narrow(&self, policy: &mut Policy) {
+        match self.sandboxed {
+            Some(confines_reads) => {
+                policy.sandbox = stepper_engine::gate::SandboxState::Active;
+                policy.sandbox_confines_reads = confines_reads;
+            }
+            None => {
+                policy.mode = stepper_protocol::PermissionMode::Plan;
+                policy.allow.retain(|rule| !rule.is_bash());
+            }
+        }
+    }
 }
 
 impl Gate for SessionGate {
@@ -172,13 +221,19 @@ impl Gate for SessionGate {
                 // An error means the turn dropped the sender: nothing left to wait for.
                 _ = baseline.wait_for(|ready| *ready) => {}
             }
+            if let Some(why) = self.read_only.as_ref().and_then(|r| r.refuses(request)) {
+                return Decision::Deny(why);
+            }
             // Off the runtime's threads (a long line takes milliseconds to judge), and where
             // a failure is a question, never the daemon's end.
-            let policy = self
+            let mut policy = self
                 .policy
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone();
+            if let Some(read_only) = &self.read_only {
+                read_only.narrow(&mut policy);
+            }
             let asked = match &self.folder {
                 Some((worktree, home)) => in_folder(request, worktree, home),
                 None => request.clone(),
@@ -428,7 +483,21 @@ fn describe(request: &GateRequest) -> (String, Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stepper_engine::config::Permissions;
+    use stepper_engine::gate::SandboxState;
     use stepper_engine::tool::CommandEnv;
+    use stepper_protocol::PermissionMode;
+
+    fn bash(command: &str, cwd: &std::path::Path) -> GateRequest {
+        let env = [("PATH".to_string(), "/usr/bin:/bin".to_string())]
+            .into_iter()
+            .collect();
+        GateRequest::Bash {
+            command: command.into(),
+            cwd: cwd.to_path_buf(),
+            env: CommandEnv(Arc::new(env)),
+        }
+    }
 
     #[test]
     fn a_worktree_agents_requests_are_judged_as_made_in_the_folder() {
@@ -463,5 +532,56 @@ mod tests {
                 env: CommandEnv::default(),
             }
         );
+    }
+
+    #[test]
+    fn without_the_sandbox_a_read_only_agent_runs_what_plan_mode_runs_whatever_the_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let permissions = Permissions {
+            mode: Some(PermissionMode::Auto),
+            allow: vec!["Bash(python3:*)".into(), "Bash".into()],
+            ..Permissions::default()
+        };
+        let (mut policy, problems) = Policy::from_settings(Some(&permissions), dir.path(), None);
+        assert!(problems.is_empty(), "{problems:?}");
+        let write = bash("python3 -c \"open('f', 'w').write('x')\"", dir.path());
+        assert_eq!(policy.decide(&write), Verdict::Allow);
+        let gated = ReadOnly {
+            name: "look".into(),
+            sandboxed: None,
+        };
+        gated.narrow(&mut policy);
+        assert!(matches!(policy.decide(&write), Verdict::Deny(_)));
+        assert_eq!(policy.decide(&bash("ls", dir.path())), Verdict::Allow);
+        let edit = GateRequest::Edit {
+            path: dir.path().join("f"),
+            diff: String::new(),
+        };
+        assert!(
+            gated
+                .refuses(&edit)
+                .is_some_and(|why| why.contains("`look`"))
+        );
+        assert_eq!(gated.refuses(&bash("ls", dir.path())), None);
+    }
+
+    #[test]
+    fn in_the_sandbox_it_may_try_but_never_leave() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut policy, _) = Policy::from_settings(None, dir.path(), None);
+        let sandboxed = ReadOnly {
+            name: "look".into(),
+            sandboxed: Some(false),
+        };
+        sandboxed.narrow(&mut policy);
+        assert_eq!(policy.sandbox, SandboxState::Active);
+        assert_eq!(policy.mode, PermissionMode::Default);
+        let leave = GateRequest::Unsandboxed {
+            command: "touch f".into(),
+            cwd: dir.path().to_path_buf(),
+            env: CommandEnv(Arc::new(Default::default())),
+            failure: "Read-only file system".into(),
+        };
+        assert!(sandboxed.refuses(&leave).is_some());
     }
 }

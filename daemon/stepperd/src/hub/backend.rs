@@ -90,6 +90,7 @@ impl LiveSession {
             agent: None,
             always: Arc::clone(&self.always),
             folder: None,
+            read_only: None,
         };
         // The CLI may change files without asking (its own allow rules): the baseline is
         // taken before it gets the prompt, and the files are walked after the turn.

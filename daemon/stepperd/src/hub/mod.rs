@@ -16,6 +16,7 @@ mod git;
 pub mod hooks;
 pub mod log;
 pub mod mcp;
+pub(crate) mod references;
 pub mod replay;
 pub mod sandbox;
 pub mod session;

@@ -245,3 +245,54 @@ fn own_files(places: &Places) -> Vec<PathBuf> {
     own.dedup();
     own
 }
+
+/// The read-only sandbox of a turn's agents that may not change files (no tool of the `edit`
+/// capability): planned the first time one of them may run a command, since most turns
+/// have none.
+pub struct ReadOnly {
+    sandboxes: std::sync::Arc<Sandboxes>,
+    config: SandboxConfig,
+    cwd: PathBuf,
+    env: Env,
+    plan: tokio::sync::OnceCell<Option<(std::sync::Arc<CommandSandbox>, bool)>>,
+}
+
+impl ReadOnly {
+    /// For commands run in `cwd` with `env`, under the settings' sandbox `config` (its
+    /// network and what it hides and confines reads to; nothing is writable).
+    pub fn new(
+        sandboxes: std::sync::Arc<Sandboxes>,
+        config: SandboxConfig,
+        cwd: PathBuf,
+        env: Env,
+    ) -> ReadOnly {
+        ReadOnly {
+            sandboxes,
+            config,
+            cwd,
+            env,
+            plan: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The sandbox, and whether it confines reads too; `None` where this machine has none.
+    pub async fn get(&self) -> Option<(std::sync::Arc<CommandSandbox>, bool)> {
+        self.plan
+            .get_or_init(|| async {
+                let plan = self
+                    .sandboxes
+                    .plan(
+                        Some(SandboxMode::ReadOnly),
+                        &self.config,
+                        &self.cwd,
+                        &self.env,
+                    )
+                    .await;
+                let confines_reads = plan.confines_reads;
+                plan.command
+                    .map(|command| (std::sync::Arc::new(command), confines_reads))
+            })
+            .await
+            .clone()
+    }
+}

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::future::BoxFuture;
+use stepper_engine::capability::Capability;
 use stepper_engine::catalogue::ModelInfo;
 use stepper_engine::compaction::CompactionPlan;
 use stepper_engine::config::layers::{self, AgentDef, Layer, Layers};
@@ -42,7 +43,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
-use super::approvals::SessionGate;
+use super::approvals::{ReadOnly, SessionGate};
 use super::context::{ContextError, MAIN_LAYER, context_rows, history};
 use super::env::{login_env, tool_env};
 use super::log::{EventLog, LogError};
@@ -244,6 +245,15 @@ impl LiveSession {
                         .fail_before_model(turn, notices, plan.failure(), &input.text)
                         .await;
                 }
+                // What they name that this folder lacks: skills, the skill tool, models.
+                let missing = super::references::check(
+                    &plan.layers,
+                    &plan.agents,
+                    &ext.skills,
+                    &deps.providers,
+                    &settings,
+                );
+                notices.extend(super::references::notices(&missing));
                 // MCP servers' tools; a server that fails is left out, with a notice.
                 let user_settings = deps.settings.get(None).await.unwrap_or_default();
                 let here = deps.settings.folder(Some(&cwd)).await.unwrap_or_default();
@@ -333,6 +343,7 @@ impl LiveSession {
                     agent: None,
                     always: Arc::clone(&self.always),
                     folder: None,
+                    read_only: None,
                 };
                 let cx = ToolCx {
                     cwd: cwd.clone(),
@@ -419,6 +430,12 @@ impl LiveSession {
                              repository's own programs): trust it with `stepper trust`"
                             .to_string())
                     };
+                    let read_only = super::sandbox::ReadOnly::new(
+                        Arc::clone(&deps.sandboxes),
+                        settings.sandbox(),
+                        cwd.clone(),
+                        render_cx.env.clone(),
+                    );
                     let host = Arc::new(TurnHost {
                         main_model: model.to_string(),
                         main: (resolved.provider, resolved.info, resolved.kind),
@@ -447,6 +464,7 @@ impl LiveSession {
                         worktrees,
                         sandboxes: (Arc::clone(&deps.sandboxes), self.state().sandbox),
                         places: Mutex::default(),
+                        read_only,
                     });
                     let mut orchestrator =
                         Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
@@ -1133,6 +1151,8 @@ struct TurnHost {
     sandboxes: (Arc<super::sandbox::Sandboxes>, Option<SandboxMode>),
     /// The worktree and sandbox of each isolated agent, by id.
     places: Mutex<HashMap<String, Place>>,
+    /// Where the commands of agents that may not change files run.
+    read_only: super::sandbox::ReadOnly,
 }
 
 /// Where an isolated agent works.
@@ -1168,9 +1188,20 @@ impl ToolSource for Permitted {
 const ENVIRONMENT_BYTES: usize = 900;
 
 /// Whether `run` may use the internal tool `name`. `apply_patch` stands in for edit and
-/// write, so an agent that may use both may use it.
+/// write, so an agent that may use both may use it — unless it is denied by name (or as
+/// the `edit` capability).
 fn allows(run: &AgentRun, name: &str) -> bool {
-    run.allows(name) || (name == "apply_patch" && run.allows("edit") && run.allows("write"))
+    run.allows(name)
+        || (name == "apply_patch"
+            && !run.disallowed.iter().any(|t| t == name)
+            && run.allows("edit")
+            && run.allows("write"))
+}
+
+/// Whether `run` may change files: it has a tool of the `edit` capability. Without one, its
+/// commands may not write either.
+fn writes(run: &AgentRun) -> bool {
+    Capability::Edit.tools().iter().any(|t| allows(run, t))
 }
 
 impl TurnHost {
@@ -1334,6 +1365,24 @@ impl TurnHost {
             cx.cwd = cwd;
             if sandbox.is_some() {
                 cx.sandbox = sandbox;
+            }
+        }
+        // An agent that may not change files runs its commands in the read-only sandbox, or
+        // where there is none, only those plan mode runs.
+        if !writes(&run) {
+            let sandboxed = if allows(&run, "bash") {
+                self.read_only.get().await
+            } else {
+                None
+            };
+            gate.read_only = Some(ReadOnly {
+                name: run.name.clone(),
+                sandboxed: sandboxed
+                    .as_ref()
+                    .map(|(_, confines_reads)| *confines_reads),
+            });
+            if let Some((sandbox, _)) = sandboxed {
+                cx.sandbox = Some(sandbox);
             }
         }
         cx.gate = Arc::new(gate);

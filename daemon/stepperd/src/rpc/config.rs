@@ -104,16 +104,34 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         );
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let settings_files = files.clone();
-        let (layer_file, layer_problems, mcp_problems) = tokio::task::spawn_blocking(move || {
-            let known: Vec<&str> = names.iter().map(String::as_str).collect();
-            let (layers, mut problems) = layers::load(&cwd, &config_dir, &known);
-            problems.extend(layers::agents(&cwd, &config_dir, home.as_deref(), &known).1);
-            // And the MCP servers of the settings and of .mcp.json.
-            let mcp = crate::hub::mcp::validate(&cwd, &settings_files);
-            (layers.path, problems, mcp)
-        })
-        .await
-        .map_err(|e| RpcError::Internal(e.to_string()))?;
+        // Settings that do not load are reported above; the models are then checked against
+        // the conventional providers alone.
+        let settings = conn
+            .daemon
+            .hub
+            .deps()
+            .settings
+            .get(Some(&cwd))
+            .await
+            .unwrap_or_default();
+        let providers = conn.daemon.hub.deps().providers.clone();
+        let skills = ext.skills.clone();
+        let (layer_file, layer_problems, references, mcp_problems) =
+            tokio::task::spawn_blocking(move || {
+                let known: Vec<&str> = names.iter().map(String::as_str).collect();
+                let (layers, mut problems) = layers::load(&cwd, &config_dir, &known);
+                let (agents, agent_problems) =
+                    layers::agents(&cwd, &config_dir, home.as_deref(), &known);
+                problems.extend(agent_problems);
+                // What they name that is not there: skills, the skill tool, models.
+                let references =
+                    crate::hub::references::check(&layers, &agents, &skills, &providers, &settings);
+                // And the MCP servers of the settings and of .mcp.json.
+                let mcp = crate::hub::mcp::validate(&cwd, &settings_files);
+                (layers.path, problems, references, mcp)
+            })
+            .await
+            .map_err(|e| RpcError::Internal(e.to_string()))?;
         let broken = broken.chain(
             mcp_problems
                 .into_iter()
@@ -141,6 +159,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             files: files.iter().map(|f| f.display().to_string()).collect(),
             problems: problems
                 .into_iter()
+                .chain(references)
                 .map(|p| ConfigProblem {
                     file: p.file.display().to_string(),
                     line: u32::try_from(p.line).unwrap_or(u32::MAX),
