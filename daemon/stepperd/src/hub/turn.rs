@@ -208,11 +208,18 @@ impl LiveSession {
                             });
                     let mut request = ChatRequest::new(summarizer.1.clone(), messages);
                     request.cache = settings.prompt_cache();
-                    if !system.is_empty() {
-                        request.system = Some(system);
-                    }
+                    // Its figures count what the next model call sends, as automatic
+                    // compaction's and `/context` do: the conversation and all the rest.
+                    let fixed = overhead(deps, self).await.map_or(0, |o| o.tokens());
                     return self
-                        .compact_turn(turn, request, summarizer.0, instructions, hooks, &cancel)
+                        .compact_turn(
+                            turn,
+                            (request, fixed),
+                            summarizer.0,
+                            instructions,
+                            hooks,
+                            &cancel,
+                        )
                         .await;
                 }
                 let mut notices = memory.notices;
@@ -893,13 +900,31 @@ async fn plan(cwd: &Path, home: Option<&Path>, deps: &HubDeps) -> TurnPlan {
     })
 }
 
-/// `session/context`: what the session's next model call would send, by part.
-pub(crate) async fn context_window(
-    hub: &super::Hub,
+/// What a model call of a session sends besides its conversation, in estimated tokens, as
+/// a turn now would send it: the system prompt (base instructions, environment, skills),
+/// the memory files and the tools' definitions.
+pub(crate) struct Overhead {
+    pub(crate) model: String,
+    pub(crate) info: ModelInfo,
+    pub(crate) system: u64,
+    pub(crate) memory: u64,
+    pub(crate) tools: u64,
+    pub(crate) threshold: f64,
+}
+
+impl Overhead {
+    /// Its parts together.
+    pub(crate) fn tokens(&self) -> u64 {
+        self.system + self.memory + self.tools
+    }
+}
+
+/// What a model call of `session` sends besides its conversation (see [`Overhead`]).
+pub(crate) async fn overhead(
+    deps: &HubDeps,
     session: &LiveSession,
-    session_id: &str,
-) -> Result<stepper_protocol::methods::SessionContextResponse, super::HubError> {
-    let deps = hub.deps();
+) -> Result<Overhead, super::HubError> {
+    use stepper_engine::compaction::tokens;
     let cwd = session.cwd();
     let home = session.env_and_mode().0.get("HOME").map(PathBuf::from);
     let settings = deps.settings.get(Some(&cwd)).await?;
@@ -929,30 +954,44 @@ pub(crate) async fn context_window(
         system += tool.listing_for(info.context_window()).len();
         specs.push(tool.spec());
     }
+    Ok(Overhead {
+        model,
+        info,
+        system: tokens(system),
+        memory: tokens(memory.text.len()),
+        tools: tokens(serde_json::to_string(&specs).map_or(0, |s| s.len())),
+        threshold: settings.compaction_threshold(),
+    })
+}
+
+/// `session/context`: what the session's next model call would send, by part.
+pub(crate) async fn context_window(
+    deps: &HubDeps,
+    session: &LiveSession,
+    session_id: &str,
+) -> Result<stepper_protocol::methods::SessionContextResponse, super::HubError> {
+    let overhead = overhead(deps, session).await?;
     // A stored context that cannot be read counts as empty here; the next turn says why.
     let messages = history(&deps.store, session_id, MAIN_LAYER)
         .await
         .map(|m| stepper_engine::compaction::messages_bytes(&m))
         .unwrap_or(0);
-    let tokens = |bytes: usize| (bytes / 4) as u64;
-    let tools = tokens(serde_json::to_string(&specs).map_or(0, |s| s.len()));
-    let (system, memory, messages) = (tokens(system), tokens(memory.text.len()), tokens(messages));
-    let window = info.context_window();
-    let threshold = settings.compaction_threshold();
+    let messages = stepper_engine::compaction::tokens(messages);
+    let window = overhead.info.context_window();
     Ok(stepper_protocol::methods::SessionContextResponse {
-        model,
         window,
-        system,
-        tools,
-        memory,
+        system: overhead.system,
+        tools: overhead.tools,
+        memory: overhead.memory,
         messages,
-        free: window.saturating_sub(system + tools + memory + messages),
+        free: window.saturating_sub(overhead.tokens() + messages),
         compact_at: CompactionPlan {
-            threshold,
+            threshold: overhead.threshold,
             window,
             summarizer: None,
         }
         .limit(),
+        model: overhead.model,
     })
 }
 
@@ -984,18 +1023,20 @@ fn summarizer(
 
 impl LiveSession {
     /// `/compact`: the session's conversation compacted on demand; the stored context is
-    /// the compacted one from now on.
+    /// the compacted one from now on. `fixed`: the tokens a model call sends besides the
+    /// conversation, counted in its figures.
     async fn compact_turn(
         &self,
         turn: u32,
-        request: ChatRequest,
+        (request, fixed): (ChatRequest, u64),
         provider: Arc<dyn LlmProvider>,
         instructions: &str,
         hooks: Option<Arc<HookRunner>>,
         cancel: &CancellationToken,
     ) -> Result<(), LogError> {
+        use stepper_engine::compaction::{messages_bytes, tokens};
         let instructions = (!instructions.is_empty()).then_some(instructions);
-        let before_tokens = stepper_engine::compaction::estimate(&request);
+        let before_tokens = fixed + tokens(messages_bytes(&request.messages));
         self.log
             .append(
                 Some(turn),
@@ -1045,8 +1086,8 @@ impl LiveSession {
             .append(
                 Some(turn),
                 AppEvent::CompactionFinished {
-                    before_tokens: done.before,
-                    after_tokens: done.after,
+                    before_tokens,
+                    after_tokens: fixed + tokens(messages_bytes(&done.messages)),
                     pruned: done.pruned,
                     summarized: done.summarized,
                     error: done.error,

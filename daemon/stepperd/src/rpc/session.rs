@@ -131,7 +131,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<SessionContext, _, _>(m, |conn, p| async move {
         let hub = &conn.daemon.hub;
         let session = hub.get(&p.session_id).await?;
-        Ok(crate::hub::context_window(hub, &session, &p.session_id).await?)
+        Ok(crate::hub::context_window(hub.deps(), &session, &p.session_id).await?)
     });
 
     register::<SessionInterrupt, _, _>(m, |conn, p| async move {
