@@ -910,7 +910,8 @@ pub struct SessionElicitParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionSetModelParams {
     pub session_id: SessionId,
-    /// `provider/model-id`.
+    /// `provider/model-id`, or a bare id or alias naming one catalogue model (`opus`,
+    /// `gpt-5-mini`); checked against what its provider takes.
     pub model: String,
 }
 

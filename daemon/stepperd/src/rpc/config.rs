@@ -5,7 +5,6 @@ use std::path::Path;
 use jsonrpsee::RpcModule;
 use stepper_engine::config::{Settings, layers, templates, validate};
 use stepper_engine::model::DEFAULT_MODEL;
-use stepper_engine::{ModelRef, catalogue};
 use stepper_protocol::methods::*;
 
 use super::{Conn, RpcError, register};
@@ -192,38 +191,24 @@ fn project_init(dir: &Path, force: bool) -> std::io::Result<ProjectInitResponse>
 
 fn models_list(daemon: &Daemon, settings: &Settings) -> ModelsListResponse {
     let providers = &daemon.hub.deps().providers;
-    let mut models = Vec::new();
-    let mut entry = |provider: &str, id: &str, configured: bool| {
-        let model = ModelRef {
-            provider: provider.into(),
-            model: id.into(),
-        };
-        let info = providers.model_info(&model, settings);
-        models.push(ModelEntry {
-            id: model.to_string(),
-            provider: provider.into(),
-            context_window: info.context_window(),
-            max_output: info.max_output(),
-            input_price: info.input_price,
-            output_price: info.output_price,
-            cache_read_price: info.cache_read_price,
-            cache_write_price: info.cache_write_price,
-            configured,
-        });
-    };
-    for (name, config) in &settings.providers {
-        for id in config.models.keys() {
-            entry(name, id, true);
-        }
-    }
-    for id in catalogue::known_ids() {
-        let provider = if id.starts_with("claude") {
-            "anthropic"
-        } else {
-            "openai"
-        };
-        entry(provider, id, false);
-    }
+    let models = providers
+        .catalogue(settings)
+        .into_iter()
+        .map(|(model, configured)| {
+            let info = providers.model_info(&model, settings);
+            ModelEntry {
+                id: model.to_string(),
+                provider: model.provider,
+                context_window: info.context_window(),
+                max_output: info.max_output(),
+                input_price: info.input_price,
+                output_price: info.output_price,
+                cache_read_price: info.cache_read_price,
+                cache_write_price: info.cache_write_price,
+                configured,
+            }
+        })
+        .collect();
     ModelsListResponse {
         default: settings
             .model
