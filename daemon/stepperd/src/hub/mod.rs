@@ -1,12 +1,14 @@
 //! The session hub: live sessions, their logs and their turns.
 //!
 //! `session` is a live session and what clients change in it (`model`: its model); `turn`
-//! runs its turns; `log` persists then publishes its events and `replay` fans them out to subscribers;
+//! runs its turns, `builtin` those of the commands the daemon answers itself;
+//! `log` persists then publishes its events and `replay` fans them out to subscribers;
 //! `context` is the conversation stored for the model; `env` and `settings` are what a turn
 //! runs with; `approvals` and `checkpoint` are the gate's questions and the files' history.
 
 pub mod approvals;
 pub mod backend;
+pub mod builtin;
 pub mod checkpoint;
 pub mod context;
 pub mod env;

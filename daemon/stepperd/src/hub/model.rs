@@ -2,7 +2,9 @@
 //! resolved to the one catalogue model it names, the id checked against what its provider
 //! takes (a local server is asked), the provider checked set up; and the layers of the
 //! folder's `stepper.md` that keep their own model said, since the change does not reach them.
+//! Also what `/model` alone answers: the models to switch to.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use stepper_engine::ModelRef;
@@ -11,7 +13,7 @@ use stepper_engine::config::layers;
 use stepper_protocol::AppEvent;
 use stepper_protocol::session::Env;
 use stepper_providers::ResolveContext;
-use stepper_providers::models::ChoiceError;
+use stepper_providers::models::{ChoiceError, Offer};
 
 use super::session::LiveSession;
 use super::{HubDeps, HubError};
@@ -169,4 +171,78 @@ async fn pinned(deps: &HubDeps, cwd: &Path) -> Option<String> {
             own.join(", ")
         )
     })
+}
+
+/// What `/model` alone answers: the session's model, then the models it can switch to
+/// (the catalogue of the providers set up, and what the session's own server lists), the
+/// current one marked.
+pub(crate) async fn listing(deps: &HubDeps, session: &LiveSession) -> Result<String, HubError> {
+    let choosing = Choosing::of(deps, session).await?;
+    let current = session.model();
+    let cx = choosing.cx();
+    let mut by_provider: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (model, _) in deps.providers.catalogue(&choosing.settings) {
+        by_provider
+            .entry(model.provider)
+            .or_default()
+            .push(model.model);
+    }
+    let mut served_note = None;
+    if let Ok(model) = ModelRef::parse(&current) {
+        match deps.providers.offer(&model.provider, &cx).await {
+            Ok(Offer::Served(ids)) => by_provider
+                .entry(model.provider.clone())
+                .or_default()
+                .extend(ids),
+            Ok(_) => {}
+            Err(e) => served_note = Some(format!("{}: {e}", model.provider)),
+        }
+        // The current model is listed even when no catalogue names it.
+        by_provider
+            .entry(model.provider)
+            .or_default()
+            .push(model.model);
+    }
+    let mut lines = Vec::new();
+    let mut not_set_up = Vec::new();
+    for (provider, mut ids) in by_provider {
+        ids.sort();
+        ids.dedup();
+        let usable = ids.first().is_some_and(|id| {
+            let model = ModelRef {
+                provider: provider.clone(),
+                model: id.clone(),
+            };
+            deps.providers.check(&model, &cx).is_ok()
+        });
+        if !usable {
+            not_set_up.push(provider);
+            continue;
+        }
+        for id in ids {
+            let id = format!("{provider}/{id}");
+            let mark = if id == current { " (current)" } else { "" };
+            lines.push(format!("- {id}{mark}"));
+        }
+    }
+    let mut out = format!(
+        "The session's model is {current}. Switch with /model provider/model-id, a bare id, \
+         or an alias ({}):\n\n{}",
+        stepper_engine::catalogue::ALIASES
+            .iter()
+            .map(|(a, _)| *a)
+            .collect::<Vec<_>>()
+            .join(", "),
+        lines.join("\n")
+    );
+    if let Some(note) = served_note {
+        out.push_str(&format!("\n\nIts server's own list is unknown — {note}"));
+    }
+    if !not_set_up.is_empty() {
+        out.push_str(&format!(
+            "\n\nNot set up, so not listed: {} — 'stepper doctor' says how to set them up.",
+            not_set_up.join(", ")
+        ));
+    }
+    Ok(out)
 }

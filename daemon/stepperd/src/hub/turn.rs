@@ -43,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
 use super::approvals::SessionGate;
+use super::builtin::Builtin;
 use super::context::{ContextError, MAIN_LAYER, context_rows, history};
 use super::env::{login_env, tool_env};
 use super::log::{EventLog, LogError};
@@ -119,6 +120,20 @@ impl LiveSession {
         deps: &HubDeps,
     ) -> Result<(), LogError> {
         let Running { cancel, interrupt } = running;
+        // A command the daemon answers itself (`/compact` is a turn of compaction, below).
+        if let Some(builtin) =
+            Builtin::parse(&input.text).filter(|b| !matches!(b, Builtin::Compact(_)))
+        {
+            let started = AppEvent::TurnStarted {
+                input_id: input.input_id.clone(),
+                text: input.text.clone(),
+                model: model.to_string(),
+            };
+            self.log.append(Some(turn), started).await?;
+            return self
+                .builtin_turn(turn, builtin, input.by.clone(), deps)
+                .await;
+        }
         // The history read below is complete without a flush: each turn's end (with its
         // context) is committed before the next turn starts, and the other context writes
         // go to the store directly.
@@ -198,7 +213,7 @@ impl LiveSession {
                 });
                 // `/compact [what to keep]`: the conversation is compacted now, as a turn
                 // of its own, so it waits for the turn before it like any input.
-                if let Some(instructions) = compact_command(&input.text) {
+                if let Some(Builtin::Compact(instructions)) = Builtin::parse(&input.text) {
                     let summarizer =
                         summarizer((&settings, &user), &deps.providers, &effective, &cwd)
                             .unwrap_or_else(|| {
@@ -495,7 +510,7 @@ impl LiveSession {
 
     /// The context and the end of the turn in one commit: a client that sees
     /// TurnFinished can count on the next turn seeing this one whole.
-    async fn finish_turn(
+    pub(super) async fn finish_turn(
         &self,
         turn: u32,
         status: TurnStatus,
@@ -593,8 +608,13 @@ impl LiveSession {
     ) -> Result<Vec<String>, String> {
         let mut added = Vec::new();
         let first = !std::mem::replace(&mut self.state().hooks_started, true);
+        let cleared = std::mem::take(&mut self.state().cleared);
         if first && runner.set.has("SessionStart") {
-            let source = if turn == 1 { "startup" } else { "resume" };
+            let source = match (cleared, turn) {
+                (true, _) => "clear",
+                (false, 1) => "startup",
+                (false, _) => "resume",
+            };
             let ran = runner
                 .run(
                     "SessionStart",
@@ -993,12 +1013,6 @@ pub(crate) async fn context_window(
         .limit(),
         model: overhead.model,
     })
-}
-
-/// The instructions of `/compact [instructions]`, when `text` is that command.
-fn compact_command(text: &str) -> Option<&str> {
-    let rest = text.trim().strip_prefix("/compact")?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 /// The summariser settings name (`compaction.model`, or its older name `provider`).

@@ -30,16 +30,28 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
 
     register::<CommandsList, _, _>(m, |conn, p| async move {
         let ext = extensions_of(&conn, Path::new(&p.cwd)).await;
-        let mut commands: Vec<CommandInfo> = BUILTINS
+        // The daemon's own, answered for any client; then those a client runs itself.
+        let mut commands: Vec<CommandInfo> = crate::hub::builtin::BUILTINS
             .iter()
-            .map(|(name, description)| CommandInfo {
+            .map(|(name, args, description)| CommandInfo {
                 name: (*name).into(),
                 description: (*description).into(),
-                argument_hint: None,
+                argument_hint: (!args.is_empty()).then(|| (*args).into()),
                 kind: "builtin".into(),
                 scope: None,
             })
             .collect();
+        commands.extend(
+            CLIENT_COMMANDS
+                .iter()
+                .map(|(name, description)| CommandInfo {
+                    name: (*name).into(),
+                    description: (*description).into(),
+                    argument_hint: None,
+                    kind: "client".into(),
+                    scope: None,
+                }),
+        );
         commands.extend(ext.commands.iter().map(|c| CommandInfo {
             name: c.name.clone(),
             description: c.description.clone(),
@@ -232,18 +244,11 @@ async fn extensions_of(
         .await
 }
 
-/// The commands clients run themselves, as `commands/list` names them.
-const BUILTINS: &[(&str, &str)] = &[
-    ("help", "show keys and commands"),
-    ("model", "switch model: /model provider/model-id"),
+/// The commands a client runs itself (the TUI's), as `commands/list` names them.
+const CLIENT_COMMANDS: &[(&str, &str)] = &[
     ("mode", "permission mode: default, accept-edits, plan, auto"),
     ("memory", "the instructions turns get, and their files"),
     ("cost", "tokens and cost of this session so far"),
-    ("context", "how full the model's context window is, by part"),
-    (
-        "compact",
-        "compact the conversation now: /compact [what to keep]",
-    ),
     ("fork", "continue in a copy of this session: /fork [TURN]"),
     (
         "init",
@@ -254,8 +259,4 @@ const BUILTINS: &[(&str, &str)] = &[
         "undo turns: /rewind N [--files-only|--conversation-only]",
     ),
     ("continue", "resume an interrupted turn"),
-    (
-        "clear",
-        "a new session here (this one stays in stepper sessions)",
-    ),
 ];
