@@ -11,7 +11,7 @@ use clap::Args;
 use stepper_protocol::client::ClientError;
 use stepper_protocol::client::DaemonClient;
 use stepper_protocol::methods::*;
-use stepper_protocol::{PermissionMode, SandboxMode, SessionStatus};
+use stepper_protocol::{AppEvent, PermissionMode, SandboxMode, SessionStatus};
 use stepper_tui::{Action, CoreEvent, Exit, Pick, TuiOptions};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -328,6 +328,7 @@ impl Follow {
             old.abort();
         }
         self.id = id.clone();
+        let shown_to = session.last_seq;
         let window = context_window(&client, &session.model, &self.cwd).await;
         let _ = self
             .core
@@ -354,6 +355,7 @@ impl Follow {
         }
         let core = self.core.clone();
         let (link, me, leaving) = (self.link.clone(), self.me.clone(), self.leaving.clone());
+        let cwd = self.cwd.clone();
         self.pump = Some(tokio::spawn(async move {
             // The last event shown: a stream followed again starts after it.
             let mut seen = 0;
@@ -362,8 +364,15 @@ impl Follow {
                     match stream.next().await {
                         Some(Ok(envelope)) => {
                             seen = envelope.seq;
+                            // A model changed from now on (`/model` here, or another
+                            // client): the status line's share follows its window.
+                            let changed = envelope.seq > shown_to
+                                && matches!(envelope.event, AppEvent::ModelChanged { .. });
                             if core.send(CoreEvent::Event(envelope)).await.is_err() {
                                 return;
+                            }
+                            if changed {
+                                refresh(&link.get(), &id, &cwd, &core).await;
                             }
                         }
                         Some(Err(e)) => break e.to_string(),
@@ -405,12 +414,6 @@ impl Follow {
 
     async fn perform(&mut self, action: Action) -> Option<String> {
         match action {
-            // A fresh conversation: a new session in the same folder, with the same model
-            // and mode; the old one stays in `stepper sessions`.
-            Action::Command { name, .. } if name == "clear" => match self.fresh().await {
-                Ok(()) => None,
-                Err(e) => Some(format!("/clear failed: {e:#}")),
-            },
             // The conversation so far (or before turn N) in a new session, shown here.
             Action::Command { name, args } if name == "fork" => match self.fork(&args).await {
                 Ok(()) => None,
@@ -462,20 +465,6 @@ impl Follow {
             })
             .await?;
         self.show(forked).await
-    }
-
-    async fn fresh(&mut self) -> anyhow::Result<()> {
-        let current = get(&self.link.get(), &self.id).await?;
-        let new = NewSession {
-            model: Some(current.session.model),
-            mode: current.mode,
-            sandbox: current.sandbox.map(|s| s.mode),
-            record: None,
-            input: None,
-            ..Default::default()
-        };
-        let created = session::create(&self.link.get(), &self.cwd, new).await?;
-        self.show(created).await
     }
 }
 
@@ -627,32 +616,11 @@ async fn perform(
             .call::<SessionSetMode>(SessionSetModeParams { session_id, mode })
             .await
             .map(drop),
-        Action::SetModel { model } => {
-            let done = client
-                .call::<SessionSetModel>(SessionSetModelParams {
-                    session_id: session_id.clone(),
-                    model: model.clone(),
-                })
-                .await;
-            if done.is_ok() {
-                // The status line's context percentage follows the new model's window.
-                if let Ok(got) = client
-                    .call::<SessionGet>(SessionParams { session_id })
-                    .await
-                {
-                    let window = context_window(client, &model, cwd).await;
-                    let _ = core
-                        .send(CoreEvent::Session {
-                            info: got.session,
-                            mode: got.mode.unwrap_or(PermissionMode::Default),
-                            sandbox: got.sandbox,
-                            context_window: window,
-                        })
-                        .await;
-                }
-            }
-            done.map(drop)
-        }
+        // The picker's choice; its `ModelChanged` updates the status line (see `show`).
+        Action::SetModel { model } => client
+            .call::<SessionSetModel>(SessionSetModelParams { session_id, model })
+            .await
+            .map(drop),
         Action::ListModels => {
             match client
                 .call::<ModelsList>(ModelsListParams {
@@ -699,18 +667,6 @@ async fn perform(
             })
             .await
             .map(drop),
-        Action::Command { name, .. } if name == "context" => {
-            match client
-                .call::<SessionContext>(SessionParams { session_id })
-                .await
-            {
-                Ok(context) => {
-                    let _ = core.send(CoreEvent::Info(context_summary(&context))).await;
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            }
-        }
         Action::Command { name, args } => {
             // A custom command or a skill: the daemon expands it, as it does for `ask`.
             let known = client
@@ -745,34 +701,26 @@ async fn perform(
     result.err().map(|e| e.to_string())
 }
 
-/// What `/context` shows: the window split by what fills it.
-fn context_summary(c: &stepper_protocol::methods::SessionContextResponse) -> String {
-    let share = |n: u64| {
-        if c.window == 0 {
-            String::new()
-        } else {
-            format!(" ({:.0}%)", n as f64 * 100.0 / c.window as f64)
-        }
+/// Tell the TUI the session again (its model changed): the status line's context share
+/// follows the new model's window.
+async fn refresh(client: &DaemonClient, id: &str, cwd: &Path, core: &mpsc::Sender<CoreEvent>) {
+    let Ok(got) = client
+        .call::<SessionGet>(SessionParams {
+            session_id: id.to_string(),
+        })
+        .await
+    else {
+        return;
     };
-    let used = c.window.saturating_sub(c.free);
-    let mut out = format!(
-        "context of {}: {used} of {} tokens used{}, compacted at {}",
-        c.model,
-        c.window,
-        share(used),
-        c.compact_at
-    );
-    for (name, n) in [
-        ("system", c.system),
-        ("tools", c.tools),
-        ("memory", c.memory),
-        ("messages", c.messages),
-        ("free", c.free),
-    ] {
-        out.push_str(&format!("\n  {name:<9}{n:>9}{}", share(n)));
-    }
-    out.push_str("\n(estimated at 4 bytes a token; /compact makes room)");
-    out
+    let window = context_window(client, &got.session.model, cwd).await;
+    let _ = core
+        .send(CoreEvent::Session {
+            info: got.session,
+            mode: got.mode.unwrap_or(PermissionMode::Default),
+            sandbox: got.sandbox,
+            context_window: window,
+        })
+        .await;
 }
 
 /// What `/memory` shows: each file the instructions come from, then what went wrong.

@@ -1,8 +1,10 @@
 //! Slash commands: which ones the TUI knows, and what each typed line asks for.
 //!
-//! The TUI handles only what is about the terminal (`/help`, `/detach`) or maps directly to
-//! an action (`/model`, `/mode`, `/rewind`, `/continue`); every other command goes to the
-//! daemon as `Action::Command`, where commands live.
+//! The TUI handles only what is about the terminal (its keys, `/detach`, the model picker)
+//! or maps directly to an action (`/mode`, `/rewind`, `/continue`). The daemon's built-ins
+//! (`/model ID`, `/context`, `/help`, `/clear`) are submitted as inputs, so every client gets
+//! the same answers; every other command goes to the daemon as `Action::Command`, where
+//! commands live.
 
 use crate::{Action, PermissionMode};
 
@@ -11,84 +13,102 @@ pub(crate) struct CommandSpec {
     pub help: &'static str,
     /// Takes an argument: completing it leaves the cursor after a space instead of running it.
     pub takes_args: bool,
+    /// The TUI runs it (or its picker): its `/help` lists it. The daemon's own `/help`
+    /// answers the others.
+    pub local: bool,
 }
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "/help",
-        help: "show keys and commands",
+        help: "keys, commands and skills",
         takes_args: false,
+        local: true,
     },
     CommandSpec {
         name: "/model",
         help: "switch model: pick from a list, or /model provider/model-id",
         takes_args: false,
+        local: true,
     },
     CommandSpec {
         name: "/mode",
         help: "permission mode: default, accept-edits, plan, auto",
         takes_args: true,
+        local: true,
     },
     CommandSpec {
         name: "/rewind",
         help: "undo turns: /rewind N [--files-only|--conversation-only]",
         takes_args: true,
+        local: true,
     },
     CommandSpec {
         name: "/continue",
         help: "resume an interrupted turn",
         takes_args: false,
+        local: true,
     },
     CommandSpec {
         name: "/cost",
         help: "tokens and cost of this session so far",
         takes_args: false,
+        local: true,
     },
     CommandSpec {
         name: "/context",
         help: "how full the model's context window is, by part",
         takes_args: false,
+        local: false,
     },
     CommandSpec {
         name: "/compact",
         help: "compact the conversation now: /compact [what to keep]",
         takes_args: true,
+        local: false,
     },
     CommandSpec {
         name: "/fork",
         help: "continue in a copy of this session: /fork [TURN]",
         takes_args: false,
+        local: true,
     },
     CommandSpec {
         name: "/init",
         help: "scaffold .stepper/stepper.md and .stepper/setting.json",
         takes_args: false,
+        local: true,
     },
     CommandSpec {
         name: "/memory",
         help: "the instructions turns get, and their files",
         takes_args: false,
+        local: true,
     },
     CommandSpec {
         name: "/clear",
-        help: "a new session here (this one stays in stepper sessions)",
+        help: "forget the conversation: the model starts afresh (the transcript stays)",
         takes_args: false,
+        local: false,
     },
     CommandSpec {
         name: "/detach",
         help: "leave; the session goes on",
         takes_args: false,
+        local: true,
     },
     CommandSpec {
         name: "/quit",
         help: "leave; the session goes on",
         takes_args: false,
+        local: true,
     },
 ];
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Parsed {
     Action(Action),
+    /// The TUI's keys and commands, then the daemon's `/help`.
     Help,
     /// Show the session's tokens and cost (the TUI knows them).
     Cost,
@@ -129,8 +149,9 @@ pub(crate) fn parse(line: &str) -> Parsed {
             text: CONTINUE_TEXT.to_string(),
         }),
         "/model" if args.is_empty() => Parsed::Action(Action::ListModels),
-        "/model" => Parsed::Action(Action::SetModel {
-            model: args.to_string(),
+        // The daemon's built-ins: answered there, as for any client.
+        "/model" | "/context" | "/clear" => Parsed::Action(Action::Submit {
+            text: line.to_string(),
         }),
         "/mode" => match args.parse() {
             Ok(mode) => Parsed::Action(Action::SetMode { mode }),
@@ -179,10 +200,11 @@ mod tests {
     fn commands_map_to_actions() {
         assert_eq!(
             parse("/model openai/gpt-5"),
-            Parsed::Action(Action::SetModel {
-                model: "openai/gpt-5".into()
+            Parsed::Action(Action::Submit {
+                text: "/model openai/gpt-5".into()
             })
         );
+        assert_eq!(parse("/model"), Parsed::Action(Action::ListModels));
         assert_eq!(
             parse("/mode plan"),
             Parsed::Action(Action::SetMode {
@@ -221,11 +243,19 @@ mod tests {
             assert_eq!(parse(quit), Parsed::Action(Action::Detach));
         }
         assert_eq!(parse("/help"), Parsed::Help);
+        for builtin in ["/clear", "/context"] {
+            assert_eq!(
+                parse(builtin),
+                Parsed::Action(Action::Submit {
+                    text: builtin.into()
+                })
+            );
+        }
         assert_eq!(
-            parse("/clear  now please"),
+            parse("/compact keep names"),
             Parsed::Action(Action::Command {
-                name: "clear".into(),
-                args: "now please".into()
+                name: "compact".into(),
+                args: "keep names".into()
             })
         );
     }

@@ -571,8 +571,11 @@ fn help(width: u16, out: &mut Vec<Line<'static>>) {
         )
         .wrap(width, out);
     }
-    out.push(Line::from(Span::styled("Commands", theme::bold())));
-    for c in crate::command::COMMANDS {
+    out.push(Line::from(Span::styled(
+        "Commands of this terminal",
+        theme::bold(),
+    )));
+    for c in crate::command::COMMANDS.iter().filter(|c| c.local) {
         Para::prefixed(
             Span::styled(format!("  {:<10}", c.name), theme::accent()),
             Span::raw(" ".repeat(12)),

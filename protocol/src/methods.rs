@@ -826,9 +826,11 @@ pub struct CommandInfo {
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
-    /// `builtin` (a client runs it), `command` (a file, expanded by the daemon when
-    /// submitted as `/name args`), `skill` (the same, from a skill) or `mcp` (a running MCP
-    /// server's prompt, `mcp__server__prompt`, given by the server when submitted).
+    /// `builtin` (the daemon answers it when submitted, for any client: `model`,
+    /// `context`, `compact`, `clear`, `help`), `client` (a client runs it itself: the TUI's),
+    /// `command` (a file, expanded by the daemon when submitted as `/name args`), `skill`
+    /// (the same, from a skill) or `mcp` (a running MCP server's prompt,
+    /// `mcp__server__prompt`, given by the server when submitted).
     pub kind: String,
     /// `project` or `user`, for commands and skills.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -910,7 +912,8 @@ pub struct SessionElicitParams {
 #[serde(rename_all = "camelCase")]
 pub struct SessionSetModelParams {
     pub session_id: SessionId,
-    /// `provider/model-id`.
+    /// `provider/model-id`, or a bare id or alias naming one catalogue model (`opus`,
+    /// `gpt-5-mini`); checked against what its provider takes.
     pub model: String,
 }
 

@@ -225,8 +225,13 @@ fn an_editor_starts_a_session_streams_a_turn_and_loads_it_again() {
         .iter()
         .filter_map(|c| c["name"].as_str())
         .collect();
-    assert_eq!(names, ["model", "review"], "{offered}");
-    assert_eq!(offered["availableCommands"][1]["input"]["hint"], "FILE");
+    // The daemon's built-ins, then the folder's commands; not what only a terminal runs.
+    assert_eq!(
+        names,
+        ["model", "context", "compact", "clear", "help", "review"],
+        "{offered}"
+    );
+    assert_eq!(offered["availableCommands"][5]["input"]["hint"], "FILE");
 
     // An ordinary session: the daemon lists it, and another editor loads its history.
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -282,6 +287,25 @@ fn an_editor_starts_a_session_streams_a_turn_and_loads_it_again() {
             .as_str()
             .unwrap()
             .contains("image")
+    );
+
+    // The daemon answers its built-ins as turns: the editor gets the text as the agent's.
+    let id = other.prompt(&session, "/context");
+    let answer = other.response(id);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let shown = texts(&other.updates(), "agent_message_chunk");
+    assert!(
+        shown.starts_with("context of anthropic/claude-sonnet-4-5: "),
+        "{shown}"
+    );
+    let id = other.prompt(&session, "/model anthropic/claude-nope");
+    let refused = other.response(id);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("anthropic has no model \"claude-nope\""),
+        "{refused}"
     );
 }
 

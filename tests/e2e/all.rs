@@ -8,6 +8,7 @@ mod ask;
 mod attach;
 mod backends;
 mod boundaries;
+mod builtins;
 mod capabilities;
 mod captures;
 mod compaction;

@@ -253,3 +253,88 @@ async fn compact_on_demand_with_instructions_and_the_precompact_hook() {
         "the first turn was summarised"
     );
 }
+
+/// Compaction's figures, automatic and manual, are in `/context`'s unit: estimated tokens of
+/// all a model call sends (system prompt, memory, tools and conversation), not of the
+/// conversation alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_figures_count_what_context_counts() {
+    let env = TestEnv::new();
+    settings(&env, 12_000, serde_json::json!({}));
+    env.start_daemon();
+    let client = env.client().await;
+    let id = session(&env, &client).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push_when(SUMMARY_ASK, Reply::text(&["SUMMARY"]));
+    let context = || async {
+        client
+            .call::<SessionContext>(SessionParams {
+                session_id: id.clone(),
+            })
+            .await
+            .unwrap()
+    };
+    let used = |c: &stepper_protocol::methods::SessionContextResponse| c.window - c.free;
+
+    // Automatic: the turn that compacts starts from what `/context` said before it, plus its
+    // input (the environment the turn adds is a few hundred bytes of the difference).
+    let mut automatic = None;
+    for n in 1..=20u32 {
+        let said = used(&context().await);
+        env.fake.push(Reply::text(&[&format!("reply {n}")]));
+        let words = format!("TURN-{n} {}", "lorem ipsum ".repeat(250));
+        submit(&client, &id, &words).await;
+        let seen = turn_done(&mut events).await;
+        if let Some(before) = seen.iter().find_map(|e| match e.event {
+            AppEvent::CompactionStarted {
+                before_tokens,
+                manual: false,
+            } => Some(before_tokens),
+            _ => None,
+        }) {
+            automatic = Some((said + words.len() as u64 / 4, before));
+            break;
+        }
+    }
+    let (expected, before) = automatic.expect("the session was compacted");
+    assert!(
+        before.abs_diff(expected) * 10 <= expected,
+        "automatic compaction counted {before} tokens where /context gave {expected}"
+    );
+
+    // Manual: exactly what `/context` says, before and after.
+    for n in 1..=3 {
+        env.fake.push(Reply::text(&[&format!("more {n}")]));
+        submit(&client, &id, &format!("MORE-{n} {}", "words ".repeat(100))).await;
+        turn_done(&mut events).await;
+    }
+    let said = context().await;
+    client
+        .call::<SessionCompact>(SessionCompactParams {
+            session_id: id.clone(),
+            instructions: None,
+        })
+        .await
+        .unwrap();
+    let seen = turn_done(&mut events).await;
+    let (started, finished) = (
+        seen.iter().find_map(|e| match e.event {
+            AppEvent::CompactionStarted {
+                before_tokens,
+                manual: true,
+            } => Some(before_tokens),
+            _ => None,
+        }),
+        seen.iter().find_map(|e| match e.event {
+            AppEvent::CompactionFinished {
+                before_tokens,
+                after_tokens,
+                ..
+            } => Some((before_tokens, after_tokens)),
+            _ => None,
+        }),
+    );
+    assert_eq!(started, Some(used(&said)), "{said:?}");
+    let after = used(&context().await);
+    assert_eq!(finished, Some((used(&said), after)), "{said:?}");
+}

@@ -19,8 +19,7 @@ use stepper_protocol::methods::{
     CommandInfo, CommandsList, CwdParams, ProvidersStatus, ProvidersStatusParams, SessionApprove,
     SessionApproveParams, SessionCreate, SessionCreateParams, SessionGet, SessionInterrupt,
     SessionList, SessionListParams, SessionParams, SessionSetMode, SessionSetModeParams,
-    SessionSetModel, SessionSetModelParams, SessionSubmit, SessionSubmitParams, TrustGet, TrustSet,
-    TrustSetParams,
+    SessionSubmit, SessionSubmitParams, TrustGet, TrustSet, TrustSetParams,
 };
 use stepper_protocol::{AppEvent, ApprovalDecision, PermissionMode, TurnStatus};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
@@ -419,7 +418,7 @@ impl Conn {
             .await;
         Ok(Reply {
             result: json!({"sessionId": id, "modes": map::modes(created.mode.unwrap_or(PermissionMode::Default))}),
-            then: vec![commands(&id, &self.custom_commands(&cwd).await)],
+            then: vec![commands(&id, &self.session_commands(&cwd).await)],
         })
     }
 
@@ -444,12 +443,15 @@ impl Conn {
         let _ = handled.wait_for(|seq| *seq >= target).await;
         Ok(Reply {
             result: json!({"modes": map::modes(got.mode.unwrap_or(PermissionMode::Default))}),
-            then: vec![commands(&id, &self.custom_commands(&got.session.cwd).await)],
+            then: vec![commands(
+                &id,
+                &self.session_commands(&got.session.cwd).await,
+            )],
         })
     }
 
-    /// The custom commands and skills of sessions in `cwd` (none when the daemon cannot say).
-    async fn custom_commands(&self, cwd: &str) -> Vec<CommandInfo> {
+    /// The commands of sessions in `cwd` (none when the daemon cannot say).
+    async fn session_commands(&self, cwd: &str) -> Vec<CommandInfo> {
         let Ok(daemon) = self.daemon().await else {
             return Vec::new();
         };
@@ -511,16 +513,6 @@ impl Conn {
         let text = prompt_text(blocks)?;
         let daemon = self.daemon().await?;
         self.ask_trust(daemon, &live).await;
-        if let Some(done) = self.command(daemon, &id, &text).await? {
-            self.notify(
-                "session/update",
-                json!({"sessionId": id, "update": {
-                    "sessionUpdate": "agent_message_chunk",
-                    "content": {"type": "text", "text": done},
-                }}),
-            );
-            return Ok(json!({"stopReason": "end_turn"}));
-        }
         let submitted = daemon
             .call::<SessionSubmit>(SessionSubmitParams {
                 session_id: id.clone(),
@@ -604,32 +596,6 @@ impl Conn {
             .await
         {
             eprintln!("stepper acp: trust: {e}");
-        }
-    }
-
-    /// The commands this agent runs itself, rather than as a turn. `None`: not one.
-    async fn command(
-        &self,
-        daemon: &DaemonClient,
-        id: &str,
-        text: &str,
-    ) -> Result<Option<String>, AcpError> {
-        let mut words = text.trim().splitn(2, char::is_whitespace);
-        let (command, arg) = (words.next().unwrap_or(""), words.next().map(str::trim));
-        match (command, arg) {
-            ("/model", Some(model)) if !model.is_empty() => {
-                daemon
-                    .call::<SessionSetModel>(SessionSetModelParams {
-                        session_id: id.into(),
-                        model: model.into(),
-                    })
-                    .await?;
-                Ok(Some(format!("The next turns use {model}.")))
-            }
-            ("/model", _) => Err(AcpError::invalid(
-                "/model needs a model: /model provider/model-id ('stepper models' lists them)",
-            )),
-            _ => Ok(None),
         }
     }
 
@@ -922,21 +888,22 @@ fn ignore_mcp_servers(params: &Value) {
     }
 }
 
-/// The slash commands an editor is offered: `/model`, which this agent runs, and the
-/// project's custom commands and skills, which the daemon expands when they are submitted.
-fn commands(session: &str, custom: &[CommandInfo]) -> Value {
-    let mut available = vec![json!({
-        "name": "model",
-        "description": "Use another model for the next turns",
-        "input": {"hint": "provider/model-id"},
-    })];
-    for c in custom.iter().filter(|c| c.kind != "builtin") {
-        let mut entry = json!({"name": c.name, "description": c.description});
-        if let Some(hint) = &c.argument_hint {
-            entry["input"] = json!({"hint": hint});
-        }
-        available.push(entry);
-    }
+/// The slash commands an editor is offered: the daemon's built-ins (`/model`, `/context`,
+/// `/help`, `/clear`, `/compact`), which it answers as turns, and the folder's custom
+/// commands, skills and MCP prompts, which it expands — all of them sent as prompts. Those
+/// only a terminal runs (`client`) are not offered.
+fn commands(session: &str, listed: &[CommandInfo]) -> Value {
+    let available: Vec<Value> = listed
+        .iter()
+        .filter(|c| c.kind != "client")
+        .map(|c| {
+            let mut entry = json!({"name": c.name, "description": c.description});
+            if let Some(hint) = &c.argument_hint {
+                entry["input"] = json!({"hint": hint});
+            }
+            entry
+        })
+        .collect();
     json!({"sessionId": session, "update": {
         "sessionUpdate": "available_commands_update",
         "availableCommands": available,

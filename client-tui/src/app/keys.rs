@@ -281,9 +281,11 @@ impl App {
                     }
                     vec![action]
                 }
+                // The keys and this terminal's commands here; the daemon answers with the
+                // built-ins and the folder's commands and skills.
                 Parsed::Help => {
                     self.push(Cell::Help);
-                    Vec::new()
+                    vec![Action::Submit { text }]
                 }
                 Parsed::Usage(usage) => {
                     self.push(Cell::note("⚠", usage, theme::warning()));

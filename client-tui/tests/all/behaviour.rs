@@ -616,9 +616,10 @@ fn a_message_starting_with_a_path_is_text_not_a_command() {
         app.on_key(key(KeyCode::Enter)),
         [submit("/etc/hosts is wrong")]
     );
+    // The TUI shows its keys, and the daemon answers with the rest.
     type_text(&mut app, "/help");
     app.on_key(key(KeyCode::Esc));
-    assert!(app.on_key(key(KeyCode::Enter)).is_empty());
+    assert_eq!(app.on_key(key(KeyCode::Enter)), [submit("/help")]);
 }
 
 #[test]
@@ -798,14 +799,11 @@ fn slash_commands_complete_and_run() {
             conversation: true
         }]
     );
+    // The daemon's built-ins are inputs it answers, as it does for any client.
     type_text(&mut app, "/clear");
-    assert_eq!(
-        app.on_key(key(KeyCode::Enter)),
-        [Action::Command {
-            name: "clear".into(),
-            args: String::new()
-        }]
-    );
+    assert_eq!(app.on_key(key(KeyCode::Enter)), [submit("/clear")]);
+    type_text(&mut app, "/model opus");
+    assert_eq!(app.on_key(key(KeyCode::Enter)), [submit("/model opus")]);
     type_text(&mut app, "/exit");
     app.on_key(key(KeyCode::Esc));
     assert_eq!(app.on_key(key(KeyCode::Enter)), [Action::Detach]);

@@ -457,7 +457,7 @@ async fn a_new_session_clears_the_screen_of_the_old_one() {
         h.events.send(envelope(i as u64 + 1, e)).await.unwrap();
     }
     h.wait_for("old answer").await;
-    // `/clear`: the core shows a new session, whose events start again from seq 1.
+    // `/fork`: the core shows a new session, whose events start again from seq 1.
     let mut fresh = info(stepper_protocol::session::SessionStatus::Idle);
     fresh.id = "0198a3f2-0000-7000-8000-000000000001".into();
     h.events

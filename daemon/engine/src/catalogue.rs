@@ -233,6 +233,75 @@ pub fn known_ids() -> impl Iterator<Item = &'static str> {
     KNOWN.iter().map(|k| k.prefix)
 }
 
+/// The provider whose own API serves a catalogue id: `anthropic` for Claude's, `openai`
+/// for the others.
+pub fn vendor(id: &str) -> &'static str {
+    if id.starts_with("claude") {
+        "anthropic"
+    } else {
+        "openai"
+    }
+}
+
+/// Claude Code's model aliases, as a bare word names them (`/model opus`, an agent file's
+/// `model: haiku`).
+pub const ALIASES: &[(&str, &str)] = &[
+    ("sonnet", "anthropic/claude-sonnet-4-5"),
+    ("opus", "anthropic/claude-opus-4-1"),
+    ("haiku", "anthropic/claude-haiku-4-5"),
+];
+
+/// The model an alias names.
+pub fn alias(word: &str) -> Option<&'static str> {
+    ALIASES.iter().find(|(a, _)| *a == word).map(|(_, m)| *m)
+}
+
+/// Whether `id` is `known`, or a dated or versioned variant of it
+/// (`claude-sonnet-4-5-20250929`, `gpt-5.1`, `gpt-5-codex` of `gpt-5`) — as [`lookup`]
+/// matches ids.
+pub fn variant_of(id: &str, known: &str) -> bool {
+    id == known
+        || id
+            .strip_prefix(known)
+            .is_some_and(|rest| rest.starts_with(['-', '.', '@', ':']))
+}
+
+/// The `n` of `ids` nearest to `word`, nearest first: those holding it (or a near spelling
+/// of it) come before those that only look alike.
+pub fn nearest<'a>(word: &str, ids: impl IntoIterator<Item = &'a str>, n: usize) -> Vec<&'a str> {
+    let word = word.to_lowercase();
+    let mut scored: Vec<(usize, usize, &str)> = ids
+        .into_iter()
+        .map(|id| {
+            let lower = id.to_lowercase();
+            (
+                within(&word, &lower),
+                crate::config::validate::edit_distance(&word, &lower),
+                id,
+            )
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by_key(|(_, _, id)| *id);
+    scored.into_iter().take(n).map(|(_, _, id)| id).collect()
+}
+
+/// The fewest edits that make `word` a part of `text` (0: `text` holds it).
+fn within(word: &str, text: &str) -> usize {
+    let text: Vec<char> = text.chars().collect();
+    // A match may start and end anywhere in `text`: the first row and the last are free.
+    let mut prev = vec![0; text.len() + 1];
+    for (i, w) in word.chars().enumerate() {
+        let mut row = vec![i + 1];
+        for (j, t) in text.iter().enumerate() {
+            let cost = usize::from(w != *t);
+            row.push((prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1));
+        }
+        prev = row;
+    }
+    prev.into_iter().min().unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +323,24 @@ mod tests {
             lookup("llama3.2:3b").context_window(),
             DEFAULT_CONTEXT_WINDOW
         );
+    }
+
+    #[test]
+    fn variants_and_the_nearest_ids() {
+        assert!(variant_of(
+            "claude-sonnet-4-5-20250929",
+            "claude-sonnet-4-5"
+        ));
+        assert!(variant_of("gpt-5.1", "gpt-5") && variant_of("gpt-5", "gpt-5"));
+        assert!(!variant_of("gpt-50", "gpt-5") && !variant_of("o3x", "o3"));
+        let ids = known_ids().collect::<Vec<_>>();
+        assert_eq!(
+            nearest("sonet", ids.iter().copied(), 2),
+            ["claude-sonnet-4", "claude-sonnet-4-5"]
+        );
+        assert_eq!(nearest("gpt5-mini", ids.iter().copied(), 1), ["gpt-5-mini"]);
+        assert_eq!(alias("opus"), Some("anthropic/claude-opus-4-1"));
+        assert_eq!(vendor("o3"), "openai");
     }
 
     #[test]

@@ -66,12 +66,24 @@ impl Compacted {
     }
 }
 
-/// The estimated size of a request, in tokens: about 4 bytes of JSON a token.
+/// Bytes of a request's JSON per estimated token: the one unit of every size stepper
+/// estimates — compaction's threshold and its before and after figures, manual or
+/// automatic, and what `session/context` (`/context`) reports.
+pub const BYTES_PER_TOKEN: usize = 4;
+
+/// `bytes` of a request, in estimated tokens.
+pub fn tokens(bytes: usize) -> u64 {
+    (bytes / BYTES_PER_TOKEN) as u64
+}
+
+/// The estimated size of a request, in tokens: its system prompt, its tools' definitions
+/// and its messages.
 pub fn estimate(request: &ChatRequest) -> u64 {
-    let bytes = request.system.as_deref().map_or(0, str::len)
-        + serde_json::to_string(&request.tools).map_or(0, |s| s.len())
-        + messages_bytes(&request.messages);
-    (bytes / 4) as u64
+    tokens(
+        request.system.as_deref().map_or(0, str::len)
+            + serde_json::to_string(&request.tools).map_or(0, |s| s.len())
+            + messages_bytes(&request.messages),
+    )
 }
 
 /// The bytes of messages as JSON.

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod backend;
 pub mod codex;
 pub mod daemon_env;
+pub mod models;
 pub mod ndjson;
 pub mod openai;
 pub mod openai_chat;

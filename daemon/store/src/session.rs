@@ -631,6 +631,17 @@ impl Store {
         Ok(found.is_some())
     }
 
+    /// The layers a session has stored context of.
+    pub async fn context_layers(&self, session_id: &str) -> Result<Vec<String>> {
+        let layers = sqlx::query_scalar(
+            "SELECT DISTINCT layer FROM context WHERE session_id = ? ORDER BY layer",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(layers)
+    }
+
     /// A session layer's context, in order, as JSON messages.
     pub async fn context(&self, session_id: &str, layer: &str) -> Result<Vec<String>> {
         let rows = sqlx::query_scalar(

@@ -523,10 +523,7 @@ pub struct AgentDef {
 fn agent_model(model: &str) -> Option<String> {
     match model {
         "inherit" | "" => None,
-        "sonnet" => Some("anthropic/claude-sonnet-4-5".into()),
-        "opus" => Some("anthropic/claude-opus-4-1".into()),
-        "haiku" => Some("anthropic/claude-haiku-4-5".into()),
-        other => Some(other.to_string()),
+        other => Some(crate::catalogue::alias(other).unwrap_or(other).to_string()),
     }
 }
 

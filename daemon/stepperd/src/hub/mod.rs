@@ -1,12 +1,14 @@
 //! The session hub: live sessions, their logs and their turns.
 //!
-//! `session` is a live session and what clients change in it; `turn` runs its turns;
+//! `session` is a live session and what clients change in it (`model`: its model); `turn`
+//! runs its turns, `builtin` those of the commands the daemon answers itself;
 //! `log` persists then publishes its events and `replay` fans them out to subscribers;
 //! `context` is the conversation stored for the model; `env` and `settings` are what a turn
 //! runs with; `approvals` and `checkpoint` are the gate's questions and the files' history.
 
 pub mod approvals;
 pub mod backend;
+pub mod builtin;
 pub mod checkpoint;
 pub mod context;
 pub mod env;
@@ -16,6 +18,7 @@ mod git;
 pub mod hooks;
 pub mod log;
 pub mod mcp;
+pub mod model;
 pub(crate) mod references;
 pub mod replay;
 pub mod sandbox;
@@ -344,8 +347,6 @@ impl Hub {
 
     /// The model a session asks for (else the settings', else the first provider set up),
     /// checked now so that a missing key is said at once rather than by its first turn.
-    /// The environment is the client's, over the login shell's when that is read already; a
-    /// client that gives none waits for the login shell's, as its turns would.
     pub async fn check_model(
         &self,
         requested: Option<&str>,
@@ -353,34 +354,7 @@ impl Hub {
         cwd: &Path,
         client: &Env,
     ) -> Result<ModelRef, HubError> {
-        let login = match self.deps.login_env.get() {
-            Some(login) => Some(login),
-            None if client.is_empty() => Some(env::login_env(&self.deps).await),
-            None => None,
-        };
-        let envs = stepper_providers::status::Environments { client, login };
-        let chosen = match requested {
-            Some(model) => model.to_string(),
-            None => self.deps.providers.default_model(settings, &envs),
-        };
-        let model = ModelRef::parse(&chosen).map_err(|e| HubError::Invalid(e.to_string()))?;
-        let mut effective = login.cloned().unwrap_or_default();
-        effective.extend(client.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let user = self.deps.settings.get(None).await?;
-        let cx = stepper_providers::ResolveContext {
-            env: &effective,
-            settings,
-            user: &user,
-            cwd,
-        };
-        match self.deps.providers.check(&model, &cx) {
-            Ok(()) => Ok(model),
-            // Nothing asked for a model and nothing is set up: say every way to set one up.
-            Err(_) if requested.is_none() && settings.model.is_none() => Err(
-                HubError::ProviderUnavailable(stepper_providers::status::nothing_set_up()),
-            ),
-            Err(e) => Err(HubError::ProviderUnavailable(e.to_string())),
-        }
+        check_model(&self.deps, requested, settings, cwd, client).await
     }
 
     /// The mode a session's next tool call runs under: its own, else its folder's settings'.
@@ -727,6 +701,56 @@ impl Hub {
             }
         }
         Ok(count)
+    }
+}
+
+/// The environment providers are resolved with for a client's environment: the client's,
+/// over the login shell's when that is read already; a client that gives none waits for the
+/// login shell's, as its turns would.
+pub(crate) async fn provider_env(deps: &HubDeps, client: &Env) -> (Option<Env>, Env) {
+    let login = match deps.login_env.get() {
+        Some(login) => Some(login.clone()),
+        None if client.is_empty() => Some(env::login_env(deps).await.clone()),
+        None => None,
+    };
+    let mut effective = login.clone().unwrap_or_default();
+    effective.extend(client.iter().map(|(k, v)| (k.clone(), v.clone())));
+    (login, effective)
+}
+
+/// The model asked for (else the settings', else the first provider set up), its provider
+/// checked set up (see [`Hub::check_model`]).
+pub(crate) async fn check_model(
+    deps: &HubDeps,
+    requested: Option<&str>,
+    settings: &stepper_engine::config::Settings,
+    cwd: &Path,
+    client: &Env,
+) -> Result<ModelRef, HubError> {
+    let (login, effective) = provider_env(deps, client).await;
+    let envs = stepper_providers::status::Environments {
+        client,
+        login: login.as_ref(),
+    };
+    let chosen = match requested {
+        Some(model) => model.to_string(),
+        None => deps.providers.default_model(settings, &envs),
+    };
+    let model = ModelRef::parse(&chosen).map_err(|e| HubError::Invalid(e.to_string()))?;
+    let user = deps.settings.get(None).await?;
+    let cx = stepper_providers::ResolveContext {
+        env: &effective,
+        settings,
+        user: &user,
+        cwd,
+    };
+    match deps.providers.check(&model, &cx) {
+        Ok(()) => Ok(model),
+        // Nothing asked for a model and nothing is set up: say every way to set one up.
+        Err(_) if requested.is_none() && settings.model.is_none() => Err(
+            HubError::ProviderUnavailable(stepper_providers::status::nothing_set_up()),
+        ),
+        Err(e) => Err(HubError::ProviderUnavailable(e.to_string())),
     }
 }
 

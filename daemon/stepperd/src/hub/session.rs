@@ -76,6 +76,8 @@ pub(super) struct State {
     pub(super) memory_noticed: std::collections::HashSet<String>,
     /// Whether this daemon ran the session's `SessionStart` hooks.
     pub(super) hooks_started: bool,
+    /// `/clear` emptied the context: the next `SessionStart` hooks run with source `clear`.
+    pub(super) cleared: bool,
     /// The running turn's policy, so a mode change reaches its next tool call.
     pub(super) active_policy: Option<Arc<Mutex<Policy>>>,
     pub(super) model: String,
@@ -102,6 +104,8 @@ pub(super) struct Steering {
 pub(super) struct QueuedInput {
     pub(super) input_id: String,
     pub(super) text: String,
+    /// The client that submitted it, when this daemon took it from one.
+    pub(super) by: Option<String>,
 }
 
 /// What a session chose for itself rather than take its folder's settings.
@@ -134,7 +138,14 @@ impl LiveSession {
         let queued = AtomicUsize::new(0);
         if let Some((input_id, text)) = first {
             // An empty queue has room: the first input is the first turn.
-            if inputs.try_send(QueuedInput { input_id, text }).is_ok() {
+            if inputs
+                .try_send(QueuedInput {
+                    input_id,
+                    text,
+                    by: None,
+                })
+                .is_ok()
+            {
                 queued.store(1, Ordering::SeqCst);
             }
         }
@@ -164,6 +175,7 @@ impl LiveSession {
                 sandbox_noticed: false,
                 memory_noticed: Default::default(),
                 hooks_started: false,
+                cleared: false,
                 active_policy: None,
                 model: info.model.clone(),
                 turns: info.turns,
@@ -228,11 +240,15 @@ impl LiveSession {
         let event = AppEvent::InputQueued {
             input_id: input_id.clone(),
             text: text.clone(),
-            client,
+            client: client.clone(),
         };
         let seq = self.log.append_committed(None, event).await?;
         self.queued.fetch_add(1, Ordering::SeqCst);
-        permit.send(QueuedInput { input_id, text });
+        permit.send(QueuedInput {
+            input_id,
+            text,
+            by: client,
+        });
         Ok(seq)
     }
 
@@ -241,7 +257,11 @@ impl LiveSession {
     pub fn requeue_now(&self, input_id: String, text: String) -> Result<(), (String, String)> {
         self.queued.fetch_add(1, Ordering::SeqCst);
         self.inputs
-            .try_send(QueuedInput { input_id, text })
+            .try_send(QueuedInput {
+                input_id,
+                text,
+                by: None,
+            })
             .map_err(|e| {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
                 let input = e.into_inner();
@@ -257,7 +277,11 @@ impl LiveSession {
             .await
             .map_err(|_| HubError::QueueFull)?;
         self.queued.fetch_add(1, Ordering::SeqCst);
-        permit.send(QueuedInput { input_id, text });
+        permit.send(QueuedInput {
+            input_id,
+            text,
+            by: None,
+        });
         Ok(())
     }
 

@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::HubDeps;
 use super::approvals::{ReadOnly, SessionGate};
+use super::builtin::Builtin;
 use super::context::{ContextError, MAIN_LAYER, context_rows, history};
 use super::env::{login_env, tool_env};
 use super::log::{EventLog, LogError};
@@ -120,6 +121,20 @@ impl LiveSession {
         deps: &HubDeps,
     ) -> Result<(), LogError> {
         let Running { cancel, interrupt } = running;
+        // A command the daemon answers itself (`/compact` is a turn of compaction, below).
+        if let Some(builtin) =
+            Builtin::parse(&input.text).filter(|b| !matches!(b, Builtin::Compact(_)))
+        {
+            let started = AppEvent::TurnStarted {
+                input_id: input.input_id.clone(),
+                text: input.text.clone(),
+                model: model.to_string(),
+            };
+            self.log.append(Some(turn), started).await?;
+            return self
+                .builtin_turn(turn, builtin, input.by.clone(), deps)
+                .await;
+        }
         // The history read below is complete without a flush: each turn's end (with its
         // context) is committed before the next turn starts, and the other context writes
         // go to the store directly.
@@ -199,7 +214,7 @@ impl LiveSession {
                 });
                 // `/compact [what to keep]`: the conversation is compacted now, as a turn
                 // of its own, so it waits for the turn before it like any input.
-                if let Some(instructions) = compact_command(&input.text) {
+                if let Some(Builtin::Compact(instructions)) = Builtin::parse(&input.text) {
                     let summarizer =
                         summarizer((&settings, &user), &deps.providers, &effective, &cwd)
                             .unwrap_or_else(|| {
@@ -209,11 +224,18 @@ impl LiveSession {
                             });
                     let mut request = ChatRequest::new(summarizer.1.clone(), messages);
                     request.cache = settings.prompt_cache();
-                    if !system.is_empty() {
-                        request.system = Some(system);
-                    }
+                    // Its figures count what the next model call sends, as automatic
+                    // compaction's and `/context` do: the conversation and all the rest.
+                    let fixed = overhead(deps, self).await.map_or(0, |o| o.tokens());
                     return self
-                        .compact_turn(turn, request, summarizer.0, instructions, hooks, &cancel)
+                        .compact_turn(
+                            turn,
+                            (request, fixed),
+                            summarizer.0,
+                            instructions,
+                            hooks,
+                            &cancel,
+                        )
                         .await;
                 }
                 let mut notices = memory.notices;
@@ -527,7 +549,7 @@ impl LiveSession {
 
     /// The context and the end of the turn in one commit: a client that sees
     /// TurnFinished can count on the next turn seeing this one whole.
-    async fn finish_turn(
+    pub(super) async fn finish_turn(
         &self,
         turn: u32,
         status: TurnStatus,
@@ -625,8 +647,13 @@ impl LiveSession {
     ) -> Result<Vec<String>, String> {
         let mut added = Vec::new();
         let first = !std::mem::replace(&mut self.state().hooks_started, true);
+        let cleared = std::mem::take(&mut self.state().cleared);
         if first && runner.set.has("SessionStart") {
-            let source = if turn == 1 { "startup" } else { "resume" };
+            let source = match (cleared, turn) {
+                (true, _) => "clear",
+                (false, 1) => "startup",
+                (false, _) => "resume",
+            };
             let ran = runner
                 .run(
                     "SessionStart",
@@ -932,13 +959,31 @@ async fn plan(cwd: &Path, home: Option<&Path>, deps: &HubDeps) -> TurnPlan {
     })
 }
 
-/// `session/context`: what the session's next model call would send, by part.
-pub(crate) async fn context_window(
-    hub: &super::Hub,
+/// What a model call of a session sends besides its conversation, in estimated tokens, as
+/// a turn now would send it: the system prompt (base instructions, environment, skills),
+/// the memory files and the tools' definitions.
+pub(crate) struct Overhead {
+    pub(crate) model: String,
+    pub(crate) info: ModelInfo,
+    pub(crate) system: u64,
+    pub(crate) memory: u64,
+    pub(crate) tools: u64,
+    pub(crate) threshold: f64,
+}
+
+impl Overhead {
+    /// Its parts together.
+    pub(crate) fn tokens(&self) -> u64 {
+        self.system + self.memory + self.tools
+    }
+}
+
+/// What a model call of `session` sends besides its conversation (see [`Overhead`]).
+pub(crate) async fn overhead(
+    deps: &HubDeps,
     session: &LiveSession,
-    session_id: &str,
-) -> Result<stepper_protocol::methods::SessionContextResponse, super::HubError> {
-    let deps = hub.deps();
+) -> Result<Overhead, super::HubError> {
+    use stepper_engine::compaction::tokens;
     let cwd = session.cwd();
     let home = session.env_and_mode().0.get("HOME").map(PathBuf::from);
     let settings = deps.settings.get(Some(&cwd)).await?;
@@ -968,37 +1013,45 @@ pub(crate) async fn context_window(
         system += tool.listing_for(info.context_window()).len();
         specs.push(tool.spec());
     }
+    Ok(Overhead {
+        model,
+        info,
+        system: tokens(system),
+        memory: tokens(memory.text.len()),
+        tools: tokens(serde_json::to_string(&specs).map_or(0, |s| s.len())),
+        threshold: settings.compaction_threshold(),
+    })
+}
+
+/// `session/context`: what the session's next model call would send, by part.
+pub(crate) async fn context_window(
+    deps: &HubDeps,
+    session: &LiveSession,
+    session_id: &str,
+) -> Result<stepper_protocol::methods::SessionContextResponse, super::HubError> {
+    let overhead = overhead(deps, session).await?;
     // A stored context that cannot be read counts as empty here; the next turn says why.
     let messages = history(&deps.store, session_id, MAIN_LAYER)
         .await
         .map(|m| stepper_engine::compaction::messages_bytes(&m))
         .unwrap_or(0);
-    let tokens = |bytes: usize| (bytes / 4) as u64;
-    let tools = tokens(serde_json::to_string(&specs).map_or(0, |s| s.len()));
-    let (system, memory, messages) = (tokens(system), tokens(memory.text.len()), tokens(messages));
-    let window = info.context_window();
-    let threshold = settings.compaction_threshold();
+    let messages = stepper_engine::compaction::tokens(messages);
+    let window = overhead.info.context_window();
     Ok(stepper_protocol::methods::SessionContextResponse {
-        model,
         window,
-        system,
-        tools,
-        memory,
+        system: overhead.system,
+        tools: overhead.tools,
+        memory: overhead.memory,
         messages,
-        free: window.saturating_sub(system + tools + memory + messages),
+        free: window.saturating_sub(overhead.tokens() + messages),
         compact_at: CompactionPlan {
-            threshold,
+            threshold: overhead.threshold,
             window,
             summarizer: None,
         }
         .limit(),
+        model: overhead.model,
     })
-}
-
-/// The instructions of `/compact [instructions]`, when `text` is that command.
-fn compact_command(text: &str) -> Option<&str> {
-    let rest = text.trim().strip_prefix("/compact")?;
-    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
 }
 
 /// The summariser settings name (`compaction.model`, or its older name `provider`).
@@ -1023,18 +1076,20 @@ fn summarizer(
 
 impl LiveSession {
     /// `/compact`: the session's conversation compacted on demand; the stored context is
-    /// the compacted one from now on.
+    /// the compacted one from now on. `fixed`: the tokens a model call sends besides the
+    /// conversation, counted in its figures.
     async fn compact_turn(
         &self,
         turn: u32,
-        request: ChatRequest,
+        (request, fixed): (ChatRequest, u64),
         provider: Arc<dyn LlmProvider>,
         instructions: &str,
         hooks: Option<Arc<HookRunner>>,
         cancel: &CancellationToken,
     ) -> Result<(), LogError> {
+        use stepper_engine::compaction::{messages_bytes, tokens};
         let instructions = (!instructions.is_empty()).then_some(instructions);
-        let before_tokens = stepper_engine::compaction::estimate(&request);
+        let before_tokens = fixed + tokens(messages_bytes(&request.messages));
         self.log
             .append(
                 Some(turn),
@@ -1084,8 +1139,8 @@ impl LiveSession {
             .append(
                 Some(turn),
                 AppEvent::CompactionFinished {
-                    before_tokens: done.before,
-                    after_tokens: done.after,
+                    before_tokens,
+                    after_tokens: fixed + tokens(messages_bytes(&done.messages)),
                     pruned: done.pruned,
                     summarized: done.summarized,
                     error: done.error,

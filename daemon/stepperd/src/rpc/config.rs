@@ -5,7 +5,6 @@ use std::path::Path;
 use jsonrpsee::RpcModule;
 use stepper_engine::config::{Settings, layers, templates, validate};
 use stepper_engine::model::DEFAULT_MODEL;
-use stepper_engine::{ModelRef, catalogue};
 use stepper_protocol::methods::*;
 
 use super::{Conn, RpcError, register};
@@ -31,16 +30,28 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
 
     register::<CommandsList, _, _>(m, |conn, p| async move {
         let ext = extensions_of(&conn, Path::new(&p.cwd)).await;
-        let mut commands: Vec<CommandInfo> = BUILTINS
+        // The daemon's own, answered for any client; then those a client runs itself.
+        let mut commands: Vec<CommandInfo> = crate::hub::builtin::BUILTINS
             .iter()
-            .map(|(name, description)| CommandInfo {
+            .map(|(name, args, description)| CommandInfo {
                 name: (*name).into(),
                 description: (*description).into(),
-                argument_hint: None,
+                argument_hint: (!args.is_empty()).then(|| (*args).into()),
                 kind: "builtin".into(),
                 scope: None,
             })
             .collect();
+        commands.extend(
+            CLIENT_COMMANDS
+                .iter()
+                .map(|(name, description)| CommandInfo {
+                    name: (*name).into(),
+                    description: (*description).into(),
+                    argument_hint: None,
+                    kind: "client".into(),
+                    scope: None,
+                }),
+        );
         commands.extend(ext.commands.iter().map(|c| CommandInfo {
             name: c.name.clone(),
             description: c.description.clone(),
@@ -211,38 +222,24 @@ fn project_init(dir: &Path, force: bool) -> std::io::Result<ProjectInitResponse>
 
 fn models_list(daemon: &Daemon, settings: &Settings) -> ModelsListResponse {
     let providers = &daemon.hub.deps().providers;
-    let mut models = Vec::new();
-    let mut entry = |provider: &str, id: &str, configured: bool| {
-        let model = ModelRef {
-            provider: provider.into(),
-            model: id.into(),
-        };
-        let info = providers.model_info(&model, settings);
-        models.push(ModelEntry {
-            id: model.to_string(),
-            provider: provider.into(),
-            context_window: info.context_window(),
-            max_output: info.max_output(),
-            input_price: info.input_price,
-            output_price: info.output_price,
-            cache_read_price: info.cache_read_price,
-            cache_write_price: info.cache_write_price,
-            configured,
-        });
-    };
-    for (name, config) in &settings.providers {
-        for id in config.models.keys() {
-            entry(name, id, true);
-        }
-    }
-    for id in catalogue::known_ids() {
-        let provider = if id.starts_with("claude") {
-            "anthropic"
-        } else {
-            "openai"
-        };
-        entry(provider, id, false);
-    }
+    let models = providers
+        .catalogue(settings)
+        .into_iter()
+        .map(|(model, configured)| {
+            let info = providers.model_info(&model, settings);
+            ModelEntry {
+                id: model.to_string(),
+                provider: model.provider,
+                context_window: info.context_window(),
+                max_output: info.max_output(),
+                input_price: info.input_price,
+                output_price: info.output_price,
+                cache_read_price: info.cache_read_price,
+                cache_write_price: info.cache_write_price,
+                configured,
+            }
+        })
+        .collect();
     ModelsListResponse {
         default: settings
             .model
@@ -266,18 +263,11 @@ async fn extensions_of(
         .await
 }
 
-/// The commands clients run themselves, as `commands/list` names them.
-const BUILTINS: &[(&str, &str)] = &[
-    ("help", "show keys and commands"),
-    ("model", "switch model: /model provider/model-id"),
+/// The commands a client runs itself (the TUI's), as `commands/list` names them.
+const CLIENT_COMMANDS: &[(&str, &str)] = &[
     ("mode", "permission mode: default, accept-edits, plan, auto"),
     ("memory", "the instructions turns get, and their files"),
     ("cost", "tokens and cost of this session so far"),
-    ("context", "how full the model's context window is, by part"),
-    (
-        "compact",
-        "compact the conversation now: /compact [what to keep]",
-    ),
     ("fork", "continue in a copy of this session: /fork [TURN]"),
     (
         "init",
@@ -288,8 +278,4 @@ const BUILTINS: &[(&str, &str)] = &[
         "undo turns: /rewind N [--files-only|--conversation-only]",
     ),
     ("continue", "resume an interrupted turn"),
-    (
-        "clear",
-        "a new session here (this one stays in stepper sessions)",
-    ),
 ];

@@ -131,7 +131,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<SessionContext, _, _>(m, |conn, p| async move {
         let hub = &conn.daemon.hub;
         let session = hub.get(&p.session_id).await?;
-        Ok(crate::hub::context_window(hub, &session, &p.session_id).await?)
+        Ok(crate::hub::context_window(hub.deps(), &session, &p.session_id).await?)
     });
 
     register::<SessionInterrupt, _, _>(m, |conn, p| async move {
@@ -176,22 +176,9 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     });
 
     register::<SessionSetModel, _, _>(m, |conn, p| async move {
-        let model = stepper_engine::ModelRef::parse(&p.model)
-            .map_err(|e| RpcError::InvalidParams(e.to_string()))?;
         let hub = &conn.daemon.hub;
         let session = hub.get(&p.session_id).await?;
-        let cwd = session.cwd();
-        let settings = hub.deps().settings.get(Some(&cwd)).await?;
-        let env = if session.env_from_client() {
-            session.env_and_mode().0
-        } else {
-            Default::default()
-        };
-        let model = hub
-            .check_model(Some(&model.to_string()), &settings, &cwd, &env)
-            .await?;
-        session
-            .set_model(&model, conn.client_label(), &hub.deps().store)
+        crate::hub::model::change(hub.deps(), &session, &p.model, conn.client_label(), None)
             .await?;
         Ok(Empty {})
     });
