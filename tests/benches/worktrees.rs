@@ -11,7 +11,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -154,7 +154,8 @@ async fn layer(
     Duration::from_millis(u64::try_from(finished - started).unwrap_or(0))
 }
 
-/// The git commands the daemon runs for one isolated layer of [`WORKERS`], alone.
+/// The git commands the daemon runs for one isolated layer of [`WORKERS`], alone, and as
+/// the daemon runs them: worktrees made, committed and removed four at a time.
 fn git_alone(repo: &Path, run: usize) -> Duration {
     let start = Instant::now();
     let git_dir = repo.join(".git");
@@ -170,38 +171,39 @@ fn git_alone(repo: &Path, run: usize) -> Duration {
         git(repo, &["commit-tree", &tree, "-p", &head, "-m", "snap"])
     };
     let base = snapshot(&index);
-    let mut commits = Vec::new();
-    for k in 0..WORKERS {
-        let path = trees.join(format!("w{run}-{k}"));
-        let branch = format!("bench/{run}/{k}");
+    let workers: Vec<(PathBuf, String)> = (0..WORKERS)
+        .map(|k| {
+            (
+                trees.join(format!("w{run}-{k}")),
+                format!("bench/{run}/{k}"),
+            )
+        })
+        .collect();
+    in_fours(&workers, |(path, branch)| {
+        let path = path.to_str().unwrap();
         git(
             repo,
-            &[
-                "worktree",
-                "add",
-                "--quiet",
-                "-b",
-                &branch,
-                path.to_str().unwrap(),
-                &base,
-            ],
+            &["worktree", "add", "--quiet", "-b", branch, path, &base],
         );
+    });
+    for (k, (path, _)) in workers.iter().enumerate() {
         // The worker's edit.
         let file = path.join(format!("src/m{k:02}/f000.txt"));
-        let text = std::fs::read_to_string(&file).unwrap();
-        std::fs::write(&file, format!("{text}edit {run}\n")).unwrap();
-        git(&path, &["add", "--all", "--", "."]);
-        let tree = git(&path, &["write-tree"]);
+        std::fs::write(&file, format!("written in run {run}\n")).unwrap();
+    }
+    let commits: Vec<String> = in_fours(&workers, |(path, branch)| {
+        git(path, &["add", "--all", "--", "."]);
+        let tree = git(path, &["write-tree"]);
         let commit = git(repo, &["commit-tree", &tree, "-p", &base, "-m", "task"]);
         git(
             repo,
             &["update-ref", &format!("refs/heads/{branch}"), &commit],
         );
-        commits.push((path, branch, commit));
-    }
-    let mut merged = commits[0].2.clone();
-    for (_, _, commit) in &commits[1..] {
-        let tree = git(
+        commit
+    });
+    let mut merged = commits[0].clone();
+    for commit in &commits[1..] {
+        let out = git(
             repo,
             &[
                 "merge-tree",
@@ -213,7 +215,7 @@ fn git_alone(repo: &Path, run: usize) -> Duration {
                 commit,
             ],
         );
-        let tree = tree.lines().next().unwrap().to_string();
+        let tree = out.lines().next().unwrap().to_string();
         merged = git(
             repo,
             &[
@@ -246,20 +248,30 @@ fn git_alone(repo: &Path, run: usize) -> Duration {
     let mut args = vec!["checkout-index", "--force", "--"];
     args.extend(listed.lines());
     git_env(repo, &args, &env);
-    for (path, branch, _) in &commits {
-        git(
-            repo,
-            &[
-                "worktree",
-                "remove",
-                "--force",
-                "--force",
-                path.to_str().unwrap(),
-            ],
-        );
+    in_fours(&workers, |(path, branch)| {
+        let path = path.to_str().unwrap();
+        git(repo, &["worktree", "remove", "--force", "--force", path]);
         git(repo, &["branch", "--delete", "--force", "--quiet", branch]);
-    }
+    });
     start.elapsed()
+}
+
+/// `work` on each of `items`, four at a time; the results in order.
+fn in_fours<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let mut done = Vec::new();
+    for four in items.chunks(4) {
+        std::thread::scope(|scope| {
+            let running: Vec<_> = four
+                .iter()
+                .map(|item| {
+                    let work = &work;
+                    scope.spawn(move || work(item))
+                })
+                .collect();
+            done.extend(running.into_iter().map(|r| r.join().unwrap()));
+        });
+    }
+    done
 }
 
 fn main() {

@@ -22,6 +22,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::future::BoxFuture;
 use stepper_engine::orchestrator::{Isolated, Merge};
 use stepper_protocol::session::Env;
 use stepper_protocol::{KeptReason, KeptWorktree, Worktree, WorktreeConflict};
@@ -37,6 +39,8 @@ pub(crate) const TREES: &str = "stepper-worktrees";
 const SLOW: Duration = Duration::from_secs(300);
 /// The most output read from one git command.
 const OUTPUT_MAX: u64 = 64 * 1024 * 1024;
+/// How many git commands on separate worktrees run at once.
+const AT_ONCE: usize = 4;
 /// Who the commits stepper writes on its branches are by.
 const AUTHOR: &str = "stepper";
 const AUTHOR_EMAIL: &str = "stepper@localhost";
@@ -121,32 +125,44 @@ impl Worktrees {
             .snapshot(&repo, &format!("{}-{batch}", self.label))
             .await?;
         let base_tree = self.tree_of(&repo, &base).await?;
-        let mut places: Vec<Place> = Vec::new();
-        for agent in &agents {
-            let name = format!("{}-{agent}", self.label);
-            let branch = format!("{BRANCH_PREFIX}{}/{agent}", self.label);
-            let top = repo.trees.join(&name);
-            let added = self
-                .git(&repo, None)
-                .args(["worktree", "add", "--quiet", "-b", &branch])
-                .arg(&top)
-                .arg(&base)
-                .output()
-                .await;
-            if let Err(why) = added {
-                // What was made is taken down again: the agents share the folder.
-                for place in &places {
-                    self.remove(&repo, place).await;
-                }
-                return Err(format!("git worktree add failed: {why}"));
+        // A few at once: checking files out is most of the time, and git locks each
+        // worktree and branch on its own.
+        let adds: Vec<BoxFuture<'_, Result<Place, String>>> = agents
+            .iter()
+            .map(|agent| {
+                let (repo, base) = (&repo, &base);
+                Box::pin(async move {
+                    let name = format!("{}-{agent}", self.label);
+                    let branch = format!("{BRANCH_PREFIX}{}/{agent}", self.label);
+                    let top = repo.trees.join(&name);
+                    let place = Place {
+                        agent: agent.clone(),
+                        cwd: top.join(&repo.prefix),
+                        top,
+                        branch,
+                    };
+                    self.git(repo, None)
+                        .args(["worktree", "add", "--quiet", "-b", &place.branch])
+                        .arg(&place.top)
+                        .arg(base)
+                        .output()
+                        .await
+                        .map(|_| place)
+                }) as BoxFuture<'_, _>
+            })
+            .collect();
+        let added: Vec<Result<Place, String>> = futures::stream::iter(adds)
+            .buffered(AT_ONCE)
+            .collect()
+            .await;
+        if let Some(why) = added.iter().find_map(|a| a.as_ref().err()).cloned() {
+            // What was made is taken down again: the agents share the folder.
+            for place in added.iter().flatten() {
+                self.remove(&repo, place).await;
             }
-            places.push(Place {
-                agent: agent.clone(),
-                cwd: top.join(&repo.prefix),
-                top,
-                branch,
-            });
+            return Err(format!("git worktree add failed: {why}"));
         }
+        let places: Vec<Place> = added.into_iter().flatten().collect();
         let worktrees = places
             .iter()
             .map(|p| Worktree {
@@ -208,8 +224,21 @@ impl Worktrees {
             branch: place.branch.clone(),
             reason,
         };
-        for (k, place) in batch.places.iter().enumerate() {
-            let commit = match self.commit_worktree(&batch, place, k + 1).await {
+        // What each left, committed on its branch (a few at once), then merged in order.
+        let committing: Vec<BoxFuture<'_, Result<Option<String>, String>>> = batch
+            .places
+            .iter()
+            .enumerate()
+            .map(|(k, place)| {
+                Box::pin(self.commit_worktree(&batch, place, k + 1)) as BoxFuture<'_, _>
+            })
+            .collect();
+        let commits: Vec<Result<Option<String>, String>> = futures::stream::iter(committing)
+            .buffered(AT_ONCE)
+            .collect()
+            .await;
+        for ((k, place), commit) in batch.places.iter().enumerate().zip(commits) {
+            let commit = match commit {
                 Ok(commit) => commit,
                 Err(why) => {
                     merge.error = Some(format!("{}: {why}", place.agent));
@@ -280,9 +309,14 @@ impl Worktrees {
                 }
             }
         }
-        for place in done_with {
-            self.remove(&batch.repo, place).await;
-        }
+        let removing: Vec<BoxFuture<'_, ()>> = done_with
+            .into_iter()
+            .map(|place| Box::pin(self.remove(&batch.repo, place)) as BoxFuture<'_, ()>)
+            .collect();
+        futures::stream::iter(removing)
+            .buffer_unordered(AT_ONCE)
+            .collect::<Vec<()>>()
+            .await;
         merge
             .kept
             .sort_by_key(|k| batch.places.iter().position(|p| p.agent == k.agent_id));
