@@ -16,6 +16,7 @@ mod environment;
 pub mod extensions;
 mod git;
 pub mod hooks;
+mod host;
 pub mod log;
 pub mod mcp;
 pub mod model;
