@@ -682,7 +682,11 @@ impl Worktrees {
 /// Where the private repository copying `folder` (not a repository) lives: the temporary
 /// folder, so a reboot clears it.
 fn private_root(folder: &Path) -> PathBuf {
-    stepper_protocol::places::worktree_copies(folder, nix::unistd::getuid().as_raw())
+    #[cfg(unix)]
+    let user = nix::unistd::getuid().as_raw();
+    #[cfg(not(unix))]
+    let user = 0;
+    stepper_protocol::places::worktree_copies(folder, user)
 }
 
 /// A git command being built; `output` runs it and fails unless git succeeded.
