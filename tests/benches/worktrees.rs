@@ -155,7 +155,8 @@ async fn layer(
 }
 
 /// The git commands the daemon runs for one isolated layer of [`WORKERS`], alone, and as
-/// the daemon runs them: worktrees made, committed and removed four at a time.
+/// the daemon runs them: worktrees registered one at a time, checked out, committed and
+/// removed four at a time.
 fn git_alone(repo: &Path, run: usize) -> Duration {
     let start = Instant::now();
     let git_dir = repo.join(".git");
@@ -179,12 +180,21 @@ fn git_alone(repo: &Path, run: usize) -> Duration {
             )
         })
         .collect();
-    in_fours(&workers, |(path, branch)| {
+    for (path, branch) in &workers {
         let path = path.to_str().unwrap();
-        git(
-            repo,
-            &["worktree", "add", "--quiet", "-b", branch, path, &base],
-        );
+        let add = [
+            "worktree",
+            "add",
+            "--no-checkout",
+            "--quiet",
+            "-b",
+            branch,
+            path,
+        ];
+        git(repo, &[&add[..], &[base.as_str()]].concat());
+    }
+    in_fours(&workers, |(path, _)| {
+        git(path, &["reset", "--hard", "--quiet"]);
     });
     for (k, (path, _)) in workers.iter().enumerate() {
         // The worker's edit.
@@ -248,11 +258,14 @@ fn git_alone(repo: &Path, run: usize) -> Duration {
     let mut args = vec!["checkout-index", "--force", "--"];
     args.extend(listed.lines());
     git_env(repo, &args, &env);
-    in_fours(&workers, |(path, branch)| {
-        let path = path.to_str().unwrap();
-        git(repo, &["worktree", "remove", "--force", "--force", path]);
-        git(repo, &["branch", "--delete", "--force", "--quiet", branch]);
+    in_fours(&workers, |(path, _)| {
+        let name = path.file_name().unwrap();
+        std::fs::remove_dir_all(path).unwrap();
+        std::fs::remove_dir_all(git_dir.join("worktrees").join(name)).unwrap();
     });
+    let mut delete = vec!["branch", "--delete", "--force", "--quiet"];
+    delete.extend(workers.iter().map(|(_, b)| b.as_str()));
+    git(repo, &delete);
     start.elapsed()
 }
 

@@ -88,6 +88,10 @@ pub(crate) struct Place {
     pub agent: String,
     /// The worktree's top.
     pub top: PathBuf,
+    /// Its record in the repository's git folder (`worktrees/<name>`), read when it was
+    /// made: its git commands name it, never what the worktree's `.git` file says later
+    /// (the agent could point that anywhere).
+    admin: PathBuf,
     /// The agent's working folder: the session's folder's place in the worktree.
     pub cwd: PathBuf,
     pub branch: String,
@@ -125,44 +129,36 @@ impl Worktrees {
             .snapshot(&repo, &format!("{}-{batch}", self.label))
             .await?;
         let base_tree = self.tree_of(&repo, &base).await?;
-        // A few at once: checking files out is most of the time, and git locks each
-        // worktree and branch on its own.
-        let adds: Vec<BoxFuture<'_, Result<Place, String>>> = agents
-            .iter()
-            .map(|agent| {
-                let (repo, base) = (&repo, &base);
-                Box::pin(async move {
-                    let name = format!("{}-{agent}", self.label);
-                    let branch = format!("{BRANCH_PREFIX}{}/{agent}", self.label);
-                    let top = repo.trees.join(&name);
-                    let place = Place {
-                        agent: agent.clone(),
-                        cwd: top.join(&repo.prefix),
-                        top,
-                        branch,
-                    };
-                    self.git(repo, None)
-                        .args(["worktree", "add", "--quiet", "-b", &place.branch])
-                        .arg(&place.top)
-                        .arg(base)
-                        .output()
-                        .await
-                        .map(|_| place)
-                }) as BoxFuture<'_, _>
-            })
-            .collect();
-        let added: Vec<Result<Place, String>> = futures::stream::iter(adds)
-            .buffered(AT_ONCE)
-            .collect()
-            .await;
-        if let Some(why) = added.iter().find_map(|a| a.as_ref().err()).cloned() {
-            // What was made is taken down again: the agents share the folder.
-            for place in added.iter().flatten() {
-                self.remove(&repo, place).await;
+        // The worktrees are registered one at a time (`git worktree add` reads the others'
+        // records, which a concurrent one may be half-way through writing), then their files
+        // are checked out a few at once: that is most of the time.
+        let mut places: Vec<Place> = Vec::new();
+        let mut failed = None;
+        for agent in &agents {
+            match self.register(&repo, &base, agent).await {
+                Ok(place) => places.push(place),
+                Err(why) => {
+                    failed = Some(why);
+                    break;
+                }
             }
-            return Err(format!("git worktree add failed: {why}"));
         }
-        let places: Vec<Place> = added.into_iter().flatten().collect();
+        if failed.is_none() {
+            let checkouts: Vec<BoxFuture<'_, Result<(), String>>> = places
+                .iter()
+                .map(|place| Box::pin(self.check_out(place)) as BoxFuture<'_, _>)
+                .collect();
+            let done: Vec<Result<(), String>> = futures::stream::iter(checkouts)
+                .buffered(AT_ONCE)
+                .collect()
+                .await;
+            failed = done.into_iter().find_map(Result::err);
+        }
+        if let Some(why) = failed {
+            // What was made is taken down again: the agents share the folder.
+            self.remove(&repo, places.iter().collect()).await;
+            return Err(why);
+        }
         let worktrees = places
             .iter()
             .map(|p| Worktree {
@@ -309,14 +305,7 @@ impl Worktrees {
                 }
             }
         }
-        let removing: Vec<BoxFuture<'_, ()>> = done_with
-            .into_iter()
-            .map(|place| Box::pin(self.remove(&batch.repo, place)) as BoxFuture<'_, ()>)
-            .collect();
-        futures::stream::iter(removing)
-            .buffer_unordered(AT_ONCE)
-            .collect::<Vec<()>>()
-            .await;
+        self.remove(&batch.repo, done_with).await;
         merge
             .kept
             .sort_by_key(|k| batch.places.iter().position(|p| p.agent == k.agent_id));
@@ -502,7 +491,12 @@ impl Worktrees {
     ) -> Result<Option<String>, String> {
         let in_tree = |args: &[&str]| {
             let mut command = git::command(&place.top, &self.env);
-            command.args(args);
+            command
+                .arg("--git-dir")
+                .arg(&place.admin)
+                .arg("--work-tree")
+                .arg(&place.top)
+                .args(args);
             command
         };
         let added = git::run(
@@ -659,24 +653,110 @@ impl Worktrees {
         Ok(files)
     }
 
-    /// Take `place`'s worktree and branch away.
-    async fn remove(&self, repo: &Repo, place: &Place) {
-        let removed = self
-            .git(repo, None)
-            .args(["worktree", "remove", "--force", "--force"])
-            .arg(&place.top)
+    /// Register a worktree for `agent` on a new branch at `base`, its files not yet
+    /// checked out.
+    async fn register(&self, repo: &Repo, base: &str, agent: &str) -> Result<Place, String> {
+        let name = format!("{}-{agent}", self.label);
+        let branch = format!("{BRANCH_PREFIX}{}/{agent}", self.label);
+        let top = repo.trees.join(&name);
+        self.git(repo, None)
+            .args(["worktree", "add", "--no-checkout", "--quiet", "-b", &branch])
+            .arg(&top)
+            .arg(base)
             .output()
+            .await
+            .map_err(|why| format!("git worktree add failed: {why}"))?;
+        let admin = admin_of(repo, &top).await;
+        let place = Place {
+            agent: agent.to_string(),
+            cwd: top.join(&repo.prefix),
+            top,
+            admin: admin.clone().unwrap_or_default(),
+            branch,
+        };
+        if admin.is_none() {
+            self.remove(repo, vec![&place]).await;
+            return Err(format!(
+                "git made the worktree {} but not where it keeps its records",
+                place.top.display()
+            ));
+        }
+        Ok(place)
+    }
+
+    /// Check `place`'s files out.
+    async fn check_out(&self, place: &Place) -> Result<(), String> {
+        let mut command = git::command(&place.top, &self.env);
+        command
+            .arg("--git-dir")
+            .arg(&place.admin)
+            .arg("--work-tree")
+            .arg(&place.top)
+            .args(["reset", "--hard", "--quiet"]);
+        let out = git::run(command, None, OUTPUT_MAX, SLOW).await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "git checkout of {} failed: {}",
+                place.top.display(),
+                out.why()
+            ))
+        }
+    }
+
+    /// Take `places`' worktrees and branches away: their folders and records removed as
+    /// `git worktree remove` would (at once: git's own would read each other's records
+    /// while they go), their branches in one command.
+    async fn remove(&self, repo: &Repo, places: Vec<&Place>) {
+        let removing: Vec<BoxFuture<'_, ()>> = places
+            .iter()
+            .map(|place| {
+                Box::pin(async move {
+                    for dir in [&place.top, &place.admin] {
+                        if dir.as_os_str().is_empty() {
+                            continue;
+                        }
+                        match tokio::fs::remove_dir_all(dir).await {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => {
+                                tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a worktree");
+                            }
+                        }
+                    }
+                }) as BoxFuture<'_, ()>
+            })
+            .collect();
+        futures::stream::iter(removing)
+            .buffer_unordered(AT_ONCE)
+            .collect::<Vec<()>>()
             .await;
-        if let Err(why) = removed {
-            tracing::warn!(worktree = %place.top.display(), %why, "cannot remove a worktree");
+        if places.is_empty() {
             return;
         }
-        let _ = self
+        let mut delete = self
             .git(repo, None)
-            .args(["branch", "--delete", "--force", "--quiet", &place.branch])
-            .output()
-            .await;
+            .args(["branch", "--delete", "--force", "--quiet"]);
+        for place in &places {
+            delete = delete.arg(&place.branch);
+        }
+        if let Err(why) = delete.output().await {
+            tracing::warn!(%why, "cannot delete the branches of removed worktrees");
+        }
     }
+}
+
+/// The record git keeps of the worktree at `top`: what its `.git` file names, when that is
+/// in `repo`'s `worktrees` folder.
+async fn admin_of(repo: &Repo, top: &Path) -> Option<PathBuf> {
+    let text = tokio::fs::read_to_string(top.join(".git")).await.ok()?;
+    let named = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+    let records = tokio::fs::canonicalize(repo.git_dir.join("worktrees"))
+        .await
+        .ok()?;
+    let named = tokio::fs::canonicalize(&named).await.ok()?;
+    (named.parent() == Some(records.as_path())).then_some(named)
 }
 
 /// Where the private repository copying `folder` (not a repository) lives: the temporary
@@ -885,6 +965,31 @@ mod tests {
         let text = std::fs::read_to_string(dir.path().join("f.txt")).unwrap();
         assert!(text.contains("NINE") && text.contains("FOUR-USER") && !text.contains("ONE"));
         assert!(!dir.path().join("wip.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_points_its_git_file_at_the_repository_stages_nothing_there() {
+        let dir = repo();
+        let trees = Worktrees::new(dir.path().to_path_buf(), env(), "abcd1234-t6".into());
+        let isolated = trees.isolate(agents(1)).await.unwrap();
+        let place = trees.place("layer-2.1").unwrap();
+        let main_git = dir.path().join(".git");
+        std::fs::write(
+            place.top.join(".git"),
+            format!("gitdir: {}\n", main_git.display()),
+        )
+        .unwrap();
+        replace(&place.cwd.join("f.txt"), "six", "SIX");
+        let merge = trees.merge(isolated.batch, &[true]).await;
+        assert_eq!((merge.error.clone(), merge.files), (None, 1), "{merge:?}");
+        assert!(
+            std::fs::read_to_string(dir.path().join("f.txt"))
+                .unwrap()
+                .contains("SIX")
+        );
+        // The user's index holds what it held: nothing staged behind their back.
+        assert_eq!(sh(dir.path(), "git diff --cached --name-only"), "");
+        assert!(!place.top.exists());
     }
 
     #[tokio::test]
