@@ -22,6 +22,9 @@ const MAX_FILE: u64 = 256 * 1024;
 pub enum Value {
     Text(String),
     List(Vec<String>),
+    /// A nested map (`hooks:` in Claude Code's agents and skills), kept as JSON: it is
+    /// neither text nor a list, and a file that has one still loads.
+    Map(serde_json::Value),
 }
 
 impl Value {
@@ -29,9 +32,12 @@ impl Value {
         match self {
             Value::Text(t) => t.clone(),
             Value::List(l) => l.join(", "),
+            Value::Map(_) => String::new(),
         }
     }
 
+    /// A list, or a text of comma-separated items as Claude Code takes them
+    /// (`tools: Read, Grep`).
     fn list(&self) -> Vec<String> {
         match self {
             Value::Text(t) => t
@@ -40,11 +46,12 @@ impl Value {
                 .filter(|s| !s.is_empty())
                 .collect(),
             Value::List(l) => l.clone(),
+            Value::Map(_) => Vec::new(),
         }
     }
 }
 
-/// A Markdown file's YAML front matter (the flat subset these files use) and its body.
+/// A Markdown file's YAML front matter and its body.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FrontMatter {
     pub fields: BTreeMap<String, Value>,
@@ -65,8 +72,10 @@ impl std::fmt::Display for Problem {
     }
 }
 
-/// Parse `---` front matter: `key: value`, `key: [a, b]`, or `key:` followed by `- item`
-/// lines. Without front matter the whole text is the body. `Err((line, why))`.
+/// Parse `---` front matter as YAML, the way Claude Code reads these files: block scalars
+/// (`>`, `|`), lists in either style, quoted strings, nested maps (kept as [`Value::Map`]).
+/// Without front matter the whole text is the body. `Err((line, why))`, the line counted
+/// in `text`.
 pub fn front_matter(text: &str) -> Result<FrontMatter, (usize, String)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text.split_inclusive('\n');
@@ -77,76 +86,135 @@ pub fn front_matter(text: &str) -> Result<FrontMatter, (usize, String)> {
             body: text.to_string(),
         });
     }
-    let mut fields = BTreeMap::new();
-    let mut open_list: Option<String> = None;
-    let mut line_no = 1;
-    let mut closed = false;
-    let mut consumed = first.len();
-    for line in lines.by_ref() {
-        line_no += 1;
-        consumed += line.len();
-        let trimmed = line.trim_end();
-        if trimmed == "---" {
-            closed = true;
+    let mut yaml_end = first.len();
+    let mut closed = None;
+    for line in lines {
+        if line.trim_end() == "---" {
+            closed = Some(yaml_end + line.len());
             break;
         }
-        if trimmed.trim().is_empty() || trimmed.trim_start().starts_with('#') {
-            continue;
-        }
-        if let Some(item) = trimmed.trim_start().strip_prefix("- ") {
-            let Some(key) = &open_list else {
-                return Err((line_no, "a list item without a key above it".into()));
-            };
-            if let Some(Value::List(items)) = fields.get_mut(key) {
-                items.push(unquote(item.trim()));
-            }
-            continue;
-        }
-        let Some((key, value)) = trimmed.split_once(':') else {
-            return Err((
-                line_no,
-                format!("expected `key: value` in the front matter, found {trimmed:?}"),
-            ));
-        };
-        let key = key.trim().to_string();
-        if key.is_empty() || key.contains(' ') {
-            return Err((line_no, format!("{key:?} is not a front matter key")));
-        }
-        let value = value.trim();
-        open_list = None;
-        let value = if value.is_empty() {
-            open_list = Some(key.clone());
-            Value::List(Vec::new())
-        } else if let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
-            Value::List(
-                inner
-                    .split(',')
-                    .map(|s| unquote(s.trim()))
-                    .filter(|s| !s.is_empty())
-                    .collect(),
-            )
-        } else {
-            Value::Text(unquote(value))
-        };
-        fields.insert(key, value);
+        yaml_end += line.len();
     }
-    if !closed {
+    let Some(body_start) = closed else {
         return Err((1, "the front matter opened with --- never closes".into()));
-    }
+    };
     Ok(FrontMatter {
-        fields,
-        body: text[consumed..].to_string(),
+        fields: yaml_fields(&text[first.len()..yaml_end])?,
+        body: text[body_start..].to_string(),
     })
 }
 
-fn unquote(s: &str) -> String {
-    let s = s.trim();
-    for q in ['"', '\''] {
-        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
-            return s[1..s.len() - 1].to_string();
+/// The fields of the YAML between the `---` lines (which starts on the file's line 2).
+fn yaml_fields(yaml: &str) -> Result<BTreeMap<String, Value>, (usize, String)> {
+    let parsed = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(yaml).or_else(|error| {
+        // As Claude Code does, a value that only fails for a `: ` or a leading `@` in it
+        // (`description: Use when: the user asks`) is read as the text it plainly is.
+        serde_yaml_ng::from_str(&quote_plain_values(yaml)).map_err(|_| yaml_error(yaml, &error))
+    })?;
+    let map = match parsed {
+        serde_yaml_ng::Value::Null => return Ok(BTreeMap::new()),
+        serde_yaml_ng::Value::Mapping(map) => map,
+        _ => {
+            return Err((
+                2,
+                "the front matter is not `key: value` lines — write each field as `name: value`"
+                    .into(),
+            ));
         }
+    };
+    Ok(map
+        .into_iter()
+        .filter_map(|(key, value)| Some((scalar(&key)?, field_value(value))))
+        .collect())
+}
+
+/// A YAML error at the file's line: where the construct it was reading began (`while
+/// scanning a quoted scalar at line 3`), else where it stopped; a repeated key at its
+/// second occurrence.
+fn yaml_error(yaml: &str, error: &serde_yaml_ng::Error) -> (usize, String) {
+    let text = error.to_string();
+    let why = text.split(" at line ").next().unwrap_or(&text);
+    let context = text
+        .split_once(", while ")
+        .and_then(|(_, context)| context.split_once(" at line "))
+        .and_then(|(_, at)| at.split(' ').next()?.parse::<usize>().ok());
+    let repeated = why
+        .strip_prefix("duplicate entry with key ")
+        .map(|key| key.trim_matches('"'))
+        .and_then(|key| {
+            yaml.lines()
+                .enumerate()
+                .filter(|(_, l)| {
+                    l.strip_prefix(key)
+                        .is_some_and(|r| r.trim_start().starts_with(':'))
+                })
+                .nth(1)
+                .map(|(i, _)| i + 1)
+        });
+    let line = repeated
+        .or(context)
+        .or(error.location().map(|l| l.line()))
+        .unwrap_or(1);
+    let hint = if repeated.is_some() {
+        "keep one of them"
+    } else {
+        "put a value with special characters in quotes"
+    };
+    (
+        line + 1,
+        format!("the front matter is not valid YAML: {why} — {hint}"),
+    )
+}
+
+fn field_value(value: serde_yaml_ng::Value) -> Value {
+    use serde_yaml_ng::Value as Yaml;
+    match value {
+        // `key:` alone: an empty list (`skills:` offers none).
+        Yaml::Null => Value::List(Vec::new()),
+        Yaml::Sequence(items) => Value::List(items.iter().filter_map(scalar).collect()),
+        Yaml::Mapping(_) => Value::Map(serde_json::to_value(&value).unwrap_or_default()),
+        Yaml::Tagged(tagged) => field_value(tagged.value),
+        scalar_value => Value::Text(scalar(&scalar_value).unwrap_or_default()),
     }
-    s.to_string()
+}
+
+/// A scalar's text, trimmed (a block scalar ends with a newline); none for a collection.
+fn scalar(value: &serde_yaml_ng::Value) -> Option<String> {
+    use serde_yaml_ng::Value as Yaml;
+    match value {
+        Yaml::String(s) => Some(s.trim().to_string()),
+        Yaml::Bool(b) => Some(b.to_string()),
+        Yaml::Number(n) => Some(n.to_string()),
+        Yaml::Null => Some(String::new()),
+        Yaml::Tagged(tagged) => scalar(&tagged.value),
+        Yaml::Sequence(_) | Yaml::Mapping(_) => None,
+    }
+}
+
+/// `yaml` with each top-level plain value that YAML would refuse — one holding `: `, or
+/// starting with `@` or a backquote — put in double quotes.
+fn quote_plain_values(yaml: &str) -> String {
+    yaml.split_inclusive('\n')
+        .map(|line| {
+            let Some((key, value)) = line.split_once(':') else {
+                return line.to_string();
+            };
+            let plain_key = !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            let value = value.trim();
+            let needs = value.contains(": ") || value.starts_with(['@', '`']);
+            let quoted = value.starts_with(['"', '\'', '[', '{', '|', '>']);
+            if plain_key && needs && !quoted {
+                let json = serde_json::Value::String(value.to_string()).to_string();
+                let end = if line.ends_with('\n') { "\n" } else { "" };
+                format!("{key}: {json}{end}")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A custom slash command.
@@ -562,6 +630,71 @@ mod tests {
                 .0,
             3
         );
+    }
+
+    #[test]
+    fn front_matter_is_yaml_as_claude_code_writes_it() {
+        // A skill with a folded description and a literal block, as in Claude Code's docs.
+        let skill = front_matter(
+            "---\nname: release-notes\ndescription: >\n  Writes release notes from the git log.\n  Use when the user asks for a changelog.\nallowed-tools:\n  - Bash(git log:*)\n  - Read\nnotes: |\n  first\n  second\n---\nBody\n",
+        )
+        .unwrap();
+        assert_eq!(
+            skill.field("description").unwrap(),
+            "Writes release notes from the git log. Use when the user asks for a changelog."
+        );
+        assert_eq!(skill.field("notes").unwrap(), "first\nsecond");
+        assert_eq!(skill.list("allowed-tools"), ["Bash(git log:*)", "Read"]);
+        assert_eq!(skill.body, "Body\n");
+
+        // An agent with a nested hooks map and a quoted description: the map is kept, the
+        // rest reads as before.
+        let agent = front_matter(
+            "---\nname: guard\ndescription: 'Checks edits: never on main'\ntools: Read, Grep, Bash\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: ./check.sh\n---\nGuard.\n",
+        )
+        .unwrap();
+        assert_eq!(
+            agent.field("description").unwrap(),
+            "Checks edits: never on main"
+        );
+        assert_eq!(agent.list("tools"), ["Read", "Grep", "Bash"]);
+        let Some(Value::Map(hooks)) = agent.fields.get("hooks") else {
+            panic!("{agent:?}")
+        };
+        assert_eq!(hooks["PreToolUse"][0]["matcher"], "Bash");
+        assert_eq!(agent.field("hooks"), None);
+        assert!(agent.list("hooks").is_empty());
+
+        // Flow lists, numbers and booleans are text where a field wants text.
+        let flow =
+            front_matter("---\ntools: [Read, \"Grep\"]\nmax-steps: 5\nx: true\n---\n").unwrap();
+        assert_eq!(flow.list("tools"), ["Read", "Grep"]);
+        assert_eq!(flow.field("max-steps").unwrap(), "5");
+        assert_eq!(flow.field("x").unwrap(), "true");
+
+        // A plain value with `: ` in it is the text it plainly is, as Claude Code reads it.
+        let colon = front_matter("---\ndescription: Use when: the user asks\n---\n").unwrap();
+        assert_eq!(
+            colon.field("description").unwrap(),
+            "Use when: the user asks"
+        );
+
+        // Errors are at the file's line (the front matter starts on line 2).
+        let (line, why) =
+            front_matter("---\nname: x\ndescription: >\n  ok\ntools: [Read\n---\n").unwrap_err();
+        assert_eq!(line, 5, "{why}");
+        assert!(
+            why.starts_with("the front matter is not valid YAML"),
+            "{why}"
+        );
+        assert!(!why.contains(" at line "), "{why}");
+        let (line, _) = front_matter("---\nname: x\n  bad: indent\n---\n").unwrap_err();
+        assert_eq!(line, 3);
+        assert_eq!(front_matter("---\n- a\n---\n").unwrap_err().0, 2);
+        let (line, why) = front_matter("---\nname: a\ntools: x\nname: b\n---\n").unwrap_err();
+        assert_eq!(line, 4);
+        assert!(why.ends_with("key \"name\" — keep one of them"), "{why}");
+        assert!(front_matter("---\n---\nBody").unwrap().fields.is_empty());
     }
 
     #[test]

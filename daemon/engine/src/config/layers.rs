@@ -1,8 +1,8 @@
 //! How a turn runs: the layers of `.stepper/stepper.md` and the subagents a model may start.
 //!
 //! `stepper.md` without front matter is the prompt of one agent. Each YAML front matter block
-//! (a `---` line at the top or after a blank line, followed by `key:` lines and a closing
-//! `---`) starts a layer, and the Markdown after it, up to the next block, is that layer's
+//! (a `---` line at the top or after a blank line, followed by YAML `key:` lines and a
+//! closing `---`) starts a layer, and the Markdown after it, up to the next block, is that layer's
 //! instructions. Prose before the first block is shared by every layer. The project's file
 //! (at the repository root, else the session's folder) wins over the user's
 //! `<config>/stepper.md`.
@@ -822,6 +822,40 @@ mod tests {
         assert_eq!(def.tools, Some(vec!["read".into(), "grep".into()]));
         assert_eq!(def.instructions, "Review it.");
         assert_eq!(def.isolation, Some(Isolation::Worktree));
+    }
+
+    #[test]
+    fn agents_with_full_yaml_load_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".claude").join("agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Folded description, a block list of tools and a nested hooks map, as Claude Code
+        // writes agents: none of it drops the agent.
+        std::fs::write(
+            dir.join("guard.md"),
+            "---\nname: guard\ndescription: >-\n  Guards the main branch.\n  Use before any edit.\ntools:\n  - Read\n  - Grep\nhooks:\n  PreToolUse:\n    - matcher: Edit\n      hooks:\n        - type: command\n          command: ./no-main.sh\nmodel: sonnet\n---\nGuard it.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("broken.md"),
+            "---\nname: broken\ndescription: \"never closed\ntools: Read\n---\nX.\n",
+        )
+        .unwrap();
+        let (defs, problems) = agents(tmp.path(), &tmp.path().join("cfg"), None, TOOLS);
+        let [def] = &defs[..] else { panic!("{defs:?}") };
+        assert_eq!(def.name, "guard");
+        assert_eq!(
+            def.description,
+            "Guards the main branch. Use before any edit."
+        );
+        assert_eq!(def.tools, Some(vec!["read".into(), "grep".into()]));
+        assert_eq!(def.model.as_deref(), Some("anthropic/claude-sonnet-4-5"));
+        assert_eq!(def.lines.get("model"), Some(&15));
+        let [broken] = &problems[..] else {
+            panic!("{problems:?}")
+        };
+        assert!(broken.path.ends_with("broken.md"));
+        assert_eq!(broken.line, 3, "{broken}");
     }
 
     #[test]
