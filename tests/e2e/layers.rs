@@ -695,6 +695,29 @@ fn config_validate_reports_layer_problems_with_file_and_line() {
 }
 
 #[test]
+fn config_validate_warns_of_claude_code_tools_an_agent_runs_without() {
+    let env = TestEnv::new();
+    write(
+        &env.project.path().join(".claude/agents/notes.md"),
+        "---\nname: notes\ndescription: >\n  Edits notebooks\ntools:\n  - NotebookEdit\n  - KillShell\n---\nN.\n",
+    );
+    let out = env.run(&["config", "--validate"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // The agent loads (without them): warnings, not errors.
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for expected in [
+        "notes.md:5:1: warning: `NotebookEdit` in `tools` is a Claude Code tool stepper does \
+         not have (stepper has no notebook editor) — the agent runs without it",
+        "notes.md:5:1: warning: `KillShell` in `tools` is a Claude Code tool stepper does not \
+         have (stepper's bash does not run commands in the background)",
+        "notes.md:5:1: warning: agent `notes` is left with no tools: none of `tools` \
+         (NotebookEdit, KillShell) is one stepper gives a subagent",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+}
+
+#[test]
 fn the_tui_shows_layers_as_cells_and_the_answer_as_the_reply() {
     if !stepper_e2e::Tmux::available() {
         return;
@@ -847,4 +870,142 @@ async fn a_crash_while_a_worker_runs_a_command_ends_it_inside_out() {
         "{ends:?}"
     );
     assert_eq!(finished(&seen).0, TurnStatus::Interrupted);
+}
+
+/// The names of the tools a request offered.
+fn offered(request: &serde_json::Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_files_alone_offer_dispatch_and_dispatch_false_turns_it_off() {
+    let env = TestEnv::new();
+    // Claude Code's project as it is: an agent file, no settings.
+    write(
+        &env.project.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: >\n  Reviews changes\n  before a commit.\ntools: Read, Grep\n---\nREVIEWER-PROMPT\n",
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_r",
+        "dispatch",
+        serde_json::json!({"tasks": [{"task": "REVIEW-IT", "agent": "reviewer"}]}),
+    )])));
+    env.fake
+        .push_when("REVIEW-IT", Reply::text(&["LOOKS-GOOD"]));
+    env.fake.push_when("toolu_r", Reply::text(&["reviewed"]));
+    submit(&client, &id, "review my change").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None));
+
+    let requests = env.fake.requests();
+    let main = &requests[0];
+    let dispatch = main["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "dispatch")
+        .unwrap_or_else(|| panic!("dispatch is not offered: {:?}", offered(main)));
+    assert!(
+        dispatch["description"]
+            .as_str()
+            .unwrap()
+            .contains("- reviewer: Reviews changes before a commit."),
+        "{dispatch}"
+    );
+    // The reviewer ran with its own prompt and tools, and its answer came back.
+    let reviewer = requests
+        .iter()
+        .find(|r| r["system"].to_string().contains("REVIEWER-PROMPT"))
+        .expect("the reviewer's request");
+    assert_eq!(offered(reviewer), ["Read", "Grep"]);
+    assert!(requests.last().unwrap().to_string().contains("LOOKS-GOOD"));
+
+    // `"dispatch": false` in the settings: not offered.
+    write(
+        &env.project.path().join(".stepper/setting.json"),
+        r#"{"dispatch": false}"#,
+    );
+    let quiet = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&quiet, 0).await.unwrap();
+    env.fake.push(Reply::text(&["no subagents"]));
+    submit(&client, &quiet, "review again").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None));
+    let last = env.fake.requests().last().cloned().unwrap();
+    assert!(last.to_string().contains("review again"));
+    let names = offered(&last);
+    assert!(names.contains(&"Read".to_string()), "{names:?}");
+    assert!(!names.contains(&"dispatch".to_string()), "{names:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_claude_code_tools_stepper_lacks_are_dropped_with_a_notice() {
+    let env = TestEnv::new();
+    write(
+        &env.project.path().join(".claude/agents/researcher.md"),
+        "---\nname: researcher\ndescription: Looks things up\ntools: WebSearch, NotebookEdit, Read\n---\nRESEARCHER-PROMPT\n",
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_s",
+        "dispatch",
+        serde_json::json!({"tasks": [{"task": "LOOK-IT-UP", "agent": "researcher"}]}),
+    )])));
+    env.fake.push_when("LOOK-IT-UP", Reply::text(&["FOUND-IT"]));
+    env.fake.push_when("toolu_s", Reply::text(&["done"]));
+    submit(&client, &id, "look it up").await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None));
+
+    // The turn's start says what the agent runs without, at its line; the agent still runs.
+    let notices: Vec<&str> = seen
+        .iter()
+        .filter_map(|e| match &e.event {
+            AppEvent::Notice { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    let dropped = notices
+        .iter()
+        .find(|n| n.contains("NotebookEdit"))
+        .unwrap_or_else(|| panic!("no notice names NotebookEdit: {notices:?}"));
+    assert!(
+        dropped.ends_with(
+            "researcher.md:4: `NotebookEdit` in `tools` is a Claude Code tool stepper does not \
+             have (stepper has no notebook editor) — the agent runs without it"
+        ),
+        "{dropped}"
+    );
+    assert!(
+        !notices.iter().any(|n| n.contains("WebSearch")),
+        "{notices:?}"
+    );
+    let researcher = env
+        .fake
+        .requests()
+        .into_iter()
+        .find(|r| r["system"].to_string().contains("RESEARCHER-PROMPT"))
+        .expect("the researcher's request");
+    let names = offered(&researcher);
+    assert!(names.contains(&"Read".to_string()), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("Notebook")), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n == "Bash" || n == "dispatch"),
+        "{names:?}"
+    );
 }

@@ -208,6 +208,9 @@ pub struct Orchestrator {
     pub agents: Arc<Vec<AgentDef>>,
     /// Offer `dispatch` to every layer (settings), not only those that ask for it.
     pub dispatch_everywhere: bool,
+    /// Offer `dispatch` to the answering agent (the last layer), as Claude Code offers its
+    /// Task tool whenever there are agent files.
+    pub answering_dispatches: bool,
     /// Where workers and subagents work when their layer or agent file does not say.
     pub isolation: Isolation,
     next_agent: Arc<AtomicU32>,
@@ -221,6 +224,7 @@ impl Orchestrator {
             host,
             agents: Arc::new(agents),
             dispatch_everywhere,
+            answering_dispatches: false,
             isolation: Isolation::None,
             next_agent: Arc::new(AtomicU32::new(1)),
             dispatched: Arc::default(),
@@ -296,7 +300,8 @@ impl Orchestrator {
                         tasks: Arc::clone(&assigned),
                     }));
                 }
-                if layer.dispatch || self.dispatch_everywhere {
+                if layer.dispatch || self.dispatch_everywhere || (last && self.answering_dispatches)
+                {
                     run.extra_tools
                         .push(Arc::new(self.dispatch_tool(layer, id.clone())));
                 }
@@ -565,6 +570,7 @@ impl Orchestrator {
                 host: Arc::clone(&self.host),
                 agents: Arc::clone(&self.agents),
                 dispatch_everywhere: false,
+                answering_dispatches: false,
                 isolation: self.isolation,
                 next_agent: Arc::clone(&self.next_agent),
                 dispatched: Arc::clone(&self.dispatched),

@@ -488,12 +488,62 @@ pub fn tool_name(name: &str) -> String {
         "TodoWrite" => "todo_write",
         "Skill" => "skill",
         "Task" | "Agent" => "dispatch",
+        "NotebookRead" => "read",
+        "ListMcpResourcesTool" => "list_mcp_resources",
+        "ReadMcpResourceTool" => "read_mcp_resource",
         // Codex's names.
         "shell" => "bash",
         "update_plan" => "todo_write",
         other => other,
     }
     .to_string()
+}
+
+/// Claude Code's tools that stepper has no counterpart for, with why: an agent file naming
+/// one runs without it, and is told so.
+const CLAUDE_CODE_ONLY: &[(&str, &str)] = &[
+    ("NotebookEdit", "stepper has no notebook editor"),
+    (
+        "BashOutput",
+        "stepper's bash does not run commands in the background",
+    ),
+    (
+        "TaskOutput",
+        "stepper's bash does not run commands in the background",
+    ),
+    (
+        "KillShell",
+        "stepper's bash does not run commands in the background",
+    ),
+    (
+        "KillBash",
+        "stepper's bash does not run commands in the background",
+    ),
+    (
+        "TaskStop",
+        "stepper's bash does not run commands in the background",
+    ),
+    (
+        "ExitPlanMode",
+        "plan mode is the session's, set by the user",
+    ),
+    (
+        "EnterPlanMode",
+        "plan mode is the session's, set by the user",
+    ),
+    ("AskUserQuestion", "a subagent does not ask the user"),
+    ("SlashCommand", "commands are the user's to run"),
+    ("LSP", "stepper has no language-server tool"),
+];
+
+/// Why stepper has no counterpart of Claude Code's tool `name`, when it is one of those.
+fn claude_code_only(name: &str) -> Option<&'static str> {
+    let name = name.trim();
+    let name = name.split_once('(').map_or(name, |(n, _)| n).trim();
+    CLAUDE_CODE_ONLY
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, why)| *why)
 }
 
 /// A named subagent the `dispatch` tool can start.
@@ -584,30 +634,38 @@ pub fn agents(
                 });
                 continue;
             }
-            // `tools` and Claude Code's `disallowedTools` (or a layer's spelling of it).
+            // `tools` and Claude Code's `disallowedTools` (or a layer's spelling of it). An
+            // empty list is none at all, as Claude Code reads it: every tool.
             let mut list = |key: &str, side: List| {
-                fm.fields.get(key).map(|_| {
-                    let names: Vec<String> = fm
-                        .list(key)
-                        .iter()
-                        .map(|t| tool_name(t))
+                let named = fm.list(key);
+                (!named.is_empty()).then(|| {
+                    let mut names = Vec::new();
+                    for written in &named {
+                        let t = tool_name(written);
                         // No recursion: a subagent never dispatches.
-                        .filter(|t| t != "dispatch")
-                        .filter(|t| {
-                            let ok = known(t, known_tools);
-                            if !ok {
-                                problems.push(Problem {
-                                    path: path.clone(),
-                                    line: at(key),
-                                    message: format!(
-                                        "unknown tool `{t}` in `{key}` — it is left out ({})",
-                                        unknown_tool_hint(t, known_tools)
-                                    ),
-                                });
-                            }
-                            ok
-                        })
-                        .collect();
+                        if t == "dispatch" {
+                            continue;
+                        }
+                        let why = if let Some(why) = claude_code_only(&t) {
+                            format!(
+                                "`{t}` in `{key}` is a Claude Code tool stepper does not have \
+                                 ({why}) — the agent runs without it"
+                            )
+                        } else if known(&t, known_tools) {
+                            names.push(t);
+                            continue;
+                        } else {
+                            format!(
+                                "unknown tool `{t}` in `{key}` — it is left out ({})",
+                                unknown_tool_hint(&t, known_tools)
+                            )
+                        };
+                        problems.push(Problem {
+                            path: path.clone(),
+                            line: at(key),
+                            message: why,
+                        });
+                    }
                     capability::expand(&names, side)
                 })
             };
@@ -617,6 +675,18 @@ pub fn agents(
                 if !disallowed.contains(&t) {
                     disallowed.push(t);
                 }
+            }
+            if tools.as_ref().is_some_and(Vec::is_empty) {
+                problems.push(Problem {
+                    path: path.clone(),
+                    line: at("tools"),
+                    message: format!(
+                        "agent `{name}` is left with no tools: none of `tools` ({}) is one \
+                         stepper gives a subagent — name stepper's (read, grep, glob, bash, \
+                         edit, …) or leave `tools` out to give it the dispatching agent's",
+                        fm.list("tools").join(", ")
+                    ),
+                });
             }
             defs.push(AgentDef {
                 description: fm.field("description").unwrap_or_default(),
@@ -856,6 +926,66 @@ mod tests {
         };
         assert!(broken.path.ends_with("broken.md"));
         assert_eq!(broken.line, 3, "{broken}");
+    }
+
+    #[test]
+    fn claude_codes_tool_names_map_or_are_dropped_with_a_problem() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".claude").join("agents");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("searcher.md"),
+            "---\nname: searcher\ndescription: Searches\ntools: WebSearch, NotebookEdit, Read, LS, BashOutput\n---\nS.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("notes.md"),
+            "---\nname: notes\ndescription: Edits notebooks\n\ntools: [NotebookEdit, Task]\n---\nN.\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("all.md"),
+            "---\nname: all\ndescription: Everything\ntools:\n---\nA.\n",
+        )
+        .unwrap();
+        let known = [TOOLS, &["ls", "web_search"]].concat();
+        let (defs, problems) = agents(tmp.path(), &tmp.path().join("cfg"), None, &known);
+        let tools = |name: &str| defs.iter().find(|d| d.name == name).unwrap().tools.clone();
+        assert_eq!(
+            tools("searcher"),
+            Some(vec!["web_search".into(), "read".into(), "ls".into()])
+        );
+        // All its tools dropped: it says so, and the agent still loads, with none.
+        assert_eq!(tools("notes"), Some(vec![]));
+        // `tools:` with nothing is no list at all: every tool, as Claude Code reads it.
+        assert_eq!(tools("all"), None);
+        let problems: Vec<String> = problems
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}:{}: {}",
+                    p.path.file_name().unwrap().to_string_lossy(),
+                    p.line,
+                    p.message
+                )
+            })
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "notes.md:5: `NotebookEdit` in `tools` is a Claude Code tool stepper does not \
+                 have (stepper has no notebook editor) — the agent runs without it",
+                "notes.md:5: agent `notes` is left with no tools: none of `tools` \
+                 (NotebookEdit, Task) is one stepper gives a subagent — name stepper's (read, \
+                 grep, glob, bash, edit, …) or leave `tools` out to give it the dispatching \
+                 agent's",
+                "searcher.md:4: `NotebookEdit` in `tools` is a Claude Code tool stepper does \
+                 not have (stepper has no notebook editor) — the agent runs without it",
+                "searcher.md:4: `BashOutput` in `tools` is a Claude Code tool stepper does not \
+                 have (stepper's bash does not run commands in the background) — the agent \
+                 runs without it",
+            ]
+        );
     }
 
     #[test]

@@ -133,8 +133,10 @@ pub struct Settings {
     /// imports) a turn is given; what is over is cut, with a notice. Default 32768.
     #[serde(default)]
     pub memory_max_bytes: Option<usize>,
-    /// Offer the `dispatch` tool (subagents the model starts) in every layer, not only in
-    /// those whose front matter says `dispatch: true`.
+    /// Offer the `dispatch` tool (subagents the model starts): `true` in every layer, not
+    /// only in those whose front matter says `dispatch: true`; `false` only in those. Absent,
+    /// the answering agent is offered it whenever there are agent files, as Claude Code
+    /// offers its Task tool.
     #[serde(default)]
     pub dispatch: Option<bool>,
     /// Mark prompt-cache breakpoints (Anthropic's `cache_control`: the system prompt, the

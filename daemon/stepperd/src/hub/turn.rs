@@ -250,8 +250,14 @@ impl LiveSession {
                 // How the turn runs: the layers of stepper.md, the subagents of the
                 // project and the user. A broken stepper.md fails the turn at once.
                 let plan = plan(&cwd, home.as_deref(), deps).await;
+                // A problem in an agent that still loads (a tool it runs without) is said
+                // as it is; one that kept the file from loading says so.
                 notices.extend(plan.agent_problems.iter().map(|p| {
-                    format!("{p} — this subagent definition is left out until it is fixed")
+                    if plan.agents.iter().any(|a| a.path == p.path) {
+                        p.to_string()
+                    } else {
+                        format!("{p} — this subagent definition is left out until it is fixed")
+                    }
                 }));
                 if !plan.problems.is_empty() {
                     return self
@@ -480,7 +486,11 @@ impl LiveSession {
                         read_only,
                     });
                     let mut orchestrator =
-                        Orchestrator::new(host, plan.agents, settings.dispatch.unwrap_or(false));
+                        Orchestrator::new(host, plan.agents, settings.dispatch == Some(true));
+                    // As Claude Code offers its Task tool: whenever there are agent files,
+                    // unless the settings say `"dispatch": false`.
+                    orchestrator.answering_dispatches =
+                        settings.dispatch.is_none() && !orchestrator.agents.is_empty();
                     orchestrator.isolation = settings.worker_isolation();
                     let mut text = input.text.clone();
                     if let Some(prompted) = prompted {

@@ -127,19 +127,24 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             .unwrap_or_default();
         let providers = conn.daemon.hub.deps().providers.clone();
         let skills = ext.skills.clone();
-        let (layer_file, layer_problems, references, mcp_problems) =
+        let (layer_file, layer_problems, agent_notes, references, mcp_problems) =
             tokio::task::spawn_blocking(move || {
                 let known: Vec<&str> = names.iter().map(String::as_str).collect();
                 let (layers, mut problems) = layers::load(&cwd, &config_dir, &known);
                 let (agents, agent_problems) =
                     layers::agents(&cwd, &config_dir, home.as_deref(), &known);
-                problems.extend(agent_problems);
+                // A problem in an agent that still loads (a tool it runs without) is a
+                // warning; one that kept its file from loading, an error.
+                let (notes, dropped): (Vec<_>, Vec<_>) = agent_problems
+                    .into_iter()
+                    .partition(|p| agents.iter().any(|a| a.path == p.path));
+                problems.extend(dropped);
                 // What they name that is not there: skills, the skill tool, models.
                 let references =
                     crate::hub::references::check(&layers, &agents, &skills, &providers, &settings);
                 // And the MCP servers of the settings and of .mcp.json.
                 let mcp = crate::hub::mcp::validate(&cwd, &settings_files);
-                (layers.path, problems, references, mcp)
+                (layers.path, problems, notes, references, mcp)
             })
             .await
             .map_err(|e| RpcError::Internal(e.to_string()))?;
@@ -160,6 +165,14 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             line: u32::try_from(p.line).unwrap_or(u32::MAX),
             column: 1,
             severity: "error".into(),
+            message: p.message,
+            hint: None,
+        }));
+        let broken = broken.chain(agent_notes.into_iter().map(|p| ConfigProblem {
+            file: p.path.display().to_string(),
+            line: u32::try_from(p.line).unwrap_or(u32::MAX),
+            column: 1,
+            severity: "warning".into(),
             message: p.message,
             hint: None,
         }));
