@@ -695,15 +695,19 @@ fn config_validate_reports_layer_problems_with_file_and_line() {
 }
 
 #[test]
-fn config_validate_warns_of_claude_code_tools_an_agent_runs_without() {
+fn config_validate_warns_of_what_an_agent_or_command_runs_without() {
     let env = TestEnv::new();
     write(
         &env.project.path().join(".claude/agents/notes.md"),
         "---\nname: notes\ndescription: >\n  Edits notebooks\ntools:\n  - NotebookEdit\n  - KillShell\n---\nN.\n",
     );
+    write(
+        &env.project.path().join(".claude/commands/guarded.md"),
+        "---\ndescription: Guarded\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: ./guard.sh\n---\nDo it.\n",
+    );
     let out = env.run(&["config", "--validate"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    // The agent loads (without them): warnings, not errors.
+    // The agent and the command load (without them): warnings, not errors.
     assert_eq!(out.status.code(), Some(0), "{text}");
     for expected in [
         "notes.md:5:1: warning: `NotebookEdit` in `tools` is a Claude Code tool stepper does \
@@ -712,6 +716,8 @@ fn config_validate_warns_of_claude_code_tools_an_agent_runs_without() {
          have (stepper's bash does not run commands in the background)",
         "notes.md:5:1: warning: agent `notes` is left with no tools: none of `tools` \
          (NotebookEdit, KillShell) is one stepper gives a subagent",
+        "guarded.md:3:1: warning: `hooks` in a command's front matter are not run by stepper: \
+         the command loads without them",
     ] {
         assert!(text.contains(expected), "{expected:?} not in:\n{text}");
     }

@@ -265,6 +265,13 @@ impl Extensions {
     pub fn skill(&self, name: &str) -> Option<&Skill> {
         self.skills.iter().find(|s| s.name == name)
     }
+
+    /// Whether the file at `path` loaded as a command or a skill (its problems, if any, are
+    /// warnings: it runs without what they name).
+    pub fn loaded(&self, path: &Path) -> bool {
+        self.commands.iter().any(|c| c.path == path)
+            || self.skills.iter().any(|s| s.dir.join("SKILL.md") == path)
+    }
 }
 
 /// The folders commands and skills come from, first wins: (folder, scope).
@@ -300,18 +307,22 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>) -> Extensions {
                 continue;
             };
             match front_matter(&text) {
-                Ok(fm) => ext.commands.push(Command {
-                    description: fm
-                        .field("description")
-                        .unwrap_or_else(|| first_line(&fm.body)),
-                    argument_hint: fm.field("argument-hint"),
-                    allowed_tools: fm.list("allowed-tools"),
-                    model: fm.field("model"),
-                    body: fm.body,
-                    name,
-                    path,
-                    scope,
-                }),
+                Ok(fm) => {
+                    ext.problems
+                        .extend(fm.unused_hooks(&text, &path, "command"));
+                    ext.commands.push(Command {
+                        description: fm
+                            .field("description")
+                            .unwrap_or_else(|| first_line(&fm.body)),
+                        argument_hint: fm.field("argument-hint"),
+                        allowed_tools: fm.list("allowed-tools"),
+                        model: fm.field("model"),
+                        body: fm.body,
+                        name,
+                        path,
+                        scope,
+                    })
+                }
                 Err((line, message)) => ext.problems.push(Problem {
                     path,
                     line,
@@ -364,6 +375,7 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>) -> Extensions {
             if ext.skill(&name).is_some() {
                 continue;
             }
+            ext.problems.extend(fm.unused_hooks(&text, &path, "skill"));
             let flag = |key: &str, default: bool| {
                 fm.field(key)
                     .map_or(default, |v| v.eq_ignore_ascii_case("true"))
@@ -396,6 +408,34 @@ impl FrontMatter {
     pub(crate) fn list(&self, key: &str) -> Vec<String> {
         self.fields.get(key).map(Value::list).unwrap_or_default()
     }
+
+    /// Claude Code runs `hooks:` of a skill, command or agent while it is active; stepper
+    /// does not, so the file loads without them and says so (`what`: "command", …) — a
+    /// guard hook silently ignored would be worse than a warning.
+    pub(crate) fn unused_hooks(&self, text: &str, path: &Path, what: &str) -> Option<Problem> {
+        let article = if what.starts_with('a') { "an" } else { "a" };
+        self.fields.contains_key("hooks").then(|| Problem {
+            path: path.to_path_buf(),
+            line: field_line(text, 1, "hooks"),
+            message: format!(
+                "`hooks` in {article} {what}'s front matter are not run by stepper: the {what} \
+                 loads without them — put them under `hooks` in setting.json to run them"
+            ),
+        })
+    }
+}
+
+/// The line of `key:` in the front matter of `segment`, whose first line is `first` (the
+/// block's own line when the key is not found).
+pub(crate) fn field_line(segment: &str, first: usize, key: &str) -> usize {
+    segment
+        .lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|r| r.trim_start().starts_with(':'))
+        })
+        .map_or(first, |p| first + p)
 }
 
 /// `*.md` below `root`, with their command names (`sub/name.md` → `sub:name`).
@@ -765,6 +805,26 @@ mod tests {
                 .iter()
                 .any(|p| p.message.contains("needs a description"))
         );
+
+        // A command with a nested hooks map loads, its hooks said to be unused.
+        write(
+            &cwd.join(".claude/commands/guarded.md"),
+            "---\ndescription: >\n  Guarded\n  work\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: ./guard.sh\n---\nDo it.\n",
+        );
+        let ext = load(&cwd, &config, Some(&home));
+        let guarded = ext.command("guarded").unwrap();
+        assert_eq!(guarded.description, "Guarded work");
+        let hooks: Vec<&Problem> = ext
+            .problems
+            .iter()
+            .filter(|p| p.path.ends_with("guarded.md"))
+            .collect();
+        let [hooks] = &hooks[..] else {
+            panic!("{:?}", ext.problems)
+        };
+        assert_eq!(hooks.line, 5);
+        assert!(ext.loaded(&hooks.path));
+        assert!(!ext.loaded(&home.join(".claude/commands/broken.md")));
 
         let before = fingerprint(&cwd, &config, Some(&home));
         assert_eq!(before, fingerprint(&cwd, &config, Some(&home)));

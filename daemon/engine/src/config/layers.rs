@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::extensions::{FrontMatter, Problem, front_matter, markdown_files, read};
+use super::extensions::{FrontMatter, Problem, field_line, front_matter, markdown_files, read};
 use super::validate::closest;
 use crate::capability::{self, Capability, List};
 use crate::model::ModelRef;
@@ -351,19 +351,6 @@ fn unknown_tool_hint(name: &str, known_tools: &[&str]) -> String {
         })
 }
 
-/// The line of `key:` in the front matter of `segment`, whose first line is `first` (the
-/// block's own line when the key is not found).
-fn field_line(segment: &str, first: usize, key: &str) -> usize {
-    segment
-        .lines()
-        .position(|l| {
-            l.trim_start()
-                .strip_prefix(key)
-                .is_some_and(|r| r.trim_start().starts_with(':'))
-        })
-        .map_or(first, |p| first + p)
-}
-
 fn flag(fm: &FrontMatter, key: &str, line: usize, problem: &mut dyn FnMut(usize, String)) -> bool {
     match fm.field(key).as_deref() {
         None | Some("false" | "no") => false,
@@ -676,6 +663,7 @@ pub fn agents(
                     disallowed.push(t);
                 }
             }
+            problems.extend(fm.unused_hooks(&text, &path, "agent"));
             if tools.as_ref().is_some_and(Vec::is_empty) {
                 problems.push(Problem {
                     path: path.clone(),
@@ -921,11 +909,20 @@ mod tests {
         assert_eq!(def.tools, Some(vec!["read".into(), "grep".into()]));
         assert_eq!(def.model.as_deref(), Some("anthropic/claude-sonnet-4-5"));
         assert_eq!(def.lines.get("model"), Some(&15));
-        let [broken] = &problems[..] else {
+        let [broken, hooks] = &problems[..] else {
             panic!("{problems:?}")
         };
         assert!(broken.path.ends_with("broken.md"));
         assert_eq!(broken.line, 3, "{broken}");
+        // Its hooks are not run, and that is said at their line.
+        assert!(hooks.path.ends_with("guard.md"));
+        assert_eq!(hooks.line, 9);
+        assert!(
+            hooks
+                .message
+                .starts_with("`hooks` in an agent's front matter are not run by stepper"),
+            "{hooks}"
+        );
     }
 
     #[test]

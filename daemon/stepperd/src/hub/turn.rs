@@ -242,11 +242,13 @@ impl LiveSession {
                         .iter()
                         .map(|p| format!("setting.json: {p}")),
                 );
-                notices.extend(
-                    ext.problems.iter().map(|p| {
+                notices.extend(ext.problems.iter().map(|p| {
+                    if ext.loaded(&p.path) {
+                        p.to_string()
+                    } else {
                         format!("{p} — this command or skill is left out until it is fixed")
-                    }),
-                );
+                    }
+                }));
                 // How the turn runs: the layers of stepper.md, the subagents of the
                 // project and the user. A broken stepper.md fails the turn at once.
                 let plan = plan(&cwd, home.as_deref(), deps).await;

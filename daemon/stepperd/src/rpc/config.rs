@@ -99,11 +99,17 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         .map_err(|e| RpcError::Internal(e.to_string()))?;
         // Commands and skills are checked with the settings.
         let ext = extensions_of(&conn, Path::new(&p.cwd)).await;
+        // A file that loads despite its problem (hooks it runs without) is warned of.
         let broken = ext.problems.iter().map(|p| ConfigProblem {
             file: p.path.display().to_string(),
             line: u32::try_from(p.line).unwrap_or(u32::MAX),
             column: 1,
-            severity: "error".into(),
+            severity: if ext.loaded(&p.path) {
+                "warning"
+            } else {
+                "error"
+            }
+            .into(),
             message: p.message.clone(),
             hint: None,
         });
