@@ -177,6 +177,48 @@ fn a_skill_is_named_up_front_and_its_body_sent_only_when_the_model_asks() {
 }
 
 #[test]
+fn skills_written_in_full_yaml_all_reach_the_model() {
+    let env = TestEnv::new();
+    // As Claude Code's skills are written: folded and literal blocks, a quoted description
+    // with a colon, a plain one with `: ` unquoted, allowed-tools as a block list.
+    for (name, front) in [
+        (
+            "changelog",
+            "description: >\n  Writes the changelog\n  from git history.\nallowed-tools:\n  - Bash(git log:*)\n  - Read",
+        ),
+        (
+            "pdf",
+            "description: |\n  Fills PDF forms.\nallowed-tools: [Read, Write]",
+        ),
+        ("review", "description: \"Reviews: diffs and PRs\""),
+        ("deploy", "description: Deploys when: the user says ship"),
+    ] {
+        write(
+            &env.project
+                .path()
+                .join(format!(".claude/skills/{name}/SKILL.md")),
+            &format!("---\nname: {name}\n{front}\n---\nBODY\n"),
+        );
+    }
+    env.fake.push(Reply::text(&["ok"]));
+    let out = env.run(&["ask", "which skills"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = env.fake.requests()[0].to_string();
+    for said in [
+        "changelog: Writes the changelog from git history.",
+        "pdf: Fills PDF forms.",
+        "review: Reviews: diffs and PRs",
+        "deploy: Deploys when: the user says ship",
+    ] {
+        assert!(first.contains(said), "{said:?} not in {first}");
+    }
+}
+
+#[test]
 fn a_broken_command_file_is_reported_with_its_line_and_the_rest_goes_on() {
     let env = TestEnv::new();
     write(
