@@ -857,6 +857,25 @@ mod tests {
     }
 
     #[test]
+    fn yaml_in_a_layer_reads_fully_and_its_errors_are_at_the_files_line() {
+        let text = "Shared.\n\n---\nname: plan\ndescription: >\n  Plans the work\n  first.\ntools:\n  - read\n  - grep\n---\nP.\n\n---\nname: code\ntools: [read,\n  grep\n---\nC.\n";
+        let (layers, problems) = parsed(text);
+        let [plan] = &layers.layers[..] else {
+            panic!("{layers:?}")
+        };
+        assert_eq!(plan.description.as_deref(), Some("Plans the work first."));
+        assert_eq!(plan.tools, Some(vec!["read".into(), "grep".into()]));
+        assert_eq!(plan.lines.get("tools"), Some(&8));
+        let [problem] = &problems[..] else {
+            panic!("{problems:?}")
+        };
+        assert!(
+            problem.starts_with("stepper.md:16: the front matter is not valid YAML"),
+            "{problem}"
+        );
+    }
+
+    #[test]
     fn an_unclosed_block_is_a_problem_not_a_panic() {
         let (_, problems) = parsed("---\nname: a\nmodel: x/y\n");
         assert_eq!(problems.len(), 1, "{problems:?}");
