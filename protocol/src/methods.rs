@@ -959,7 +959,8 @@ pub struct SessionMemoryResponse {
 pub struct MemoryFileInfo {
     pub path: String,
     /// `stepper` (`.stepper/stepper.md`), `user` (`<config>/AGENTS.md`), `agents`
-    /// (`AGENTS.md`), `claude` (`CLAUDE.md`, `CLAUDE.local.md`) or `import` (`@path`).
+    /// (`AGENTS.md`), `claude` (`CLAUDE.md`, `.claude/CLAUDE.md`, `CLAUDE.local.md`,
+    /// `~/.claude/CLAUDE.md`), `rules` (`.claude/rules/*.md`) or `import` (`@path`).
     pub source: String,
     pub bytes: u64,
     /// Cut by the cap, in part or whole.

@@ -1,6 +1,8 @@
 //! Instructions from the files users keep — `.stepper/stepper.md`, the user's AGENTS.md, and
-//! AGENTS.md or Claude Code's CLAUDE.md from the repository root down to the session's
-//! folder, with `@path` imports — reach the model as the system prompt, root first.
+//! AGENTS.md and Claude Code's CLAUDE.md, `.claude/CLAUDE.md`, `.claude/rules` and
+//! CLAUDE.local.md from the repository root down to the session's folder, with `@path`
+//! imports — reach the model as the system prompt, root first; a rule for some paths comes
+//! with the first call on one of them.
 
 use stepper_e2e::{Reply, TestEnv, read_until};
 use stepper_protocol::AppEvent;
@@ -31,7 +33,7 @@ async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
     );
     write(
         &root.join("CLAUDE.md"),
-        "NOT-READ: this folder has AGENTS.md\n",
+        "ROOT-CLAUDE: read beside AGENTS.md, as Claude Code reads it\n",
     );
     let app = root.join("app");
     write(&app.join("CLAUDE.md"), "APP-CLAUDE\n");
@@ -86,6 +88,7 @@ async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
         "USER-RULES",
         "ROOT-RULES",
         "STYLE-RULES",
+        "ROOT-CLAUDE",
         "APP-CLAUDE",
         "APP-LOCAL",
     ] {
@@ -93,7 +96,6 @@ async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
             .find(piece)
             .unwrap_or_else(|| panic!("{piece} is not in order in the system prompt:\n{system}"));
     }
-    assert!(!system.contains("NOT-READ"), "{system}");
     assert_eq!(requests[1]["system"], requests[0]["system"]);
 
     // The import that comes back to itself is said once, not at every turn.
@@ -112,9 +114,11 @@ async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
     let sources: Vec<&str> = memory.files.iter().map(|f| f.source.as_str()).collect();
     assert_eq!(
         sources,
-        ["stepper", "user", "agents", "import", "claude", "claude"]
+        [
+            "stepper", "user", "agents", "import", "claude", "claude", "claude"
+        ]
     );
-    assert!(memory.files[4].path.ends_with("app/CLAUDE.md"));
+    assert!(memory.files[5].path.ends_with("app/CLAUDE.md"));
     assert_eq!(memory.cap, 32768);
     // The memory is the system prompt's end, after the base instructions and environment.
     let at = system.len() - memory.bytes as usize;
@@ -195,4 +199,98 @@ fn slash_memory_in_the_tui_lists_where_the_instructions_come_from() {
             == Some(2)
     });
     pane.press("C-d");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_codes_memory_files_and_a_rule_for_some_paths_reach_the_model() {
+    let env = TestEnv::new();
+    let root = env.project.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    write(&env.home.path().join(".claude/CLAUDE.md"), "HOME-CLAUDE\n");
+    write(&root.join("AGENTS.md"), "AGENTS-TEXT; see @CLAUDE.md\n");
+    write(&root.join("CLAUDE.md"), "CLAUDE-TEXT\n");
+    write(&root.join(".claude/CLAUDE.md"), "DOT-CLAUDE-TEXT\n");
+    write(
+        &root.join(".claude/rules/testing.md"),
+        "---\ndescription: >\n  how we test\n---\nRULE-ALWAYS\n",
+    );
+    write(
+        &root.join(".claude/rules/frontend/ts.md"),
+        "---\npaths:\n  - \"src/**/*.ts\"\n---\nRULE-FOR-TS\n",
+    );
+    write(&root.join("src/app.ts"), "export const x = 1;\n");
+    write(&root.join("src/lib.rs"), "fn main() {}\n");
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake
+        .push(Reply::Sse(stepper_e2e::fake_llm::tool_use_stream(&[(
+            "t1",
+            "read",
+            serde_json::json!({"path": "src/lib.rs"}),
+        )])));
+    env.fake
+        .push(Reply::Sse(stepper_e2e::fake_llm::tool_use_stream(&[(
+            "t2",
+            "read",
+            serde_json::json!({"path": "src/app.ts"}),
+        )])));
+    env.fake
+        .push(Reply::Sse(stepper_e2e::fake_llm::tool_use_stream(&[(
+            "t3",
+            "read",
+            serde_json::json!({"path": "src/app.ts"}),
+        )])));
+    env.fake.push(Reply::text(&["done"]));
+    stepper_e2e::submit(&client, &id, "look around").await;
+    stepper_e2e::until_turn_finished(&mut events).await;
+
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    let system = requests[0]["system"].to_string();
+    let mut at = 0;
+    for piece in [
+        "HOME-CLAUDE",
+        "AGENTS-TEXT",
+        "CLAUDE-TEXT",
+        "DOT-CLAUDE-TEXT",
+        "RULE-ALWAYS",
+    ] {
+        at += system[at..]
+            .find(piece)
+            .unwrap_or_else(|| panic!("{piece} is not in order in the system prompt:\n{system}"));
+    }
+    // CLAUDE.md is imported by AGENTS.md: it is read once (the other match is
+    // DOT-CLAUDE-TEXT).
+    assert_eq!(system.matches("CLAUDE-TEXT").count(), 2, "{system}");
+    assert!(!system.contains("RULE-FOR-TS"), "{system}");
+    assert!(!system.contains("how we test"), "{system}");
+    // The rule for .ts files comes with the first read of one, once.
+    let result_of = |n: usize| {
+        requests[n]["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    assert!(!result_of(1).contains("RULE-FOR-TS"), "{}", result_of(1));
+    assert!(result_of(2).contains("RULE-FOR-TS"), "{}", result_of(2));
+    assert!(!result_of(3).contains("RULE-FOR-TS"), "{}", result_of(3));
+
+    let memory = client
+        .call::<SessionMemory>(SessionParams {
+            session_id: id.clone(),
+        })
+        .await
+        .unwrap();
+    let rules: Vec<&str> = memory
+        .files
+        .iter()
+        .filter(|f| f.source == "rules")
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(rules.len(), 2, "{:?}", memory.files);
+    assert!(rules.iter().any(|p| p.ends_with("frontend/ts.md")));
 }

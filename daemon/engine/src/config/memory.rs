@@ -1,8 +1,13 @@
 //! Instructions a session's model gets with every turn, from the files users already keep:
-//! the project's `.stepper/stepper.md`, the user's `<config>/AGENTS.md`, and `AGENTS.md` in
-//! every folder from the repository root (the filesystem root outside a repository) down to
-//! the session's folder — Claude Code's `CLAUDE.md` and `CLAUDE.local.md` where a folder has
-//! no `AGENTS.md`. `@path` in a file imports another (relative to the file, `~/` from home),
+//! the project's `.stepper/stepper.md`, the user's `<config>/AGENTS.md`, then what Claude
+//! Code reads — the user's `~/.claude/CLAUDE.md` and `~/.claude/rules/*.md`, and in every
+//! folder from the repository root (the filesystem root outside a repository) down to the
+//! session's folder `CLAUDE.md`, `.claude/CLAUDE.md`, `.claude/rules/*.md` and
+//! `CLAUDE.local.md` — with `AGENTS.md` first in each folder. Every file is read once: a
+//! link to another, or one imported by another, is not read again. A rule whose front
+//! matter names `paths:` applies only to those files: it is kept apart ([`Memory::rules`]),
+//! for the agent to be given when it touches one. `@path` in a file imports another
+//! (relative to the file, `~/` from home),
 //! at most [`MAX_HOPS`] deep; a cycle is refused. A project's files import only from the
 //! project (its repository) and the user's own `~/.stepper`, `~/.claude` and config folder:
 //! `@~/.ssh/id_rsa` in a cloned repository's `CLAUDE.md` would send the key to the provider.
@@ -29,8 +34,11 @@ pub enum Source {
     User,
     /// `AGENTS.md` of a folder.
     Agents,
-    /// `CLAUDE.md` or `CLAUDE.local.md` of a folder that has no `AGENTS.md`.
+    /// `CLAUDE.md`, `.claude/CLAUDE.md` or `CLAUDE.local.md` of a folder, or the user's
+    /// `~/.claude/CLAUDE.md`.
     Claude,
+    /// `.claude/rules/*.md` of a folder or of the user's `~/.claude`.
+    Rules,
     /// Brought in by `@path` from one of the others.
     Import,
 }
@@ -42,6 +50,7 @@ impl Source {
             Source::User => "user",
             Source::Agents => "agents",
             Source::Claude => "claude",
+            Source::Rules => "rules",
             Source::Import => "import",
         }
     }
@@ -66,6 +75,34 @@ pub struct Memory {
     pub files: Vec<MemoryFile>,
     /// Problems worth a notice: a cycle, an import too deep, an unreadable file, the cap.
     pub notices: Vec<String>,
+    /// Rules for some files only (`paths:` in their front matter), not in `text`.
+    pub rules: Vec<PathRule>,
+}
+
+/// A rule that applies to the files its `paths:` globs match (relative to the folder whose
+/// `.claude/rules` holds it, or to the project for the user's own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathRule {
+    pub path: PathBuf,
+    /// The folder its globs are relative to.
+    pub base: PathBuf,
+    pub globs: Vec<String>,
+    /// Its body, imports expanded.
+    pub text: String,
+}
+
+impl PathRule {
+    /// Whether the rule applies to `file` (absolute).
+    pub fn applies_to(&self, file: &Path) -> bool {
+        let Ok(relative) = file.strip_prefix(&self.base) else {
+            return false;
+        };
+        self.globs.iter().any(|glob| {
+            globset::Glob::new(glob)
+                .map(|g| g.compile_matcher().is_match(relative))
+                .unwrap_or(false)
+        })
+    }
 }
 
 /// The instructions for a session in `cwd`, with the user's config folder `config_dir`,
@@ -88,22 +125,50 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>, cap: usize) -> M
         project: canonical(project),
         users_folders,
         users_folder,
+        seen: std::collections::HashSet::new(),
     };
     if let Some(stepper) = super::layers::locate(cwd, config_dir) {
         loader.top(&stepper, Source::Stepper);
     }
     loader.top(&config_dir.join("AGENTS.md"), Source::User);
+    if let Some(home) = home {
+        let claude = home.join(".claude");
+        loader.top(&claude.join("CLAUDE.md"), Source::Claude);
+        loader.rules(&claude.join("rules"), project);
+    }
     for folder in folders(&root, cwd) {
-        let agents = folder.join("AGENTS.md");
-        if agents.is_file() {
-            loader.top(&agents, Source::Agents);
-        } else {
-            loader.top(&folder.join("CLAUDE.md"), Source::Claude);
-            loader.top(&folder.join("CLAUDE.local.md"), Source::Claude);
-        }
+        loader.top(&folder.join("AGENTS.md"), Source::Agents);
+        loader.top(&folder.join("CLAUDE.md"), Source::Claude);
+        loader.top(&folder.join(".claude").join("CLAUDE.md"), Source::Claude);
+        loader.rules(&folder.join(".claude").join("rules"), &folder);
+        loader.top(&folder.join("CLAUDE.local.md"), Source::Claude);
     }
     loader.finish(cap)
 }
+
+/// The Markdown files below `dir`, sorted by path, at most [`RULES_DEPTH`] folders down.
+fn markdown_below(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if depth < RULES_DEPTH {
+                markdown_below(&path, depth + 1, found);
+            }
+        } else if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+        {
+            found.push(path);
+        }
+    }
+}
+
+/// How deep `.claude/rules` is searched for rules.
+const RULES_DEPTH: usize = 4;
 
 /// The folder holding `.git` at or above `cwd`, else the filesystem root.
 pub fn repository_root(cwd: &Path) -> PathBuf {
@@ -137,6 +202,8 @@ struct Loader {
     users_folders: Vec<PathBuf>,
     /// The user's config folder: what is read from there is the user's own.
     users_folder: PathBuf,
+    /// Every file read so far (canonical): none is read twice.
+    seen: std::collections::HashSet<PathBuf>,
 }
 
 /// What is being expanded: the file, and whether it is the user's own (its imports go
@@ -149,8 +216,77 @@ struct Importer<'a> {
 }
 
 impl Loader {
+    /// Each rule in `dir` (a `.claude/rules` folder): in the instructions, or kept apart
+    /// when its front matter names `paths:` (relative to `base`).
+    fn rules(&mut self, dir: &Path, base: &Path) {
+        let mut files = Vec::new();
+        markdown_below(dir, 0, &mut files);
+        for path in files {
+            let key = canonical(&path);
+            if self.seen.contains(&key) {
+                continue;
+            }
+            let Some(text) = self.read(&path) else {
+                continue;
+            };
+            let parsed = match super::extensions::front_matter(&text) {
+                Ok(parsed) => parsed,
+                Err((line, why)) => {
+                    self.memory
+                        .notices
+                        .push(format!("{}:{line}: {why}", path.display()));
+                    continue;
+                }
+            };
+            let globs = parsed.list("paths");
+            if globs.is_empty() {
+                self.top_text(&path, parsed.body, Source::Rules);
+                continue;
+            }
+            self.seen.insert(key.clone());
+            let mut chain = vec![key];
+            let importer = Importer {
+                file: &path,
+                users: self.is_users(&path, Source::Rules),
+                line: 0,
+            };
+            let body = self.expand(&parsed.body, importer, &mut chain);
+            self.memory.files.push(MemoryFile {
+                path: path.clone(),
+                source: Source::Rules,
+                bytes: body.len(),
+                cut: false,
+            });
+            self.memory.rules.push(PathRule {
+                path,
+                base: base.to_path_buf(),
+                globs,
+                text: body.trim().to_string(),
+            });
+        }
+    }
+
+    /// Whether `path` (of `source`) is the user's own: its imports go anywhere.
+    fn is_users(&self, path: &Path, source: Source) -> bool {
+        let real = canonical(path);
+        source == Source::User
+            || real.starts_with(&self.users_folder)
+            || self
+                .home
+                .as_ref()
+                .is_some_and(|home| real.starts_with(canonical(&home.join(".claude"))))
+    }
+
     fn top(&mut self, path: &Path, source: Source) {
+        if self.seen.contains(&canonical(path)) {
+            // A link to a file already read (`CLAUDE.md` → `AGENTS.md`), or one imported.
+            return;
+        }
         let Some(text) = self.read(path) else { return };
+        self.top_text(path, text, source);
+    }
+
+    fn top_text(&mut self, path: &Path, text: String, source: Source) {
         let text = if source == Source::Stepper {
             // What every layer shares; each layer's own part is given to that layer.
             super::layers::parse(path, &text, &[]).0.preamble
@@ -167,10 +303,11 @@ impl Loader {
             bytes: text.len(),
             cut: false,
         });
+        self.seen.insert(canonical(path));
         let mut chain = vec![canonical(path)];
         let importer = Importer {
             file: path,
-            users: source == Source::User || canonical(path).starts_with(&self.users_folder),
+            users: self.is_users(path, source),
             line: 0,
         };
         let expanded = self.expand(&text, importer, &mut chain);
@@ -331,6 +468,10 @@ impl Loader {
             ));
             return format!("@{token}");
         }
+        if self.seen.contains(&key) {
+            // Read already (a file of its own, or imported elsewhere): once is enough.
+            return format!("@{token}");
+        }
         if chain.len() > MAX_HOPS {
             self.memory.notices.push(format!(
                 "@{token} is not imported: imports go at most {MAX_HOPS} deep"
@@ -346,6 +487,7 @@ impl Loader {
             bytes: text.len(),
             cut: false,
         });
+        self.seen.insert(key.clone());
         chain.push(key);
         let importer = Importer {
             file: target,
@@ -424,7 +566,8 @@ mod tests {
             &root.join("AGENTS.md"),
             "root rules\nsee @docs/style.md for style\n",
         );
-        write(&root.join("CLAUDE.md"), "not read: AGENTS.md wins\n");
+        // Both, as Claude Code reads CLAUDE.md whatever else the folder holds.
+        write(&root.join("CLAUDE.md"), "root claude too\n");
         write(&root.join("docs/style.md"), "tabs, never spaces\n");
         write(&root.join("a/CLAUDE.md"), "a's claude\n");
         write(&root.join("a/CLAUDE.local.md"), "a's local\n");
@@ -444,6 +587,7 @@ mod tests {
             "user rules",
             "root rules",
             "tabs",
+            "root claude too",
             "a's claude",
             "a's local",
             "b rules",
@@ -457,7 +601,6 @@ mod tests {
                 .unwrap_or_else(|| panic!("{piece:?} not in order in:\n{}", memory.text));
             at += found;
         }
-        assert!(!memory.text.contains("not read"));
         assert!(!memory.text.contains("name: plan"));
         assert!(!memory.text.contains("the plan layer's own"));
         assert!(memory.text.contains("`@docs/style.md` stays"));
@@ -472,9 +615,71 @@ mod tests {
                 Source::Import,
                 Source::Claude,
                 Source::Claude,
+                Source::Claude,
                 Source::Agents
             ]
         );
+        assert!(memory.notices.is_empty(), "{:?}", memory.notices);
+    }
+
+    #[test]
+    fn claude_codes_files_all_and_each_once_with_rules_kept_for_their_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let root = tmp.path().join("repo");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        write(&home.join(".claude/CLAUDE.md"), "users claude\n");
+        write(&home.join(".claude/rules/style.md"), "users rule\n");
+        write(&root.join("AGENTS.md"), "agents says @CLAUDE.md\n");
+        write(&root.join("CLAUDE.md"), "claude body\n");
+        write(&root.join(".claude/CLAUDE.md"), "dot claude\n");
+        write(
+            &root.join(".claude/rules/always.md"),
+            "---\ndescription: for all\n---\nalways rule\n",
+        );
+        write(
+            &root.join(".claude/rules/ts/types.md"),
+            "---\npaths:\n  - \"src/**/*.ts\"\n---\nts rule\n",
+        );
+        write(&root.join("CLAUDE.local.md"), "local notes\n");
+        let memory = load(&root, &tmp.path().join("config"), Some(&home), DEFAULT_CAP);
+        let mut at = 0;
+        for piece in [
+            "users claude",
+            "users rule",
+            "agents says",
+            "claude body",
+            "dot claude",
+            "always rule",
+            "local notes",
+        ] {
+            let found = memory.text[at..]
+                .find(piece)
+                .unwrap_or_else(|| panic!("{piece:?} not in order in:\n{}", memory.text));
+            at += found;
+        }
+        // CLAUDE.md came in through AGENTS.md's import: once.
+        assert_eq!(
+            memory.text.matches("claude body").count(),
+            1,
+            "{}",
+            memory.text
+        );
+        assert!(!memory.text.contains("description: for all"));
+        // The rule for some paths is kept apart, for when one of them is touched.
+        assert!(!memory.text.contains("ts rule"));
+        let [rule] = &memory.rules[..] else {
+            panic!("{:?}", memory.rules)
+        };
+        assert_eq!(rule.text, "ts rule");
+        assert!(rule.applies_to(&root.join("src/app/main.ts")));
+        assert!(!rule.applies_to(&root.join("src/app/main.rs")));
+        let rules = memory
+            .files
+            .iter()
+            .filter(|f| f.source == Source::Rules)
+            .count();
+        assert_eq!(rules, 3, "{:?}", memory.files);
         assert!(memory.notices.is_empty(), "{:?}", memory.notices);
     }
 

@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use stepper_engine::capability::Capability;
 use stepper_engine::catalogue::ModelInfo;
 use stepper_engine::compaction::CompactionPlan;
+use stepper_engine::config::memory::PathRule;
 use stepper_engine::config::{ProviderKind, SandboxMode, Settings};
 use stepper_engine::gate::Verdict;
 use stepper_engine::interrupt::Interrupt;
@@ -35,6 +36,68 @@ use super::hooks::{HookRunner, SessionHooks};
 use super::log::EventLog;
 use super::turn::{AgentSink, MAX_TOKENS, summarizer};
 
+/// The tools that name one file by `path`: a rule for that file comes with their result.
+const PATH_TOOLS: &[&str] = &["read", "edit", "multi_edit", "write"];
+
+/// A file tool whose first call on a file a path rule covers brings that rule along (as
+/// Claude Code gives `.claude/rules` with `paths:` when the agent works on such a file).
+struct WithRules {
+    tool: Arc<dyn Tool>,
+    rules: Arc<Vec<PathRule>>,
+    /// The rules this agent was given already.
+    given: Arc<Mutex<std::collections::HashSet<PathBuf>>>,
+    /// The session's folder, which a worktree stands for.
+    home: PathBuf,
+}
+
+impl Tool for WithRules {
+    fn spec(&self) -> stepper_engine::tool::ToolSpec {
+        self.tool.spec()
+    }
+
+    fn read_only(&self) -> bool {
+        self.tool.read_only()
+    }
+
+    fn call<'a>(
+        &'a self,
+        args: serde_json::Value,
+        cx: &'a ToolCx,
+    ) -> BoxFuture<'a, stepper_engine::tool::ToolResult> {
+        Box::pin(async move {
+            let file = args
+                .get("path")
+                .and_then(serde_json::Value::as_str)
+                .map(|p| cx.cwd.join(p));
+            let mut out = self.tool.call(args, cx).await?;
+            let Some(file) = file else {
+                return Ok(out);
+            };
+            // In a worktree, the file it stands for in the session's folder.
+            let file = match file.strip_prefix(&cx.project_root) {
+                Ok(rest) => self.home.join(rest),
+                Err(_) => file,
+            };
+            for rule in self.rules.iter().filter(|r| r.applies_to(&file)) {
+                let first = self
+                    .given
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(rule.path.clone());
+                if first {
+                    out.content.push_str(&format!(
+                        "\n\n<system-reminder>\nInstructions for files matching {} (from {}):\n\n{}\n</system-reminder>",
+                        rule.globs.join(", "),
+                        rule.path.display(),
+                        rule.text
+                    ));
+                }
+            }
+            Ok(out)
+        })
+    }
+}
+
 /// What every agent loop of one turn is built from: the daemon's side of the orchestrator.
 pub(super) struct TurnHost {
     /// The session's model and its provider, resolved for the turn.
@@ -48,6 +111,9 @@ pub(super) struct TurnHost {
     pub(super) cwd: PathBuf,
     /// The memory files' instructions and the hooks' additions, which every agent gets.
     pub(super) memory: String,
+    /// Rules for some files only (`.claude/rules` with `paths:`), given with the result of
+    /// the first call that touches one of those files.
+    pub(super) path_rules: Arc<Vec<PathRule>>,
     /// The user's instructions in place of or after the base.
     pub(super) instructions: UserInstructions,
     /// The environment's stable part, for the system prompt.
@@ -206,6 +272,23 @@ impl TurnHost {
             .filter(|t| allows(&run, &t.spec().name))
             .cloned()
             .collect();
+        if !self.path_rules.is_empty() {
+            let given = Arc::new(Mutex::new(std::collections::HashSet::new()));
+            tools = tools
+                .into_iter()
+                .map(|tool| {
+                    if !PATH_TOOLS.contains(&tool.spec().name.as_str()) {
+                        return tool;
+                    }
+                    Arc::new(WithRules {
+                        tool,
+                        rules: Arc::clone(&self.path_rules),
+                        given: Arc::clone(&given),
+                        home: self.cx.cwd.clone(),
+                    }) as Arc<dyn Tool>
+                })
+                .collect();
+        }
         // An isolated agent works in its worktree: its folder, its sandbox, its environment.
         let place = run.id.as_ref().and_then(|id| {
             self.places

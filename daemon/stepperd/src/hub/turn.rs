@@ -188,6 +188,7 @@ impl LiveSession {
                     instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir())
                         .await;
                 let mut system = memory.text;
+                let path_rules = Arc::new(memory.rules);
                 let hook_set = Arc::new(HookSet::parse(settings.hooks.as_ref()));
                 let mode = self.state().mode.unwrap_or_else(|| settings.mode());
                 let hooks = (!hook_set.is_empty()).then(|| {
@@ -466,6 +467,7 @@ impl LiveSession {
                         effective,
                         cwd: cwd.clone(),
                         memory: system,
+                        path_rules,
                         instructions: chosen.over(&settings.instructions()),
                         environment: environment.render(),
                         facts: environment,
