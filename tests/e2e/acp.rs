@@ -197,7 +197,7 @@ fn an_editor_starts_a_session_streams_a_turn_and_loads_it_again() {
     std::fs::create_dir_all(&commands).unwrap();
     std::fs::write(
         commands.join("review.md"),
-        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $1\n",
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $0\n",
     )
     .unwrap();
     let session = editor.new_session(&env);

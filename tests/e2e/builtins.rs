@@ -142,7 +142,7 @@ fn ask_gets_the_builtins_answered_by_the_daemon() {
     let env = TestEnv::new();
     write(
         &env.project.path().join(".stepper/commands/review.md"),
-        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $1\n",
+        "---\ndescription: Review a file\nargument-hint: FILE\n---\nReview $0\n",
     );
     write(
         &env.project.path().join(".stepper/skills/deploy/SKILL.md"),

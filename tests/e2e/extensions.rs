@@ -36,7 +36,7 @@ const REVIEW: &str = "---
 description: Review a file with the project's notes
 argument-hint: FILE [FOCUS]
 ---
-Review $1 carefully, with a focus on $2.
+Review $0 carefully, with a focus on $1.
 Status: !`echo BANG-RAN`
 Notes: @notes.md
 All: $ARGUMENTS
@@ -110,6 +110,32 @@ fn a_command_with_arguments_bang_and_at_expands_the_same_in_ask_and_the_tui() {
     pane.wait_for_text("reviewed again");
     assert_eq!(last_user_text(&env, 1), sent, "the TUI sends what ask sent");
     pane.press("C-d");
+}
+
+/// As Claude Code does: a `!` line that fails stops the command before any model call, and
+/// says what failed.
+#[test]
+fn a_failing_bang_line_fails_the_command_without_a_model_call() {
+    let env = TestEnv::new();
+    write(
+        &env.project.path().join(".claude/commands/ship.md"),
+        "---\ndescription: Ship it\n---\nTests: !`echo SAID-BEFORE; exit 3`\nNow ship $0.\n",
+    );
+    env.trust_project();
+    let out = env.run(&["ask", "--yes", "/ship v2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("!`echo SAID-BEFORE; exit 3` failed (exit 3)")
+            && said.contains("SAID-BEFORE"),
+        "{said}"
+    );
+    assert!(env.fake.requests().is_empty(), "the model was called");
 }
 
 #[test]

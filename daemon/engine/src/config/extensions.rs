@@ -224,6 +224,8 @@ pub struct Command {
     pub name: String,
     pub description: String,
     pub argument_hint: Option<String>,
+    /// Names for its positional arguments (`arguments:`), each then `$name` in its body.
+    pub arguments: Vec<String>,
     pub allowed_tools: Vec<String>,
     pub model: Option<String>,
     pub body: String,
@@ -238,6 +240,8 @@ pub struct Skill {
     pub name: String,
     pub description: String,
     pub argument_hint: Option<String>,
+    /// Names for its positional arguments (`arguments:`), each then `$name` in its body.
+    pub arguments: Vec<String>,
     pub allowed_tools: Vec<String>,
     pub model: Option<String>,
     /// The model is not told of it; only the user can run it (`/name`).
@@ -315,6 +319,7 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>) -> Extensions {
                             .field("description")
                             .unwrap_or_else(|| first_line(&fm.body)),
                         argument_hint: fm.field("argument-hint"),
+                        arguments: fm.list("arguments"),
                         allowed_tools: fm.list("allowed-tools"),
                         model: fm.field("model"),
                         body: fm.body,
@@ -383,6 +388,7 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>) -> Extensions {
             ext.skills.push(Skill {
                 description,
                 argument_hint: fm.field("argument-hint"),
+                arguments: fm.list("arguments"),
                 allowed_tools: fm.list("allowed-tools"),
                 model: fm.field("model"),
                 disable_model_invocation: flag("disable-model-invocation", false),
@@ -558,9 +564,12 @@ pub fn fingerprint(
 }
 
 /// A command's or skill's body with its arguments in place, as Claude Code does it:
-/// `$ARGUMENTS` is all of them, `$1`…`$9` one each, `$ARGUMENTS[N]` one by 0-based index.
-/// A body that takes no arguments gets them appended.
-pub fn substitute(body: &str, arguments: &str) -> String {
+/// `$ARGUMENTS` is all of them as typed; `$ARGUMENTS[N]` and `$N` one each, split as a shell
+/// would and counted from 0 (`$0` is the first); `$name` the one `names` (its `arguments:`)
+/// gives that place; `${VAR}` of `vars` (`CLAUDE_SKILL_DIR`). A `$N` past the last argument
+/// stays as written, so a price (`$5`) survives. A body that takes no arguments gets them
+/// appended.
+pub fn substitute(body: &str, arguments: &str, names: &[String], vars: &[(&str, &str)]) -> String {
     let words = split_arguments(arguments);
     let mut out = String::with_capacity(body.len() + arguments.len());
     let mut used = false;
@@ -583,17 +592,35 @@ pub fn substitute(body: &str, arguments: &str) -> String {
             used = true;
             continue;
         }
-        match after.chars().next().and_then(|c| c.to_digit(10)) {
-            Some(n) if n > 0 => {
-                out.push_str(words.get(n as usize - 1).map_or("", String::as_str));
-                rest = &after[1..];
+        if let Some((value, tail)) = after
+            .strip_prefix('{')
+            .and_then(|t| t.split_once('}'))
+            .and_then(|(name, tail)| Some((vars.iter().find(|(v, _)| *v == name)?.1, tail)))
+        {
+            out.push_str(value);
+            rest = tail;
+            continue;
+        }
+        let ident_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let ident = &after[..ident_len];
+        let place = if !ident.is_empty() && ident.bytes().all(|b| b.is_ascii_digit()) {
+            ident.parse::<usize>().ok()
+        } else {
+            names.iter().position(|n| n == ident)
+        };
+        match place.and_then(|k| words.get(k)) {
+            Some(word) => {
+                out.push_str(word);
                 used = true;
             }
-            _ => {
+            None => {
                 out.push('$');
-                rest = after;
+                out.push_str(ident);
             }
         }
+        rest = &after[ident_len..];
     }
     out.push_str(rest);
     if !used && !arguments.trim().is_empty() {
@@ -739,22 +766,42 @@ mod tests {
 
     #[test]
     fn arguments_in_place() {
-        assert_eq!(substitute("Fix #$ARGUMENTS now", "123"), "Fix #123 now");
+        let none: &[String] = &[];
+        assert_eq!(
+            substitute("Fix #$ARGUMENTS now", "123", none, &[]),
+            "Fix #123 now"
+        );
+        // Counted from 0, as Claude Code counts them now.
         assert_eq!(
             substitute(
-                "PR $1 with priority $2, all: $ARGUMENTS",
-                "456 \"very high\""
+                "PR $0 with priority $1, all: $ARGUMENTS",
+                "456 \"very high\"",
+                none,
+                &[]
             ),
             "PR 456 with priority very high, all: 456 \"very high\""
         );
         assert_eq!(
-            substitute("first $ARGUMENTS[0], cost $5", "a b"),
-            "first a, cost "
+            substitute("first $ARGUMENTS[0], cost $5", "a b", none, &[]),
+            "first a, cost $5"
         );
-        assert_eq!(substitute("price in $ and $x", ""), "price in $ and $x");
         assert_eq!(
-            substitute("Review this.", "src/lib.rs"),
+            substitute("price in $ and $x", "", none, &[]),
+            "price in $ and $x"
+        );
+        assert_eq!(
+            substitute("Review this.", "src/lib.rs", none, &[]),
             "Review this.\n\nARGUMENTS: src/lib.rs"
+        );
+        let names = ["component".to_string(), "from".to_string()];
+        assert_eq!(
+            substitute(
+                "Move $component off $from ($2 stays; $HOME too) with ${CLAUDE_SKILL_DIR}/t.md",
+                "SearchBar React",
+                &names,
+                &[("CLAUDE_SKILL_DIR", "/s")]
+            ),
+            "Move SearchBar off React ($2 stays; $HOME too) with /s/t.md"
         );
     }
 

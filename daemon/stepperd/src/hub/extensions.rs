@@ -142,7 +142,13 @@ impl Tool for SkillTool {
                 )));
             };
             let arguments = input.get("arguments").and_then(Value::as_str).unwrap_or("");
-            let body = extensions::substitute(&skill.body, arguments);
+            let dir = skill.dir.display().to_string();
+            let body = extensions::substitute(
+                &skill.body,
+                arguments,
+                &skill.arguments,
+                &[("CLAUDE_SKILL_DIR", &dir)],
+            );
             Ok(ToolOutput::text(format!(
                 "Base directory for this skill: {}\n\n{}",
                 skill.dir.display(),
@@ -174,7 +180,7 @@ pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
     if let Some(command) = ext.command(name) {
         return Some(Invoked {
             name: name.to_string(),
-            body: extensions::substitute(&command.body, arguments),
+            body: extensions::substitute(&command.body, arguments, &command.arguments, &[]),
             allowed_tools: command.allowed_tools.clone(),
             model: command.model.clone(),
             project: command.scope == "project",
@@ -186,7 +192,12 @@ pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
         body: format!(
             "Base directory for this skill: {}\n\n{}",
             skill.dir.display(),
-            extensions::substitute(&skill.body, arguments)
+            extensions::substitute(
+                &skill.body,
+                arguments,
+                &skill.arguments,
+                &[("CLAUDE_SKILL_DIR", &skill.dir.display().to_string())],
+            )
         ),
         allowed_tools: skill.allowed_tools.clone(),
         model: skill.model.clone(),
@@ -197,8 +208,15 @@ pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
 /// A command's body as the model gets it: each `` !`cmd` `` replaced by what the command
 /// printed (run by the bash tool, so through the gate; not run at all unless `run`: a
 /// project's command in a folder the user has not trusted), each `@path` by the file (read
-/// by the read tool, so through the gate too).
-pub async fn render(body: &str, tools: &[Arc<dyn Tool>], cx: &ToolCx, run: bool) -> String {
+/// by the read tool, so through the gate too). A `` !`cmd` `` that fails (exits non-zero,
+/// is denied) fails the whole, as in Claude Code: `Err` says which and what it printed, and
+/// the model is not called.
+pub async fn render(
+    body: &str,
+    tools: &[Arc<dyn Tool>],
+    cx: &ToolCx,
+    run: bool,
+) -> Result<String, String> {
     let tool = |name: &str| tools.iter().find(|t| t.spec().name == name).cloned();
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
@@ -217,8 +235,23 @@ pub async fn render(body: &str, tools: &[Arc<dyn Tool>], cx: &ToolCx, run: bool)
                  its commands run programs)"
             ),
             Some(bash) => match bash.call(json!({"command": command}), cx).await {
-                Ok(output) => output.content,
-                Err(e) => format!("(`{command}` did not run: {e})"),
+                Ok(output) if output.details.exit_code.is_none_or(|code| code == 0) => {
+                    output.content
+                }
+                Ok(output) => {
+                    return Err(format!(
+                        "the command's !`{command}` failed (exit {}), so the command was not \
+                         sent to the model:\n{}",
+                        output.details.exit_code.unwrap_or(-1),
+                        output.content.trim_end()
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "the command's !`{command}` did not run, so the command was not sent to \
+                         the model: {e}"
+                    ));
+                }
             },
             None => format!("(`{command}` did not run: no bash tool)"),
         };
@@ -226,7 +259,7 @@ pub async fn render(body: &str, tools: &[Arc<dyn Tool>], cx: &ToolCx, run: bool)
         rest = &after[end + 1..];
     }
     out.push_str(rest);
-    include_files(&out, tool("read"), cx).await
+    Ok(include_files(&out, tool("read"), cx).await)
 }
 
 async fn include_files(text: &str, read: Option<Arc<dyn Tool>>, cx: &ToolCx) -> String {

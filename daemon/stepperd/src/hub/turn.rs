@@ -502,8 +502,23 @@ impl LiveSession {
                         *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
                     }
                     if let Some(invoked) = &invoked {
-                        text = render(&invoked.body, &deps.tools, &render_cx, runs).await;
-                        *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
+                        match render(&invoked.body, &deps.tools, &render_cx, runs).await {
+                            Ok(rendered) => {
+                                text = rendered;
+                                *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
+                            }
+                            Err(error) => {
+                                return stepper_engine::orchestrator::Orchestrated {
+                                    status: TurnStatus::Failed,
+                                    error: Some(error),
+                                    error_kind: None,
+                                    text: String::new(),
+                                    usage: Default::default(),
+                                    cost_usd: None,
+                                    contexts: Vec::new(),
+                                };
+                            }
+                        }
                     }
                     orchestrator.run(&layers, layered, &text, histories).await
                 };
