@@ -80,6 +80,7 @@ const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
 /// Check the file at `path`; a missing file has no problems.
 pub fn validate_file(path: &Path) -> Vec<Problem> {
     match std::fs::read_to_string(path) {
+        Ok(text) if super::claude::is_claude(path) => super::claude::validate_text(path, &text),
         Ok(text) => validate_text(path, &text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => vec![Problem {
@@ -319,6 +320,18 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
         }
     }
     c.problems.sort_by_key(|p| (p.line, p.column));
+    c.problems
+}
+
+/// The problems of `hooks` in a file of another shape (Claude Code's settings), whose plain
+/// JSON text is `plain`: the same checks, at the same spots.
+pub(super) fn hooks_problems(file: &Path, plain: &str, value: &Value) -> Vec<Problem> {
+    let mut c = Checker {
+        file,
+        positions: Positions::of(plain),
+        problems: Vec::new(),
+    };
+    check_hooks(&mut c, value);
     c.problems
 }
 

@@ -1,9 +1,9 @@
 //! Settings, loaded once per folder and kept until one of their files changes.
 //!
 //! Every handler and every turn asks here instead of reading `setting.json` files itself. A
-//! lookup stats the files that apply (three at most, and the user's trust decisions) and
-//! reloads only when one of them appeared, went, or changed size, modification time or inode
-//! since the last load. A folder the user has not trusted gets only what its project files
+//! lookup stats the files that apply (stepper's three, Claude Code's four, and the user's
+//! trust decisions) and reloads only when one of them appeared, went, or changed size,
+//! modification time or inode since the last load. A folder the user has not trusted gets only what its project files
 //! narrow (`stepper_engine::config::trust`).
 
 use std::collections::HashMap;
@@ -76,13 +76,13 @@ impl SettingsCache {
     }
 
     /// Everything about a folder's settings: what applies, what approves its MCP servers,
-    /// whether it is trusted and what was left out. The files are stat'ed in place (four
+    /// whether it is trusted and what was left out. The files are stat'ed in place (eight
     /// stats); only reading them again goes off the runtime.
     pub async fn folder(&self, cwd: Option<&Path>) -> Result<Arc<Folder>, SettingsError> {
         let key = cwd.map(Path::to_path_buf);
         let mut files = match cwd {
             Some(cwd) => Settings::files(&self.config_dir, cwd),
-            None => vec![self.config_dir.join("setting.json")],
+            None => Settings::user_files(&self.config_dir),
         };
         if cwd.is_some() {
             files.push(self.trust_store().path().to_path_buf());

@@ -114,7 +114,12 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             conn.daemon.places.config_dir.clone(),
         );
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let settings_files = files.clone();
+        // Claude Code's settings name no MCP servers: `.mcp.json` is checked below.
+        let settings_files: Vec<_> = files
+            .iter()
+            .filter(|f| !stepper_engine::config::claude::is_claude(f))
+            .cloned()
+            .collect();
         // Settings that do not load are reported above; the models are then checked against
         // the conventional providers alone.
         let settings = conn
