@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::validate::{Problem, Severity, closest};
-use super::{Permissions, PermissionMode, Settings, jsonc, locate::Positions};
+use super::{PermissionMode, Permissions, Settings, jsonc, locate::Positions};
 
 /// Claude Code's settings file in a `.claude` folder (the user's or a project's).
 pub const SHARED: &str = "settings.json";
@@ -58,7 +58,13 @@ const KEYS: &[&str] = &[
     "disabledMcpjsonServers",
     "statusLine",
 ];
-const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny", "defaultMode", "additionalDirectories"];
+const PERMISSION_KEYS: &[&str] = &[
+    "allow",
+    "ask",
+    "deny",
+    "defaultMode",
+    "additionalDirectories",
+];
 
 /// A Claude Code settings file, as far as stepper reads it.
 #[derive(Debug, Default, Deserialize)]
@@ -307,8 +313,7 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             .filter(|(k, _)| k == key)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        if let Err(e) = serde_path_to_error::deserialize::<_, ClaudeSettings>(Value::Object(one))
-        {
+        if let Err(e) = serde_path_to_error::deserialize::<_, ClaudeSettings>(Value::Object(one)) {
             let at: Vec<String> = e
                 .path()
                 .iter()
@@ -357,11 +362,22 @@ mod tests {
         assert_eq!(p.mode, Some(PermissionMode::Auto));
         assert_eq!(
             p.allow,
-            ["Bash(ls)", "Read(//data/**)", "Read(~/notes/**)", "Read(//work/docs/**)"]
+            [
+                "Bash(ls)",
+                "Read(//data/**)",
+                "Read(~/notes/**)",
+                "Read(//work/docs/**)"
+            ]
         );
         assert_eq!(s.enabled_mcpjson_servers, ["gh"]);
-        assert_eq!(model("claude-sonnet-4-5"), Some("anthropic/claude-sonnet-4-5".into()));
-        assert_eq!(model("sonnet[1m]"), Some("anthropic/claude-sonnet-4-5".into()));
+        assert_eq!(
+            model("claude-sonnet-4-5"),
+            Some("anthropic/claude-sonnet-4-5".into())
+        );
+        assert_eq!(
+            model("sonnet[1m]"),
+            Some("anthropic/claude-sonnet-4-5".into())
+        );
         assert_eq!(model("us.anthropic.claude-x"), None);
         assert!(is_claude(Path::new("/p/.claude/settings.local.json")));
         assert!(!is_claude(Path::new("/p/.stepper/setting.json")));
@@ -375,12 +391,18 @@ mod tests {
             .map(|p| format!("{}:{} {:?} {}", p.line, p.column, p.severity, p.message))
             .collect();
         let all = found.join("\n");
-        assert!(all.contains("3:3 Warning \"cleanupPeriodDays\" is not supported"), "{all}");
+        assert!(
+            all.contains("3:3 Warning \"cleanupPeriodDays\" is not supported"),
+            "{all}"
+        );
         assert!(
             all.contains("5:5 Warning \"permissions.disableBypassPermissionsMode\""),
             "{all}"
         );
-        assert!(all.contains("6:20 Error permissions.defaultMode: unknown variant"), "{all}");
+        assert!(
+            all.contains("6:20 Error permissions.defaultMode: unknown variant"),
+            "{all}"
+        );
         assert!(all.contains("8:3 Warning statusLine is read"), "{all}");
         assert!(all.contains("statusLine: missing field `command`"), "{all}");
     }

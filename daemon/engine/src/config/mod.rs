@@ -345,7 +345,10 @@ impl Settings {
             at(cwd.join(".claude").join(claude::SHARED), Scope::Project),
             at(cwd.join(".stepper").join("setting.json"), Scope::Project),
             at(cwd.join(".claude").join(claude::LOCAL), Scope::Local),
-            at(cwd.join(".stepper").join("setting.local.json"), Scope::Local),
+            at(
+                cwd.join(".stepper").join("setting.local.json"),
+                Scope::Local,
+            ),
         ]);
         sources.extend(managed);
         sources
@@ -473,7 +476,9 @@ impl Settings {
 
     /// Load and merge `files` in order. Missing files are fine.
     pub fn load_files(files: Vec<PathBuf>) -> Result<Settings, ConfigError> {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default();
         Settings::load_files_in(files, &home)
     }
 
@@ -508,11 +513,11 @@ impl Settings {
             serde_json::from_str(&plain)
         };
         parsed.map(Some).map_err(|e| ConfigError::Parse {
-                path: path.to_path_buf(),
-                line: e.line(),
-                column: e.column(),
-                message: e.to_string(),
-            })
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })
     }
 
     /// Later layers win: a scalar replaces, a provider replaces the one of the same name.
@@ -614,10 +619,7 @@ impl Settings {
 
 /// Hooks of every file run, as in Claude Code: each event's groups of a later file after
 /// those of the earlier ones.
-fn merge_hooks(
-    earlier: Option<serde_json::Value>,
-    later: serde_json::Value,
-) -> serde_json::Value {
+fn merge_hooks(earlier: Option<serde_json::Value>, later: serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     let (Some(Value::Object(mut merged)), Value::Object(later)) = (earlier, later.clone()) else {
         return later;
