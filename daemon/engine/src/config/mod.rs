@@ -717,6 +717,57 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    #[test]
+    fn claude_codes_file_comes_before_steppers_of_its_scope_and_hooks_add_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, cwd) = (dir.path().join("config"), dir.path().join("p"));
+        let order: Vec<(String, Scope)> = Settings::sources(&config, &cwd)
+            .into_iter()
+            .filter(|s| s.path.starts_with(dir.path()))
+            .map(|s| {
+                let shown = s
+                    .path
+                    .strip_prefix(dir.path())
+                    .unwrap()
+                    .display()
+                    .to_string();
+                (shown, s.scope)
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("config/setting.json".into(), Scope::User),
+                ("p/.claude/settings.json".into(), Scope::Project),
+                ("p/.stepper/setting.json".into(), Scope::Project),
+                ("p/.claude/settings.local.json".into(), Scope::Local),
+                ("p/.stepper/setting.local.json".into(), Scope::Local),
+            ]
+        );
+        std::fs::create_dir_all(cwd.join(".claude")).unwrap();
+        std::fs::create_dir_all(cwd.join(".stepper")).unwrap();
+        let group = |c: &str| serde_json::json!([{"hooks": [{"type": "command", "command": c}]}]);
+        std::fs::write(
+            cwd.join(".claude/settings.json"),
+            serde_json::json!({"model": "sonnet", "hooks": {"Stop": group("a")}}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            cwd.join(".stepper/setting.json"),
+            serde_json::json!({"model": "openai/gpt-5", "hooks": {"Stop": group("b")}}).to_string(),
+        )
+        .unwrap();
+        let (s, ignored) = Settings::load_folder(&config, &cwd, true).unwrap();
+        assert!(ignored.is_empty());
+        assert_eq!(
+            s.model.as_deref(),
+            Some("openai/gpt-5"),
+            "stepper's file wins"
+        );
+        let stop = s.hooks.unwrap()["Stop"].clone();
+        assert_eq!(stop.as_array().map(Vec::len), Some(2), "both run: {stop}");
+    }
+
     fn tempfile_dir() -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "stepper-config-{}-{:?}",
