@@ -331,6 +331,9 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             ));
         }
     }
+    if let Some(permissions) = object.get("permissions") {
+        problems.extend(super::validate::rule_problems(file, &plain, permissions));
+    }
     if let Some(hooks) = object.get("hooks") {
         problems.extend(super::validate::hooks_problems(file, &plain, hooks));
     }
@@ -385,7 +388,7 @@ mod tests {
 
     #[test]
     fn unsupported_keys_and_bad_shapes_are_reported_at_their_line() {
-        let text = "{\n  \"model\": \"sonnet\",\n  \"cleanupPeriodDays\": 20,\n  \"permissions\": {\n    \"disableBypassPermissionsMode\": \"disable\",\n    \"defaultMode\": \"yolo\"\n  },\n  \"statusLine\": {\"type\": \"command\"}\n}\n";
+        let text = "{\n  \"model\": \"sonnet\",\n  \"cleanupPeriodDays\": 20,\n  \"permissions\": {\n    \"disableBypassPermissionsMode\": \"disable\",\n    \"defaultMode\": \"yolo\",\n    \"deny\": [\"Bash(git * main)\"]\n  },\n  \"statusLine\": {\"type\": \"command\"}\n}\n";
         let found: Vec<String> = validate_text(Path::new("s.json"), text)
             .iter()
             .map(|p| format!("{}:{} {:?} {}", p.line, p.column, p.severity, p.message))
@@ -403,7 +406,11 @@ mod tests {
             all.contains("6:20 Error permissions.defaultMode: unknown variant"),
             "{all}"
         );
-        assert!(all.contains("8:3 Warning statusLine is read"), "{all}");
+        assert!(
+            all.contains("7:14 Error rule \"Bash(git * main)\": a * is taken"),
+            "{all}"
+        );
+        assert!(all.contains("9:3 Warning statusLine is read"), "{all}");
         assert!(all.contains("statusLine: missing field `command`"), "{all}");
     }
 }
