@@ -201,7 +201,7 @@ impl ClaudeSettings {
             })
             .collect();
         Settings {
-            model: self.model.as_deref().and_then(model),
+            claude_model: self.model.as_deref().and_then(model),
             permissions,
             env,
             hooks: self.hooks,
@@ -359,7 +359,11 @@ mod tests {
                   "deny": ["Read(./.env)"], "additionalDirectories": ["/data/", "~/notes", "../docs"]},
                 "enabledMcpjsonServers": ["gh"], "statusLine": {"type": "command", "command": "x"}}"#,
         );
-        assert_eq!(s.model.as_deref(), Some("anthropic/claude-opus-4-1"));
+        assert_eq!(
+            s.model, None,
+            "stepper's own model, whatever the provider, comes first"
+        );
+        assert_eq!(s.claude_model.as_deref(), Some("anthropic/claude-opus-4-1"));
         assert_eq!(s.env["N"], "2");
         let p = s.permissions.unwrap();
         assert_eq!(p.mode, Some(PermissionMode::Auto));

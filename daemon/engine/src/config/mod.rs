@@ -95,6 +95,12 @@ pub struct Settings {
     /// The default model, `provider/model-id` (e.g. `anthropic/claude-sonnet-4-5`).
     #[serde(default)]
     pub model: Option<String>,
+    /// The model Claude Code's settings files name (as `anthropic/…`): used only where no
+    /// `model` is set and Anthropic is set up, since Claude Code's files can name no other
+    /// provider and a user of another one would otherwise be refused in a Claude Code project.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub claude_model: Option<String>,
     /// Providers by the name used in model references (`local` in `local/qwen3`).
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
@@ -524,6 +530,9 @@ impl Settings {
     pub fn merge(&mut self, later: Settings) {
         if later.model.is_some() {
             self.model = later.model;
+        }
+        if later.claude_model.is_some() {
+            self.claude_model = later.claude_model;
         }
         if later.record.is_some() {
             self.record = later.record;
