@@ -27,6 +27,25 @@ pub fn is_claude(path: &Path) -> bool {
         .is_some_and(|n| matches!(n, SHARED | LOCAL | MANAGED))
 }
 
+/// Where Claude Code keeps its own settings: the user's folder and the machine's managed
+/// file. The daemon takes this machine's; a test gives its own, so a developer's
+/// `~/.claude` does not reach it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Places {
+    pub user_dir: Option<PathBuf>,
+    pub managed_file: Option<PathBuf>,
+}
+
+impl Places {
+    /// This machine's: `CLAUDE_CONFIG_DIR` or `~/.claude`, and the managed file.
+    pub fn of_this_machine() -> Places {
+        Places {
+            user_dir: user_dir(),
+            managed_file: Some(managed_file()),
+        }
+    }
+}
+
 /// The user's Claude Code folder: `CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn user_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {

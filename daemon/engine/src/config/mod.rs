@@ -343,10 +343,10 @@ impl Settings {
     /// then stepper's (which wins where both set a key: it is the one written for stepper),
     /// user < project < local, and the machine's managed file above all, as Claude Code
     /// orders them.
-    pub fn sources(config_dir: &Path, cwd: &Path) -> Vec<Source> {
+    pub fn sources(config_dir: &Path, claude: &claude::Places, cwd: &Path) -> Vec<Source> {
         let at = |path: PathBuf, scope| Source { path, scope };
-        let mut sources = Settings::user_sources(config_dir);
-        let managed = sources.pop();
+        let mut sources = Settings::user_sources(config_dir, claude);
+        let managed = sources.pop_if(|s| s.scope == Scope::Managed);
         sources.extend([
             at(cwd.join(".claude").join(claude::SHARED), Scope::Project),
             at(cwd.join(".stepper").join("setting.json"), Scope::Project),
@@ -361,41 +361,52 @@ impl Settings {
     }
 
     /// The user's files alone (and the managed one), in merge order.
-    fn user_sources(config_dir: &Path) -> Vec<Source> {
+    fn user_sources(config_dir: &Path, claude: &claude::Places) -> Vec<Source> {
         let at = |path: PathBuf, scope| Source { path, scope };
-        let mut sources: Vec<Source> = claude::user_dir()
+        let mut sources: Vec<Source> = claude
+            .user_dir
+            .as_ref()
             .map(|dir| at(dir.join(claude::SHARED), Scope::User))
             .into_iter()
             .collect();
         sources.push(at(config_dir.join("setting.json"), Scope::User));
-        sources.push(at(claude::managed_file(), Scope::Managed));
+        sources.extend(
+            claude
+                .managed_file
+                .clone()
+                .map(|path| at(path, Scope::Managed)),
+        );
         sources
     }
 
     /// The files that apply to `cwd`, in merge order.
-    pub fn files(config_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
-        Settings::sources(config_dir, cwd)
+    pub fn files(config_dir: &Path, claude: &claude::Places, cwd: &Path) -> Vec<PathBuf> {
+        Settings::sources(config_dir, claude, cwd)
             .into_iter()
             .map(|s| s.path)
             .collect()
     }
 
     /// The user's files alone (and the managed one), in merge order.
-    pub fn user_files(config_dir: &Path) -> Vec<PathBuf> {
-        Settings::user_sources(config_dir)
+    pub fn user_files(config_dir: &Path, claude: &claude::Places) -> Vec<PathBuf> {
+        Settings::user_sources(config_dir, claude)
             .into_iter()
             .map(|s| s.path)
             .collect()
     }
 
     /// Load and merge the settings for a session in `cwd`. Missing files are fine.
-    pub fn load(config_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
-        Settings::load_files(Settings::files(config_dir, cwd))
+    pub fn load(
+        config_dir: &Path,
+        claude: &claude::Places,
+        cwd: &Path,
+    ) -> Result<Settings, ConfigError> {
+        Settings::load_files_in(Settings::files(config_dir, claude, cwd), cwd)
     }
 
     /// The user's settings alone, for what belongs to no folder.
-    pub fn load_user(config_dir: &Path) -> Result<Settings, ConfigError> {
-        Settings::load_files(Settings::user_files(config_dir))
+    pub fn load_user(config_dir: &Path, claude: &claude::Places) -> Result<Settings, ConfigError> {
+        Settings::load_files(Settings::user_files(config_dir, claude))
     }
 
     /// The settings for a session in `cwd`: the user's, then the project's files — whole in
@@ -403,12 +414,13 @@ impl Settings {
     /// left out, each as `file: what`. Missing files are fine.
     pub fn load_folder(
         config_dir: &Path,
+        claude: &claude::Places,
         cwd: &Path,
         trusted: bool,
     ) -> Result<(Settings, Vec<String>), ConfigError> {
         let mut merged = Settings::default();
         let mut ignored = Vec::new();
-        for source in Settings::sources(config_dir, cwd) {
+        for source in Settings::sources(config_dir, claude, cwd) {
             let path = source.path.clone();
             let Some(layer) = Settings::read_layer(&path, cwd)? else {
                 continue;
@@ -435,10 +447,11 @@ impl Settings {
     /// and `setting.local.json`), merged.
     pub fn load_approvals(
         config_dir: &Path,
+        claude: &claude::Places,
         cwd: &Path,
         trusted: bool,
     ) -> Result<Settings, ConfigError> {
-        let files = Settings::sources(config_dir, cwd)
+        let files = Settings::sources(config_dir, claude, cwd)
             .into_iter()
             .filter(|s| s.is_users() || (trusted && s.scope == Scope::Local))
             .map(|s| s.path)
@@ -710,7 +723,7 @@ mod tests {
             r#"{"model": "local/qwen3", "providers": {"local": {"kind": "openai-chat", "baseUrl": "http://b", "models": {"qwen3": {"contextWindow": 32768}}}}}"#,
         )
         .unwrap();
-        let s = Settings::load(&user, &project).unwrap();
+        let s = Settings::load(&user, &claude::Places::default(), &project).unwrap();
         assert_eq!(s.model.as_deref(), Some("local/qwen3"));
         let local = &s.providers["local"];
         assert_eq!(local.base_url.as_deref(), Some("http://b"));
@@ -721,7 +734,9 @@ mod tests {
             "{\n  \"model\": 3\n}",
         )
         .unwrap();
-        let err = Settings::load(&user, &project).unwrap_err().to_string();
+        let err = Settings::load(&user, &claude::Places::default(), &project)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("setting.json:2:"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -730,9 +745,12 @@ mod tests {
     fn claude_codes_file_comes_before_steppers_of_its_scope_and_hooks_add_up() {
         let dir = tempfile::tempdir().unwrap();
         let (config, cwd) = (dir.path().join("config"), dir.path().join("p"));
-        let order: Vec<(String, Scope)> = Settings::sources(&config, &cwd)
+        let claude = claude::Places {
+            user_dir: Some(dir.path().join("home/.claude")),
+            managed_file: Some(dir.path().join("etc/managed-settings.json")),
+        };
+        let order: Vec<(String, Scope)> = Settings::sources(&config, &claude, &cwd)
             .into_iter()
-            .filter(|s| s.path.starts_with(dir.path()))
             .map(|s| {
                 let shown = s
                     .path
@@ -746,11 +764,13 @@ mod tests {
         assert_eq!(
             order,
             [
+                ("home/.claude/settings.json".into(), Scope::User),
                 ("config/setting.json".into(), Scope::User),
                 ("p/.claude/settings.json".into(), Scope::Project),
                 ("p/.stepper/setting.json".into(), Scope::Project),
                 ("p/.claude/settings.local.json".into(), Scope::Local),
                 ("p/.stepper/setting.local.json".into(), Scope::Local),
+                ("etc/managed-settings.json".into(), Scope::Managed),
             ]
         );
         std::fs::create_dir_all(cwd.join(".claude")).unwrap();
@@ -766,7 +786,7 @@ mod tests {
             serde_json::json!({"model": "openai/gpt-5", "hooks": {"Stop": group("b")}}).to_string(),
         )
         .unwrap();
-        let (s, ignored) = Settings::load_folder(&config, &cwd, true).unwrap();
+        let (s, ignored) = Settings::load_folder(&config, &claude, &cwd, true).unwrap();
         assert!(ignored.is_empty());
         assert_eq!(
             s.model.as_deref(),

@@ -89,7 +89,12 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<ConfigValidate, _, _>(m, |conn, p| async move {
         // stepper's files whether or not they exist (where one would go); Claude Code's when
         // there is one, since a user of stepper alone has none.
-        let files: Vec<_> = Settings::files(&conn.daemon.places.config_dir, Path::new(&p.cwd))
+        let files: Vec<_> = conn
+            .daemon
+            .hub
+            .deps()
+            .settings
+            .files(Path::new(&p.cwd))
             .into_iter()
             .filter(|f| !stepper_engine::config::claude::is_claude(f) || f.exists())
             .collect();
