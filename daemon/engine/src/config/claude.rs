@@ -104,10 +104,8 @@ pub struct ClaudeSettings {
     enabled_mcpjson_servers: Vec<String>,
     #[serde(default)]
     disabled_mcpjson_servers: Vec<String>,
-    /// Read and checked; stepper's TUI draws its own status line and does not run it.
-    #[serde(default)]
-    #[allow(dead_code)]
-    status_line: Option<StatusLine>,
+    // `statusLine` is only checked ([`validate_text`]): stepper's TUI draws its own status
+    // line, and a shape Claude Code adds later must not keep a folder's settings from loading.
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -119,40 +117,30 @@ struct ClaudePermissions {
     ask: Vec<String>,
     #[serde(default)]
     deny: Vec<String>,
+    /// A name, not an enum: a mode Claude Code adds later is ignored, not an error that keeps
+    /// the folder's settings from loading.
     #[serde(default)]
-    default_mode: Option<DefaultMode>,
+    default_mode: Option<String>,
     #[serde(default)]
     additional_directories: Vec<String>,
 }
 
-/// Claude Code's permission modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum DefaultMode {
-    Default,
-    AcceptEdits,
-    Plan,
-    BypassPermissions,
-    /// Refuses what no rule allows; stepper has no such mode.
-    DontAsk,
-}
-
-impl DefaultMode {
-    /// stepper's mode of the same meaning; `dontAsk` has none (it runs as `default`, asking).
-    pub fn stepper(self) -> Option<PermissionMode> {
-        match self {
-            DefaultMode::Default => Some(PermissionMode::Default),
-            DefaultMode::AcceptEdits => Some(PermissionMode::AcceptEdits),
-            DefaultMode::Plan => Some(PermissionMode::Plan),
-            DefaultMode::BypassPermissions => Some(PermissionMode::Auto),
-            DefaultMode::DontAsk => None,
-        }
+/// stepper's mode of a Claude Code `defaultMode` of the same meaning. `dontAsk` (refuse what
+/// no rule allows) and `auto` (approve after a background check) have none: they run as
+/// `default`, asking.
+pub fn mode(name: &str) -> Option<PermissionMode> {
+    match name {
+        "default" => Some(PermissionMode::Default),
+        "acceptEdits" => Some(PermissionMode::AcceptEdits),
+        "plan" => Some(PermissionMode::Plan),
+        "bypassPermissions" => Some(PermissionMode::Auto),
+        _ => None,
     }
 }
 
 /// Claude Code's `statusLine`: checked for its shape only, since stepper does not run it.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
 struct StatusLine {
     #[serde(rename = "type")]
@@ -203,7 +191,7 @@ impl ClaudeSettings {
                 }
             }));
             Permissions {
-                mode: p.default_mode.and_then(DefaultMode::stepper),
+                mode: p.default_mode.as_deref().and_then(mode),
                 allow,
                 ask: p.ask,
                 deny: p.deny,
@@ -292,15 +280,27 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
                 unknown(path(&["permissions", key]), PERMISSION_KEYS, &mut problems);
             }
         }
-        if p.get("defaultMode").and_then(Value::as_str) == Some("dontAsk") {
-            problems.push(problem(
-                positions.value(&path(&["permissions", "defaultMode"])),
+        let at = positions.value(&path(&["permissions", "defaultMode"]));
+        match p.get("defaultMode").and_then(Value::as_str) {
+            Some(name) if mode(name).is_some() => {}
+            Some("dontAsk") => problems.push(problem(
+                at,
                 Severity::Warning,
                 "permissions.defaultMode \"dontAsk\": stepper has no such mode, so what no \
                  rule allows is asked about instead of refused"
                     .into(),
                 "list what may run in permissions.allow, or use \"plan\" to change nothing",
-            ));
+            )),
+            Some(name) => problems.push(problem(
+                at,
+                Severity::Warning,
+                format!(
+                    "permissions.defaultMode \"{name}\" is not a mode stepper has: it runs as \
+                     \"default\", asking"
+                ),
+                "default, acceptEdits, plan or bypassPermissions",
+            )),
+            None => {}
         }
     }
     if let Some(m) = object.get("model").and_then(Value::as_str)
@@ -313,6 +313,21 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             format!("model \"{m}\" is not one stepper can place: it is ignored"),
             "an alias (sonnet, opus, haiku) or a Claude id (claude-sonnet-4-5); name other \
              models in .stepper/setting.json as provider/model-id",
+        ));
+    }
+    if let Some(line) = object.get("statusLine")
+        && let Err(e) = serde_path_to_error::deserialize::<_, StatusLine>(line)
+    {
+        let mut at = path(&["statusLine"]);
+        at.extend(e.path().iter().filter_map(|s| match s {
+            serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+            _ => None,
+        }));
+        problems.push(problem(
+            positions.value(&at),
+            Severity::Error,
+            format!("{}: {}", at.join("."), e.inner()),
+            "{\"type\": \"command\", \"command\": \"~/.claude/statusline.sh\"}",
         ));
     }
     if object.contains_key("statusLine") {
@@ -426,9 +441,13 @@ mod tests {
             "{all}"
         );
         assert!(
-            all.contains("6:20 Error permissions.defaultMode: unknown variant"),
+            all.contains("6:20 Warning permissions.defaultMode \"yolo\" is not a mode"),
             "{all}"
         );
+        // What stepper does not use never keeps the file from loading.
+        let loaded: ClaudeSettings = serde_json::from_str(text).unwrap();
+        let loaded = loaded.into_settings(Path::new("/p"));
+        assert_eq!(loaded.permissions.unwrap().mode, None);
         assert!(
             all.contains("7:14 Error rule \"Bash(git * main)\": a * is taken"),
             "{all}"
