@@ -72,6 +72,15 @@ pub async fn config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .filter(|p| p.severity == "error")
         .count();
+    // Every file read, stepper's and Claude Code's, so a file that is not where it should be
+    // shows by its absence.
+    for file in out
+        .files
+        .iter()
+        .filter(|f| std::path::Path::new(f).exists())
+    {
+        println!("read {file}");
+    }
     for p in &out.problems {
         println!(
             "{}:{}:{}: {}: {}",

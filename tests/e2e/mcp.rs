@@ -17,7 +17,7 @@ use stepper_protocol::methods::{SessionApprove, SessionApproveParams};
 use stepper_protocol::{AppEvent, ApprovalDecision, ToolCallStatus, TurnStatus};
 
 /// The server's entry point, or `None` (the test skips, or fails in CI).
-fn everything() -> Option<PathBuf> {
+pub(crate) fn everything() -> Option<PathBuf> {
     let dir = std::env::var_os("STEPPER_TEST_MCP_EVERYTHING").map(PathBuf::from);
     let entry = dir.map(|d| d.join("@modelcontextprotocol/server-everything/dist/index.js"));
     match entry.filter(|e| e.exists()) {

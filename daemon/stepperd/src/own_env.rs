@@ -37,7 +37,8 @@ pub fn take_keys_out(config_dir: &Path, argv: &[std::ffi::OsString]) -> Result<O
     if std::env::var_os(HANDED_OVER).is_some() {
         return read_back();
     }
-    let user = Settings::load_user(config_dir).unwrap_or_default();
+    let claude = stepper_engine::config::claude::Places::of_this_machine();
+    let user = Settings::load_user(config_dir, &claude).unwrap_or_default();
     let names = stepper_providers::Providers::key_variables(&user);
     let keys: Env = std::env::vars()
         .filter(|(name, value)| names.contains(name) && !value.is_empty())

@@ -1,10 +1,13 @@
 //! Settings: `setting.json` from the user's config dir, then the project's
-//! `.stepper/setting.json` and `.stepper/setting.local.json`, merged in that order.
+//! `.stepper/setting.json` and `.stepper/setting.local.json`, merged in that order, each
+//! after Claude Code's file of the same scope ([`claude`]), and the machine's managed file
+//! last.
 //!
 //! The files are JSON with comments and trailing commas allowed (see [`jsonc`]). Unknown keys
 //! are ignored when loading, so a file written for a newer stepper still loads, and reported
 //! as warnings by [`validate`]. The JSON Schema comes from these types.
 
+pub mod claude;
 pub mod extensions;
 pub mod jsonc;
 pub mod layers;
@@ -92,6 +95,12 @@ pub struct Settings {
     /// The default model, `provider/model-id` (e.g. `anthropic/claude-sonnet-4-5`).
     #[serde(default)]
     pub model: Option<String>,
+    /// The model Claude Code's settings files name (as `anthropic/…`): used only where no
+    /// `model` is set and Anthropic is set up, since Claude Code's files can name no other
+    /// provider and a user of another one would otherwise be refused in a Claude Code project.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub claude_model: Option<String>,
     /// Providers by the name used in model references (`local` in `local/qwen3`).
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
@@ -304,24 +313,102 @@ pub enum ConfigError {
     },
 }
 
+/// Whose a settings file is: what of it applies in a folder the user has not trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The user's own (`setting.json` in the config folder, `~/.claude/settings.json`).
+    User,
+    /// A project's committed file.
+    Project,
+    /// A project's git-ignored file: the user's own once the folder is trusted.
+    Local,
+    /// An administrator's (Claude Code's `managed-settings.json`), above every other.
+    Managed,
+}
+
+/// One settings file and whose it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub path: PathBuf,
+    pub scope: Scope,
+}
+
+impl Source {
+    /// Whether it applies whole whatever the folder's trust.
+    pub fn is_users(&self) -> bool {
+        matches!(self.scope, Scope::User | Scope::Managed)
+    }
+}
+
 impl Settings {
+    /// The files that apply to `cwd`, in merge order: for each scope Claude Code's file,
+    /// then stepper's (which wins where both set a key: it is the one written for stepper),
+    /// user < project < local, and the machine's managed file above all, as Claude Code
+    /// orders them.
+    pub fn sources(config_dir: &Path, claude: &claude::Places, cwd: &Path) -> Vec<Source> {
+        let at = |path: PathBuf, scope| Source { path, scope };
+        let mut sources = Settings::user_sources(config_dir, claude);
+        let managed = sources.pop_if(|s| s.scope == Scope::Managed);
+        sources.extend([
+            at(cwd.join(".claude").join(claude::SHARED), Scope::Project),
+            at(cwd.join(".stepper").join("setting.json"), Scope::Project),
+            at(cwd.join(".claude").join(claude::LOCAL), Scope::Local),
+            at(
+                cwd.join(".stepper").join("setting.local.json"),
+                Scope::Local,
+            ),
+        ]);
+        sources.extend(managed);
+        sources
+    }
+
+    /// The user's files alone (and the managed one), in merge order.
+    fn user_sources(config_dir: &Path, claude: &claude::Places) -> Vec<Source> {
+        let at = |path: PathBuf, scope| Source { path, scope };
+        let mut sources: Vec<Source> = claude
+            .user_dir
+            .as_ref()
+            .map(|dir| at(dir.join(claude::SHARED), Scope::User))
+            .into_iter()
+            .collect();
+        sources.push(at(config_dir.join("setting.json"), Scope::User));
+        sources.extend(
+            claude
+                .managed_file
+                .clone()
+                .map(|path| at(path, Scope::Managed)),
+        );
+        sources
+    }
+
     /// The files that apply to `cwd`, in merge order.
-    pub fn files(config_dir: &Path, cwd: &Path) -> Vec<PathBuf> {
-        vec![
-            config_dir.join("setting.json"),
-            cwd.join(".stepper").join("setting.json"),
-            cwd.join(".stepper").join("setting.local.json"),
-        ]
+    pub fn files(config_dir: &Path, claude: &claude::Places, cwd: &Path) -> Vec<PathBuf> {
+        Settings::sources(config_dir, claude, cwd)
+            .into_iter()
+            .map(|s| s.path)
+            .collect()
+    }
+
+    /// The user's files alone (and the managed one), in merge order.
+    pub fn user_files(config_dir: &Path, claude: &claude::Places) -> Vec<PathBuf> {
+        Settings::user_sources(config_dir, claude)
+            .into_iter()
+            .map(|s| s.path)
+            .collect()
     }
 
     /// Load and merge the settings for a session in `cwd`. Missing files are fine.
-    pub fn load(config_dir: &Path, cwd: &Path) -> Result<Settings, ConfigError> {
-        Settings::load_files(Settings::files(config_dir, cwd))
+    pub fn load(
+        config_dir: &Path,
+        claude: &claude::Places,
+        cwd: &Path,
+    ) -> Result<Settings, ConfigError> {
+        Settings::load_files_in(Settings::files(config_dir, claude, cwd), cwd)
     }
 
     /// The user's settings alone, for what belongs to no folder.
-    pub fn load_user(config_dir: &Path) -> Result<Settings, ConfigError> {
-        Settings::load_files(vec![config_dir.join("setting.json")])
+    pub fn load_user(config_dir: &Path, claude: &claude::Places) -> Result<Settings, ConfigError> {
+        Settings::load_files(Settings::user_files(config_dir, claude))
     }
 
     /// The settings for a session in `cwd`: the user's, then the project's files — whole in
@@ -329,16 +416,18 @@ impl Settings {
     /// left out, each as `file: what`. Missing files are fine.
     pub fn load_folder(
         config_dir: &Path,
+        claude: &claude::Places,
         cwd: &Path,
         trusted: bool,
     ) -> Result<(Settings, Vec<String>), ConfigError> {
         let mut merged = Settings::default();
         let mut ignored = Vec::new();
-        for (i, path) in Settings::files(config_dir, cwd).into_iter().enumerate() {
-            let Some(layer) = Settings::read_layer(&path)? else {
+        for source in Settings::sources(config_dir, claude, cwd) {
+            let path = source.path.clone();
+            let Some(layer) = Settings::read_layer(&path, cwd)? else {
                 continue;
             };
-            if i == 0 || trusted {
+            if source.is_users() || trusted {
                 merged.merge(layer);
                 continue;
             }
@@ -354,18 +443,22 @@ impl Settings {
         Ok((merged, ignored))
     }
 
-    /// What may approve a project's MCP servers: the user's settings, and in a folder the
-    /// user trusts the project's git-ignored `setting.local.json`, merged.
+    /// What may approve a project's MCP servers: the user's settings (Claude Code's and
+    /// stepper's), and in a folder the user trusts the project's git-ignored local files
+    /// (`.claude/settings.local.json`, where Claude Code keeps the approvals its user gave,
+    /// and `setting.local.json`), merged.
     pub fn load_approvals(
         config_dir: &Path,
+        claude: &claude::Places,
         cwd: &Path,
         trusted: bool,
     ) -> Result<Settings, ConfigError> {
-        let mut files = vec![config_dir.join("setting.json")];
-        if trusted {
-            files.push(cwd.join(".stepper").join("setting.local.json"));
-        }
-        Settings::load_files(files)
+        let files = Settings::sources(config_dir, claude, cwd)
+            .into_iter()
+            .filter(|s| s.is_users() || (trusted && s.scope == Scope::Local))
+            .map(|s| s.path)
+            .collect();
+        Settings::load_files_in(files, cwd)
     }
 
     /// Whether requests mark prompt-cache breakpoints (`promptCache`, default on).
@@ -404,17 +497,26 @@ impl Settings {
 
     /// Load and merge `files` in order. Missing files are fine.
     pub fn load_files(files: Vec<PathBuf>) -> Result<Settings, ConfigError> {
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        Settings::load_files_in(files, &home)
+    }
+
+    /// [`Settings::load_files`], relative folders in Claude Code's files taken from `cwd`.
+    fn load_files_in(files: Vec<PathBuf>, cwd: &Path) -> Result<Settings, ConfigError> {
         let mut merged = Settings::default();
         for path in files {
-            if let Some(layer) = Settings::read_layer(&path)? {
+            if let Some(layer) = Settings::read_layer(&path, cwd)? {
                 merged.merge(layer);
             }
         }
         Ok(merged)
     }
 
-    /// One settings file, or `None` when it does not exist.
-    fn read_layer(path: &Path) -> Result<Option<Settings>, ConfigError> {
+    /// One settings file (stepper's, or Claude Code's turned into stepper's), or `None` when
+    /// it does not exist.
+    fn read_layer(path: &Path, cwd: &Path) -> Result<Option<Settings>, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -425,20 +527,27 @@ impl Settings {
                 });
             }
         };
-        serde_json::from_str(&jsonc::strip(&text))
-            .map(Some)
-            .map_err(|e| ConfigError::Parse {
-                path: path.to_path_buf(),
-                line: e.line(),
-                column: e.column(),
-                message: e.to_string(),
-            })
+        let plain = jsonc::strip(&text);
+        let parsed = if claude::is_claude(path) {
+            serde_json::from_str::<claude::ClaudeSettings>(&plain).map(|c| c.into_settings(cwd))
+        } else {
+            serde_json::from_str(&plain)
+        };
+        parsed.map(Some).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })
     }
 
     /// Later layers win: a scalar replaces, a provider replaces the one of the same name.
     pub fn merge(&mut self, later: Settings) {
         if later.model.is_some() {
             self.model = later.model;
+        }
+        if later.claude_model.is_some() {
+            self.claude_model = later.claude_model;
         }
         if later.record.is_some() {
             self.record = later.record;
@@ -447,8 +556,8 @@ impl Settings {
         self.env.extend(later.env);
         self.pass_keys_to_tools.extend(later.pass_keys_to_tools);
         self.mcp_servers.extend(later.mcp_servers);
-        if later.hooks.is_some() {
-            self.hooks = later.hooks;
+        if let Some(later) = later.hooks {
+            self.hooks = Some(merge_hooks(self.hooks.take(), later));
         }
         if later.compaction.is_some() {
             self.compaction = later.compaction;
@@ -532,6 +641,24 @@ impl Settings {
     }
 }
 
+/// Hooks of every file run, as in Claude Code: each event's groups of a later file after
+/// those of the earlier ones.
+fn merge_hooks(earlier: Option<serde_json::Value>, later: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    let (Some(Value::Object(mut merged)), Value::Object(later)) = (earlier, later.clone()) else {
+        return later;
+    };
+    for (event, groups) in later {
+        match (merged.get_mut(&event), groups) {
+            (Some(Value::Array(have)), Value::Array(more)) => have.extend(more),
+            (_, groups) => {
+                merged.insert(event, groups);
+            }
+        }
+    }
+    Value::Object(merged)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,7 +725,7 @@ mod tests {
             r#"{"model": "local/qwen3", "providers": {"local": {"kind": "openai-chat", "baseUrl": "http://b", "models": {"qwen3": {"contextWindow": 32768}}}}}"#,
         )
         .unwrap();
-        let s = Settings::load(&user, &project).unwrap();
+        let s = Settings::load(&user, &claude::Places::default(), &project).unwrap();
         assert_eq!(s.model.as_deref(), Some("local/qwen3"));
         let local = &s.providers["local"];
         assert_eq!(local.base_url.as_deref(), Some("http://b"));
@@ -609,9 +736,67 @@ mod tests {
             "{\n  \"model\": 3\n}",
         )
         .unwrap();
-        let err = Settings::load(&user, &project).unwrap_err().to_string();
+        let err = Settings::load(&user, &claude::Places::default(), &project)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("setting.json:2:"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn claude_codes_file_comes_before_steppers_of_its_scope_and_hooks_add_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, cwd) = (dir.path().join("config"), dir.path().join("p"));
+        let claude = claude::Places {
+            user_dir: Some(dir.path().join("home/.claude")),
+            managed_file: Some(dir.path().join("etc/managed-settings.json")),
+        };
+        let order: Vec<(String, Scope)> = Settings::sources(&config, &claude, &cwd)
+            .into_iter()
+            .map(|s| {
+                let shown = s
+                    .path
+                    .strip_prefix(dir.path())
+                    .unwrap()
+                    .display()
+                    .to_string();
+                (shown, s.scope)
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("home/.claude/settings.json".into(), Scope::User),
+                ("config/setting.json".into(), Scope::User),
+                ("p/.claude/settings.json".into(), Scope::Project),
+                ("p/.stepper/setting.json".into(), Scope::Project),
+                ("p/.claude/settings.local.json".into(), Scope::Local),
+                ("p/.stepper/setting.local.json".into(), Scope::Local),
+                ("etc/managed-settings.json".into(), Scope::Managed),
+            ]
+        );
+        std::fs::create_dir_all(cwd.join(".claude")).unwrap();
+        std::fs::create_dir_all(cwd.join(".stepper")).unwrap();
+        let group = |c: &str| serde_json::json!([{"hooks": [{"type": "command", "command": c}]}]);
+        std::fs::write(
+            cwd.join(".claude/settings.json"),
+            serde_json::json!({"model": "sonnet", "hooks": {"Stop": group("a")}}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            cwd.join(".stepper/setting.json"),
+            serde_json::json!({"model": "openai/gpt-5", "hooks": {"Stop": group("b")}}).to_string(),
+        )
+        .unwrap();
+        let (s, ignored) = Settings::load_folder(&config, &claude, &cwd, true).unwrap();
+        assert!(ignored.is_empty());
+        assert_eq!(
+            s.model.as_deref(),
+            Some("openai/gpt-5"),
+            "stepper's file wins"
+        );
+        let stop = s.hooks.unwrap()["Stop"].clone();
+        assert_eq!(stop.as_array().map(Vec::len), Some(2), "both run: {stop}");
     }
 
     fn tempfile_dir() -> PathBuf {

@@ -248,6 +248,8 @@ pub fn narrow(layer: Settings, base: &Settings, file: &str) -> (Settings, Vec<St
     let mut ignored = Vec::new();
     let mut left_out = |what: String| ignored.push(format!("{file}: {what}"));
     let mut kept = Settings {
+        // Anthropic's, where the user's key already goes.
+        claude_model: layer.claude_model,
         memory_max_bytes: layer.memory_max_bytes,
         // Added instructions are like a memory file; replacing stepper's own would drop its
         // safety guidance, so that waits for trust.

@@ -80,6 +80,7 @@ const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
 /// Check the file at `path`; a missing file has no problems.
 pub fn validate_file(path: &Path) -> Vec<Problem> {
     match std::fs::read_to_string(path) {
+        Ok(text) if super::claude::is_claude(path) => super::claude::validate_text(path, &text),
         Ok(text) => validate_text(path, &text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => vec![Problem {
@@ -251,6 +252,7 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
                     ),
                     _ => Some("an object with mode, allow, deny, ask".into()),
                 });
+                check_rules(&mut c, value);
             }
             "env" => {
                 c.typed::<std::collections::BTreeMap<String, String>>(&p("env"), value, &|_| {
@@ -319,6 +321,51 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
         }
     }
     c.problems.sort_by_key(|p| (p.line, p.column));
+    c.problems
+}
+
+/// Rules in `permissions` that do not parse: the gate would skip them, so a deny rule
+/// among them would deny nothing.
+fn check_rules(c: &mut Checker<'_>, permissions: &Value) {
+    for list in ["allow", "ask", "deny"] {
+        let rules = permissions.get(list).and_then(Value::as_array);
+        for (i, rule) in rules.into_iter().flatten().enumerate() {
+            let Some(text) = rule.as_str() else { continue };
+            if let Err(e) = crate::gate::Rule::parse(text, Path::new("/"), None) {
+                let at = ["permissions", list, &i.to_string()].map(String::from);
+                c.at(
+                    &at,
+                    false,
+                    Severity::Error,
+                    e,
+                    Some(format!("this {list} rule is skipped until it is fixed")),
+                );
+            }
+        }
+    }
+}
+
+/// The problems of `permissions`' rules in a file of another shape (Claude Code's settings),
+/// whose plain JSON text is `plain`.
+pub(super) fn rule_problems(file: &Path, plain: &str, permissions: &Value) -> Vec<Problem> {
+    let mut c = Checker {
+        file,
+        positions: Positions::of(plain),
+        problems: Vec::new(),
+    };
+    check_rules(&mut c, permissions);
+    c.problems
+}
+
+/// The problems of `hooks` in a file of another shape (Claude Code's settings), whose plain
+/// JSON text is `plain`: the same checks, at the same spots.
+pub(super) fn hooks_problems(file: &Path, plain: &str, value: &Value) -> Vec<Problem> {
+    let mut c = Checker {
+        file,
+        positions: Positions::of(plain),
+        problems: Vec::new(),
+    };
+    check_hooks(&mut c, value);
     c.problems
 }
 

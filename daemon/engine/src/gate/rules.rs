@@ -1,6 +1,6 @@
-//! Permission rules in Claude Code's syntax: `Bash(npm test:*)` (a prefix of words),
-//! `Bash(git diff)` (exactly), `Read(./src/**)`, `Edit(...)`, `WebFetch(domain:docs.rs)`,
-//! `mcp__server__tool`.
+//! Permission rules in Claude Code's syntax: `Bash(npm test:*)` or `Bash(npm test *)` (a
+//! prefix of words), `Bash(git diff)` (exactly), `Read(./src/**)`, `Edit(...)`,
+//! `WebFetch(domain:docs.rs)`, `mcp__server__tool`.
 
 use std::path::Path;
 
@@ -55,10 +55,20 @@ impl Rule {
         };
         let matcher = match (tool, spec) {
             ("Bash", None | Some("") | Some("*")) => Matcher::AnyBash,
-            ("Bash", Some(spec)) => match spec.strip_suffix(":*") {
-                Some(prefix) => Matcher::BashPrefix(words(prefix)),
-                None => Matcher::BashExact(words(spec)),
-            },
+            // A prefix in either of Claude Code's spellings: `npm test:*` or `npm test *`.
+            ("Bash", Some(spec)) => {
+                match spec.strip_suffix(":*").or_else(|| spec.strip_suffix(" *")) {
+                    Some(prefix) if !prefix.contains('*') => Matcher::BashPrefix(words(prefix)),
+                    None if !spec.contains('*') => Matcher::BashExact(words(spec)),
+                    _ => {
+                        return Err(format!(
+                            "rule {text:?}: a * is taken only at the end of a command, after a \
+                         space (a prefix: \"Bash(git log *)\" or \"Bash(git log:*)\"); stepper \
+                         matches commands by words, not by a pattern inside one"
+                        ));
+                    }
+                }
+            }
             ("Read" | "Edit" | "Write" | "MultiEdit", spec) => {
                 let edit = tool != "Read";
                 let glob = match spec.filter(|s| !s.is_empty()) {

@@ -298,6 +298,7 @@ fn rules_parse_or_say_why() {
     for good in [
         "Bash",
         "Bash(npm test:*)",
+        "Bash(npm test *)",
         "Read(//etc/**)",
         "Edit(~/notes/**)",
         "WebFetch(domain:docs.rs)",
@@ -306,9 +307,20 @@ fn rules_parse_or_say_why() {
     ] {
         assert!(Rule::parse(good, root, None).is_ok(), "{good}");
     }
-    for bad in ["Bash(npm", "Frobnicate(x)", "WebFetch(docs.rs)"] {
+    for bad in [
+        "Bash(npm",
+        "Frobnicate(x)",
+        "WebFetch(docs.rs)",
+        "Bash(git * main)",
+        "Bash(npm run test*)",
+    ] {
         assert!(Rule::parse(bad, root, None).is_err(), "{bad}");
     }
+    // Claude Code's newer prefix spelling denies as its older one does.
+    let spaced = policy(Auto, root, &[], &["Bash(rm -rf *)"], &[]);
+    assert_eq!(kind(&spaced.decide(&sh_in("rm -rf ./build", root))), "deny");
+    assert_eq!(kind(&spaced.decide(&sh_in("rm -rf", root))), "deny");
+    assert_eq!(kind(&spaced.decide(&sh_in("rm -r ./build", root))), "allow");
     let p = policy(
         Default,
         root,

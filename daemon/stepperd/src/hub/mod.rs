@@ -733,11 +733,6 @@ pub(crate) async fn check_model(
         client,
         login: login.as_ref(),
     };
-    let chosen = match requested {
-        Some(model) => model.to_string(),
-        None => deps.providers.default_model(settings, &envs),
-    };
-    let model = ModelRef::parse(&chosen).map_err(|e| HubError::Invalid(e.to_string()))?;
     let user = deps.settings.get(None).await?;
     let cx = stepper_providers::ResolveContext {
         env: &effective,
@@ -745,6 +740,19 @@ pub(crate) async fn check_model(
         user: &user,
         cwd,
     };
+    // Claude Code's model comes next to nothing stepper's files say, when Anthropic is set up.
+    let claude = settings
+        .claude_model
+        .as_deref()
+        .filter(|_| requested.is_none() && settings.model.is_none())
+        .and_then(|m| ModelRef::parse(m).ok())
+        .filter(|m| deps.providers.check(m, &cx).is_ok());
+    let chosen = match (requested, claude) {
+        (Some(model), _) => model.to_string(),
+        (None, Some(claude)) => return Ok(claude),
+        (None, None) => deps.providers.default_model(settings, &envs),
+    };
+    let model = ModelRef::parse(&chosen).map_err(|e| HubError::Invalid(e.to_string()))?;
     match deps.providers.check(&model, &cx) {
         Ok(()) => Ok(model),
         // Nothing asked for a model and nothing is set up: say every way to set one up.

@@ -1,9 +1,9 @@
 //! Settings, loaded once per folder and kept until one of their files changes.
 //!
 //! Every handler and every turn asks here instead of reading `setting.json` files itself. A
-//! lookup stats the files that apply (three at most, and the user's trust decisions) and
-//! reloads only when one of them appeared, went, or changed size, modification time or inode
-//! since the last load. A folder the user has not trusted gets only what its project files
+//! lookup stats the files that apply (stepper's three, Claude Code's four, and the user's
+//! trust decisions) and reloads only when one of them appeared, went, or changed size,
+//! modification time or inode since the last load. A folder the user has not trusted gets only what its project files
 //! narrow (`stepper_engine::config::trust`).
 
 use std::collections::HashMap;
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use stepper_engine::config::trust::{Trust, TrustStore};
-use stepper_engine::config::{ConfigError, Settings};
+use stepper_engine::config::{ConfigError, Settings, claude};
 
 /// Why settings could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -48,16 +48,30 @@ struct Entry {
 /// The merged settings of each folder seen, and the user's alone.
 pub struct SettingsCache {
     config_dir: PathBuf,
+    /// Where Claude Code's own settings are.
+    claude: claude::Places,
     /// By folder; `None` is the user's settings alone.
     entries: Mutex<HashMap<Option<PathBuf>, Arc<Entry>>>,
 }
 
 impl SettingsCache {
+    /// The cache of this machine: its Claude Code settings too.
     pub fn new(config_dir: PathBuf) -> SettingsCache {
+        SettingsCache::with_claude(config_dir, claude::Places::of_this_machine())
+    }
+
+    /// A cache that finds Claude Code's settings at `claude`.
+    pub fn with_claude(config_dir: PathBuf, claude: claude::Places) -> SettingsCache {
         SettingsCache {
             config_dir,
+            claude,
             entries: Mutex::default(),
         }
+    }
+
+    /// The settings files that apply to `cwd`, in merge order.
+    pub fn files(&self, cwd: &Path) -> Vec<PathBuf> {
+        Settings::files(&self.config_dir, &self.claude, cwd)
     }
 
     /// The user's config folder (`setting.json`, `AGENTS.md`, `trust.json`).
@@ -76,13 +90,13 @@ impl SettingsCache {
     }
 
     /// Everything about a folder's settings: what applies, what approves its MCP servers,
-    /// whether it is trusted and what was left out. The files are stat'ed in place (four
+    /// whether it is trusted and what was left out. The files are stat'ed in place (eight
     /// stats); only reading them again goes off the runtime.
     pub async fn folder(&self, cwd: Option<&Path>) -> Result<Arc<Folder>, SettingsError> {
         let key = cwd.map(Path::to_path_buf);
         let mut files = match cwd {
-            Some(cwd) => Settings::files(&self.config_dir, cwd),
-            None => vec![self.config_dir.join("setting.json")],
+            Some(cwd) => self.files(cwd),
+            None => Settings::user_files(&self.config_dir, &self.claude),
         };
         if cwd.is_some() {
             files.push(self.trust_store().path().to_path_buf());
@@ -97,11 +111,11 @@ impl SettingsCache {
         if let Some(entry) = self.entries().get(&key).filter(|e| e.stamps == stamps) {
             return Ok(Arc::clone(&entry.folder));
         }
-        let config_dir = self.config_dir.clone();
+        let (config_dir, claude) = (self.config_dir.clone(), self.claude.clone());
         let entry = tokio::task::spawn_blocking(move || -> Result<Arc<Entry>, ConfigError> {
             let folder = match &key {
                 None => {
-                    let user = Settings::load_user(&config_dir)?;
+                    let user = Settings::load_user(&config_dir, &claude)?;
                     Folder {
                         approvals: user.clone(),
                         settings: Arc::new(user),
@@ -109,7 +123,7 @@ impl SettingsCache {
                         ignored: Vec::new(),
                     }
                 }
-                Some(cwd) => load_folder(&config_dir, cwd)?,
+                Some(cwd) => load_folder(&config_dir, &claude, cwd)?,
             };
             Ok(Arc::new(Entry {
                 stamps,
@@ -131,13 +145,17 @@ impl SettingsCache {
 
 /// A folder's settings under the user's trust decision. A trust file that cannot be read
 /// trusts nothing, and says so.
-fn load_folder(config_dir: &Path, cwd: &Path) -> Result<Folder, ConfigError> {
+fn load_folder(
+    config_dir: &Path,
+    claude: &claude::Places,
+    cwd: &Path,
+) -> Result<Folder, ConfigError> {
     let (trust, problem) = match TrustStore::new(config_dir).trust(cwd) {
         Ok(trust) => (trust, None),
         Err(e) => (Trust::default(), Some(e.to_string())),
     };
-    let (settings, mut ignored) = Settings::load_folder(config_dir, cwd, trust.trusted)?;
-    let approvals = Settings::load_approvals(config_dir, cwd, trust.trusted)?;
+    let (settings, mut ignored) = Settings::load_folder(config_dir, claude, cwd, trust.trusted)?;
+    let approvals = Settings::load_approvals(config_dir, claude, cwd, trust.trusted)?;
     ignored.extend(problem);
     Ok(Folder {
         settings: Arc::new(settings),
@@ -175,7 +193,8 @@ mod tests {
             r#"{"enableAllProjectMcpServers": true}"#,
         )
         .unwrap();
-        let cache = SettingsCache::new(config.path().to_path_buf());
+        let cache =
+            SettingsCache::with_claude(config.path().to_path_buf(), claude::Places::default());
         let here = cache.folder(Some(project.path())).await.unwrap();
         assert!(!here.trust.trusted);
         assert_eq!(
@@ -213,7 +232,8 @@ mod tests {
     async fn a_changed_file_is_read_again_and_an_unchanged_one_is_not() {
         let config = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
-        let cache = SettingsCache::new(config.path().to_path_buf());
+        let cache =
+            SettingsCache::with_claude(config.path().to_path_buf(), claude::Places::default());
         let first = cache.get(Some(project.path())).await.unwrap();
         assert_eq!(first.model, None);
         let again = cache.get(Some(project.path())).await.unwrap();

@@ -87,7 +87,17 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     });
 
     register::<ConfigValidate, _, _>(m, |conn, p| async move {
-        let files = Settings::files(&conn.daemon.places.config_dir, Path::new(&p.cwd));
+        // stepper's files whether or not they exist (where one would go); Claude Code's when
+        // there is one, since a user of stepper alone has none.
+        let files: Vec<_> = conn
+            .daemon
+            .hub
+            .deps()
+            .settings
+            .files(Path::new(&p.cwd))
+            .into_iter()
+            .filter(|f| !stepper_engine::config::claude::is_claude(f) || f.exists())
+            .collect();
         let checked = files.clone();
         let problems = tokio::task::spawn_blocking(move || {
             checked
@@ -120,7 +130,12 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             conn.daemon.places.config_dir.clone(),
         );
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let settings_files = files.clone();
+        // Claude Code's settings name no MCP servers: `.mcp.json` is checked below.
+        let settings_files: Vec<_> = files
+            .iter()
+            .filter(|f| !stepper_engine::config::claude::is_claude(f))
+            .cloned()
+            .collect();
         // Settings that do not load are reported above; the models are then checked against
         // the conventional providers alone.
         let settings = conn
