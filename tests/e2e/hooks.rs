@@ -338,3 +338,53 @@ fn session_end_hooks_run_when_a_session_is_deleted() {
     assert_eq!(input["session_id"], id.as_str());
     assert_eq!(input["reason"], "other");
 }
+
+/// `PostToolUse` hooks get `tool_response` in Claude Code's shape: an object with `stdout`
+/// for Bash, `filePath` for the file tools — what hooks written for Claude Code read.
+#[test]
+fn post_tool_use_hooks_get_claude_codes_tool_response() {
+    let env = TestEnv::new();
+    let seen = env.project.path().join("seen");
+    setup(
+        &env,
+        &[(
+            "record.sh",
+            &format!("cat >> {}; echo >> {}", seen.display(), seen.display()),
+        )],
+        json!({"PostToolUse": [{"matcher": "Bash|Write", "hooks": [hook("record.sh")]}]}),
+    );
+    env.fake.push(Reply::Sse(tool_use_stream(&[
+        ("t1", "bash", json!({"command": "echo FROM-BASH"})),
+        (
+            "t2",
+            "write",
+            json!({"path": "notes.txt", "content": "NOTE\n"}),
+        ),
+    ])));
+    env.fake.push(Reply::text(&["done"]));
+    ask(&env, &["--yes", "do two things"]);
+    let inputs: Vec<Value> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let bash = inputs
+        .iter()
+        .find(|i| i["tool_name"] == "Bash")
+        .expect("the Bash call's hook input");
+    assert!(
+        bash["tool_response"]["stdout"]
+            .as_str()
+            .is_some_and(|s| s.contains("FROM-BASH")),
+        "{bash}"
+    );
+    assert_eq!(bash["tool_response"]["interrupted"], false);
+    let write = inputs
+        .iter()
+        .find(|i| i["tool_name"] == "Write")
+        .expect("the Write call's hook input");
+    let path = write["tool_response"]["filePath"].as_str().unwrap_or("");
+    assert!(path.ends_with("notes.txt"), "{write}");
+    assert_eq!(write["tool_response"]["content"], "NOTE\n");
+}

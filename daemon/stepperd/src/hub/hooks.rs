@@ -551,13 +551,14 @@ impl TurnHooks for SessionHooks {
                 return None;
             }
             let name = claude_name(tool);
+            let claude = claude_input(tool, input, &self.runner.cwd);
             let mut fields = json!({
                 "tool_name": name,
-                "tool_input": claude_input(tool, input, &self.runner.cwd),
+                "tool_input": claude,
                 "tool_use_id": call_id,
             });
             if ok {
-                fields["tool_response"] = json!(output);
+                fields["tool_response"] = claude_response(tool, &claude, output);
             } else {
                 fields["error"] = json!(output);
             }
@@ -634,6 +635,45 @@ pub fn claude_name(tool: &str) -> String {
 
 /// A call's input as Claude Code spells it: its file tools take an absolute `file_path`; a
 /// patch gives its first file there and every file in `file_paths`.
+/// A tool's result as Claude Code gives it to `PostToolUse` hooks (`tool_response`): an
+/// object for Bash (`stdout`, `stderr`, `interrupted`), the file tools (`filePath`, and what
+/// was written or read), text for the rest. `claude_input` is the call's input in Claude
+/// Code's shape.
+fn claude_response(tool: &str, claude_input: &Value, output: &str) -> Value {
+    let file_path = claude_input
+        .get("file_path")
+        .cloned()
+        .unwrap_or(Value::Null);
+    match tool {
+        "bash" => json!({
+            "stdout": output,
+            "stderr": "",
+            "interrupted": false,
+            "isImage": false,
+        }),
+        "read" => json!({
+            "type": "text",
+            "file": {"filePath": file_path, "content": output},
+        }),
+        "write" => json!({
+            "type": "update",
+            "filePath": file_path,
+            "content": claude_input.get("content").cloned().unwrap_or(Value::Null),
+        }),
+        "edit" => json!({
+            "filePath": file_path,
+            "oldString": claude_input.get("old_string").cloned().unwrap_or(Value::Null),
+            "newString": claude_input.get("new_string").cloned().unwrap_or(Value::Null),
+            "replaceAll": claude_input.get("replace_all").cloned().unwrap_or(json!(false)),
+        }),
+        "multi_edit" => json!({
+            "filePath": file_path,
+            "edits": claude_input.get("edits").cloned().unwrap_or(Value::Null),
+        }),
+        _ => json!(output),
+    }
+}
+
 fn claude_input(tool: &str, input: &Value, cwd: &std::path::Path) -> Value {
     let mut input = input.clone();
     if matches!(tool, "read" | "write" | "edit" | "multi_edit")
