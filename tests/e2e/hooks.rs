@@ -388,3 +388,22 @@ fn post_tool_use_hooks_get_claude_codes_tool_response() {
     assert!(path.ends_with("notes.txt"), "{write}");
     assert_eq!(write["tool_response"]["content"], "NOTE\n");
 }
+
+/// `Stop` hooks get the reply the turn ends on as `last_assistant_message`, as Claude Code
+/// gives it.
+#[test]
+fn stop_hooks_get_the_last_assistant_message() {
+    let env = TestEnv::new();
+    let seen = env.project.path().join("stop.json");
+    setup(
+        &env,
+        &[("stop.sh", &format!("cat > {}", seen.display()))],
+        json!({"Stop": [{"hooks": [hook("stop.sh")]}]}),
+    );
+    env.fake.push(Reply::text(&["all ", "done here"]));
+    ask(&env, &["finish up"]);
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "Stop");
+    assert_eq!(input["stop_hook_active"], false);
+    assert_eq!(input["last_assistant_message"], "all done here");
+}

@@ -598,16 +598,19 @@ impl TurnHooks for SessionHooks {
     fn before_stop<'a>(
         &'a self,
         active: bool,
-        _last_text: &'a str,
+        last_text: &'a str,
     ) -> BoxFuture<'a, Option<String>> {
         Box::pin(async move {
             if !self.runner.set.has(self.stop_event) {
                 return None;
             }
-            let results = self
-                .runner
-                .run(self.stop_event, None, json!({"stop_hook_active": active}))
-                .await;
+            // As Claude Code gives it: the reply the model ends on, so a hook need not dig
+            // it out of the transcript.
+            let input = json!({
+                "stop_hook_active": active,
+                "last_assistant_message": self.runner.redactor.redact(last_text),
+            });
+            let results = self.runner.run(self.stop_event, None, input).await;
             results.iter().find_map(|r| {
                 if r.blocks() {
                     Some(r.reason())
