@@ -407,3 +407,68 @@ fn stop_hooks_get_the_last_assistant_message() {
     assert_eq!(input["stop_hook_active"], false);
     assert_eq!(input["last_assistant_message"], "all done here");
 }
+
+/// `transcript_path` is the session's transcript in Claude Code's format: when the `Stop`
+/// hook runs it already holds the turn's prompt and reply, one JSON object a line chained by
+/// `parentUuid`; deleting the session removes it.
+#[test]
+fn hooks_get_a_transcript_in_claude_codes_format() {
+    let env = TestEnv::new();
+    let seen = env.project.path().join("stop.json");
+    let copy = env.project.path().join("copy.jsonl");
+    setup(
+        &env,
+        &[(
+            "stop.sh",
+            &format!(
+                r#"input=$(cat)
+printf '%s' "$input" > {}
+path=$(printf '%s' "$input" | sed 's/.*"transcript_path":"\([^"]*\)".*/\1/')
+cp "$path" {}"#,
+                seen.display(),
+                copy.display()
+            ),
+        )],
+        json!({"Stop": [{"hooks": [hook("stop.sh")]}]}),
+    );
+    env.fake.push(Reply::text(&["the answer ", "is 42"]));
+    let (_, events) = ask(&env, &["what is the answer?"]);
+    let id = events[0].session_id.to_string();
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    let path = std::path::PathBuf::from(input["transcript_path"].as_str().unwrap());
+    assert!(path.is_absolute() && path.exists(), "{input}");
+    assert!(path.ends_with(format!("transcripts/{id}.jsonl")), "{input}");
+    let lines: Vec<Value> = std::fs::read_to_string(&copy)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    let (user, assistant) = (&lines[0], &lines[1]);
+    assert_eq!(user["type"], "user");
+    assert_eq!(user["message"]["role"], "user");
+    assert_eq!(user["message"]["content"], "what is the answer?");
+    assert_eq!(user["sessionId"], id.as_str());
+    assert_eq!(assistant["type"], "assistant");
+    assert_eq!(assistant["message"]["role"], "assistant");
+    assert_eq!(assistant["message"]["content"][0]["type"], "text");
+    assert_eq!(
+        assistant["message"]["content"][0]["text"],
+        "the answer is 42"
+    );
+    assert_eq!(assistant["parentUuid"], user["uuid"]);
+    for line in &lines {
+        assert!(
+            line["uuid"].is_string() && line["timestamp"].is_string(),
+            "{line}"
+        );
+        assert_eq!(line["cwd"], input["cwd"]);
+    }
+    let out = env.run(&["sessions", "rm", &id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!path.exists(), "a deleted session's transcript stays");
+}

@@ -122,6 +122,7 @@ pub async fn run(places: Places, lock: DataDirLock) -> anyhow::Result<()> {
             places.config_dir.clone(),
         )),
         mcp: std::sync::Arc::clone(&mcp),
+        transcripts: crate::hub::transcript::Transcripts::new(places.data_dir.join("transcripts")),
     });
     // Children a crashed daemon left running go first: a recovered turn must not meet them.
     let registry = places.data_dir.join("children");

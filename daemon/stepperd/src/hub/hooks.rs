@@ -242,6 +242,8 @@ impl HookResult {
 pub struct HookRunner {
     pub set: Arc<HookSet>,
     pub session_id: String,
+    /// The session's transcript in Claude Code's format (`transcript_path`).
+    pub transcript: PathBuf,
     pub cwd: PathBuf,
     pub env: Env,
     pub mode: PermissionMode,
@@ -259,6 +261,7 @@ impl HookRunner {
         HookRunner {
             set: Arc::clone(&self.set),
             session_id: self.session_id.clone(),
+            transcript: self.transcript.clone(),
             cwd: self.cwd.clone(),
             env: self.env.clone(),
             mode: self.mode,
@@ -278,10 +281,17 @@ impl HookRunner {
         }
         if let Some(fields) = input.as_object_mut() {
             fields.insert("session_id".into(), json!(self.session_id));
-            fields.insert("transcript_path".into(), json!(""));
+            fields.insert(
+                "transcript_path".into(),
+                json!(self.transcript.display().to_string()),
+            );
             fields.insert("cwd".into(), json!(self.cwd.display().to_string()));
             fields.insert("permission_mode".into(), json!(claude_mode(self.mode)));
             fields.insert("hook_event_name".into(), json!(event));
+        }
+        // What the turn said so far is in the transcript before a hook reads it.
+        if let Err(e) = self.log.flush().await {
+            tracing::warn!(session = %self.session_id, error = %e, "the transcript may lag behind the hook");
         }
         let stdin = input.to_string();
         let runs = handlers.iter().map(|h| self.run_one(event, h, &stdin));

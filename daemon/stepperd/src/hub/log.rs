@@ -16,6 +16,8 @@ use stepper_store::{ContextRows, Encoded, Store, now_ms};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::task::TaskTracker;
 
+use super::transcript::TranscriptWriter;
+
 /// Events waiting for the writer. When full, `append` waits: a producer that outruns the
 /// disk slows down rather than lose events or grow without bound.
 const QUEUE: usize = 4096;
@@ -104,6 +106,17 @@ impl EventLog {
     /// Start the writer of `session_id`, whose last committed seq is `last_seq`. The writer
     /// ends when every handle is dropped, after committing what was queued.
     pub fn spawn(store: Store, session_id: String, last_seq: u64, tasks: &TaskTracker) -> EventLog {
+        EventLog::spawn_with(store, session_id, last_seq, tasks, None)
+    }
+
+    /// [`EventLog::spawn`], its committed events also written to the session's transcript.
+    pub fn spawn_with(
+        store: Store,
+        session_id: String,
+        last_seq: u64,
+        tasks: &TaskTracker,
+        transcript: Option<TranscriptWriter>,
+    ) -> EventLog {
         let (queue, rx) = mpsc::channel(QUEUE);
         let (live, _) = broadcast::channel(LIVE_BUFFER);
         let (trouble_tx, trouble) = watch::channel(None);
@@ -118,6 +131,7 @@ impl EventLog {
             pause: FIRST_RETRY_PAUSE,
             next_try: tokio::time::Instant::now(),
             outstanding: Arc::clone(&outstanding),
+            transcript,
         };
         tasks.spawn(writer.run(rx));
         EventLog {
@@ -269,6 +283,8 @@ struct Writer {
     pause: Duration,
     next_try: tokio::time::Instant,
     outstanding: Arc<AtomicUsize>,
+    /// The session's transcript for hooks, written after each commit.
+    transcript: Option<TranscriptWriter>,
 }
 
 impl Writer {
@@ -427,6 +443,11 @@ impl Writer {
         match self.store_with_retries(&events, &contexts, attempts).await {
             Ok(()) => {
                 self.last_seq += events.len() as u64;
+                // Before anyone hears of them: a client that saw a turn end, or a hook run
+                // after a flush, finds the transcript holding it.
+                if let Some(transcript) = self.transcript.as_mut() {
+                    transcript.record(events.iter().map(|e| &e.envelope)).await;
+                }
                 let committed_at = Instant::now();
                 for (event, raw) in events.iter().zip(raws) {
                     // No receivers is fine: nobody is watching this session right now.

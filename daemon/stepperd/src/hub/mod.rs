@@ -25,6 +25,7 @@ pub mod replay;
 pub mod sandbox;
 pub mod session;
 pub mod settings;
+pub mod transcript;
 pub mod trust;
 pub mod turn;
 pub(crate) mod worktree;
@@ -126,6 +127,8 @@ pub struct HubDeps {
     pub extensions: Arc<extensions::ExtensionsCache>,
     /// MCP servers, shared by the sessions of a folder.
     pub mcp: Arc<mcp::McpPool>,
+    /// Each session's transcript in Claude Code's format, for hooks (`transcript_path`).
+    pub transcripts: transcript::Transcripts,
 }
 
 /// A session to create, as a client asks for it.
@@ -396,6 +399,7 @@ impl Hub {
         self.forget(id);
         drop(session);
         self.deps.store.delete_session(id).await?;
+        self.deps.transcripts.remove(id).await;
         Ok(())
     }
 
@@ -413,6 +417,7 @@ impl Hub {
         let runner = hooks::HookRunner {
             set: Arc::new(set),
             session_id: id.to_string(),
+            transcript: self.deps.transcripts.path(id),
             cwd,
             env: env::tool_env(&session_env, &settings),
             mode: mode.unwrap_or_else(|| settings.mode()),

@@ -128,11 +128,12 @@ impl LiveSession {
         first: Option<(String, String)>,
         deps: &HubDeps,
     ) -> Arc<LiveSession> {
-        let log = EventLog::spawn(
+        let log = EventLog::spawn_with(
             deps.store.clone(),
             info.id.clone(),
             info.last_seq,
             &deps.tasks,
+            Some(deps.transcripts.writer(&info.id, &info.cwd)),
         );
         let (inputs, rx) = mpsc::channel(INPUT_QUEUE);
         let queued = AtomicUsize::new(0);

@@ -195,6 +195,7 @@ impl LiveSession {
                     Arc::new(HookRunner {
                         set: Arc::clone(&hook_set),
                         session_id: self.id.clone(),
+                        transcript: deps.transcripts.path(&self.id),
                         cwd: cwd.clone(),
                         env: env.clone(),
                         mode,
