@@ -306,37 +306,60 @@ async fn an_interrupt_stops_a_running_hook() {
     assert!(!env.project.path().join("never.txt").exists());
 }
 
+/// `SessionEnd` hooks run when `stepper ask` ends its use of a session (`reason: other`, as
+/// for `claude -p`), once per use, and when the session is deleted.
 #[test]
-fn session_end_hooks_run_when_a_session_is_deleted() {
+fn session_end_hooks_run_when_an_ask_ends_and_when_a_session_is_deleted() {
     let env = TestEnv::new();
+    let ended = env.project.path().join("ended.jsonl");
     setup(
         &env,
-        &[("ended.sh", "cat > \"$CLAUDE_PROJECT_DIR/ended.json\"")],
+        &[(
+            "ended.sh",
+            "cat >> \"$CLAUDE_PROJECT_DIR/ended.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/ended.jsonl\"",
+        )],
         json!({"SessionEnd": [{"hooks": [hook("ended.sh")]}]}),
     );
+    let inputs = || -> Vec<Value> {
+        std::fs::read_to_string(&ended)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let wait_for = |n: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while inputs().len() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{n} SessionEnd runs expected: {:#?}\n{}",
+                inputs(),
+                env.daemon_log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
     env.fake.push(Reply::text(&["hi"]));
-    let out = env.run(&["ask", "--format", "json", "hello"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let ended = env.project.path().join("ended.json");
-    assert!(!ended.exists(), "a session that goes on has not ended");
+    let (_, events) = ask(&env, &["hello"]);
+    let id = events[0].session_id.to_string();
+    wait_for(1);
+    env.fake.push(Reply::text(&["again"]));
+    ask(&env, &["--session", &id, "more"]);
+    wait_for(2);
     let out = env.run(&["sessions", "rm", &id]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let input: Value = serde_json::from_str(&std::fs::read_to_string(&ended).unwrap()).unwrap();
-    assert_eq!(input["hook_event_name"], "SessionEnd");
-    assert_eq!(input["session_id"], id.as_str());
-    assert_eq!(input["reason"], "other");
+    let inputs = inputs();
+    assert_eq!(inputs.len(), 3, "two uses and a deletion: {inputs:#?}");
+    for input in &inputs {
+        assert_eq!(input["hook_event_name"], "SessionEnd");
+        assert_eq!(input["session_id"], id.as_str());
+        assert_eq!(input["reason"], "other");
+    }
 }
 
 /// `PostToolUse` hooks get `tool_response` in Claude Code's shape: an object with `stdout`

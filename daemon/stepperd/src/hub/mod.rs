@@ -393,7 +393,7 @@ impl Hub {
                 then: "delete it",
             });
         }
-        self.session_end_hooks(id, &session).await;
+        self.session_end_hooks(id, &session, "other").await;
         // Its subscriptions end and its queued inputs are dropped, before its rows go.
         session.end();
         self.forget(id);
@@ -403,8 +403,18 @@ impl Hub {
         Ok(())
     }
 
-    /// The user's `SessionEnd` hooks, for a session about to be deleted (`reason`: `other`).
-    async fn session_end_hooks(&self, id: &str, session: &LiveSession) {
+    /// A client's use of a session ended (`stepper ask` done, a TUI left): its
+    /// `SessionEnd` hooks run, with `reason` as Claude Code names it. A session deleted
+    /// meanwhile had them already.
+    pub async fn use_ended(&self, id: &str, reason: &str) {
+        if let Ok(session) = self.get(id).await {
+            self.session_end_hooks(id, &session, reason).await;
+        }
+    }
+
+    /// The user's `SessionEnd` hooks: a client's use ended, or the session is about to be
+    /// deleted (`reason`: `other`).
+    async fn session_end_hooks(&self, id: &str, session: &LiveSession, reason: &str) {
         let cwd = session.cwd();
         let Ok(settings) = self.deps.settings.get(Some(&cwd)).await else {
             return;
@@ -429,8 +439,8 @@ impl Hub {
         runner
             .run(
                 "SessionEnd",
-                Some("other"),
-                serde_json::json!({"reason": "other"}),
+                Some(reason),
+                serde_json::json!({"reason": reason}),
             )
             .await;
     }

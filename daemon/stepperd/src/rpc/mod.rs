@@ -33,6 +33,65 @@ pub struct Conn {
     initialized: AtomicBool,
     client: Mutex<Option<ClientInfo>>,
     peer_pid: Option<u32>,
+    /// The sessions this connection followed, for their `SessionEnd` hooks when it closes.
+    uses: Uses,
+}
+
+/// The connection closed (its methods and its last subscription are gone): the client's
+/// use of the sessions it followed ended — `stepper ask` done, a TUI quit or detached. A
+/// daemon stopping ends nobody's: its clients come back to the next one.
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let ended = self.uses.ended();
+        if ended.is_empty() || self.daemon.shutdown.is_cancelled() {
+            return;
+        }
+        // Dropped by the connection's task, on the runtime; anywhere else there is nothing
+        // left to run hooks on.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let daemon = Arc::clone(&self.daemon);
+        let tasks = daemon.hub.deps().tasks.clone();
+        tasks.spawn_on(
+            async move {
+                for (id, reason) in ended {
+                    daemon.hub.use_ended(&id, reason).await;
+                }
+            },
+            &runtime,
+        );
+    }
+}
+
+/// The sessions one connection followed (`session/subscribe`), each once however often it
+/// subscribed again, with what kind of client followed it.
+#[derive(Default)]
+struct Uses(Mutex<std::collections::BTreeMap<String, ClientKind>>);
+
+impl Uses {
+    fn add(&self, session_id: &str, kind: ClientKind) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session_id.to_string(), kind);
+    }
+
+    /// The sessions followed, each with the `reason` Claude Code gives its `SessionEnd`
+    /// hooks: `prompt_input_exit` when a TUI leaves (the user quit at the prompt),
+    /// `other` for the rest (`stepper ask` ending, as `claude -p` does).
+    fn ended(&self) -> Vec<(String, &'static str)> {
+        let uses = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        uses.into_iter()
+            .map(|(id, kind)| {
+                let reason = match kind {
+                    ClientKind::Tui => "prompt_input_exit",
+                    ClientKind::Cli | ClientKind::Other => "other",
+                };
+                (id, reason)
+            })
+            .collect()
+    }
 }
 
 impl Conn {
@@ -139,12 +198,14 @@ pub fn refused(why: String) -> RpcModule<String> {
 }
 
 /// The methods of one connection.
+/// The methods of one connection.
 pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
     let conn = Conn {
         daemon,
         initialized: AtomicBool::new(false),
         client: Mutex::new(None),
         peer_pid,
+        uses: Uses::default(),
     };
     let mut m = RpcModule::new(conn);
     daemon::register_all(&mut m);

@@ -71,7 +71,9 @@ async fn subscribe(
     let store = conn.daemon.hub.deps().store.clone();
     // Listed as attached before the call returns: a client that subscribed and then asks
     // `session/clients` finds itself.
-    let attached = session.attach(conn.attached_client()).await;
+    let client = conn.attached_client();
+    conn.uses.add(&p.session_id, client.kind);
+    let attached = session.attach(client).await;
     let Ok(sink) = pending.accept().await else {
         session.detach(attached).await;
         return Ok(());
