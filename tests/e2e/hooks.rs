@@ -495,3 +495,52 @@ cp "$path" {}"#,
     );
     assert!(!path.exists(), "a deleted session's transcript stays");
 }
+
+/// The TUI leaving a session (Ctrl-D, `/exit`, `/detach`) ends its use: `SessionEnd` runs
+/// once, with `reason: prompt_input_exit` as when a Claude Code user quits at the prompt.
+#[test]
+fn session_end_hooks_run_when_the_tui_detaches() {
+    if !stepper_e2e::Tmux::available() {
+        return;
+    }
+    let env = TestEnv::new();
+    let ended = env.project.path().join("ended.jsonl");
+    setup(
+        &env,
+        &[(
+            "ended.sh",
+            "cat >> \"$CLAUDE_PROJECT_DIR/ended.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/ended.jsonl\"",
+        )],
+        json!({"SessionEnd": [{"hooks": [hook("ended.sh")]}]}),
+    );
+    env.start_daemon();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let id = runtime.block_on(async { env.create_session(&env.client().await, None).await });
+    let tmux = stepper_e2e::Tmux::new(&env);
+    let pane = tmux.shell();
+    pane.run(&format!("stepper attach {id}; echo \"attach exited $?\""));
+    let short = stepper_protocol::session::short_ids(&[&id]);
+    let status = format!(" · {} · ", short[0]);
+    pane.wait_for_history("the TUI's status line", |h| h.contains(&status));
+    pane.press("C-d");
+    pane.wait_for_text("attach exited 0");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let input: Value = loop {
+        let text = std::fs::read_to_string(&ended).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| !l.trim().is_empty()) {
+            break serde_json::from_str(line).unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no SessionEnd after the TUI left\n{}",
+            env.daemon_log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(input["hook_event_name"], "SessionEnd");
+    assert_eq!(input["session_id"], id.as_str());
+    assert_eq!(input["reason"], "prompt_input_exit");
+}
