@@ -544,3 +544,54 @@ fn session_end_hooks_run_when_the_tui_detaches() {
     assert_eq!(input["session_id"], id.as_str());
     assert_eq!(input["reason"], "prompt_input_exit");
 }
+
+/// `continue: false` from a `PostToolUse` hook ends the turn after the call, its
+/// `stopReason` said to the user, with no further model call; from a `Stop` hook it wins
+/// over a `decision: block` of another — as Claude Code does.
+#[test]
+fn continue_false_ends_the_turn_after_a_tool_and_wins_at_stop() {
+    let env = TestEnv::new();
+    setup(
+        &env,
+        &[
+            (
+                "halt.sh",
+                r#"cat > /dev/null; echo '{"continue": false, "stopReason": "the build is red, look first"}'"#,
+            ),
+            (
+                "again.sh",
+                r#"cat > /dev/null; echo '{"decision": "block", "reason": "keep going"}'"#,
+            ),
+        ],
+        json!({
+            "PostToolUse": [{"matcher": "Bash", "hooks": [hook("halt.sh")]}],
+            "Stop": [{"hooks": [hook("again.sh"), hook("halt.sh")]}],
+        }),
+    );
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "echo built"}),
+    )])));
+    let (_, events) = ask(&env, &["--yes", "build it"]);
+    assert_eq!(env.fake.requests().len(), 1, "no model call after the hook");
+    assert!(
+        events.iter().any(|e| matches!(
+            &e.event,
+            AppEvent::Notice { message } if message.contains("the build is red, look first")
+        )),
+        "{events:#?}"
+    );
+
+    // A turn that ends on its own: the Stop hook that says stop wins over the one that
+    // says go on.
+    env.fake.push(Reply::text(&["finished"]));
+    env.fake.push(Reply::text(&["kept going"]));
+    let id = events[0].session_id.to_string();
+    ask(&env, &["--session", &id, "and now?"]);
+    assert_eq!(
+        env.fake.requests().len(),
+        2,
+        "one more call, not a kept-going one"
+    );
+}

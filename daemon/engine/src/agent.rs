@@ -773,16 +773,25 @@ impl AgentLoop {
                     ),
                 };
                 let mut content = self.redactor.redact(&content);
-                // PostToolUse hooks see what the model would, and may add to it.
+                // PostToolUse hooks see what the model would, may add to it, and may end the
+                // turn after this step.
                 if let Some(hooks) = &self.hooks
                     && status != ToolCallStatus::Denied
                     && status != ToolCallStatus::Cancelled
-                    && let Some(feedback) = hooks
-                        .after_tool(&id, &name, &input, &content, !is_error)
-                        .await
                 {
-                    content.push_str("\n\n");
-                    content.push_str(&self.redactor.redact(&feedback));
+                    let after = hooks
+                        .after_tool(&id, &name, &input, &content, !is_error)
+                        .await;
+                    if let Some(feedback) = after.feedback {
+                        content.push_str("\n\n");
+                        content.push_str(&self.redactor.redact(&feedback));
+                    }
+                    if let Some(reason) = after.stop {
+                        stopping
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(reason);
+                    }
                 }
                 let todos = details.todos.take();
                 sink.emit(AppEvent::ToolCallFinished {

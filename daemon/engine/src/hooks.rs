@@ -77,6 +77,15 @@ impl BeforeTool {
     };
 }
 
+/// After a tool call ran.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AfterTool {
+    /// Added to what the model reads of the result.
+    pub feedback: Option<String>,
+    /// End the turn after this step (`continue: false`); the reason is said to the user.
+    pub stop: Option<String>,
+}
+
 pub trait TurnHooks: Send + Sync {
     /// `tool` is about to run with `input` (the names are stepper's: `bash`, `edit`, …).
     fn before_tool<'a>(
@@ -86,8 +95,8 @@ pub trait TurnHooks: Send + Sync {
         input: &'a serde_json::Value,
     ) -> BoxFuture<'a, BeforeTool>;
 
-    /// `tool` ran (`ok`: it succeeded) and gave `output`; what is returned is added to what
-    /// the model reads of it.
+    /// `tool` ran (`ok`: it succeeded) and gave `output`: what to add to what the model
+    /// reads of it, and whether the turn ends after this step.
     fn after_tool<'a>(
         &'a self,
         call_id: &'a str,
@@ -95,7 +104,7 @@ pub trait TurnHooks: Send + Sync {
         input: &'a serde_json::Value,
         output: &'a str,
         ok: bool,
-    ) -> BoxFuture<'a, Option<String>>;
+    ) -> BoxFuture<'a, AfterTool>;
 
     /// The model is done; `Some(reason)` keeps the turn going with the reason as the user's
     /// words. `active`: a hook already kept it going once in this turn.

@@ -21,7 +21,7 @@ use stepper_engine::dialect::ToolDialect;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use stepper_engine::hooks::{BeforeTool, GateHint, TurnHooks};
+use stepper_engine::hooks::{AfterTool, BeforeTool, GateHint, TurnHooks};
 use stepper_engine::redact::Redactor;
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, PermissionMode};
@@ -550,7 +550,7 @@ impl TurnHooks for SessionHooks {
         input: &'a Value,
         output: &'a str,
         ok: bool,
-    ) -> BoxFuture<'a, Option<String>> {
+    ) -> BoxFuture<'a, AfterTool> {
         Box::pin(async move {
             let event = if ok {
                 "PostToolUse"
@@ -558,7 +558,7 @@ impl TurnHooks for SessionHooks {
                 "PostToolUseFailure"
             };
             if !self.runner.set.has(event) {
-                return None;
+                return AfterTool::default();
             }
             let name = claude_name(tool);
             let claude = claude_input(tool, input, &self.runner.cwd);
@@ -583,7 +583,11 @@ impl TurnHooks for SessionHooks {
                     }
                 })
                 .collect();
-            (!said.is_empty()).then(|| format!("[hook] {}", said.join("\n")))
+            AfterTool {
+                feedback: (!said.is_empty()).then(|| format!("[hook] {}", said.join("\n"))),
+                // `continue: false`: the turn ends after this step, as Claude Code stops.
+                stop: results.iter().find_map(HookResult::stops),
+            }
         })
     }
 
@@ -621,6 +625,10 @@ impl TurnHooks for SessionHooks {
                 "last_assistant_message": self.runner.redactor.redact(last_text),
             });
             let results = self.runner.run(self.stop_event, None, input).await;
+            // `continue: false` wins over any `decision: block`: the turn stops.
+            if results.iter().any(|r| r.stops().is_some()) {
+                return None;
+            }
             results.iter().find_map(|r| {
                 if r.blocks() {
                     Some(r.reason())
