@@ -595,3 +595,33 @@ fn continue_false_ends_the_turn_after_a_tool_and_wins_at_stop() {
         "one more call, not a kept-going one"
     );
 }
+
+/// Claude Code's `Setup` event (fired only by `claude --init`/`--maintenance`) is accepted:
+/// a session in the folder runs without a notice and without running it, and
+/// `config --validate` warns that it never runs, saying what to use instead.
+#[test]
+fn setup_hooks_are_accepted_and_config_validate_says_they_never_run() {
+    let env = TestEnv::new();
+    let marker = env.project.path().join("set-up");
+    setup(
+        &env,
+        &[("setup.sh", &format!("cat > {}", marker.display()))],
+        json!({"Setup": [{"matcher": "init", "hooks": [hook("setup.sh")]}]}),
+    );
+    env.fake.push(Reply::text(&["hi"]));
+    let (_, events) = ask(&env, &["hello"]);
+    assert!(
+        !events.iter().any(|e| matches!(&e.event,
+            AppEvent::Notice { message } if message.contains("Setup"))),
+        "{events:#?}"
+    );
+    assert!(!marker.exists(), "Setup never fires in a session");
+    let out = env.run(&["config", "--validate"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "a warning alone passes: {said}");
+    assert!(
+        said.contains("warning: Setup hooks are accepted and never run"),
+        "{said}"
+    );
+    assert!(said.contains("SessionStart"), "{said}");
+}

@@ -21,6 +21,22 @@ pub const EVENTS: &[&str] = &[
     "SessionEnd",
 ];
 
+/// Claude Code's events stepper accepts in settings and never fires, each with why and
+/// what to do instead: a repository's settings that have them load as they are.
+pub const NOT_FIRED: &[(&str, &str)] = &[(
+    "Setup",
+    "Claude Code fires it only for `claude --init` and `--maintenance`, which stepper has no \
+     counterpart of; to set a project up at each session's start, use SessionStart with the \
+     matcher \"startup\"",
+)];
+
+/// Why `event` is accepted and not run, if it is one of [`NOT_FIRED`].
+pub fn not_fired(event: &str) -> Option<&'static str> {
+    NOT_FIRED
+        .iter()
+        .find_map(|(name, why)| (*name == event).then_some(*why))
+}
+
 /// A matcher as Claude Code reads it: empty or `*` (everything), tool names joined by `|`,
 /// or else a regex over the whole name.
 pub fn matcher_regex(text: &str) -> Result<Option<regex::Regex>, String> {

@@ -384,6 +384,16 @@ fn check_hooks(c: &mut Checker<'_>, value: &Value) {
         return;
     };
     for (event, groups) in events {
+        if let Some(why) = crate::hooks::not_fired(event) {
+            c.at(
+                &at(&["hooks", event]),
+                true,
+                Severity::Warning,
+                format!("{event} hooks are accepted and never run"),
+                Some(why.to_string()),
+            );
+            continue;
+        }
         if !crate::hooks::EVENTS.contains(&event.as_str()) {
             c.at(
                 &at(&["hooks", event]),

@@ -95,6 +95,11 @@ impl HookSet {
             return set;
         };
         for (event, groups) in events {
+            // Accepted, never fired (`config --validate` says why): no notice every turn
+            // for what Claude Code would not run in a session either.
+            if stepper_engine::hooks::not_fired(event).is_some() {
+                continue;
+            }
             if !EVENTS.contains(&event.as_str()) {
                 set.problems.push(format!(
                     "hooks: {event:?} is not a hook event; the events are {}",
