@@ -72,6 +72,11 @@ impl TranscriptWriter {
     /// Append what of `events` a transcript holds. A failure is logged and the rest of the
     /// session goes on: hooks then read what was written before.
     pub async fn record<'a>(&mut self, events: impl Iterator<Item = &'a EventEnvelope>) {
+        if !self.resumed {
+            // The line the first one follows: the last an earlier daemon wrote, if any.
+            self.resumed = true;
+            self.last_uuid = last_uuid(&self.path).await;
+        }
         let mut text = String::new();
         for envelope in events {
             if let Some(line) = self.line(envelope) {
@@ -151,8 +156,7 @@ impl TranscriptWriter {
             _ => return None,
         };
         let uuid = uuid::Uuid::now_v7().to_string();
-        let parent = self.parent();
-        self.last_uuid = Some(uuid.clone());
+        let parent = self.last_uuid.replace(uuid.clone());
         let timestamp = chrono::DateTime::from_timestamp_millis(envelope.at)
             .unwrap_or_default()
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -180,21 +184,11 @@ impl TranscriptWriter {
             "stop_reason": stop_reason,
         })
     }
-
-    /// The line the next one follows: the last written, by this writer or (once) read back
-    /// from the file an earlier daemon wrote.
-    fn parent(&mut self) -> Option<String> {
-        if !self.resumed {
-            self.resumed = true;
-            self.last_uuid = last_uuid(&self.path);
-        }
-        self.last_uuid.clone()
-    }
 }
 
 /// The `uuid` of a transcript's last line, if it has one.
-fn last_uuid(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+async fn last_uuid(path: &Path) -> Option<String> {
+    let text = tokio::fs::read_to_string(path).await.ok()?;
     let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
     let line: Value = serde_json::from_str(last).ok()?;
     line.get("uuid")?.as_str().map(str::to_string)
