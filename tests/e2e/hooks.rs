@@ -625,3 +625,30 @@ fn setup_hooks_are_accepted_and_config_validate_says_they_never_run() {
     );
     assert!(said.contains("SessionStart"), "{said}");
 }
+
+/// `additionalContext` from a `PreToolUse` hook reaches the model with the call's result.
+#[test]
+fn pre_tool_use_context_reaches_the_model_with_the_result() {
+    let env = TestEnv::new();
+    setup(
+        &env,
+        &[(
+            "note.sh",
+            r#"cat > /dev/null; echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "this repository builds with pnpm"}}'"#,
+        )],
+        json!({"PreToolUse": [{"matcher": "Bash", "hooks": [hook("note.sh")]}]}),
+    );
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "echo ran"}),
+    )])));
+    env.fake.push(Reply::text(&["ok"]));
+    ask(&env, &["--yes", "build"]);
+    let result = tool_result(&env);
+    assert!(result.contains("ran"), "{result}");
+    assert!(
+        result.contains("this repository builds with pnpm"),
+        "{result}"
+    );
+}

@@ -628,6 +628,9 @@ impl AgentLoop {
         let mut pending = calls.into_iter().peekable();
         // Set when a hook ends the turn: the step finishes, then the turn.
         let stopping: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+        // What `PreToolUse` hooks added for the model, by call: it goes with the result.
+        let said_before: std::sync::Mutex<std::collections::HashMap<String, String>> =
+            Default::default();
         while pending.peek().is_some() || !batch.is_empty() {
             // Gather a batch: a run of read-only calls, or one other call.
             while let Some((_, name, _)) = pending.peek() {
@@ -658,6 +661,7 @@ impl AgentLoop {
                     tx: tx.clone(),
                 });
                 let stopping = &stopping;
+                let said_before = &said_before;
                 async move {
                     let started = Instant::now();
                     let ending = stopping.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -673,8 +677,15 @@ impl AgentLoop {
                         BeforeTool::Run {
                             input: changed,
                             hint,
+                            context,
                         } => {
                             call_cx.hint = hint;
+                            if let Some(context) = context {
+                                said_before
+                                    .lock()
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .insert(id.clone(), context);
+                            }
                             if let Some(changed) = changed {
                                 input = changed;
                             }
@@ -773,6 +784,14 @@ impl AgentLoop {
                     ),
                 };
                 let mut content = self.redactor.redact(&content);
+                let before = said_before
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+                if let Some(context) = before {
+                    content.push_str("\n\n[hook] ");
+                    content.push_str(&self.redactor.redact(&context));
+                }
                 // PostToolUse hooks see what the model would, may add to it, and may end the
                 // turn after this step.
                 if let Some(hooks) = &self.hooks

@@ -75,10 +75,12 @@ pub enum GateHint {
 /// Before a tool call runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BeforeTool {
-    /// Run it: with this input instead of the model's, and this permission, when given.
+    /// Run it: with this input instead of the model's, and this permission, when given;
+    /// `context` is added to what the model reads of its result.
     Run {
         input: Option<serde_json::Value>,
         hint: Option<GateHint>,
+        context: Option<String>,
     },
     /// Do not run it; the reason goes to the model.
     Block(String),
@@ -90,6 +92,7 @@ impl BeforeTool {
     pub const RUN: BeforeTool = BeforeTool::Run {
         input: None,
         hint: None,
+        context: None,
     };
 }
 

@@ -500,6 +500,7 @@ impl TurnHooks for SessionHooks {
                 .await;
             let mut updated = None;
             let mut hint = None;
+            let mut context = Vec::new();
             for r in &results {
                 if r.blocks() {
                     return BeforeTool::Block(r.reason());
@@ -540,10 +541,12 @@ impl TurnHooks for SessionHooks {
                 if let Some(changed) = r.specific("updatedInput").filter(|v| v.is_object()) {
                     updated = Some(from_claude_input(tool, changed, input));
                 }
+                context.extend(r.context());
             }
             BeforeTool::Run {
                 input: updated,
                 hint,
+                context: (!context.is_empty()).then(|| context.join("\n")),
             }
         })
     }
