@@ -18,8 +18,9 @@ use std::time::Duration;
 
 use rmcp::service::RoleClient;
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
-    AuthorizationSession, CredentialStore, OAuthClientConfig, OAuthState, StoredCredentials,
+    AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationMetadataSource, AuthorizationRequest, AuthorizationSession, CredentialStore,
+    OAuthClientConfig, OAuthState, StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
@@ -124,9 +125,11 @@ impl CredentialStore for FileStore {
     }
 }
 
-/// The SDK's authorization manager for `url`; a server on this machine or the local network
-/// may point its metadata at private addresses too.
-async fn manager(url: &str) -> Result<AuthorizationManager, String> {
+/// The SDK's authorization manager for `url`, with its authorization server's metadata; a
+/// server on this machine or the local network may point its metadata at private addresses
+/// too. A sign-in (`signing_in`) starts from the server's 401, whose `scope` says what to ask
+/// for (MCP's scope selection); a reconnection only needs the endpoints.
+async fn manager(url: &str, signing_in: bool) -> Result<AuthorizationManager, String> {
     let private = reqwest::Url::parse(url)
         .ok()
         .is_some_and(|u| match u.host() {
@@ -141,7 +144,29 @@ async fn manager(url: &str) -> Result<AuthorizationManager, String> {
         AuthorizationManager::new(url).await
     };
     let mut manager = made.map_err(|e| format!("cannot set up its authorization: {e}"))?;
-    let metadata = match manager.resolve_metadata().await {
+    let first = match signing_in {
+        true => challenge(url).await,
+        false => None,
+    };
+    let resolved = match manager
+        .resolve_metadata_from_challenge(first.as_deref())
+        .await
+    {
+        // Nothing at the well-known places: the protected resource metadata may be only
+        // where the server's 401 points (RFC 9728 §5.1), which the SDK looks for by GET; an
+        // MCP endpoint answers POST.
+        Ok(r)
+            if first.is_none()
+                && r.source == AuthorizationMetadataSource::LegacyEndpointFallback =>
+        {
+            match challenge(url).await {
+                Some(header) => manager.resolve_metadata_from_challenge(Some(&header)).await,
+                None => Ok(r),
+            }
+        }
+        other => other,
+    };
+    let metadata = match resolved {
         Ok(resolution) => resolution.metadata,
         Err(AuthError::AuthorizationServerMismatch {
             expected_issuer,
@@ -159,6 +184,33 @@ async fn manager(url: &str) -> Result<AuthorizationManager, String> {
     };
     manager.set_metadata(metadata);
     Ok(manager)
+}
+
+/// The `WWW-Authenticate` header of the 401 the server at `url` answers an unsigned request
+/// with, when it points at protected resource metadata.
+async fn challenge(url: &str) -> Option<String> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .ok()?;
+    let answer = http
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}))
+        .send()
+        .await
+        .ok()?;
+    if answer.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    answer
+        .headers()
+        .get_all("www-authenticate")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.contains("resource_metadata"))
+        .map(str::to_string)
 }
 
 /// The authorization server metadata of a 2025-03-26 server whose issuer differs from its
@@ -225,7 +277,7 @@ pub async fn signed(
         return Ok(None);
     }
     crate::http::install_tls();
-    let mut manager = manager(url).await?;
+    let mut manager = manager(url, false).await?;
     manager.set_credential_store(tokens.store(url));
     match manager.initialize_from_store().await {
         Ok(true) => {}
@@ -329,7 +381,7 @@ pub async fn begin_login(
         })?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let redirect = redirect_uri(port, fixed.is_some());
-    let mut manager = manager(url).await?;
+    let mut manager = manager(url, true).await?;
     manager.set_credential_store(tokens.store(url));
     let request = login_request(&redirect, client);
     let mut state = match AuthorizationSession::new(manager, request).await {
