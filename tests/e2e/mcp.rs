@@ -1110,6 +1110,66 @@ async fn a_remote_server_behind_oauth_is_signed_in_to_and_its_token_stays_out_of
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_registered_client_signs_in_with_its_secret_and_the_secret_is_never_shown() {
+    use std::io::BufRead;
+    const SECRET: &str = "pre-registered-secret-91c2";
+    let server = stepper_e2e::fake_mcp_oauth::FakeMcpOAuth::start_with_client("team-app", SECRET);
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({"remote": {"type": "http", "url": server.url,
+            "oauth": {"clientId": "team-app", "clientSecret": SECRET}}}),
+    );
+    env.start_daemon();
+    let said = |out: std::process::Output| {
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let mut login = env
+        .stepper()
+        .args(["mcp", "login", "remote"])
+        .env("STEPPER_NO_BROWSER", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(login.stdout.take().unwrap()).lines();
+    let page = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.trim()
+                .starts_with("http://")
+                .then(|| l.trim().to_string())
+        })
+        .expect("the page to open");
+    assert!(page.contains("client_id=team-app"), "{page}");
+    assert!(!page.contains(SECRET), "{page}");
+    let (status, back) = browse(&page);
+    assert_eq!(status, 302, "{page}");
+    let (status, _) = browse(&back.expect("the way back"));
+    assert_eq!(status, 200);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(login.wait().unwrap().success(), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("Signed in to remote")),
+        "the token request took the client's secret (client_secret_basic): {rest:?}"
+    );
+    assert_eq!(server.registered(), 0, "no client was registered");
+
+    let list = said(env.run(&["mcp", "list"]));
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("remote") && l.contains("connected")),
+        "{list}"
+    );
+    let shown = said(env.run(&["mcp", "get", "remote", "--json"]));
+    assert!(shown.contains("\"status\""), "{shown}");
+    for text in [&list, &shown, &env.daemon_log()] {
+        assert!(!text.contains(SECRET), "{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_filesystem_server_takes_the_sessions_folder_as_its_root() {
     let Some(entry) = everything() else { return };
     // server-filesystem is installed beside server-everything.

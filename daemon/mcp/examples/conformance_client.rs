@@ -36,6 +36,18 @@ fn tempfile_dir() -> Result<std::path::PathBuf, String> {
     Ok(dir)
 }
 
+/// The client the scenario registered beforehand (`auth/pre-registration`), as a server's
+/// `oauth` settings name one.
+fn client(context: &serde_json::Value) -> Option<stepper_mcp::OAuthClient> {
+    Some(stepper_mcp::OAuthClient {
+        client_id: context["client_id"].as_str()?.to_string(),
+        client_secret: context["client_secret"]
+            .as_str()
+            .map(|s| stepper_mcp::Secret::new(s.to_string())),
+        callback_port: None,
+    })
+}
+
 /// Sign in: the authorization URL is fetched without following its redirect, and the
 /// redirect (to the client's listener, with the code) is followed by hand.
 async fn sign_in(url: &str, tokens: &stepper_mcp::oauth::TokenFile) -> Result<(), String> {
@@ -43,13 +55,7 @@ async fn sign_in(url: &str, tokens: &stepper_mcp::oauth::TokenFile) -> Result<()
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or_default();
-    let login = stepper_mcp::oauth::begin_login(
-        url,
-        tokens,
-        context["client_id"].as_str(),
-        context["client_secret"].as_str(),
-    )
-    .await?;
+    let login = stepper_mcp::oauth::begin_login(url, tokens, client(&context).as_ref()).await?;
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -102,6 +108,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
             url: url.into(),
             headers: Default::default(),
             sse: false,
+            oauth: None,
         },
         sampling: false,
     };

@@ -1,7 +1,8 @@
 //! `mcpServers` entries in the formats users have (Claude Code's `.mcp.json` and settings):
 //! `command`, `args`, `env`, `cwd` for a stdio server; `type: "http" | "sse"` with `url`
-//! and `headers` for a remote one. `${VAR}` and `${VAR:-default}` are expanded in every
-//! string from the session's environment.
+//! and `headers` for a remote one, with `oauth` naming a client the server's owner registered
+//! for it (`clientId`, `clientSecret`, `callbackPort`, as Claude Code spells them). `${VAR}` and
+//! `${VAR:-default}` are expanded in every string from the session's environment.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,7 +24,43 @@ pub enum Transport {
         headers: BTreeMap<String, String>,
         /// The legacy HTTP+SSE transport rather than streamable HTTP.
         sse: bool,
+        /// The client it signs in as, when its owner registered one beforehand.
+        oauth: Option<OAuthClient>,
     },
+}
+
+/// A pre-registered OAuth client: used instead of registering one dynamically (RFC 7591).
+/// Without a secret it is a public client (PKCE only); with one, a confidential client
+/// that authenticates as the server's metadata says it can (`client_secret_basic` or
+/// `client_secret_post`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthClient {
+    pub client_id: String,
+    pub client_secret: Option<Secret>,
+    /// The port of the redirect URI registered with the client
+    /// (`http://localhost:PORT/callback`); any free port without one.
+    pub callback_port: Option<u16>,
+}
+
+/// A value that never reaches a log, an event or a listing: `Debug` shows only that it is set.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
+    /// The value itself, for the one request that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 impl Transport {
@@ -112,11 +149,13 @@ fn parse_one(name: &str, value: &Value, env: &Env) -> Result<ServerSpec, String>
             url,
             headers: map("headers")?,
             sse: false,
+            oauth: oauth(obj.get("oauth"), env)?,
         },
         (Some("sse"), Some(url), None) => Transport::Http {
             url,
             headers: map("headers")?,
             sse: true,
+            oauth: oauth(obj.get("oauth"), env)?,
         },
         (Some("stdio") | None, None, Some(command)) => {
             let args = match obj.get("args") {
@@ -156,6 +195,46 @@ fn parse_one(name: &str, value: &Value, env: &Env) -> Result<ServerSpec, String>
         transport,
         sampling: false,
     })
+}
+
+/// The `oauth` object of a remote server: `clientId` (needed), `clientSecret`, `callbackPort`.
+/// Claude Code's other keys there (`authServerMetadataUrl`, `scopes`) are not used: discovery
+/// and the scopes the server advertises apply.
+fn oauth(value: Option<&Value>, env: &Env) -> Result<Option<OAuthClient>, String> {
+    let obj = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(obj)) => obj,
+        Some(_) => return Err("`oauth` must be an object such as {\"clientId\": \"...\"}".into()),
+    };
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(expand(s, env)).filter(|s| !s.is_empty())),
+            Some(_) => Err(format!("`oauth.{key}` must be a string")),
+        }
+    };
+    let client_id = text("clientId")?;
+    let client_secret = text("clientSecret")?.map(Secret::new);
+    let callback_port = match obj.get("callbackPort") {
+        None | Some(Value::Null) => None,
+        Some(port) => Some(
+            port.as_u64()
+                .and_then(|p| u16::try_from(p).ok())
+                .filter(|p| *p > 0)
+                .ok_or("`oauth.callbackPort` must be a port number, such as 8080")?,
+        ),
+    };
+    match client_id {
+        Some(client_id) => Ok(Some(OAuthClient {
+            client_id,
+            client_secret,
+            callback_port,
+        })),
+        None if client_secret.is_some() => {
+            Err("`oauth.clientSecret` needs the `oauth.clientId` it belongs to: add it".into())
+        }
+        None => Ok(None),
+    }
 }
 
 /// `${VAR}` and `${VAR:-default}` from `env` (an unset variable is empty).
@@ -219,7 +298,7 @@ mod tests {
         );
         let remote = specs.iter().find(|s| s.name == "remote").unwrap();
         assert!(
-            matches!(&remote.transport, Transport::Http { url, headers, sse: false }
+            matches!(&remote.transport, Transport::Http { url, headers, sse: false, oauth: None }
             if url == "https://mcp.example/mcp" && headers["Authorization"] == "Bearer t0k")
         );
         assert!(
@@ -232,6 +311,58 @@ mod tests {
             problems
                 .iter()
                 .any(|p| p.contains("\"bad\"") && p.contains("`command`"))
+        );
+    }
+
+    #[test]
+    fn a_pre_registered_client_and_its_secret_never_printed() {
+        let env: Env = [("SECRET".to_string(), "s3cr3t-value".to_string())]
+            .into_iter()
+            .collect();
+        let servers: BTreeMap<String, Value> = serde_json::from_value(json!({
+            "public": {"type": "http", "url": "https://a.example/mcp", "oauth": {"clientId": "app-1", "callbackPort": 8080}},
+            "confidential": {"url": "https://b.example/mcp", "oauth": {"clientId": "app-2", "clientSecret": "${SECRET}"}},
+            "dynamic": {"url": "https://c.example/mcp", "oauth": {}},
+            "orphan": {"url": "https://d.example/mcp", "oauth": {"clientSecret": "x"}},
+            "port": {"url": "https://e.example/mcp", "oauth": {"clientId": "a", "callbackPort": 70000}}
+        }))
+        .unwrap();
+        let (specs, problems) = parse_servers(&servers, &env);
+        let client = |name: &str| match &specs.iter().find(|s| s.name == name).unwrap().transport {
+            Transport::Http { oauth, .. } => oauth.clone(),
+            Transport::Stdio { .. } => panic!("{name} is remote"),
+        };
+        assert_eq!(
+            client("public"),
+            Some(OAuthClient {
+                client_id: "app-1".into(),
+                client_secret: None,
+                callback_port: Some(8080),
+            })
+        );
+        let confidential = client("confidential").unwrap();
+        assert_eq!(confidential.client_id, "app-2");
+        assert_eq!(
+            confidential.client_secret.as_ref().map(Secret::expose),
+            Some("s3cr3t-value")
+        );
+        assert_eq!(client("dynamic"), None);
+        // Every way a spec is printed or keyed leaves the secret out.
+        let spec = specs.iter().find(|s| s.name == "confidential").unwrap();
+        for shown in [format!("{spec:?}"), format!("{spec:#?}"), spec.key()] {
+            assert!(shown.contains("app-2"), "{shown}");
+            assert!(!shown.contains("s3cr3t"), "{shown}");
+        }
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("\"orphan\"") && p.contains("clientId"))
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("\"port\"") && p.contains("callbackPort"))
         );
     }
 

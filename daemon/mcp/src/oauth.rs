@@ -3,7 +3,14 @@
 //! (pre-registered, metadata document or dynamic), PKCE, token exchange and refresh. A
 //! sign-in opens the authorization URL and takes the browser's return on a listener on
 //! 127.0.0.1, as the ChatGPT sign-in does. Tokens live in a file of their own (0600), by
-//! server URL, each with the issuer that minted it; they never reach a log or an event.
+//! server URL, each with the issuer that minted it; they never reach a log or an event, nor
+//! does a pre-registered client's secret.
+//!
+//! A server of the 2025-03-26 revision publishes no protected resource metadata; its
+//! authorization server metadata sits at the root of its own origin, and may name an issuer
+//! on that origin under a path (`https://host/oauth`), which RFC 8414's strict check refuses.
+//! That one case is accepted (`legacy_metadata`), as the MCP conformance suite expects; a
+//! server that publishes protected resource metadata keeps the strict check.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -11,12 +18,15 @@ use std::time::Duration;
 
 use rmcp::service::RoleClient;
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationManager, AuthorizationRequest, CredentialStore, OAuthState,
-    StoredCredentials,
+    AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationMetadataSource, AuthorizationRequest, AuthorizationSession, CredentialStore,
+    OAuthClientConfig, OAuthState, StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::config::OAuthClient;
 
 /// The file of MCP servers' tokens.
 #[derive(Debug, Clone)]
@@ -115,9 +125,11 @@ impl CredentialStore for FileStore {
     }
 }
 
-/// The SDK's authorization manager for `url`; a server on this machine or the local network
-/// may point its metadata at private addresses too.
-async fn manager(url: &str) -> Result<AuthorizationManager, String> {
+/// The SDK's authorization manager for `url`, with its authorization server's metadata; a
+/// server on this machine or the local network may point its metadata at private addresses
+/// too. A sign-in (`signing_in`) starts from the server's 401, whose `scope` says what to ask
+/// for (MCP's scope selection); a reconnection only needs the endpoints.
+async fn manager(url: &str, signing_in: bool) -> Result<AuthorizationManager, String> {
     let private = reqwest::Url::parse(url)
         .ok()
         .is_some_and(|u| match u.host() {
@@ -131,7 +143,126 @@ async fn manager(url: &str) -> Result<AuthorizationManager, String> {
     } else {
         AuthorizationManager::new(url).await
     };
-    made.map_err(|e| format!("cannot set up its authorization: {e}"))
+    let mut manager = made.map_err(|e| format!("cannot set up its authorization: {e}"))?;
+    let first = match signing_in {
+        true => challenge(url).await,
+        false => None,
+    };
+    let resolved = match manager
+        .resolve_metadata_from_challenge(first.as_deref())
+        .await
+    {
+        // Nothing at the well-known places: the protected resource metadata may be only
+        // where the server's 401 points (RFC 9728 §5.1), which the SDK looks for by GET; an
+        // MCP endpoint answers POST.
+        Ok(r)
+            if first.is_none()
+                && r.source == AuthorizationMetadataSource::LegacyEndpointFallback =>
+        {
+            match challenge(url).await {
+                Some(header) => manager.resolve_metadata_from_challenge(Some(&header)).await,
+                None => Ok(r),
+            }
+        }
+        other => other,
+    };
+    let metadata = match resolved {
+        Ok(resolution) => resolution.metadata,
+        Err(AuthError::AuthorizationServerMismatch {
+            expected_issuer,
+            received_issuer,
+        }) => legacy_metadata(url, &expected_issuer, &received_issuer)
+            .await
+            .ok_or_else(|| {
+                format!(
+                    "its authorization server says it is {received_issuer}, where it was \
+                     looked up as {expected_issuer}: the server's OAuth metadata is wrong — \
+                     tell its owner"
+                )
+            })?,
+        Err(e) => return Err(format!("cannot discover its authorization server: {e}")),
+    };
+    manager.set_metadata(metadata);
+    Ok(manager)
+}
+
+/// The `WWW-Authenticate` header of the 401 the server at `url` answers an unsigned request
+/// with, when it points at protected resource metadata.
+async fn challenge(url: &str) -> Option<String> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .ok()?;
+    let answer = http
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}))
+        .send()
+        .await
+        .ok()?;
+    if answer.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    answer
+        .headers()
+        .get_all("www-authenticate")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.contains("resource_metadata"))
+        .map(str::to_string)
+}
+
+/// The authorization server metadata of a 2025-03-26 server whose issuer differs from its
+/// origin by path, or `None` when this is not that case: the server publishes protected
+/// resource metadata (the 2025-06-18 flow, where RFC 8414's check stands), the metadata was
+/// found elsewhere than at the origin's root, or its issuer is on another origin.
+async fn legacy_metadata(
+    url: &str,
+    expected_issuer: &str,
+    received_issuer: &str,
+) -> Option<AuthorizationMetadata> {
+    let server = reqwest::Url::parse(url).ok()?;
+    let origin = server.join("/").ok()?;
+    let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+    if !same(expected_issuer, origin.as_str()) {
+        return None;
+    }
+    let issuer = reqwest::Url::parse(received_issuer).ok()?;
+    if issuer.origin() != server.origin() {
+        return None;
+    }
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .ok()?;
+    let get = |path: String| {
+        let http = http.clone();
+        let at = origin.join(&path);
+        async move {
+            let at = at.ok()?;
+            let answer = http.get(at.as_str()).send().await.ok()?;
+            if !answer.status().is_success() {
+                return None;
+            }
+            answer.bytes().await.ok()
+        }
+    };
+    let path = server.path().trim_matches('/');
+    let mut resource = vec![".well-known/oauth-protected-resource".to_string()];
+    if !path.is_empty() {
+        resource.push(format!(".well-known/oauth-protected-resource/{path}"));
+        resource.push(format!("{path}/.well-known/oauth-protected-resource"));
+    }
+    for at in resource {
+        if get(at).await.is_some() {
+            return None;
+        }
+    }
+    let body = get(".well-known/oauth-authorization-server".into()).await?;
+    let metadata: AuthorizationMetadata = serde_json::from_slice(&body).ok()?;
+    (metadata.issuer.as_deref() == Some(received_issuer)).then_some(metadata)
 }
 
 /// A transport for `url` that signs its requests with the stored tokens (refreshing them as
@@ -140,17 +271,28 @@ pub async fn signed(
     url: &str,
     headers: HashMap<http::HeaderName, http::HeaderValue>,
     tokens: &TokenFile,
+    client: Option<&OAuthClient>,
 ) -> Result<Option<impl Transport<RoleClient> + 'static>, String> {
     if !tokens.has(url) {
         return Ok(None);
     }
     crate::http::install_tls();
-    let mut manager = manager(url).await?;
+    let mut manager = manager(url, false).await?;
     manager.set_credential_store(tokens.store(url));
     match manager.initialize_from_store().await {
         Ok(true) => {}
         Ok(false) => return Ok(None),
         Err(e) => return Err(format!("its stored sign-in is not usable: {e}")),
+    }
+    // A confidential client authenticates its refreshes with its secret, which the tokens
+    // file does not keep.
+    if let Some(config) = client
+        .filter(|c| c.client_secret.is_some())
+        .map(|c| client_config(c, &redirect_uri(c.callback_port.unwrap_or(0), true)))
+    {
+        manager
+            .configure_client(config)
+            .map_err(|e| format!("cannot set up its client: {e}"))?;
     }
     let client = AuthClient::new(reqwest013::Client::default(), manager);
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
@@ -184,36 +326,68 @@ impl Login {
     }
 }
 
+/// The redirect URI of a sign-in listening on `port`: on the port a pre-registered client
+/// names, Claude Code's form (`http://localhost:PORT/callback`), the one its owner
+/// registered; on any free port, the loopback address (RFC 8252 §7.3).
+fn redirect_uri(port: u16, fixed: bool) -> String {
+    let host = if fixed { "localhost" } else { "127.0.0.1" };
+    format!("http://{host}:{port}/callback")
+}
+
+/// The SDK's configuration of a pre-registered client.
+fn client_config(client: &OAuthClient, redirect: &str) -> OAuthClientConfig {
+    let config = OAuthClientConfig::new(client.client_id.clone(), redirect);
+    match &client.client_secret {
+        Some(secret) => config.with_client_secret(secret.expose()),
+        None => config,
+    }
+}
+
+/// How a sign-in gets its client: the one the server's owner registered (given by
+/// `client`), else the server's metadata document or dynamic registration (RFC 7591).
+fn login_request(redirect: &str, client: Option<&OAuthClient>) -> AuthorizationRequest {
+    let request = AuthorizationRequest::new(redirect.to_string()).with_client_name("stepper");
+    match client {
+        Some(client) => {
+            let request = request.with_preregistered_client(client.client_id.clone());
+            match &client.client_secret {
+                Some(secret) => request.with_client_secret(secret.expose()),
+                None => request,
+            }
+        }
+        None => request,
+    }
+}
+
 /// Begin signing in to the server at `url`: the authorization URL to open, and the
-/// listener on 127.0.0.1 the browser comes back to. `client_id` (and `client_secret`) name a
-/// client the server registered beforehand; without one, the server's metadata document or
-/// dynamic registration is used.
+/// listener on 127.0.0.1 the browser comes back to (on `client`'s `callbackPort` when it
+/// names one). `client` is a client the server's owner registered beforehand; without one,
+/// the server's metadata document or dynamic registration is used.
 pub async fn begin_login(
     url: &str,
     tokens: &TokenFile,
-    client_id: Option<&str>,
-    client_secret: Option<&str>,
+    client: Option<&OAuthClient>,
 ) -> Result<Login, String> {
     crate::http::install_tls();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    let fixed = client.and_then(|c| c.callback_port);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", fixed.unwrap_or(0)))
         .await
-        .map_err(|e| format!("cannot listen for the browser's return: {e}"))?;
+        .map_err(|e| match fixed {
+            Some(port) => format!(
+                "cannot listen on port {port} (oauth.callbackPort) for the browser's return: \
+                 {e} — stop what uses it, or register another port with the client"
+            ),
+            None => format!("cannot listen for the browser's return: {e}"),
+        })?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let redirect = format!("http://127.0.0.1:{port}/callback");
-    let mut manager = manager(url).await?;
+    let redirect = redirect_uri(port, fixed.is_some());
+    let mut manager = manager(url, true).await?;
     manager.set_credential_store(tokens.store(url));
-    let mut state = OAuthState::Unauthorized(manager);
-    let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name("stepper");
-    if let Some(id) = client_id {
-        request = request.with_preregistered_client(id);
-        if let Some(secret) = client_secret {
-            request = request.with_client_secret(secret);
-        }
-    }
-    state
-        .start_authorization(request)
-        .await
-        .map_err(|e| format!("cannot begin the sign-in: {e}"))?;
+    let request = login_request(&redirect, client);
+    let mut state = match AuthorizationSession::new(manager, request).await {
+        Ok(session) => OAuthState::Session(session),
+        Err((_, e)) => return Err(format!("cannot begin the sign-in: {e}")),
+    };
     let auth_url = state
         .get_authorization_url()
         .await
@@ -231,7 +405,7 @@ pub async fn begin_login(
                 let _ = respond(&mut stream, 404, "Not here.").await;
                 continue;
             }
-            let back = format!("http://127.0.0.1:{port}{path}");
+            let back = format!("{}{path}", redirect.trim_end_matches("/callback"));
             let result = state
                 .handle_callback_url(&back)
                 .await
@@ -296,6 +470,155 @@ pub fn token_file(data_dir: &Path) -> TokenFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Secret;
+    use std::sync::{Arc, Mutex};
+
+    /// An authorization server on 127.0.0.1 answering `routes` (path to JSON; any other path is
+    /// 404), keeping every request line and body it was sent.
+    async fn server(
+        routes: impl Fn(&str, &str) -> Option<serde_json::Value> + Send + Sync + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (kept, at) = (seen.clone(), base.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let (head, body) = loop {
+                    let n = stream.read(&mut chunk).await.unwrap_or(0);
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length || n == 0 {
+                            break (head.to_string(), body.to_string());
+                        }
+                    }
+                    if n == 0 {
+                        break (text, String::new());
+                    }
+                };
+                let line = head.lines().next().unwrap_or("").to_string();
+                kept.lock().unwrap().push(format!("{line} {body}"));
+                let path = line.split_whitespace().nth(1).unwrap_or("");
+                let (status, json) = match routes(&at, path) {
+                    Some(json) => ("200 OK", json.to_string()),
+                    None => ("404 Not Found", "{}".to_string()),
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{json}",
+                    json.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            }
+        });
+        (base, seen)
+    }
+
+    fn metadata(base: &str, issuer: &str) -> serde_json::Value {
+        serde_json::json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{base}/oauth/authorize"),
+            "token_endpoint": format!("{base}/oauth/token"),
+            "registration_endpoint": format!("{base}/oauth/register"),
+            "response_types_supported": ["code"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "none"],
+        })
+    }
+
+    #[tokio::test]
+    async fn a_pre_registered_client_is_used_instead_of_registering_one() {
+        let (base, seen) = server(|base, path| match path {
+            "/.well-known/oauth-authorization-server" => Some(metadata(base, base)),
+            "/oauth/register" => {
+                Some(serde_json::json!({"client_id": "dynamic-1", "redirect_uris": []}))
+            }
+            _ => None,
+        })
+        .await;
+        let url = format!("{base}/mcp");
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = TokenFile::new(dir.path().join("t.json"));
+        let client = OAuthClient {
+            client_id: "app-1".into(),
+            client_secret: Some(Secret::new("s3cr3t-value".into())),
+            callback_port: None,
+        };
+        let login = begin_login(&url, &tokens, Some(&client)).await.unwrap();
+        assert!(login.url.contains("client_id=app-1"), "{}", login.url);
+        assert!(login.url.contains("code_challenge="), "{}", login.url);
+        assert!(!login.url.contains("s3cr3t"), "{}", login.url);
+        let registered = |seen: &Mutex<Vec<String>>| {
+            seen.lock()
+                .unwrap()
+                .iter()
+                .any(|r| r.starts_with("POST /oauth/register"))
+        };
+        assert!(!registered(&seen), "{:?}", seen.lock().unwrap());
+
+        // Without one, stepper registers itself.
+        let login = begin_login(&url, &tokens, None).await.unwrap();
+        assert!(login.url.contains("client_id=dynamic-1"), "{}", login.url);
+        assert!(registered(&seen), "{:?}", seen.lock().unwrap());
+    }
+
+    #[tokio::test]
+    async fn an_issuer_under_a_path_passes_only_without_resource_metadata() {
+        // A 2025-03-26 server: its origin's metadata names an issuer under /oauth.
+        let (base, _) = server(|base, path| match path {
+            "/.well-known/oauth-authorization-server" => {
+                Some(metadata(base, &format!("{base}/oauth")))
+            }
+            "/oauth/register" => {
+                Some(serde_json::json!({"client_id": "dynamic-1", "redirect_uris": []}))
+            }
+            _ => None,
+        })
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = TokenFile::new(dir.path().join("t.json"));
+        let login = begin_login(&format!("{base}/mcp"), &tokens, None)
+            .await
+            .unwrap();
+        assert!(
+            login.url.starts_with(&format!("{base}/oauth/authorize?")),
+            "{}",
+            login.url
+        );
+
+        // The same metadata behind protected resource metadata (2025-06-18): RFC 8414's
+        // check stands.
+        let (base, _) = server(|base, path| match path {
+            "/.well-known/oauth-protected-resource/mcp" => Some(serde_json::json!({
+                "resource": format!("{base}/mcp"),
+                "authorization_servers": [base],
+            })),
+            "/.well-known/oauth-authorization-server" => {
+                Some(metadata(base, &format!("{base}/oauth")))
+            }
+            _ => None,
+        })
+        .await;
+        let refused = begin_login(&format!("{base}/mcp"), &tokens, None).await;
+        let why = refused.err().unwrap();
+        assert!(
+            why.contains("the server's OAuth metadata is wrong"),
+            "{why}"
+        );
+    }
 
     #[tokio::test]
     async fn tokens_are_kept_by_url_in_a_private_file() {

@@ -513,11 +513,12 @@ impl McpServer {
                 url,
                 headers,
                 sse: false,
+                oauth,
             } => {
                 let signed = match tokens {
                     Some(tokens) => {
                         let custom = crate::http::headers(headers).map_err(fail)?;
-                        crate::oauth::signed(url, custom, tokens)
+                        crate::oauth::signed(url, custom, tokens, oauth.as_ref())
                             .await
                             .map_err(fail)?
                     }
@@ -536,6 +537,7 @@ impl McpServer {
                 url,
                 headers,
                 sse: true,
+                ..
             } => {
                 let serving = async {
                     let transport = crate::sse::SseTransport::connect(url, headers)

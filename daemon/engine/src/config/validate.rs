@@ -74,6 +74,12 @@ const KEYS: &[&str] = &[
     "promptCache",
     "workerIsolation",
 ];
+const MCP_SERVER_KEYS: &[&str] = &[
+    "type", "command", "args", "env", "cwd", "url", "headers", "oauth",
+];
+/// A pre-registered client, as Claude Code spells it (`clientSecret` is stepper's: Claude
+/// Code keeps the secret in the system's keychain).
+const MCP_OAUTH_KEYS: &[&str] = &["clientId", "clientSecret", "callbackPort"];
 const PROVIDER_KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "headers", "models"];
 const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
 
@@ -265,11 +271,23 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
                 });
             }
             "mcpServers" => {
-                c.typed::<std::collections::BTreeMap<String, serde_json::Map<String, Value>>>(
-                    &p("mcpServers"),
-                    value,
-                    &|_| Some("servers by name, each an object with command/args or url".into()),
-                );
+                let servers = c
+                    .typed::<std::collections::BTreeMap<String, serde_json::Map<String, Value>>>(
+                        &p("mcpServers"),
+                        value,
+                        &|_| {
+                            Some("servers by name, each an object with command/args or url".into())
+                        },
+                    );
+                for (name, server) in servers.unwrap_or_default() {
+                    let at = vec!["mcpServers".to_string(), name];
+                    c.unknown_keys(&at, &server, MCP_SERVER_KEYS);
+                    if let Some(Value::Object(oauth)) = server.get("oauth") {
+                        let mut at = at.clone();
+                        at.push("oauth".into());
+                        c.unknown_keys(&at, oauth, MCP_OAUTH_KEYS);
+                    }
+                }
             }
             "compaction" => {
                 c.typed::<Compaction>(&p("compaction"), value, &no_hint);
@@ -648,6 +666,28 @@ mod tests {
         ] {
             assert!(report.contains(expected), "{expected:?} not in:\n{report}");
         }
+    }
+
+    #[test]
+    fn an_mcp_servers_keys_and_its_oauth_client_are_known() {
+        let text = r#"{
+  "mcpServers": {
+    "remote": {"type": "http", "url": "https://mcp.example/mcp",
+      "oauth": {"clientId": "app", "clientSecret": "${SECRET}", "callbackPort": 8080}},
+    "typo": {"url": "https://mcp.example/mcp",
+      "oauth": {"clientID": "app"}, "header": {}}
+  }
+}"#;
+        let report = report(text);
+        for expected in [
+            "setting.json:6:17: warning: unknown key \"mcpServers.typo.oauth.clientID\"",
+            "did you mean \"clientId\"?",
+            "setting.json:6:37: warning: unknown key \"mcpServers.typo.header\"",
+            "did you mean \"headers\"?",
+        ] {
+            assert!(report.contains(expected), "{expected:?} not in:\n{report}");
+        }
+        assert_eq!(report.matches("warning:").count(), 2, "{report}");
     }
 
     #[test]

@@ -51,12 +51,12 @@ impl McpPool {
         settings: McpSettings<'_>,
         env: &Env,
     ) -> Result<(String, String), String> {
-        let url = self.remote_url(cwd, name, settings, env)?;
+        let (url, client) = self.remote(cwd, name, settings, env)?;
         let tokens = self
             .pool
             .tokens()
             .ok_or("signing in to MCP servers is off in this daemon")?;
-        let login = stepper_mcp::oauth::begin_login(&url, tokens, None, None)
+        let login = stepper_mcp::oauth::begin_login(&url, tokens, client.as_ref())
             .await
             .map_err(|e| format!("MCP server {name:?}: {e}"))?;
         let id = uuid::Uuid::now_v7().to_string();
@@ -94,7 +94,7 @@ impl McpPool {
         settings: McpSettings<'_>,
         env: &Env,
     ) -> Result<bool, String> {
-        let url = self.remote_url(cwd, name, settings, env)?;
+        let (url, _) = self.remote(cwd, name, settings, env)?;
         let Some(tokens) = self.pool.tokens() else {
             return Ok(false);
         };
@@ -131,14 +131,15 @@ impl McpPool {
             .collect()
     }
 
-    /// The URL of the streamable HTTP server `name` configured for `cwd`.
-    fn remote_url(
+    /// The URL of the streamable HTTP server `name` configured for `cwd`, and the client its
+    /// owner registered for it (`oauth`), if any.
+    fn remote(
         &self,
         cwd: &Path,
         name: &str,
         settings: McpSettings<'_>,
         env: &Env,
-    ) -> Result<String, String> {
+    ) -> Result<(String, Option<stepper_mcp::OAuthClient>), String> {
         let (configured, _) = configured(&self.config_dir, cwd, settings);
         let Some(found) = configured.into_iter().find(|c| c.name == name) else {
             return Err(format!(
@@ -155,8 +156,11 @@ impl McpPool {
         let (specs, problems) = parse_servers(&one, env);
         match specs.into_iter().next().map(|s| s.transport) {
             Some(stepper_mcp::Transport::Http {
-                url, sse: false, ..
-            }) => Ok(url),
+                url,
+                sse: false,
+                oauth,
+                ..
+            }) => Ok((url, oauth)),
             Some(_) => Err(format!(
                 "MCP server {name:?} is not a streamable HTTP server: only those sign in"
             )),
