@@ -123,6 +123,8 @@ fn main() {
     let env = TestEnv::new();
     env.start_daemon();
     let root = env.project.path();
+    // The user's own folders: a project's hooks run only once it is trusted.
+    env.trust(root);
     let guard = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
         {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.stepper/quiet.sh"}]}]});
     let five = json!({
