@@ -489,31 +489,18 @@ impl Worktrees {
         place: &Place,
         task: usize,
     ) -> Result<Option<String>, String> {
-        let in_tree = |args: &[&str]| {
-            let mut command = git::command(&place.top, &self.env);
-            command
-                .arg("--git-dir")
-                .arg(&place.admin)
-                .arg("--work-tree")
-                .arg(&place.top)
-                .args(args);
-            command
-        };
-        let added = git::run(
-            in_tree(&["add", "--all", "--", "."]),
-            None,
-            OUTPUT_MAX,
-            SLOW,
-        )
-        .await?;
-        if !added.success() {
-            return Err(format!("git add failed: {}", added.why()));
-        }
-        let written = git::run(in_tree(&["write-tree"]), None, OUTPUT_MAX, SLOW).await?;
-        if !written.success() {
-            return Err(format!("git write-tree failed: {}", written.why()));
-        }
-        let tree = written.line();
+        self.in_worktree(place)
+            .args(["add", "--all", "--", "."])
+            .output()
+            .await
+            .map_err(|why| format!("git add failed: {why}"))?;
+        let tree = self
+            .in_worktree(place)
+            .args(["write-tree"])
+            .output()
+            .await
+            .map_err(|why| format!("git write-tree failed: {why}"))?
+            .line();
         if tree == batch.base_tree {
             return Ok(None);
         }
@@ -686,22 +673,25 @@ impl Worktrees {
 
     /// Check `place`'s files out.
     async fn check_out(&self, place: &Place) -> Result<(), String> {
+        self.in_worktree(place)
+            .args(["reset", "--hard", "--quiet"])
+            .output()
+            .await
+            .map(|_| ())
+            .map_err(|why| format!("git checkout of {} failed: {why}", place.top.display()))
+    }
+
+    /// A git command on `place`'s worktree, through the record read when it was made.
+    fn in_worktree(&self, place: &Place) -> GitCall {
         let mut command = git::command(&place.top, &self.env);
         command
             .arg("--git-dir")
             .arg(&place.admin)
             .arg("--work-tree")
-            .arg(&place.top)
-            .args(["reset", "--hard", "--quiet"]);
-        let out = git::run(command, None, OUTPUT_MAX, SLOW).await?;
-        if out.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "git checkout of {} failed: {}",
-                place.top.display(),
-                out.why()
-            ))
+            .arg(&place.top);
+        GitCall {
+            command,
+            input: None,
         }
     }
 
