@@ -11,6 +11,7 @@ mod boundaries;
 mod builtins;
 mod capabilities;
 mod captures;
+mod claude_parity;
 mod claude_settings;
 mod compaction;
 mod config;

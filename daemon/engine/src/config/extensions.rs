@@ -228,6 +228,8 @@ pub struct Command {
     pub arguments: Vec<String>,
     pub allowed_tools: Vec<String>,
     pub model: Option<String>,
+    /// The model is not offered it as a skill; only the user can run it (`/name`).
+    pub disable_model_invocation: bool,
     pub body: String,
     pub path: PathBuf,
     /// `project` or `user`.
@@ -264,6 +266,31 @@ pub struct Extensions {
 impl Extensions {
     pub fn command(&self, name: &str) -> Option<&Command> {
         self.commands.iter().find(|c| c.name == name)
+    }
+
+    /// What the model may be offered as skills, as Claude Code offers them: the skills and
+    /// the commands (a command is a skill without a folder of its own), but those marked
+    /// `disable-model-invocation`. A skill wins over a command of the same name.
+    pub fn model_invocable(&self) -> Vec<Skill> {
+        let skills = self.skills.iter().filter(|s| !s.disable_model_invocation);
+        let commands = self
+            .commands
+            .iter()
+            .filter(|c| !c.disable_model_invocation && self.skill(&c.name).is_none())
+            .map(|c| Skill {
+                name: c.name.clone(),
+                description: c.description.clone(),
+                argument_hint: c.argument_hint.clone(),
+                arguments: c.arguments.clone(),
+                allowed_tools: c.allowed_tools.clone(),
+                model: c.model.clone(),
+                disable_model_invocation: false,
+                user_invocable: true,
+                body: c.body.clone(),
+                dir: c.path.parent().map(Path::to_path_buf).unwrap_or_default(),
+                scope: c.scope,
+            });
+        skills.cloned().chain(commands).collect()
     }
 
     pub fn skill(&self, name: &str) -> Option<&Skill> {
@@ -322,6 +349,9 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>) -> Extensions {
                         arguments: fm.list("arguments"),
                         allowed_tools: fm.list("allowed-tools"),
                         model: fm.field("model"),
+                        disable_model_invocation: fm
+                            .field("disable-model-invocation")
+                            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
                         body: fm.body,
                         name,
                         path,
@@ -877,5 +907,43 @@ mod tests {
         assert_eq!(before, fingerprint(&cwd, &config, Some(&home)));
         write(&cwd.join(".stepper/commands/new.md"), "x");
         assert_ne!(before, fingerprint(&cwd, &config, Some(&home)));
+    }
+
+    /// What the model is offered, as Claude Code offers it: skills and commands alike, a
+    /// command without a description by its first line, none marked
+    /// `disable-model-invocation`, and a skill before a command of its name.
+    #[test]
+    fn the_model_is_offered_skills_and_commands() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().join("p");
+        let config = tmp.path().join("config");
+        write(
+            &cwd.join(".claude/commands/plain.md"),
+            "Just do it.\nMore.\n",
+        );
+        write(
+            &cwd.join(".claude/commands/hidden.md"),
+            "---\ndescription: Hidden\ndisable-model-invocation: true\n---\nx\n",
+        );
+        write(
+            &cwd.join(".claude/commands/both.md"),
+            "---\ndescription: the command\n---\nx\n",
+        );
+        write(
+            &cwd.join(".claude/skills/both/SKILL.md"),
+            "---\nname: both\ndescription: the skill\n---\ny\n",
+        );
+        let ext = load(&cwd, &config, None);
+        assert!(ext.command("hidden").unwrap().disable_model_invocation);
+        let offered: Vec<(String, String)> = ext
+            .model_invocable()
+            .into_iter()
+            .map(|s| (s.name, s.description))
+            .collect();
+        let offered: Vec<(&str, &str)> = offered
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.as_str()))
+            .collect();
+        assert_eq!(offered, [("both", "the skill"), ("plain", "Just do it.")]);
     }
 }

@@ -7,8 +7,9 @@
 //! link to another, or one imported by another, is not read again. A rule whose front
 //! matter names `paths:` applies only to those files: it is kept apart ([`Memory::rules`]),
 //! for the agent to be given when it touches one. `@path` in a file imports another
-//! (relative to the file, `~/` from home),
-//! at most [`MAX_HOPS`] deep; a cycle is refused. A project's files import only from the
+//! (relative to the file, `~/` from home), at most [`MAX_HOPS`] deep; a cycle is refused.
+//! As in Claude Code, the `@path` stays in its file and the imported file follows it as a
+//! file of its own (inside a rule kept for its paths, it is spliced in its place). A project's files import only from the
 //! project (its repository) and the user's own `~/.stepper`, `~/.claude` and config folder:
 //! `@~/.ssh/id_rsa` in a cloned repository's `CLAUDE.md` would send the key to the provider.
 //! The user's own `AGENTS.md` imports from anywhere. The whole is capped, and what the cap
@@ -126,6 +127,7 @@ pub fn load(cwd: &Path, config_dir: &Path, home: Option<&Path>, cap: usize) -> M
         users_folders,
         users_folder,
         seen: std::collections::HashSet::new(),
+        inline: false,
     };
     if let Some(stepper) = super::layers::locate(cwd, config_dir) {
         loader.top(&stepper, Source::Stepper);
@@ -204,6 +206,9 @@ struct Loader {
     users_folder: PathBuf,
     /// Every file read so far (canonical): none is read twice.
     seen: std::collections::HashSet<PathBuf>,
+    /// Imports go in the text in their place (a rule kept for its paths is one text),
+    /// rather than after their importer.
+    inline: bool,
 }
 
 /// What is being expanded: the file, and whether it is the user's own (its imports go
@@ -250,7 +255,9 @@ impl Loader {
                 users: self.is_users(&path, Source::Rules),
                 line: 0,
             };
+            self.inline = true;
             let body = self.expand(&parsed.body, importer, &mut chain);
+            self.inline = false;
             self.memory.files.push(MemoryFile {
                 path: path.clone(),
                 source: Source::Rules,
@@ -310,8 +317,10 @@ impl Loader {
             users: self.is_users(path, source),
             line: 0,
         };
+        // What it imports follows it.
+        let at = self.parts.len();
         let expanded = self.expand(&text, importer, &mut chain);
-        self.parts.push((index, expanded));
+        self.parts.insert(at, (index, expanded));
     }
 
     fn read(&mut self, path: &Path) -> Option<String> {
@@ -340,8 +349,8 @@ impl Loader {
         }
     }
 
-    /// `text` of `file` with each `@path` that names a file replaced by that file's text
-    /// (itself expanded), outside code.
+    /// `text` of `file` with each `@path` that names a file read as a file of its own
+    /// (inline: replaced by that file's text, itself expanded), outside code.
     fn expand(&mut self, text: &str, file: Importer<'_>, chain: &mut Vec<PathBuf>) -> String {
         let mut out = String::with_capacity(text.len());
         let mut fenced = false;
@@ -481,6 +490,7 @@ impl Loader {
         let Some(text) = self.read(target) else {
             return format!("@{token}");
         };
+        let index = self.memory.files.len();
         self.memory.files.push(MemoryFile {
             path: target.to_path_buf(),
             source: Source::Import,
@@ -494,9 +504,16 @@ impl Loader {
             users,
             line: 0,
         };
+        let at = self.parts.len();
         let expanded = self.expand(&text, importer, chain);
         chain.pop();
-        expanded
+        if self.inline {
+            return expanded;
+        }
+        if !expanded.trim().is_empty() {
+            self.parts.insert(at, (index, expanded));
+        }
+        format!("@{token}")
     }
 
     fn finish(mut self, cap: usize) -> Memory {
@@ -556,7 +573,7 @@ mod tests {
     }
 
     #[test]
-    fn root_first_claude_where_no_agents_and_imports_expanded() {
+    fn root_first_claude_where_no_agents_and_imports_after_their_importer() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("repo");
         std::fs::create_dir_all(root.join(".git")).unwrap();
@@ -605,6 +622,16 @@ mod tests {
         assert!(!memory.text.contains("the plan layer's own"));
         assert!(memory.text.contains("`@docs/style.md` stays"));
         assert!(memory.text.contains("mail me @ home"));
+        // As Claude Code gives it: the reference stays, the file follows its importer.
+        let style = root.join("docs/style.md");
+        assert!(
+            memory.text.contains(&format!(
+                "see @docs/style.md for style\n\n# From {}\n\ntabs, never spaces",
+                style.display()
+            )),
+            "{}",
+            memory.text
+        );
         let sources: Vec<Source> = memory.files.iter().map(|f| f.source).collect();
         assert_eq!(
             sources,

@@ -64,18 +64,11 @@ impl ExtensionsCache {
 /// read the files it bundles.
 pub struct SkillTool {
     pub skills: Vec<Skill>,
+    /// The session's id, for `${CLAUDE_SESSION_ID}` in a skill's text.
+    pub session: String,
 }
 
 impl SkillTool {
-    /// The skills a model may be offered (not those only a user may invoke).
-    pub fn model_invocable(skills: &[Skill]) -> Vec<Skill> {
-        skills
-            .iter()
-            .filter(|s| !s.disable_model_invocation)
-            .cloned()
-            .collect()
-    }
-
     /// [`SkillTool::listing`] within about 1% of a `window` of tokens (~4 bytes a token).
     pub fn listing_for(&self, window: u64) -> String {
         self.listing((window as usize / 25).max(2000))
@@ -147,7 +140,10 @@ impl Tool for SkillTool {
                 &skill.body,
                 arguments,
                 &skill.arguments,
-                &[("CLAUDE_SKILL_DIR", &dir)],
+                &[
+                    ("CLAUDE_SKILL_DIR", &dir),
+                    ("CLAUDE_SESSION_ID", &self.session),
+                ],
             );
             Ok(ToolOutput::text(format!(
                 "Base directory for this skill: {}\n\n{}",
@@ -161,6 +157,8 @@ impl Tool for SkillTool {
 /// A custom command or a skill the user typed (`/review src/lib.rs`), its arguments in place.
 pub struct Invoked {
     pub name: String,
+    /// The arguments as typed.
+    pub arguments: String,
     pub body: String,
     pub allowed_tools: Vec<String>,
     pub model: Option<String>,
@@ -169,8 +167,24 @@ pub struct Invoked {
     pub project: bool,
 }
 
+impl Invoked {
+    /// What the model gets: the invocation framed as Claude Code frames it (its models are
+    /// told that a `<command-name>` block means the command is loaded), then `rendered`,
+    /// the body with its `` !`cmd` `` and `@file` done.
+    pub fn framed(&self, rendered: &str) -> String {
+        format!(
+            "<command-message>{name}</command-message>\n<command-name>/{name}</command-name>\n\
+             <command-args>{}</command-args>\n\n{}",
+            self.arguments,
+            rendered.trim_end(),
+            name = self.name,
+        )
+    }
+}
+
 /// What `text` invokes, if its first word is `/name` of a command or a user-invocable skill.
-pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
+/// `session` is the session's id, for `${CLAUDE_SESSION_ID}`.
+pub fn invoke(ext: &Extensions, text: &str, session: &str) -> Option<Invoked> {
     let text = text.trim_start();
     let rest = text.strip_prefix('/')?;
     let (name, arguments) = match rest.split_once(char::is_whitespace) {
@@ -180,7 +194,13 @@ pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
     if let Some(command) = ext.command(name) {
         return Some(Invoked {
             name: name.to_string(),
-            body: extensions::substitute(&command.body, arguments, &command.arguments, &[]),
+            arguments: arguments.to_string(),
+            body: extensions::substitute(
+                &command.body,
+                arguments,
+                &command.arguments,
+                &[("CLAUDE_SESSION_ID", session)],
+            ),
             allowed_tools: command.allowed_tools.clone(),
             model: command.model.clone(),
             project: command.scope == "project",
@@ -189,6 +209,7 @@ pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
     let skill = ext.skill(name).filter(|s| s.user_invocable)?;
     Some(Invoked {
         name: name.to_string(),
+        arguments: arguments.to_string(),
         body: format!(
             "Base directory for this skill: {}\n\n{}",
             skill.dir.display(),
@@ -196,7 +217,10 @@ pub fn invoke(ext: &Extensions, text: &str) -> Option<Invoked> {
                 &skill.body,
                 arguments,
                 &skill.arguments,
-                &[("CLAUDE_SKILL_DIR", &skill.dir.display().to_string())],
+                &[
+                    ("CLAUDE_SKILL_DIR", &skill.dir.display().to_string()),
+                    ("CLAUDE_SESSION_ID", session),
+                ],
             )
         ),
         allowed_tools: skill.allowed_tools.clone(),

@@ -247,6 +247,8 @@ impl HookResult {
 pub struct HookRunner {
     pub set: Arc<HookSet>,
     pub session_id: String,
+    /// The id of the prompt the turn answers (`prompt_id`), in a turn.
+    pub prompt_id: Option<String>,
     /// The session's transcript in Claude Code's format (`transcript_path`).
     pub transcript: PathBuf,
     pub cwd: PathBuf,
@@ -266,6 +268,7 @@ impl HookRunner {
         HookRunner {
             set: Arc::clone(&self.set),
             session_id: self.session_id.clone(),
+            prompt_id: self.prompt_id.clone(),
             transcript: self.transcript.clone(),
             cwd: self.cwd.clone(),
             env: self.env.clone(),
@@ -286,6 +289,9 @@ impl HookRunner {
         }
         if let Some(fields) = input.as_object_mut() {
             fields.insert("session_id".into(), json!(self.session_id));
+            if let Some(prompt) = &self.prompt_id {
+                fields.insert("prompt_id".into(), json!(prompt));
+            }
             fields.insert(
                 "transcript_path".into(),
                 json!(self.transcript.display().to_string()),

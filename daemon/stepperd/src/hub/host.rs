@@ -125,7 +125,8 @@ pub(super) struct TurnHost {
     pub(super) tools: Vec<Arc<dyn Tool>>,
     /// The MCP servers' tools, read again before every model call.
     pub(super) mcp: Option<Arc<dyn ToolSource>>,
-    pub(super) skills: Vec<stepper_engine::config::extensions::Skill>,
+    /// The skills the model may be offered, each agent those its definition allows.
+    pub(super) skills: SkillTool,
     /// The turn's tool context; each agent gets it with its own gate.
     pub(super) cx: ToolCx,
     pub(super) gate: SessionGate,
@@ -334,12 +335,16 @@ impl TurnHost {
         };
         let skills: Vec<_> = self
             .skills
+            .skills
             .iter()
             .filter(|s| run.offers_skill(&s.name))
             .cloned()
             .collect();
         if !skills.is_empty() && run.allows("skill") {
-            let tool = SkillTool { skills };
+            let tool = SkillTool {
+                skills,
+                session: self.skills.session.clone(),
+            };
             add(&tool.listing_for(info.context_window()));
             tools.push(Arc::new(tool));
         }

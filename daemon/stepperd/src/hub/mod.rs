@@ -427,6 +427,7 @@ impl Hub {
         let runner = hooks::HookRunner {
             set: Arc::new(set),
             session_id: id.to_string(),
+            prompt_id: None,
             transcript: self.deps.transcripts.path(id),
             cwd,
             env: env::tool_env(&session_env, &settings),

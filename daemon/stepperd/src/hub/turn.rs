@@ -136,7 +136,7 @@ impl LiveSession {
             .extensions
             .get(&folder, env.get("HOME").map(std::path::Path::new))
             .await;
-        let invoked = invoke(&ext, &input.text);
+        let invoked = invoke(&ext, &input.text, &self.id);
         let model = invoked
             .as_ref()
             .and_then(|i| i.model.clone())
@@ -195,6 +195,7 @@ impl LiveSession {
                     Arc::new(HookRunner {
                         set: Arc::clone(&hook_set),
                         session_id: self.id.clone(),
+                        prompt_id: Some(input.input_id.clone()).filter(|id| !id.is_empty()),
                         transcript: deps.transcripts.path(&self.id),
                         cwd: cwd.clone(),
                         env: env.clone(),
@@ -309,7 +310,10 @@ impl LiveSession {
                     }
                 }
                 // The skills the model may use: named in the system prompt, loaded by a tool.
-                let skills = SkillTool::model_invocable(&ext.skills);
+                let skills = SkillTool {
+                    skills: ext.model_invocable(),
+                    session: self.id.clone(),
+                };
                 let blocked = match &hooks {
                     Some(runner) => self.prompt_hooks(runner, turn, &input.text).await,
                     None => Ok(Vec::new()),
@@ -505,7 +509,7 @@ impl LiveSession {
                     if let Some(invoked) = &invoked {
                         match render(&invoked.body, &deps.tools, &render_cx, runs).await {
                             Ok(rendered) => {
-                                text = rendered;
+                                text = invoked.framed(&rendered);
                                 *said.lock().unwrap_or_else(|p| p.into_inner()) = text.clone();
                             }
                             Err(error) => {
@@ -1014,7 +1018,7 @@ pub(crate) async fn overhead(
         .unwrap_or_default();
     let memory = instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir()).await;
     let ext = deps.extensions.get(&cwd, home.as_deref()).await;
-    let skills = SkillTool::model_invocable(&ext.skills);
+    let skills = ext.model_invocable();
     let dialect = ModelRef::parse(&model)
         .map(|m| deps.providers.dialect_of(&m, &settings))
         .unwrap_or_default();
@@ -1030,7 +1034,10 @@ pub(crate) async fn overhead(
     } + base.append_system_prompt.as_ref().map_or(0, String::len)
         + ENVIRONMENT_BYTES;
     if !skills.is_empty() {
-        let tool = SkillTool { skills };
+        let tool = SkillTool {
+            skills,
+            session: String::new(),
+        };
         system += tool.listing_for(info.context_window()).len();
         specs.push(tool.spec());
     }
