@@ -652,3 +652,127 @@ fn pre_tool_use_context_reaches_the_model_with_the_result() {
         "{result}"
     );
 }
+
+/// `PermissionRequest` as Claude Code answers it: `allow` with `updatedInput` runs the call
+/// changed, nobody asked; `deny` with `interrupt` refuses it and ends the turn at once.
+/// `SubagentStart`'s `additionalContext` reaches the subagent.
+#[test]
+fn permission_request_hooks_change_a_call_or_end_the_turn_and_subagent_start_adds_context() {
+    let env = TestEnv::new();
+    setup(
+        &env,
+        &[
+            (
+                "permission.sh",
+                r#"input=$(cat)
+case "$input" in
+  *'touch asked.txt'*) echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow", "updatedInput": {"command": "touch changed.txt"}}}}';;
+  *'touch stop.txt'*) echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": "not on a Friday", "interrupt": true}}}';;
+esac
+exit 0"#,
+            ),
+            (
+                "subagent.sh",
+                r#"cat > /dev/null; echo '{"hookSpecificOutput": {"hookEventName": "SubagentStart", "additionalContext": "SUBAGENT-CONTEXT-FROM-HOOK"}}'"#,
+            ),
+        ],
+        json!({
+            "PermissionRequest": [{"matcher": "Bash", "hooks": [hook("permission.sh")]}],
+            "SubagentStart": [{"hooks": [hook("subagent.sh")]}],
+        }),
+    );
+    // The command would ask; the hook allows it changed.
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t1",
+        "bash",
+        json!({"command": "touch asked.txt"}),
+    )])));
+    env.fake.push(Reply::text(&["done"]));
+    let (_, events) = ask(&env, &["make the file"]);
+    assert!(
+        env.project.path().join("changed.txt").exists(),
+        "{events:#?}"
+    );
+    assert!(!env.project.path().join("asked.txt").exists());
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.event, AppEvent::ApprovalRequested { .. })),
+        "nobody was asked"
+    );
+    // The call as it ran is what clients see finish.
+    assert!(events.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::ToolCallFinished {
+            status: ToolCallStatus::Ok,
+            ..
+        }
+    )));
+
+    // Denied with interrupt: no model call after it.
+    let before = env.fake.requests().len();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "t2",
+        "bash",
+        json!({"command": "touch stop.txt"}),
+    )])));
+    env.fake.push(Reply::text(&["should never be asked for"]));
+    let id = events[0].session_id.to_string();
+    let (_, events) = ask(&env, &["--session", &id, "and another"]);
+    assert!(!env.project.path().join("stop.txt").exists());
+    assert_eq!(env.fake.requests().len(), before + 1, "{events:#?}");
+    assert!(events.iter().any(|e| matches!(
+        &e.event,
+        AppEvent::ToolCallFinished { status: ToolCallStatus::Denied, output, .. }
+            if output.contains("not on a Friday")
+    )));
+
+    // A subagent gets what SubagentStart adds.
+    std::fs::write(
+        env.project.path().join(".stepper/setting.json"),
+        json!({"dispatch": true, "hooks": {
+            "SubagentStart": [{"hooks": [hook("subagent.sh")]}],
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let start = env.fake.requests().len();
+    // (Ahead of the reply the interrupted turn never asked for, still queued.)
+    env.fake.push_when(
+        "send a helper",
+        Reply::Sse(tool_use_stream(&[(
+            "toolu_d",
+            "dispatch",
+            json!({"tasks": [{"task": "SUB-TASK: look around"}]}),
+        )])),
+    );
+    env.fake.push_when("SUB-TASK", Reply::text(&["LOOKED"]));
+    env.fake.push_when("toolu_d", Reply::text(&["all done"]));
+    ask(&env, &["--session", &id, "send a helper"]);
+    let requests = env.fake.requests().split_off(start);
+    let sub = requests
+        .iter()
+        .find(|r| r["messages"].to_string().contains("SUB-TASK: look around"))
+        .unwrap_or_else(|| {
+            let lasts: Vec<String> = requests
+                .iter()
+                .map(|r| {
+                    r["messages"]
+                        .as_array()
+                        .unwrap()
+                        .last()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect();
+            panic!("no subagent's request in {lasts:#?}")
+        });
+    assert!(
+        sub["system"]
+            .to_string()
+            .contains("SUBAGENT-CONTEXT-FROM-HOOK"),
+        "{sub}"
+    );
+    let main = requests.first().unwrap();
+    assert!(!main.to_string().contains("SUBAGENT-CONTEXT-FROM-HOOK"));
+}

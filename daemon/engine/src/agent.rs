@@ -715,7 +715,7 @@ impl AgentLoop {
                             started.elapsed(),
                         );
                     }
-                    let result = match self.tool(&name) {
+                    let mut result = match self.tool(&name) {
                         Some(tool) => tool.call(input.clone(), &call_cx).await,
                         None => Err(ToolError::InvalidArguments(format!(
                             "there is no tool named {name:?}; the tools are: {}",
@@ -726,6 +726,23 @@ impl AgentLoop {
                                 .join(", ")
                         ))),
                     };
+                    // A hook allowed the call with its input changed: it runs again with
+                    // that input, as allowed (deny rules still hold), once.
+                    if let (Err(ToolError::Changed(changed)), Some(tool)) =
+                        (&result, self.tool(&name))
+                    {
+                        input = match &self.hooks {
+                            Some(hooks) => hooks.changed_input(&name, changed, &input),
+                            None => changed.clone(),
+                        };
+                        call_cx.hint = Some(crate::hooks::GateHint::Allow);
+                        result = match tool.call(input.clone(), &call_cx).await {
+                            Err(ToolError::Changed(_)) => Err(ToolError::Failed(
+                                "a hook changed the call's input twice".into(),
+                            )),
+                            other => other,
+                        };
+                    }
                     (id, name, input, result, started.elapsed())
                 }
             }));
@@ -756,6 +773,18 @@ impl AgentLoop {
             for (id, name, input, result, took) in finished {
                 let (status, content, is_error, mut details) = match result {
                     Ok(out) => (ToolCallStatus::Ok, out.content, false, out.details),
+                    Err(ToolError::DeniedAndStopped(why)) => {
+                        stopping
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert_with(|| why.clone());
+                        (
+                            ToolCallStatus::Denied,
+                            format!("The user did not allow this ({why}), and stopped the turn."),
+                            true,
+                            Default::default(),
+                        )
+                    }
                     Err(ToolError::Denied(why)) => (
                         ToolCallStatus::Denied,
                         format!(

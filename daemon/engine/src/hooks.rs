@@ -125,6 +125,18 @@ pub trait TurnHooks: Send + Sync {
         ok: bool,
     ) -> BoxFuture<'a, AfterTool>;
 
+    /// A call's input as a hook changed it when asked for permission (`changed`, in the
+    /// hook's spelling), over the call's own `input`, in stepper's spelling.
+    fn changed_input(
+        &self,
+        tool: &str,
+        changed: &serde_json::Value,
+        input: &serde_json::Value,
+    ) -> serde_json::Value {
+        let _ = (tool, input);
+        changed.clone()
+    }
+
     /// The model is done; `Some(reason)` keeps the turn going with the reason as the user's
     /// words. `active`: a hook already kept it going once in this turn.
     fn before_stop<'a>(&'a self, active: bool, last_text: &'a str)

@@ -66,6 +66,12 @@ pub enum Decision {
     Allow,
     /// Refused, and why (a rule, or the user's answer).
     Deny(String),
+    /// Refused, and the turn ends after this step (a `PermissionRequest` hook's
+    /// `interrupt`).
+    DenyAndStop(String),
+    /// Allowed, with the call's input changed first (a `PermissionRequest` hook's
+    /// `updatedInput`, in the hook's spelling): the call runs again with it.
+    AllowChanged(serde_json::Value),
 }
 
 /// A server's request for the user's input while its tool runs (an MCP elicitation).
@@ -200,6 +206,8 @@ impl ToolCx {
         match self.gate.check_hinted(&request, self.hint.as_ref()).await {
             Decision::Allow => Ok(()),
             Decision::Deny(why) => Err(ToolError::Denied(why)),
+            Decision::DenyAndStop(why) => Err(ToolError::DeniedAndStopped(why)),
+            Decision::AllowChanged(input) => Err(ToolError::Changed(input)),
         }
     }
 
@@ -221,6 +229,13 @@ pub enum ToolError {
     InvalidArguments(String),
     #[error("not allowed: {0}")]
     Denied(String),
+    /// Not allowed, and the turn ends after this step.
+    #[error("not allowed: {0}")]
+    DeniedAndStopped(String),
+    /// Allowed once its input is this (in a hook's spelling): the agent runs the call again
+    /// with it, as allowed. A tool asks before it acts, so nothing was done.
+    #[error("the call's input was changed by a hook")]
+    Changed(serde_json::Value),
     /// A hook refused the call.
     #[error("blocked by a hook: {0}")]
     Blocked(String),

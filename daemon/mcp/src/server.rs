@@ -247,7 +247,12 @@ impl rmcp::ClientHandler for Handler {
             };
             match gate.check(&asked).await {
                 Decision::Allow => {}
-                Decision::Deny(why) => return Err(refused(&format!("declined: {why}"))),
+                Decision::Deny(why) | Decision::DenyAndStop(why) => {
+                    return Err(refused(&format!("declined: {why}")));
+                }
+                Decision::AllowChanged(_) => {
+                    return Err(refused("declined: a hook would change the request"));
+                }
             }
             let request = Sampling {
                 server,

@@ -824,7 +824,18 @@ fn edit_diff(tool: &str, input: &Value) -> String {
 fn permission_answer(request_id: &str, input: Value, decision: &Decision) -> Value {
     let response = match decision {
         Decision::Allow => json!({"behavior": "allow", "updatedInput": input}),
+        Decision::AllowChanged(changed) => {
+            // A hook's change, in Claude Code's own spelling, over the call's input.
+            let mut merged = input;
+            if let (Some(into), Some(from)) = (merged.as_object_mut(), changed.as_object()) {
+                into.extend(from.clone());
+            }
+            json!({"behavior": "allow", "updatedInput": merged})
+        }
         Decision::Deny(why) => json!({"behavior": "deny", "message": why}),
+        Decision::DenyAndStop(why) => {
+            json!({"behavior": "deny", "message": why, "interrupt": true})
+        }
     };
     json!({
         "type": "control_response",

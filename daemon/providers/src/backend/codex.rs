@@ -423,7 +423,10 @@ impl<'t, 'a> Run<'t, 'a> {
                 Some((id, decision)) = pending.next(), if !pending.is_empty() => {
                     let answer = match decision {
                         Decision::Allow => "accept",
-                        Decision::Deny(_) => "decline",
+                        // Codex cannot run a changed command: what was allowed is not
+                        // what it would run.
+                        Decision::Deny(_) | Decision::AllowChanged(_) => "decline",
+                        Decision::DenyAndStop(_) => "cancel",
                     };
                     live.host.send(&json!({"jsonrpc": "2.0", "id": id, "result": {"decision": answer}}));
                 }
@@ -456,8 +459,9 @@ impl<'t, 'a> Run<'t, 'a> {
                             match self.approval(&method, value.get("params").unwrap_or(&Value::Null)) {
                                 Some(requests) => pending.push(Box::pin(async move {
                                     for request in &requests {
-                                        if let Decision::Deny(why) = gate.check(request).await {
-                                            return (id, Decision::Deny(why));
+                                        match gate.check(request).await {
+                                            Decision::Allow => {}
+                                            refused => return (id, refused),
                                         }
                                     }
                                     (id, Decision::Allow)

@@ -289,10 +289,8 @@ impl Gate for SessionGate {
                         serde_json::json!({"tool_name": name, "tool_input": input}),
                     )
                     .await;
-                match HookRunner::permission(&ran) {
-                    Some(Ok(())) => return Decision::Allow,
-                    Some(Err(why)) => return Decision::Deny(why),
-                    None => {}
+                if let Some(decision) = HookRunner::permission(&ran) {
+                    return decision;
                 }
             }
             let request_id = uuid::Uuid::now_v7().to_string();

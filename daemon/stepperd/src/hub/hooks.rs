@@ -23,6 +23,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use stepper_engine::hooks::{AfterTool, BeforeTool, GateHint, TurnHooks};
 use stepper_engine::redact::Redactor;
+use stepper_engine::tool::Decision;
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, PermissionMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -446,30 +447,48 @@ impl HookRunner {
         Ok(context)
     }
 
-    /// `PermissionRequest`: allow or deny without asking, or `None` to ask.
-    pub fn permission(results: &[HookResult]) -> Option<Result<(), String>> {
-        let mut allowed = false;
+    /// What handlers that succeeded add to the model's context
+    /// (`hookSpecificOutput.additionalContext`): `SubagentStart`.
+    pub fn additional_context(results: &[HookResult]) -> Vec<String> {
+        results
+            .iter()
+            .filter(|r| r.exit == Some(0))
+            .filter_map(HookResult::context)
+            .collect()
+    }
+
+    /// `PermissionRequest`: allow (with `updatedInput`, the input changed) or deny (with
+    /// `interrupt`, the turn ended) without asking, or `None` to ask. A deny wins.
+    pub fn permission(results: &[HookResult]) -> Option<Decision> {
+        let mut allowed = None;
         for r in results {
             if r.blocks() {
-                return Some(Err(r.reason()));
+                return Some(Decision::Deny(r.reason()));
             }
             let decision = r.specific("decision");
-            match decision
-                .and_then(|d| d.get("behavior"))
-                .and_then(Value::as_str)
-            {
+            let field = |key: &str| decision.and_then(|d| d.get(key));
+            match field("behavior").and_then(Value::as_str) {
                 Some("deny") => {
-                    let why = decision
-                        .and_then(|d| d.get("message"))
+                    let why = field("message")
                         .and_then(Value::as_str)
-                        .unwrap_or("a PermissionRequest hook denied it");
-                    return Some(Err(why.to_string()));
+                        .unwrap_or("a PermissionRequest hook denied it")
+                        .to_string();
+                    return Some(if field("interrupt") == Some(&Value::Bool(true)) {
+                        Decision::DenyAndStop(why)
+                    } else {
+                        Decision::Deny(why)
+                    });
                 }
-                Some("allow") => allowed = true,
+                Some("allow") => {
+                    allowed = Some(match field("updatedInput").filter(|v| v.is_object()) {
+                        Some(changed) => Decision::AllowChanged(changed.clone()),
+                        None => Decision::Allow,
+                    });
+                }
                 _ => {}
             }
         }
-        allowed.then_some(Ok(()))
+        allowed
     }
 }
 
@@ -481,6 +500,10 @@ pub struct SessionHooks {
 }
 
 impl TurnHooks for SessionHooks {
+    fn changed_input(&self, tool: &str, changed: &Value, input: &Value) -> Value {
+        from_claude_input(tool, changed, input)
+    }
+
     fn before_tool<'a>(
         &'a self,
         call_id: &'a str,

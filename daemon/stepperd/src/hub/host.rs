@@ -432,7 +432,7 @@ impl TurnHost {
         let subagent = run.kind != AgentKind::Layer;
         if let Some(runner) = &self.hooks {
             if subagent && runner.set.has("SubagentStart") {
-                let _ = runner
+                let ran = runner
                     .run(
                         "SubagentStart",
                         Some(&run.name),
@@ -442,6 +442,16 @@ impl TurnHost {
                         }),
                     )
                     .await;
+                // What the hooks add goes to the subagent, as Claude Code gives it.
+                let added = HookRunner::additional_context(&ran);
+                if !added.is_empty() {
+                    let system = request.system.get_or_insert_with(String::new);
+                    if !system.is_empty() {
+                        system.push_str("\n\n");
+                    }
+                    system.push_str("# From the user's hooks\n\n");
+                    system.push_str(&added.join("\n\n"));
+                }
             }
             let stop_event = match (subagent, &run.id) {
                 (true, _) => "SubagentStop",
