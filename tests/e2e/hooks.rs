@@ -732,6 +732,8 @@ exit 0"#,
         env.project.path().join(".stepper/setting.json"),
         json!({"dispatch": true, "hooks": {
             "SubagentStart": [{"hooks": [hook("subagent.sh")]}],
+            "SubagentStop": [{"hooks": [{"type": "command",
+                "command": "cat > \"$CLAUDE_PROJECT_DIR\"/subagent-stop.json"}]}],
         }})
         .to_string(),
     )
@@ -775,4 +777,44 @@ exit 0"#,
     );
     let main = requests.first().unwrap();
     assert!(!main.to_string().contains("SUBAGENT-CONTEXT-FROM-HOOK"));
+    // SubagentStop names the subagent and its own transcript, in Claude Code's format.
+    let stop: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.project.path().join("subagent-stop.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stop["hook_event_name"], "SubagentStop");
+    assert_eq!(stop["agent_type"], "general", "{stop}");
+    assert!(
+        stop["agent_id"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("agent-"))
+    );
+    let side = std::fs::read_to_string(stop["agent_transcript_path"].as_str().unwrap())
+        .unwrap_or_else(|e| panic!("{stop}: {e}"));
+    let lines: Vec<Value> = side
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "user");
+    assert!(
+        lines[0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("SUB-TASK")
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["isSidechain"] == true && l["agentId"] == stop["agent_id"])
+    );
+    assert!(side.contains("LOOKED"), "{side}");
+    let main_transcript =
+        std::fs::read_to_string(stop["transcript_path"].as_str().unwrap()).unwrap();
+    // The session's own holds the dispatch and its result, not the subagent's steps.
+    assert!(
+        main_transcript
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).unwrap()["isSidechain"] == false),
+        "{main_transcript}"
+    );
 }

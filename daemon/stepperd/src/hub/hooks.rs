@@ -497,6 +497,9 @@ pub struct SessionHooks {
     pub runner: Arc<HookRunner>,
     /// `Stop` for the turn's own agents, `SubagentStop` for workers and dispatched ones.
     pub stop_event: &'static str,
+    /// A subagent's id and type (its agent file's name), which its `SubagentStop` is given
+    /// with its own transcript.
+    pub subagent: Option<(String, String)>,
 }
 
 impl TurnHooks for SessionHooks {
@@ -657,10 +660,16 @@ impl TurnHooks for SessionHooks {
             }
             // As Claude Code gives it: the reply the model ends on, so a hook need not dig
             // it out of the transcript.
-            let input = json!({
+            let mut input = json!({
                 "stop_hook_active": active,
                 "last_assistant_message": self.runner.redactor.redact(last_text),
             });
+            if let Some((id, kind)) = &self.subagent {
+                let path = super::transcript::agent_transcript(&self.runner.transcript, id);
+                input["agent_id"] = json!(id);
+                input["agent_type"] = json!(kind);
+                input["agent_transcript_path"] = json!(path.display().to_string());
+            }
             let results = self.runner.run(self.stop_event, None, input).await;
             // `continue: false` wins over any `decision: block`: the turn stops.
             if results.iter().any(|r| r.stops().is_some()) {

@@ -462,6 +462,11 @@ impl TurnHost {
             agent = agent.with_hooks(Arc::new(SessionHooks {
                 runner: Arc::clone(runner),
                 stop_event,
+                subagent: run
+                    .id
+                    .clone()
+                    .filter(|_| subagent)
+                    .map(|id| (id, run.name.clone())),
             }));
         }
         let sink = AgentSink {

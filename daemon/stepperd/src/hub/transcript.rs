@@ -1,13 +1,16 @@
 //! Each session's transcript in Claude Code's format, for hooks written for Claude Code: its
 //! path is their `transcript_path`. One JSON object a line — `type` `user` or `assistant`,
 //! `message` in Anthropic's message shape, `uuid`, `parentUuid`, `sessionId`, `timestamp`,
-//! `cwd` — kept at `<data>/transcripts/<session-id>.jsonl`.
+//! `cwd` — kept at `<data>/transcripts/<session-id>.jsonl`. Each subagent (a worker or a
+//! dispatched agent) has its own beside it, as Claude Code keeps them:
+//! `<session-id>/subagents/agent-<id>.jsonl`, its lines marked `isSidechain` and `agentId`.
 //!
 //! The session's log writer appends to it after a batch is committed (persist, then
-//! publish, then this), from the main agent's events: the prompt, the replies, the tool
-//! calls and their results. The events are what is written, so it holds what the store
+//! publish, then this), from the agents' events: the prompt (a subagent's task), the
+//! replies, the tool calls and their results. The events are what is written, so it holds what the store
 //! does and no more; a transcript that cannot be written is logged, never a turn's failure.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -40,19 +43,36 @@ impl Transcripts {
             last_uuid: None,
             resumed: false,
             model: String::new(),
+            subagents: HashMap::new(),
         }
     }
 
-    /// A session deleted takes its transcript with it.
+    /// A session deleted takes its transcripts with it.
     pub async fn remove(&self, session_id: &str) {
-        match tokio::fs::remove_file(self.path(session_id)).await {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                tracing::warn!(session = %session_id, error = %e, "cannot remove the session's transcript");
+        let main = self.path(session_id);
+        let removed = [
+            tokio::fs::remove_file(&main).await,
+            tokio::fs::remove_dir_all(main.with_extension("")).await,
+        ];
+        for result in removed {
+            match result {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::warn!(session = %session_id, error = %e, "cannot remove the session's transcript");
+                }
             }
         }
     }
+}
+
+/// The transcript of subagent `agent_id` beside the session's `main` one, where Claude Code
+/// keeps a subagent's: `<session-id>/subagents/agent-<id>.jsonl`.
+pub fn agent_transcript(main: &Path, agent_id: &str) -> PathBuf {
+    let id = agent_id.strip_prefix("agent-").unwrap_or(agent_id);
+    main.with_extension("")
+        .join("subagents")
+        .join(format!("agent-{id}.jsonl"))
 }
 
 /// Appends one session's committed events to its transcript, each line chained to the one
@@ -66,6 +86,8 @@ pub struct TranscriptWriter {
     resumed: bool,
     /// The model of the running turn, which Claude Code names in each assistant message.
     model: String,
+    /// The subagents started in this daemon's life, each with its last line's `uuid`.
+    subagents: HashMap<String, Option<String>>,
 }
 
 impl TranscriptWriter {
@@ -77,38 +99,40 @@ impl TranscriptWriter {
             self.resumed = true;
             self.last_uuid = last_uuid(&self.path).await;
         }
-        let mut text = String::new();
+        // By file, in order: the session's, then each subagent's.
+        let mut texts: Vec<(PathBuf, String)> = Vec::new();
         for envelope in events {
-            if let Some(line) = self.line(envelope) {
-                text.push_str(&line.to_string());
-                text.push('\n');
+            if let Some((path, line)) = self.line(envelope) {
+                let at = match texts.iter().position(|(p, _)| *p == path) {
+                    Some(at) => at,
+                    None => {
+                        texts.push((path, String::new()));
+                        texts.len() - 1
+                    }
+                };
+                texts[at].1.push_str(&line.to_string());
+                texts[at].1.push('\n');
             }
         }
-        if text.is_empty() {
-            return;
-        }
-        if let Err(e) = self.append(&text).await {
-            tracing::warn!(session = %self.session_id, path = %self.path.display(), error = %e, "cannot write the session's transcript");
+        for (path, text) in texts {
+            if let Err(e) = append(&path, &text).await {
+                tracing::warn!(session = %self.session_id, path = %path.display(), error = %e, "cannot write the session's transcript");
+            }
         }
     }
 
-    async fn append(&mut self, text: &str) -> std::io::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            tokio::fs::create_dir_all(dir).await?;
+    /// The transcript line of one event and the file it goes to, if it has one: the main
+    /// agent's conversation in the session's, a subagent's in its own (layers before the
+    /// last have none: Claude Code has no such thing).
+    fn line(&mut self, envelope: &EventEnvelope) -> Option<(PathBuf, Value)> {
+        if let AppEvent::SubagentStarted { agent_id, task, .. } = &envelope.event {
+            self.subagents.insert(agent_id.clone(), None);
+            let message = json!({"role": "user", "content": task});
+            return Some(self.chained(Some(agent_id), envelope.at, "user", message));
         }
-        let mut file = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .await?;
-        file.write_all(text.as_bytes()).await?;
-        file.flush().await
-    }
-
-    /// The transcript line of one event, if it has one: only the main agent's
-    /// conversation (a subagent's is its own in Claude Code too).
-    fn line(&mut self, envelope: &EventEnvelope) -> Option<Value> {
-        if envelope.agent.is_some() {
+        if let Some(agent) = &envelope.agent
+            && !self.subagents.contains_key(agent)
+        {
             return None;
         }
         let (kind, message) = match &envelope.event {
@@ -155,14 +179,30 @@ impl TranscriptWriter {
             ),
             _ => return None,
         };
+        let agent = envelope.agent.as_deref();
+        Some(self.chained(agent, envelope.at, kind, message))
+    }
+
+    /// A line of `agent`'s transcript (the session's own for `None`), chained to its last.
+    fn chained(
+        &mut self,
+        agent: Option<&str>,
+        at: i64,
+        kind: &str,
+        message: Value,
+    ) -> (PathBuf, Value) {
         let uuid = uuid::Uuid::now_v7().to_string();
-        let parent = self.last_uuid.replace(uuid.clone());
-        let timestamp = chrono::DateTime::from_timestamp_millis(envelope.at)
+        let last = match agent {
+            Some(id) => self.subagents.entry(id.to_string()).or_default(),
+            None => &mut self.last_uuid,
+        };
+        let parent = last.replace(uuid.clone());
+        let timestamp = chrono::DateTime::from_timestamp_millis(at)
             .unwrap_or_default()
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        Some(json!({
+        let mut line = json!({
             "parentUuid": parent,
-            "isSidechain": false,
+            "isSidechain": agent.is_some(),
             "userType": "external",
             "cwd": self.cwd,
             "sessionId": self.session_id,
@@ -171,7 +211,15 @@ impl TranscriptWriter {
             "message": message,
             "uuid": uuid,
             "timestamp": timestamp,
-        }))
+        });
+        let path = match agent {
+            Some(id) => {
+                line["agentId"] = json!(id);
+                agent_transcript(&self.path, id)
+            }
+            None => self.path.clone(),
+        };
+        (path, line)
     }
 
     fn assistant(&self, content: Value, stop_reason: Option<&str>) -> Value {
@@ -184,6 +232,19 @@ impl TranscriptWriter {
             "stop_reason": stop_reason,
         })
     }
+}
+
+async fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        tokio::fs::create_dir_all(dir).await?;
+    }
+    let mut file = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .await?;
+    file.write_all(text.as_bytes()).await?;
+    file.flush().await
 }
 
 /// The `uuid` of a transcript's last line, if it has one.
@@ -273,7 +334,48 @@ mod tests {
         assert_eq!(lines[2]["parentUuid"], lines[1]["uuid"]);
         assert_eq!(lines[2]["sessionId"], "s");
         assert_eq!(lines[0]["timestamp"], "2023-11-14T22:13:20.000Z");
+        // A subagent's conversation goes to its own transcript, chained from its task.
+        let mut third = transcripts.writer("s", "/p");
+        let sub = [
+            envelope(
+                6,
+                None,
+                AppEvent::SubagentStarted {
+                    agent_id: "agent-7".into(),
+                    name: "reviewer".into(),
+                    model: "anthropic/m".into(),
+                    task: "review it".into(),
+                    layer: None,
+                    worktree: None,
+                },
+            ),
+            envelope(
+                7,
+                Some("agent-7"),
+                AppEvent::MessageCompleted {
+                    text: "looks fine".into(),
+                    stop_reason: Some("end_turn".into()),
+                },
+            ),
+        ];
+        third.record(sub.iter()).await;
+        let side = agent_transcript(&transcripts.path("s"), "agent-7");
+        assert!(side.ends_with("s/subagents/agent-7.jsonl"), "{side:?}");
+        let side: Vec<Value> = std::fs::read_to_string(&side)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(side.len(), 2);
+        assert_eq!(side[0]["message"]["content"], "review it");
+        assert_eq!(side[0]["isSidechain"], true);
+        assert_eq!(side[0]["agentId"], "agent-7");
+        assert_eq!(side[1]["parentUuid"], side[0]["uuid"]);
+        assert_eq!(side[1]["message"]["content"][0]["text"], "looks fine");
+        let main = std::fs::read_to_string(transcripts.path("s")).unwrap();
+        assert_eq!(main.lines().count(), 3, "the session's own is untouched");
         transcripts.remove("s").await;
         assert!(!transcripts.path("s").exists());
+        assert!(!dir.path().join("transcripts/s").exists());
     }
 }

@@ -1130,6 +1130,7 @@ impl LiveSession {
         let hooks = hooks.map(|runner| SessionHooks {
             runner,
             stop_event: "",
+            subagent: None,
         });
         if let Some(h) = &hooks {
             h.compacting("manual", instructions, false).await;
