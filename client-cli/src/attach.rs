@@ -353,6 +353,7 @@ impl Follow {
                 })
                 .await;
         }
+        tokio::spawn(status_line(client.clone(), id.clone(), self.core.clone()));
         let core = self.core.clone();
         let (link, me, leaving) = (self.link.clone(), self.me.clone(), self.leaving.clone());
         let cwd = self.cwd.clone();
@@ -368,11 +369,21 @@ impl Follow {
                             // client): the status line's share follows its window.
                             let changed = envelope.seq > shown_to
                                 && matches!(envelope.event, AppEvent::ModelChanged { .. });
+                            // The user's status line is drawn again after each turn, as
+                            // Claude Code redraws it when the conversation changes.
+                            let redraw = envelope.seq > shown_to
+                                && matches!(
+                                    envelope.event,
+                                    AppEvent::TurnFinished { .. } | AppEvent::ModelChanged { .. }
+                                );
                             if core.send(CoreEvent::Event(envelope)).await.is_err() {
                                 return;
                             }
                             if changed {
                                 refresh(&link.get(), &id, &cwd, &core).await;
+                            }
+                            if redraw {
+                                tokio::spawn(status_line(link.get(), id.clone(), core.clone()));
                             }
                         }
                         Some(Err(e)) => break e.to_string(),
@@ -699,6 +710,18 @@ async fn perform(
         Action::Detach => Ok(()),
     };
     result.err().map(|e| e.to_string())
+}
+
+/// What the user's `statusLine` command prints now, for the TUI to draw; nothing when it
+/// failed (a status line that fails is not worth an error each turn).
+async fn status_line(client: DaemonClient, id: String, core: mpsc::Sender<CoreEvent>) {
+    let Ok(got) = client
+        .call::<SessionStatusLine>(SessionParams { session_id: id })
+        .await
+    else {
+        return;
+    };
+    let _ = core.send(CoreEvent::StatusLine(got.text)).await;
 }
 
 /// Tell the TUI the session again (its model changed): the status line's context share

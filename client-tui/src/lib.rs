@@ -138,6 +138,9 @@ pub enum CoreEvent {
     },
     /// Paths (relative to the cwd) for `@file` completion.
     Files(Vec<String>),
+    /// What the user's `statusLine` command printed, drawn under the status line (`None`:
+    /// nothing to draw).
+    StatusLine(Option<String>),
     /// An action failed (an approval already answered elsewhere): shown, not fatal.
     Error(String),
     /// What a command asked to see (`/memory`), shown in the transcript.

@@ -32,6 +32,8 @@ struct Parts {
     input: Vec<Line<'static>>,
     cursor: (u16, u16),
     status: Line<'static>,
+    /// What the user's `statusLine` command printed, under the status line.
+    custom: Vec<Line<'static>>,
 }
 
 struct Overlay {
@@ -82,6 +84,7 @@ struct Rows {
     input: u16,
     rule_bottom: u16,
     status: u16,
+    custom: u16,
 }
 
 impl Rows {
@@ -93,6 +96,7 @@ impl Rows {
             + self.input
             + self.rule_bottom
             + self.status
+            + self.custom
     }
 }
 
@@ -187,6 +191,15 @@ impl App {
             input,
             cursor,
             status: self.status_line(width),
+            custom: self
+                .custom_status
+                .iter()
+                .flat_map(|text| text.lines())
+                .map(|l| {
+                    let l: String = l.chars().take(usize::from(width.max(1))).collect();
+                    Line::from(Span::styled(l, theme::dim()))
+                })
+                .collect(),
         }
     }
 
@@ -218,6 +231,7 @@ impl App {
         }
         r.rule_top = take(1);
         r.rule_bottom = take(1);
+        r.custom = take(parts.custom.len());
         r.popup = take(parts.popup.len());
         r.live = take(parts.live.len());
         r
@@ -316,6 +330,8 @@ impl App {
         if rows.status > 0 {
             put(buf, std::slice::from_ref(&parts.status), &mut y);
         }
+        let custom = usize::from(rows.custom).min(parts.custom.len());
+        put(buf, &parts.custom[..custom], &mut y);
         if shown == 0 {
             return None;
         }

@@ -125,6 +125,9 @@ method_table! {
         /// How full the session's context window is: what its next model call would send,
         /// by part, in estimated tokens.
         SessionContext = "session/context" (SessionParams) -> SessionContextResponse;
+        /// The session's status line: what its `statusLine` command prints, run now with the
+        /// session as JSON on stdin (Claude Code's status line input).
+        SessionStatusLine = "session/statusLine" (SessionParams) -> SessionStatusLineResponse;
         /// Add to the running turn: the text reaches the model at its next call. With no turn
         /// running it is queued like `session/submit`.
         SessionSteer = "session/steer" (SessionSubmitParams) -> SessionSubmitResponse;
@@ -998,6 +1001,18 @@ pub struct SessionCompactParams {
     /// What the summary should keep, in the user's words.
     #[serde(default)]
     pub instructions: Option<String>,
+}
+
+/// What a session's `statusLine` command printed: its first lines, escape sequences taken
+/// out. Both absent: no `statusLine` is set for the session's folder.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatusLineResponse {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Why there is no text: the command failed, timed out, or waits for the folder's trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The context window split by what fills it (tokens, estimated at about 4 bytes each).

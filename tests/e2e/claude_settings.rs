@@ -283,3 +283,66 @@ fn an_mcp_approval_given_in_claude_code_is_honoured_in_a_trusted_folder() {
         text(&out)
     );
 }
+
+/// Claude Code's `statusLine` from the project's `.claude/settings.json`: not run until the
+/// folder is trusted (it runs a program), then run with Claude Code's status line input on
+/// stdin, its output given back plain; a failing one says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projects_status_line_runs_once_trusted_with_claude_codes_input() {
+    use stepper_protocol::methods::{SessionParams, SessionStatusLine};
+    let env = TestEnv::new();
+    let out = tempfile::tempdir().unwrap();
+    let p = env.project.path();
+    let script = p.join(".claude/statusline.sh");
+    write(
+        &script,
+        &format!(
+            "#!/bin/sh\ncat > '{}'\nprintf '\\033[1;32mSTATUS-OK\\033[0m on main\\n\\nsecond\\n'\n",
+            out.path().join("input.json").display()
+        ),
+    );
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write(
+        &p.join(".claude/settings.json"),
+        &json!({"statusLine": {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/statusline.sh"}})
+            .to_string(),
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let id = env.create_session(&client, None).await;
+    let params = || SessionParams {
+        session_id: id.clone(),
+    };
+    let untrusted = client.call::<SessionStatusLine>(params()).await.unwrap();
+    assert_eq!((untrusted.text, untrusted.error), (None, None));
+    assert!(!out.path().join("input.json").exists(), "not run untrusted");
+
+    env.trust_project();
+    let shown = client.call::<SessionStatusLine>(params()).await.unwrap();
+    assert_eq!(
+        shown.text.as_deref(),
+        Some("STATUS-OK on main\nsecond"),
+        "{shown:?}"
+    );
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("input.json")).unwrap())
+            .unwrap();
+    assert_eq!(input["hook_event_name"], "Status");
+    assert_eq!(input["session_id"], id.as_str());
+    assert_eq!(input["model"]["id"], "claude-sonnet-4-5", "{input}");
+    let folder = std::fs::canonicalize(p).unwrap();
+    assert_eq!(
+        std::fs::canonicalize(input["workspace"]["current_dir"].as_str().unwrap()).unwrap(),
+        folder
+    );
+
+    // A command that fails says so, with what it printed.
+    write(&script, "#!/bin/sh\necho 'no git here' >&2\nexit 3\n");
+    let failed = client.call::<SessionStatusLine>(params()).await.unwrap();
+    assert_eq!(failed.text, None);
+    let error = failed.error.unwrap_or_default();
+    assert!(
+        error.contains("exit 3") && error.contains("no git here"),
+        "{error}"
+    );
+}

@@ -49,6 +49,7 @@ impl App {
                 self.context_window = context_window;
                 self.session = Some(info);
             }
+            CoreEvent::StatusLine(text) => self.custom_status = text,
             CoreEvent::Clients { clients, me } => {
                 self.others = clients
                     .into_iter()

@@ -82,6 +82,8 @@ pub struct App {
     /// Presence events up to this seq are history: `CoreEvent::Clients` already says who is
     /// here now, and replaying old attaches would count people twice.
     presence_after: u64,
+    /// What the user's `statusLine` command printed last (`session/statusLine`).
+    pub(crate) custom_status: Option<String>,
     files: Vec<String>,
     /// The daemon's own commands (custom and skills), for completion.
     pub(crate) commands: Vec<crate::CommandEntry>,
@@ -142,6 +144,7 @@ impl App {
             me: String::new(),
             others: Vec::new(),
             presence_after: 0,
+            custom_status: None,
             files: Vec::new(),
             commands: Vec::new(),
             finished: Vec::new(),

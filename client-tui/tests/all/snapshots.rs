@@ -467,6 +467,20 @@ fn status_line_with_usage_and_other_clients() {
     assert!(status.contains("ctx 21%"));
 }
 
+/// The user's `statusLine` output under stepper's own status line, cut at the width; gone
+/// when a later run prints nothing.
+#[test]
+fn the_users_status_line_under_the_status_line() {
+    let mut app = app();
+    app.apply(CoreEvent::StatusLine(Some(format!(
+        "main · 3 files changed\n{}",
+        "x".repeat(100)
+    ))));
+    assert_snapshot!("users_status_line", frame(&app, WIDTH));
+    app.apply(CoreEvent::StatusLine(None));
+    assert!(!frame(&app, WIDTH).contains("3 files changed"));
+}
+
 /// The sandbox in the status line: shown when it confines commands, and a warning when it is
 /// wanted but missing (commands ask then); nothing when it is off.
 #[test]

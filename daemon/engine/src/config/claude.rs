@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::StatusLine;
 use super::validate::{Problem, Severity, closest};
 use super::{PermissionMode, Permissions, Settings, jsonc, locate::Positions};
 
@@ -104,8 +105,10 @@ pub struct ClaudeSettings {
     enabled_mcpjson_servers: Vec<String>,
     #[serde(default)]
     disabled_mcpjson_servers: Vec<String>,
-    // `statusLine` is only checked ([`validate_text`]): stepper's TUI draws its own status
-    // line, and a shape Claude Code adds later must not keep a folder's settings from loading.
+    /// Taken when it is a `command` ([`StatusLine`]); another shape is a warning from
+    /// [`validate_text`], and must not keep a folder's settings from loading.
+    #[serde(default)]
+    status_line: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -136,24 +139,6 @@ pub fn mode(name: &str) -> Option<PermissionMode> {
         "bypassPermissions" => Some(PermissionMode::Auto),
         _ => None,
     }
-}
-
-/// Claude Code's `statusLine`: checked for its shape only, since stepper does not run it.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct StatusLine {
-    #[serde(rename = "type")]
-    kind: StatusLineKind,
-    command: String,
-    #[serde(default)]
-    padding: Option<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum StatusLineKind {
-    Command,
 }
 
 /// The model a Claude Code `model` names, as `provider/model-id`: an alias (`sonnet`, `opus`,
@@ -215,6 +200,9 @@ impl ClaudeSettings {
             enable_all_project_mcp_servers: self.enable_all_project_mcp_servers,
             enabled_mcpjson_servers: self.enabled_mcpjson_servers,
             disabled_mcpjson_servers: self.disabled_mcpjson_servers,
+            status_line: self
+                .status_line
+                .and_then(|v| serde_json::from_value(v).ok()),
             ..Settings::default()
         }
     }
@@ -323,22 +311,12 @@ pub fn validate_text(file: &Path, text: &str) -> Vec<Problem> {
             serde_path_to_error::Segment::Map { key } => Some(key.clone()),
             _ => None,
         }));
-        // A warning: stepper does not run it, and Claude Code is the one to refuse it.
+        // A warning: the folder's settings load without it.
         problems.push(problem(
             positions.value(&at),
             Severity::Warning,
             format!("{}: {}", at.join("."), e.inner()),
             "{\"type\": \"command\", \"command\": \"~/.claude/statusline.sh\"}",
-        ));
-    }
-    if object.contains_key("statusLine") {
-        problems.push(problem(
-            positions.key(&path(&["statusLine"])),
-            Severity::Warning,
-            "statusLine is read and checked but not run: stepper's TUI draws its own status \
-             line"
-                .into(),
-            "nothing to do; Claude Code still uses it",
         ));
     }
     // Each key stepper takes, as stepper reads it: the first fault inside it, at its spot.
@@ -448,12 +426,13 @@ mod tests {
         // What stepper does not use never keeps the file from loading.
         let loaded: ClaudeSettings = serde_json::from_str(text).unwrap();
         let loaded = loaded.into_settings(Path::new("/p"));
-        assert_eq!(loaded.permissions.unwrap().mode, None);
+        assert_eq!(loaded.permissions.as_ref().unwrap().mode, None);
         assert!(
             all.contains("7:14 Error rule \"Bash(git * main)\": a * is taken"),
             "{all}"
         );
-        assert!(all.contains("9:3 Warning statusLine is read"), "{all}");
+        assert!(!all.contains("statusLine is read"), "{all}");
+        assert_eq!(loaded.status_line, None, "a statusLine without a command");
         assert!(
             all.contains("9:17 Warning statusLine: missing field `command`"),
             "{all}"

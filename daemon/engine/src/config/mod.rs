@@ -124,6 +124,11 @@ pub struct Settings {
     /// Hooks in Claude Code's format (`PreToolUse`, `PostToolUse`, ...).
     #[serde(default)]
     pub hooks: Option<serde_json::Value>,
+    /// A command whose output the TUI shows under its prompt, as Claude Code's
+    /// `statusLine`: it gets the session as JSON on stdin. Not taken from a folder you have
+    /// not trusted.
+    #[serde(default)]
+    pub status_line: Option<StatusLine>,
     /// When and with which model long conversations are summarised.
     #[serde(default)]
     pub compaction: Option<Compaction>,
@@ -281,6 +286,26 @@ pub struct Permissions {
     /// Rules that always ask.
     #[serde(default)]
     pub ask: Vec<String>,
+}
+
+/// `statusLine`: `{"type": "command", "command": "~/.claude/statusline.sh"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusLine {
+    /// `command`, the only kind.
+    #[serde(rename = "type")]
+    pub kind: StatusLineKind,
+    /// A shell command line; its first lines of output are shown.
+    pub command: String,
+    /// Blank columns before it (Claude Code's; the TUI leaves its own margin).
+    #[serde(default)]
+    pub padding: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusLineKind {
+    Command,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -561,6 +586,9 @@ impl Settings {
         }
         if later.compaction.is_some() {
             self.compaction = later.compaction;
+        }
+        if later.status_line.is_some() {
+            self.status_line = later.status_line;
         }
         if later.memory_max_bytes.is_some() {
             self.memory_max_bytes = later.memory_max_bytes;

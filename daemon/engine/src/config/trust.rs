@@ -312,6 +312,9 @@ pub fn narrow(layer: Settings, base: &Settings, file: &str) -> (Settings, Vec<St
     {
         left_out("approvals of the project's MCP servers".into());
     }
+    if let Some(line) = layer.status_line {
+        left_out(format!("statusLine (runs {})", line.command));
+    }
     if layer.mcp_sampling == Some(true) {
         left_out("mcpSampling (MCP servers using your model)".into());
     }

@@ -346,6 +346,16 @@ impl HookRunner {
         result
     }
 
+    /// Run `command` as a handler is run, with `stdin`, killed at `timeout`; no event says
+    /// so (a status line is drawn, not told).
+    pub async fn run_command(&self, command: &str, stdin: &str, timeout: Duration) -> HookResult {
+        let handler = Handler {
+            command: command.to_string(),
+            timeout,
+        };
+        self.execute(&handler, stdin).await
+    }
+
     async fn execute(&self, handler: &Handler, stdin: &str) -> HookResult {
         let mut command = shell(&handler.command);
         command

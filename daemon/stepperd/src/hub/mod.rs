@@ -25,6 +25,7 @@ pub mod replay;
 pub mod sandbox;
 pub mod session;
 pub mod settings;
+pub mod status_line;
 pub mod transcript;
 pub mod trust;
 pub mod turn;

@@ -228,6 +228,13 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         })
     });
 
+    register::<SessionStatusLine, _, _>(m, |conn, p| async move {
+        let hub = &conn.daemon.hub;
+        let session = hub.get(&p.session_id).await?;
+        let settings = hub.deps().settings.get(Some(&session.cwd())).await?;
+        Ok(crate::hub::status_line::status_line(hub.deps(), &session, &settings).await)
+    });
+
     register::<SessionClients, _, _>(m, |conn, p| async move {
         let session = conn.daemon.hub.get(&p.session_id).await?;
         Ok(SessionClientsResponse {
