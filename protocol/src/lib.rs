@@ -1,9 +1,9 @@
 //! The wire contract between `stepperd` and its clients.
 //!
 //! Default features are types only: serde + schemars, nothing that runs but the pure fold of
-//! events every client shares ([`view`]). The `client` and
-//! `server` features add the one transport both sides share (jsonrpsee over WebSocket framing
-//! on a local socket), so the two can never drift apart.
+//! events every client shares ([`view`]). The `client` and `server` features add the one
+//! transport both sides share (jsonrpsee over WebSocket framing on a local socket), so the two
+//! can never drift apart.
 
 pub mod elicit;
 pub mod error;
