@@ -1,11 +1,13 @@
-//! A session's events folded into what a client shows: the turn (what it was asked, the
-//! answer's text — streamed, or whole when it did not stream — its layers, the calls denied,
-//! how it ended), the tool calls and approvals still open, the inputs waiting, the usage.
+//! A session's events folded into what a client shows: the turn (what it was asked, its
+//! layers, the calls denied, how it ended), the answer's text as it streams or whole when it
+//! did not, the tool calls and approvals still open, the inputs waiting, the usage.
 //!
 //! Every client feeds a [`SessionView`] each envelope in seq order and draws the [`Change`]
 //! it returns: the TUI, `stepper ask` and the editors' ACP bridge do, and an outside client
 //! can. What an event means across events is decided here once; how to show it is the
-//! client's. Pure: no IO, no clock, the envelopes are its only input.
+//! client's. Pure: no IO, no clock, the envelopes are its only input. It keeps no message
+//! text, so a long session's transcript stays the client's to drop; of turns it keeps the
+//! last one's outline alone.
 
 use crate::event::{AppEvent, ApprovalDecision, EventEnvelope, TurnErrorKind, TurnStatus, Usage};
 use crate::methods::{LayerResult, PermissionDenial};
@@ -41,19 +43,15 @@ pub struct QueuedInput {
 }
 
 /// A turn: what it was asked and, as it runs, what it answered.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnView {
     /// The envelopes' `turn`.
     pub number: Option<u32>,
     pub input_id: String,
-    pub input: String,
-    pub model: String,
     /// The client that submitted the input, when its `InputQueued` was seen.
     pub client: Option<String>,
     /// When it began, ms since the Unix epoch.
     pub started_at: i64,
-    /// The answering agent's text, every message of the turn in a row, as it came.
-    pub text: String,
     /// The answering agent's usage so far, and its cost when the model's prices are known.
     pub usage: Usage,
     pub cost_usd: Option<f64>,
@@ -132,6 +130,7 @@ pub enum Change<'e> {
     TurnFinished {
         status: TurnStatus,
         error: Option<&'e str>,
+        error_kind: Option<TurnErrorKind>,
         cut: Vec<ToolCall>,
     },
     /// Any other event.
@@ -168,18 +167,10 @@ impl SessionView {
             } => self.start_turn(envelope, input_id, text, model),
             AppEvent::TextDelta { text } if answer => {
                 self.streamed = true;
-                if let Some(turn) = self.turn_of(envelope) {
-                    turn.text.push_str(text);
-                }
                 Change::TextDelta(text)
             }
             AppEvent::MessageCompleted { text, stop_reason } if answer => {
                 let whole = (!self.streamed && !text.is_empty()).then_some(text.as_str());
-                if let Some(whole) = whole
-                    && let Some(turn) = self.turn_of(envelope)
-                {
-                    turn.text.push_str(whole);
-                }
                 self.streamed = false;
                 self.step_base = input_side(&self.usage_turn);
                 let cut = matches!(stop_reason.as_deref(), Some("max_tokens" | "length"));
@@ -301,6 +292,7 @@ impl SessionView {
                 Change::TurnFinished {
                     status: *status,
                     error: error.as_deref(),
+                    error_kind: *error_kind,
                     cut: std::mem::take(&mut self.calls),
                 }
             }
@@ -328,11 +320,8 @@ impl SessionView {
         self.turn = Some(TurnView {
             number: envelope.turn,
             input_id: input_id.to_string(),
-            input: text.to_string(),
-            model: model.to_string(),
             client: client.clone(),
             started_at: envelope.at,
-            text: String::new(),
             usage: Usage::default(),
             cost_usd: None,
             layers: Vec::new(),

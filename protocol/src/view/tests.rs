@@ -118,7 +118,6 @@ fn a_streamed_message_is_not_repeated_and_a_whole_one_comes_once() {
             cut: false
         })
     );
-    assert_eq!(view.turn().unwrap().text, "Hello. Joined.");
 }
 
 #[test]
@@ -141,7 +140,6 @@ fn an_inner_agents_text_and_usage_are_not_the_answers() {
             cut: false
         })
     );
-    assert_eq!(view.turn().unwrap().text, "final");
     assert_eq!(view.usage(), Usage::default());
     assert_eq!(view.cost_usd(), None);
 }
@@ -152,9 +150,8 @@ fn an_envelope_seen_already_changes_nothing() {
     let mut log = Log::default();
     view.apply(&log.turn(started("i1")));
     let d = log.turn(delta("once"));
-    assert!(view.apply(&d).is_some());
+    assert_eq!(view.apply(&d), Some(Change::TextDelta("once")));
     assert_eq!(view.apply(&d), None);
-    assert_eq!(view.turn().unwrap().text, "once");
     assert_eq!(view.last_seq(), 2);
 }
 
