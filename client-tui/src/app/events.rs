@@ -3,8 +3,9 @@
 //! A message streams into a live cell and moves to `finished` as it becomes final, block by
 //! block and a code block line by line, so nothing that only grows is redrawn.
 
-use stepper_protocol::event::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus, Usage};
+use stepper_protocol::event::{AppEvent, EventEnvelope, ToolCallStatus, TurnStatus};
 use stepper_protocol::session::SessionStatus;
+use stepper_protocol::view::{Change, SessionView};
 
 use super::{App, Approval, Asks};
 use crate::markdown::{self, OpenFence};
@@ -26,19 +27,13 @@ impl App {
                 if self.session.as_ref().is_some_and(|s| s.id != info.id) {
                     // Another session (`/clear`, `/fork`): its events replay from the start,
                     // on a screen cleared of the old one's.
-                    self.last_seq = 0;
+                    self.events = SessionView::default();
                     self.live.clear();
                     self.finished.clear();
                     self.last_tool = None;
                     self.clear_screen = true;
-                    self.queued.clear();
                     self.approvals.clear();
                     self.elicits.clear();
-                    self.usage_done = Usage::default();
-                    self.cost_done = None;
-                    self.usage_turn = Usage::default();
-                    self.cost_turn = None;
-                    self.context_tokens = None;
                 }
                 self.model = info.model.clone();
                 self.presence_after = info.last_seq;
@@ -129,14 +124,13 @@ impl App {
     }
 
     fn apply_envelope(&mut self, env: EventEnvelope) {
-        if env.seq <= self.last_seq {
+        let Some(change) = self.events.apply(&env) else {
             return;
-        }
-        self.last_seq = env.seq;
+        };
         // An agent inside the turn (a layer before the last, a worker, a subagent): its
         // work goes to its cell; the turn's text is the answering agent's alone. Questions
         // and notices are everyone's.
-        if let Some(agent) = env.agent.clone()
+        if let Some(agent) = &env.agent
             && !matches!(
                 env.event,
                 AppEvent::ApprovalRequested { .. }
@@ -150,85 +144,128 @@ impl App {
                     | AppEvent::WorktreesMerged { .. }
             )
         {
-            self.apply_agent_event(&agent, env.event);
+            self.apply_agent_event(agent, &env.event);
             return;
         }
-        match env.event {
-            AppEvent::SessionCreated { cwd, model, .. } => {
-                self.model = sanitize(&model);
-                self.push(Cell::note(
-                    "•",
-                    format!("session started in {cwd} · {model}"),
-                    theme::dim(),
-                ));
-            }
-            AppEvent::InputQueued { input_id, text, .. } => {
-                // Up brings back the session's inputs, replayed ones and other clients' too.
-                self.composer.remember(&text);
-                self.queued.push((input_id, sanitize(&text)));
-            }
-            AppEvent::TurnStarted {
-                input_id,
-                text,
-                model,
-            } => {
+        match change {
+            Change::TurnStarted { text, model, .. } => {
                 self.finish_live(false);
-                self.queued.retain(|(id, _)| *id != input_id);
                 self.running = true;
-                self.turn_started_at = Some(env.at);
-                self.model = sanitize(&model);
-                self.usage_turn = Usage::default();
-                self.cost_turn = None;
-                self.step_base = 0;
+                self.model = sanitize(model);
                 self.push(Cell::User {
-                    text: sanitize(&text),
+                    text: sanitize(text),
                     turn: env.turn,
                 });
             }
-            AppEvent::TextDelta { text } => {
+            Change::TextDelta(text) => {
                 self.end_reasoning();
-                self.message_streamed = true;
                 match self.streaming_message() {
-                    Some(t) => push_sanitized(t, &text),
+                    Some(t) => push_sanitized(t, text),
                     None => self.live.push(Cell::Assistant {
-                        text: sanitize(&text),
+                        text: sanitize(text),
                         streaming: true,
                         fence: None,
                     }),
                 }
                 self.settle();
             }
-            AppEvent::ReasoningDelta { text } => match self.live.last_mut() {
-                Some(Cell::Reasoning {
-                    text: t,
-                    done: false,
-                }) => push_sanitized(t, &text),
-                _ => self.live.push(Cell::Reasoning {
-                    text: sanitize(&text),
-                    done: false,
-                }),
-            },
-            AppEvent::MessageCompleted { text, stop_reason } => {
+            Change::MessageCompleted { whole, cut } => {
                 self.end_reasoning();
                 self.end_message();
-                if !self.message_streamed && !text.is_empty() {
+                if let Some(text) = whole {
                     self.push(Cell::Assistant {
-                        text: sanitize(&text),
+                        text: sanitize(text),
                         streaming: false,
                         fence: None,
                     });
                 }
-                self.message_streamed = false;
-                if matches!(stop_reason.as_deref(), Some("max_tokens" | "length")) {
+                if cut {
                     self.push(Cell::note(
                         "⚠",
                         "the reply was cut at the model's output limit",
                         theme::warning(),
                     ));
                 }
-                self.step_base = input_side(&self.usage_turn);
                 self.settle();
             }
+            Change::ToolOutput { call_id, text, .. } => {
+                if let Some(t) = self.live_tool(call_id) {
+                    t.push_output(text);
+                }
+            }
+            Change::ApprovalResolved {
+                request_id,
+                decision,
+                by,
+                asked,
+            } => {
+                let asks = Asks::Tool(request_id.to_string());
+                let front = self.approvals.front().map(|a| a.asks.clone());
+                self.approvals.retain(|a| a.asks != asks);
+                if front == Some(asks) {
+                    self.approval_since = self.now_ms;
+                }
+                let (glyph, verb, style) = decision_text(decision);
+                let tool = match asked {
+                    Some(a) if !a.tool.is_empty() => format!(" {}", sanitize(&a.tool)),
+                    _ => String::new(),
+                };
+                self.push(Cell::note(
+                    glyph,
+                    format!("{verb}{tool}{}", self.by_suffix(by)),
+                    style,
+                ));
+            }
+            // The status line reads the view.
+            Change::UsageUpdated => {}
+            Change::TurnFinished { status, error, .. } => {
+                // What the turn still asked can no longer be answered: it is over. (A project's
+                // MCP server, and trust in the folder, wait for their answer beyond the turn.)
+                self.approvals.retain(|a| !matches!(a.asks, Asks::Tool(_)));
+                self.finish_live(true);
+                self.running = false;
+                match status {
+                    TurnStatus::Completed => {}
+                    TurnStatus::Interrupted => {
+                        let text = error.unwrap_or("interrupted").to_string();
+                        self.push(Cell::note("■", text, theme::warning()));
+                    }
+                    TurnStatus::Failed => {
+                        let text = match error {
+                            Some(e) => format!("turn failed: {e}"),
+                            None => "turn failed".into(),
+                        };
+                        self.push(Cell::note("✗", text, theme::error()));
+                    }
+                }
+            }
+            Change::Event(event) => self.apply_event(env.seq, event),
+        }
+    }
+
+    /// An event the view has no more to say about than the event itself: a cell or a note.
+    fn apply_event(&mut self, seq: u64, event: &AppEvent) {
+        match event {
+            AppEvent::SessionCreated { cwd, model, .. } => {
+                self.model = sanitize(model);
+                self.push(Cell::note(
+                    "•",
+                    format!("session started in {cwd} · {model}"),
+                    theme::dim(),
+                ));
+            }
+            // Up brings back the session's inputs, replayed ones and other clients' too.
+            AppEvent::InputQueued { text, .. } => self.composer.remember(text),
+            AppEvent::ReasoningDelta { text } => match self.live.last_mut() {
+                Some(Cell::Reasoning {
+                    text: t,
+                    done: false,
+                }) => push_sanitized(t, text),
+                _ => self.live.push(Cell::Reasoning {
+                    text: sanitize(text),
+                    done: false,
+                }),
+            },
             AppEvent::ToolCallStarted {
                 call_id,
                 tool,
@@ -237,20 +274,15 @@ impl App {
                 self.end_reasoning();
                 self.end_message();
                 let field = |k: &str| input.get(k).and_then(|v| v.as_str()).map(str::to_string);
-                let summary = tool_summary(&tool, field, &input.to_string());
+                let summary = tool_summary(tool, field, &input.to_string());
                 self.push(Cell::Tool(ToolCell {
-                    call_id,
-                    tool,
+                    call_id: call_id.clone(),
+                    tool: tool.clone(),
                     summary,
                     output: String::new(),
                     done: None,
                     expanded: self.expanded,
                 }));
-            }
-            AppEvent::ToolOutputDelta { call_id, text } => {
-                if let Some(t) = self.live_tool(&call_id) {
-                    t.push_output(&text);
-                }
             }
             AppEvent::ToolCallFinished {
                 call_id,
@@ -261,16 +293,16 @@ impl App {
                 diff,
             } => {
                 let done = ToolDone {
-                    status,
-                    output: sanitize(&output),
-                    exit_code,
-                    duration_ms,
+                    status: *status,
+                    output: sanitize(output),
+                    exit_code: *exit_code,
+                    duration_ms: *duration_ms,
                     diff: diff.as_deref().map(sanitize),
                 };
-                match self.live_tool(&call_id) {
+                match self.live_tool(call_id) {
                     Some(t) => t.done = Some(done),
                     None => self.push(Cell::Tool(ToolCell {
-                        call_id,
+                        call_id: call_id.clone(),
                         tool: "tool".into(),
                         summary: String::new(),
                         output: String::new(),
@@ -283,12 +315,12 @@ impl App {
             AppEvent::Steered { text, by, .. } => {
                 self.push_aside(Cell::note(
                     "↳",
-                    format!("steered: {text}{}", self.by_suffix(by)),
+                    format!("steered: {text}{}", self.by_suffix(by.as_deref())),
                     theme::dim(),
                 ));
             }
             AppEvent::CheckpointCreated { files } => {
-                let s = if files == 1 { "" } else { "s" };
+                let s = if *files == 1 { "" } else { "s" };
                 self.push(Cell::note(
                     "⛁",
                     format!("checkpoint: {files} file{s}"),
@@ -301,60 +333,57 @@ impl App {
                 conversation,
             } => {
                 let mut text = format!("rewound to before turn {turn}");
-                if files > 0 {
+                if *files > 0 {
                     text.push_str(&format!(
                         " · {files} file{} restored",
-                        if files == 1 { "" } else { "s" }
+                        if *files == 1 { "" } else { "s" }
                     ));
                 }
-                if conversation {
+                if *conversation {
                     text.push_str(" · conversation cut");
                 }
                 self.push(Cell::note("↺", text, theme::warning()));
             }
-            AppEvent::ClientAttached { client, kind, .. } => {
-                if client != self.me {
-                    if env.seq > self.presence_after && !self.others.contains(&client) {
-                        self.others.push(client.clone());
-                    }
-                    let name = self.client_name(&client);
-                    self.push_aside(Cell::note(
-                        "•",
-                        format!("{name} attached ({kind})"),
-                        theme::dim(),
-                    ));
+            AppEvent::ClientAttached { client, kind, .. } if *client != self.me => {
+                if seq > self.presence_after && !self.others.contains(client) {
+                    self.others.push(client.clone());
                 }
+                let name = self.client_name(client);
+                self.push_aside(Cell::note(
+                    "•",
+                    format!("{name} attached ({kind})"),
+                    theme::dim(),
+                ));
             }
-            AppEvent::ClientDetached { client } => {
-                if client != self.me {
-                    let name = self.client_name(&client);
-                    if env.seq > self.presence_after {
-                        self.others.retain(|c| *c != client);
-                    }
-                    self.push_aside(Cell::note("•", format!("{name} detached"), theme::dim()));
+            AppEvent::ClientDetached { client } if *client != self.me => {
+                let name = self.client_name(client);
+                if seq > self.presence_after {
+                    self.others.retain(|c| c != client);
                 }
+                self.push_aside(Cell::note("•", format!("{name} detached"), theme::dim()));
             }
             AppEvent::ModelChanged { model, by } => {
                 self.push_aside(Cell::note(
                     "⚙",
-                    format!("model → {model}{}", self.by_suffix(by)),
+                    format!("model → {model}{}", self.by_suffix(by.as_deref())),
                     theme::dim(),
                 ));
-                self.model = model;
+                self.model = model.clone();
             }
             AppEvent::ModeChanged { mode, by } => {
                 // This client's own change shows in the status line; another's is news.
                 if by.as_deref() != Some(self.me.as_str()) {
                     self.push_aside(Cell::note(
                         "⚙",
-                        format!("mode → {mode}{}", self.by_suffix(by)),
+                        format!("mode → {mode}{}", self.by_suffix(by.as_deref())),
                         theme::dim(),
                     ));
                 }
-                self.mode = mode;
+                self.mode = *mode;
                 self.mode_asked = None;
             }
-            AppEvent::TodosUpdated { mut todos } => {
+            AppEvent::TodosUpdated { todos } => {
+                let mut todos = todos.clone();
                 for todo in &mut todos {
                     todo.content = sanitize(&todo.content);
                     todo.active_form = todo.active_form.as_deref().map(sanitize);
@@ -368,15 +397,13 @@ impl App {
                 command,
                 diff,
             } => {
-                let tool = sanitize(&tool);
-                self.approval_tools.insert(request_id.clone(), tool.clone());
                 if self.approvals.is_empty() {
                     self.approval_since = self.now_ms;
                 }
                 self.approvals.push_back(Approval {
-                    asks: Asks::Tool(request_id),
-                    tool,
-                    summary: sanitize(&summary),
+                    asks: Asks::Tool(request_id.clone()),
+                    tool: sanitize(tool),
+                    summary: sanitize(summary),
                     command: command.as_deref().map(sanitize),
                     diff: diff.as_deref().map(sanitize),
                 });
@@ -387,7 +414,7 @@ impl App {
                 message,
                 schema,
             } => {
-                let fields = stepper_protocol::elicit::fields(&schema);
+                let fields = stepper_protocol::elicit::fields(schema);
                 let fields: Vec<_> = fields
                     .into_iter()
                     .map(|mut f| {
@@ -400,9 +427,9 @@ impl App {
                     self.approval_since = self.now_ms;
                 }
                 self.elicits.push_back(super::Elicit {
-                    request_id,
-                    server: sanitize(&server),
-                    message: sanitize(&message),
+                    request_id: request_id.clone(),
+                    server: sanitize(server),
+                    message: sanitize(message),
                     typed: vec![String::new(); fields.len()],
                     fields,
                     at: 0,
@@ -416,7 +443,7 @@ impl App {
                 tools,
             } => {
                 use stepper_protocol::methods::McpStatus;
-                let server = sanitize(&server);
+                let server = sanitize(server);
                 match status {
                     McpStatus::Failed | McpStatus::NeedsLogin => {
                         self.mcp_failed.insert(server.clone());
@@ -446,9 +473,9 @@ impl App {
                 let server = self
                     .elicits
                     .iter()
-                    .find(|e| e.request_id == request_id)
+                    .find(|e| e.request_id == *request_id)
                     .map(|e| e.server.clone());
-                self.elicits.retain(|e| e.request_id != request_id);
+                self.elicits.retain(|e| e.request_id != *request_id);
                 let (glyph, verb, style) = match action {
                     stepper_protocol::ElicitAction::Accept => ("✓", "answered", theme::ok()),
                     stepper_protocol::ElicitAction::Decline => ("✗", "declined", theme::error()),
@@ -459,77 +486,20 @@ impl App {
                     .unwrap_or_default();
                 self.push(Cell::note(
                     glyph,
-                    format!("{verb}{of}{}", self.by_suffix(by)),
+                    format!("{verb}{of}{}", self.by_suffix(by.as_deref())),
                     style,
                 ));
             }
-            AppEvent::ApprovalResolved {
-                request_id,
-                decision,
-                by,
-            } => {
-                let asks = Asks::Tool(request_id.clone());
-                let front = self.approvals.front().map(|a| a.asks.clone());
-                self.approvals.retain(|a| a.asks != asks);
-                if front == Some(asks) {
-                    self.approval_since = self.now_ms;
-                }
-                let tool = self.approval_tools.remove(&request_id).unwrap_or_default();
-                let (glyph, verb, style) = decision_text(decision);
-                let tool = if tool.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {tool}")
-                };
-                self.push(Cell::note(
-                    glyph,
-                    format!("{verb}{tool}{}", self.by_suffix(by)),
-                    style,
-                ));
+            AppEvent::Error { message } => {
+                self.push(Cell::note("✗", message.clone(), theme::error()))
             }
-            AppEvent::UsageUpdated { usage, cost_usd } => {
-                self.usage_turn = usage;
-                self.cost_turn = cost_usd;
-                self.context_tokens = Some(input_side(&usage).saturating_sub(self.step_base));
-            }
-            AppEvent::TurnFinished { status, error, .. } => {
-                // What the turn still asked can no longer be answered: it is over. (A project's
-                // MCP server, and trust in the folder, wait for their answer beyond the turn.)
-                self.approvals.retain(|a| !matches!(a.asks, Asks::Tool(_)));
-                self.approval_tools.clear();
-                self.finish_live(true);
-                self.running = false;
-                self.turn_started_at = None;
-                self.usage_done.add(&self.usage_turn);
-                self.usage_turn = Usage::default();
-                if let Some(c) = self.cost_turn.take() {
-                    self.cost_done = Some(self.cost_done.unwrap_or(0.0) + c);
-                }
-                match status {
-                    TurnStatus::Completed => {}
-                    TurnStatus::Interrupted => {
-                        let text = error.unwrap_or_else(|| "interrupted".into());
-                        self.push(Cell::note("■", text, theme::warning()));
-                    }
-                    TurnStatus::Failed => {
-                        let text = match error {
-                            Some(e) => format!("turn failed: {e}"),
-                            None => "turn failed".into(),
-                        };
-                        self.push(Cell::note("✗", text, theme::error()));
-                    }
-                }
-            }
-            AppEvent::Error { message } => self.push(Cell::note("✗", message, theme::error())),
             AppEvent::Notice { message } => {
-                self.push_aside(Cell::note("ℹ", message, theme::warning()))
+                self.push_aside(Cell::note("ℹ", message.clone(), theme::warning()))
             }
-            event @ AppEvent::WorktreesMerged { .. } => {
-                let troubled = matches!(
-                    &event,
-                    AppEvent::WorktreesMerged { conflict, error, .. }
-                        if conflict.is_some() || error.is_some()
-                );
+            AppEvent::WorktreesMerged {
+                conflict, error, ..
+            } => {
+                let troubled = conflict.is_some() || error.is_some();
                 let text = sanitize(&event.worktrees_summary().unwrap_or_default());
                 let style = if troubled {
                     theme::warning()
@@ -545,24 +515,23 @@ impl App {
                 outcome,
                 duration_ms,
                 message,
-            } => {
-                if outcome != "ok" || message.is_some() {
-                    let said = message
-                        .map(|m| format!(": {}", sanitize(&m)))
-                        .unwrap_or_default();
-                    let line = format!(
-                        "{} hook {} ({}, {duration_ms} ms){said}",
-                        sanitize(&event),
-                        sanitize(&outcome),
-                        sanitize(&command)
-                    );
-                    let style = if outcome == "ok" {
-                        theme::dim()
-                    } else {
-                        theme::warning()
-                    };
-                    self.push_aside(Cell::note("⚓", line, style));
-                }
+            } if outcome != "ok" || message.is_some() => {
+                let said = message
+                    .as_ref()
+                    .map(|m| format!(": {}", sanitize(m)))
+                    .unwrap_or_default();
+                let line = format!(
+                    "{} hook {} ({}, {duration_ms} ms){said}",
+                    sanitize(event),
+                    sanitize(outcome),
+                    sanitize(command)
+                );
+                let style = if outcome == "ok" {
+                    theme::dim()
+                } else {
+                    theme::warning()
+                };
+                self.push_aside(Cell::note("⚓", line, style));
             }
             AppEvent::LayerStarted {
                 index,
@@ -572,19 +541,19 @@ impl App {
                 parallel,
                 agent_id,
             } => {
-                let label = format!("layer {index}/{count} {}", sanitize(&name));
-                if agent_id.is_some() || parallel {
+                let label = format!("layer {index}/{count} {}", sanitize(name));
+                if agent_id.is_some() || *parallel {
                     self.end_reasoning();
                     self.end_message();
-                    let label = if parallel {
+                    let label = if *parallel {
                         format!("{label} (parallel)")
                     } else {
                         label
                     };
                     self.push(Cell::Agent(AgentCell {
-                        id: agent_id.unwrap_or_else(|| format!("layer-{index}")),
+                        id: agent_id.clone().unwrap_or_else(|| format!("layer-{index}")),
                         label,
-                        model: sanitize(&model),
+                        model: sanitize(model),
                         task: None,
                         activity: Vec::new(),
                         done: None,
@@ -593,7 +562,7 @@ impl App {
                 } else {
                     self.push(Cell::note(
                         "▸",
-                        format!("{label} · {}", sanitize(&model)),
+                        format!("{label} · {}", sanitize(model)),
                         theme::dim(),
                     ));
                 }
@@ -607,12 +576,12 @@ impl App {
             } => {
                 let id = format!("layer-{index}");
                 if let Some(cell) = self.live_agent(&id) {
-                    let text = if workers > 0 {
+                    let text = if *workers > 0 {
                         format!("{workers} workers")
                     } else {
-                        sanitize(&text)
+                        sanitize(text)
                     };
-                    cell.done = Some((status, text));
+                    cell.done = Some((*status, text));
                     self.settle();
                 }
             }
@@ -625,8 +594,8 @@ impl App {
                 worktree,
             } => {
                 let mut label = match layer {
-                    Some(_) => format!("worker {}", sanitize(&agent_id)),
-                    None => format!("subagent {}", sanitize(&name)),
+                    Some(_) => format!("worker {}", sanitize(agent_id)),
+                    None => format!("subagent {}", sanitize(name)),
                 };
                 // Which worktree is said by the merge that follows; the line keeps room for
                 // the model and the status.
@@ -636,10 +605,10 @@ impl App {
                 self.end_reasoning();
                 self.end_message();
                 self.push(Cell::Agent(AgentCell {
-                    id: agent_id,
+                    id: agent_id.clone(),
                     label,
-                    model: sanitize(&model),
-                    task: Some(sanitize(&task)),
+                    model: sanitize(model),
+                    task: Some(sanitize(task)),
                     activity: Vec::new(),
                     done: None,
                     expanded: self.expanded,
@@ -653,11 +622,11 @@ impl App {
                 ..
             } => {
                 let text = match error {
-                    Some(e) if status != TurnStatus::Completed => sanitize(&e),
-                    _ => sanitize(&text),
+                    Some(e) if *status != TurnStatus::Completed => sanitize(e),
+                    _ => sanitize(text),
                 };
-                if let Some(cell) = self.live_agent(&agent_id) {
-                    cell.done = Some((status, text));
+                if let Some(cell) = self.live_agent(agent_id) {
+                    cell.done = Some((*status, text));
                     self.settle();
                 }
             }
@@ -665,7 +634,7 @@ impl App {
                 before_tokens,
                 manual,
             } => {
-                let why = if manual {
+                let why = if *manual {
                     "asked"
                 } else {
                     "the context is full"
@@ -684,28 +653,29 @@ impl App {
                 error,
             } => {
                 let line = match error {
-                    Some(e) => format!("compaction failed: {}", sanitize(&e)),
+                    Some(e) => format!("compaction failed: {}", sanitize(e)),
                     None => format!(
                         "context compacted: {before_tokens} → {after_tokens} tokens \
                          ({pruned} tool outputs pruned, {summarized} messages summarised)"
                     ),
                 };
-                self.context_tokens = Some(after_tokens);
                 self.push_aside(Cell::note("⇲", line, theme::dim()));
             }
-            AppEvent::Unknown => {}
+            // The rest the view folded (text, usage, the turn's start and end, answers), or
+            // an event of a newer daemon.
+            _ => {}
         }
     }
 
     /// An event of an agent inside the turn, shown in its cell.
-    fn apply_agent_event(&mut self, agent: &str, event: AppEvent) {
+    fn apply_agent_event(&mut self, agent: &str, event: &AppEvent) {
         let line = match event {
             AppEvent::ToolCallStarted { tool, input, .. } => {
                 let field = |k: &str| input.get(k).and_then(|v| v.as_str()).map(str::to_string);
-                let summary = tool_summary(&tool, field, &input.to_string());
-                format!("→ {} {}", sanitize(&tool), summary)
+                let summary = tool_summary(tool, field, &input.to_string());
+                format!("→ {} {}", sanitize(tool), summary)
             }
-            AppEvent::ToolCallFinished { status, output, .. } if status != ToolCallStatus::Ok => {
+            AppEvent::ToolCallFinished { status, output, .. } if *status != ToolCallStatus::Ok => {
                 let first = output.lines().next().unwrap_or("").to_string();
                 format!("✗ {}", sanitize(&first))
             }
@@ -735,8 +705,8 @@ impl App {
     }
 
     /// Who did it, after what was done (free text, so in brackets): " (by alice)".
-    fn by_suffix(&self, by: Option<String>) -> String {
-        by.map(|b| format!(" (by {})", sanitize(&self.client_name(&b))))
+    fn by_suffix(&self, by: Option<&str>) -> String {
+        by.map(|b| format!(" (by {})", sanitize(&self.client_name(b))))
             .unwrap_or_default()
     }
 
@@ -991,11 +961,6 @@ fn end_fence(fence: OpenFence, text: String) -> Cell {
         rows,
         joined: fence.started,
     }
-}
-
-/// The tokens sent as input of the last model call: the context size.
-fn input_side(u: &Usage) -> u64 {
-    u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
 }
 
 /// A client's name without the pid the CLI puts after it (`stepper attach 30039`).
