@@ -19,6 +19,8 @@ use crate::{Exit, TuiOptions};
 mod approval;
 mod events;
 mod keys;
+mod live;
+mod notes;
 
 /// The request id of an approval that asks about a project's MCP server: this, and its name.
 /// What an approval asks.
