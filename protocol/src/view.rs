@@ -23,8 +23,8 @@ pub struct SessionView {
     /// Whether the answer's current message streamed: its `MessageCompleted` then repeats
     /// text already shown.
     streamed: bool,
-    /// The context's size at the end of the turn's last model call: usage is summed over the
-    /// turn's calls, so this call's own context is what came after it.
+    /// The turn's input tokens as of its last message: usage is summed over the turn's model
+    /// calls, so the context of the call running now is what came since.
     step_base: u64,
     context_tokens: Option<u64>,
     usage_done: Usage,
@@ -42,7 +42,7 @@ pub struct QueuedInput {
     pub client: Option<String>,
 }
 
-/// A turn: what it was asked and, as it runs, what it answered.
+/// A turn: which input started it and, as it runs, its outline (usage, layers, denials, end).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnView {
     /// The envelopes' `turn`.
@@ -275,27 +275,7 @@ impl SessionView {
                 status,
                 error,
                 error_kind,
-            } => {
-                self.approvals.clear();
-                self.usage_done.add(&self.usage_turn);
-                self.usage_turn = Usage::default();
-                if let Some(cost) = self.cost_turn.take() {
-                    self.cost_done = Some(self.cost_done.unwrap_or(0.0) + cost);
-                }
-                if let Some(turn) = self.turn_of(envelope) {
-                    turn.end = Some(TurnEnd {
-                        status: *status,
-                        error: error.clone(),
-                        error_kind: *error_kind,
-                    });
-                }
-                Change::TurnFinished {
-                    status: *status,
-                    error: error.as_deref(),
-                    error_kind: *error_kind,
-                    cut: std::mem::take(&mut self.calls),
-                }
-            }
+            } => self.finish_turn(envelope, *status, error.as_deref(), *error_kind),
             _ => Change::Event(event),
         })
     }
@@ -333,6 +313,36 @@ impl SessionView {
             text,
             model,
             client,
+        }
+    }
+
+    /// What the turn still asked can no longer be answered, its open calls never finish,
+    /// and its usage joins the session's.
+    fn finish_turn<'e>(
+        &mut self,
+        envelope: &EventEnvelope,
+        status: TurnStatus,
+        error: Option<&'e str>,
+        error_kind: Option<TurnErrorKind>,
+    ) -> Change<'e> {
+        self.approvals.clear();
+        self.usage_done.add(&self.usage_turn);
+        self.usage_turn = Usage::default();
+        if let Some(cost) = self.cost_turn.take() {
+            self.cost_done = Some(self.cost_done.unwrap_or(0.0) + cost);
+        }
+        if let Some(turn) = self.turn_of(envelope) {
+            turn.end = Some(TurnEnd {
+                status,
+                error: error.map(str::to_string),
+                error_kind,
+            });
+        }
+        Change::TurnFinished {
+            status,
+            error,
+            error_kind,
+            cut: std::mem::take(&mut self.calls),
         }
     }
 
@@ -386,7 +396,8 @@ impl SessionView {
         self.turn.as_ref()
     }
 
-    /// Whether a turn this view saw start is still running.
+    /// When the running turn began (ms since the Unix epoch); `None` when no turn this view
+    /// saw start is running.
     pub fn running_since(&self) -> Option<i64> {
         self.turn
             .as_ref()
