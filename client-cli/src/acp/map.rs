@@ -88,7 +88,6 @@ impl View {
             | Change::MessageCompleted {
                 whole: Some(text), ..
             } => updates.push(chunk("agent_message_chunk", text)),
-            Change::MessageCompleted { whole: None, .. } => {}
             Change::Event(AppEvent::ReasoningDelta { text }) if answer => {
                 updates.push(chunk("agent_thought_chunk", text))
             }
@@ -122,7 +121,6 @@ impl View {
                 "toolCallId": call_id,
                 "status": "in_progress",
             })),
-            Change::ToolOutput { .. } => {}
             Change::Event(AppEvent::ToolCallFinished {
                 call_id,
                 status,
@@ -302,8 +300,9 @@ impl View {
                     &format!("context compacted: {before_tokens} → {after_tokens} tokens\n"),
                 ));
             }
-            // Shown by the editor's own means (sessions, modes) or not at all.
-            Change::Event(_) => {}
+            // Shown by the editor's own means (sessions, modes) or not at all: a message that
+            // streamed, output past a call's first, an inner agent's thoughts and plan, …
+            _ => {}
         }
         (updates, effects)
     }
