@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use stepper_protocol::methods::{
-    AskResult, LayerResult, MAX_INPUT_BYTES, PermissionDenial, SessionGet, SessionInterrupt,
-    SessionList, SessionListParams, SessionParams, SessionSubmit, SessionSubmitParams,
+    AskResult, MAX_INPUT_BYTES, SessionGet, SessionInterrupt, SessionList, SessionListParams,
+    SessionParams, SessionSubmit, SessionSubmitParams,
 };
-use stepper_protocol::{AppEvent, PermissionMode, SandboxMode, TurnStatus, Usage};
+use stepper_protocol::view::{Change, SessionView};
+use stepper_protocol::{AppEvent, PermissionMode, SandboxMode, TurnStatus};
 
 use crate::connect::{connect_or_start, places};
 use crate::exit::{self, ExitWith};
@@ -338,24 +339,17 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     }
 
     let mut out = std::io::stdout().lock();
+    let mut view = SessionView::default();
     let mut our_turn: Option<u32> = None;
+    // The answer: every message of the turn in a row, as it came.
     let mut text = String::new();
-    let mut usage = Usage::default();
-    let mut cost_usd = None;
     let mut interrupts = 0;
-    // Whether the answering agent's current message streamed (a parallel layer's joined
-    // results come whole).
-    let mut streamed = false;
-    let mut layers: Vec<LayerResult> = Vec::new();
-    // The approvals of the turn, by request, and those denied.
-    let mut asked: Vec<PermissionDenial> = Vec::new();
-    let mut denials: Vec<PermissionDenial> = Vec::new();
     let headless = !std::io::stdin().is_terminal();
     // Layers and workers are told on a terminal; a pipe gets the answer alone.
     let progress = args.format == Format::Text && std::io::stderr().is_terminal();
     // One listener for the whole turn, so no Ctrl-C falls between two waits.
     let mut ctrl_c = interrupt_signal()?;
-    let (status, error, error_kind) = loop {
+    let (status, error, error_kind, turn) = loop {
         let next = tokio::select! {
             n = events.next_raw() => n,
             _ = ctrl_c.recv() => {
@@ -395,119 +389,84 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "{}", raw.get())?;
             out.flush()?;
         }
-        let ours = our_turn.is_some() && envelope.turn == our_turn;
+        let Some(change) = view.apply(&envelope) else {
+            continue;
+        };
+        if let Change::TurnStarted { input_id, .. } = &change
+            && *input_id == submitted.input_id
+        {
+            our_turn = envelope.turn;
+        }
+        if our_turn.is_none() || envelope.turn != our_turn {
+            continue;
+        }
         // An agent inside the turn (an earlier layer, a worker, a subagent): progress, not
         // the answer.
-        let agent = envelope.agent.clone();
-        let tagged = agent.is_some();
-        let tag = agent.map(|a| format!("[{a}] ")).unwrap_or_default();
-        match envelope.event {
-            AppEvent::TurnStarted { input_id, .. } if input_id == submitted.input_id => {
-                our_turn = envelope.turn;
-            }
-            AppEvent::TextDelta { text: delta } if ours && !tagged => {
+        let tag = envelope
+            .agent
+            .as_ref()
+            .map(|a| format!("[{a}] "))
+            .unwrap_or_default();
+        match change {
+            // The answer, streamed, or whole when it did not stream (a parallel layer's
+            // joined results).
+            Change::TextDelta(piece)
+            | Change::MessageCompleted {
+                whole: Some(piece), ..
+            } => {
                 if args.format == Format::Text {
-                    out.write_all(delta.as_bytes())?;
+                    out.write_all(piece.as_bytes())?;
                     out.flush()?;
                 }
-                text.push_str(&delta);
-                streamed = true;
+                text.push_str(piece);
             }
-            AppEvent::MessageCompleted { text: whole, .. } if ours && !tagged => {
-                // A message that did not stream (a parallel layer's joined results).
-                if !streamed && !whole.is_empty() {
-                    if args.format == Format::Text {
-                        out.write_all(whole.as_bytes())?;
-                        out.flush()?;
-                    }
-                    text.push_str(&whole);
-                }
-                streamed = false;
-            }
-            AppEvent::LayerStarted {
+            Change::Event(AppEvent::LayerStarted {
                 index,
                 count,
                 name,
                 model,
                 ..
-            } if ours => {
-                if progress {
-                    eprintln!("▸ layer {index}/{count} {name} ({model})");
-                }
-                layers.push(LayerResult {
-                    index,
-                    name,
-                    model,
-                    status: TurnStatus::Interrupted,
-                    text: String::new(),
-                    error: None,
-                    workers: 0,
-                });
-            }
-            AppEvent::LayerFinished {
+            }) if progress => eprintln!("▸ layer {index}/{count} {name} ({model})"),
+            Change::Event(AppEvent::LayerFinished {
                 index,
                 status: s,
                 text: t,
-                error: e,
-                workers,
                 ..
-            } if ours => {
-                if progress {
-                    let first = t.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                    eprintln!("  ⎿ layer {index} {s:?}: {}", shorten(first, 160));
-                }
-                if let Some(layer) = layers.iter_mut().find(|l| l.index == index) {
-                    layer.status = s;
-                    layer.text = t;
-                    layer.error = e;
-                    layer.workers = workers;
-                }
+            }) if progress => {
+                let first = t.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                eprintln!("  ⎿ layer {index} {s:?}: {}", shorten(first, 160));
             }
-            AppEvent::SubagentStarted { agent_id, task, .. } if ours && progress => {
+            Change::Event(AppEvent::SubagentStarted { agent_id, task, .. }) if progress => {
                 let first = task.lines().next().unwrap_or("");
                 eprintln!("  ▸ {agent_id}: {}", shorten(first, 160));
             }
-            ref merged @ AppEvent::WorktreesMerged { .. } if ours && progress => {
+            Change::Event(merged @ AppEvent::WorktreesMerged { .. }) if progress => {
                 eprintln!("  ⎇ {}", merged.worktrees_summary().unwrap_or_default());
             }
-            AppEvent::SubagentFinished {
+            Change::Event(AppEvent::SubagentFinished {
                 agent_id,
                 status: s,
                 error: e,
                 ..
-            } if ours && progress => {
-                let why = e.map(|e| format!(": {e}")).unwrap_or_default();
+            }) if progress => {
+                let why = e.as_ref().map(|e| format!(": {e}")).unwrap_or_default();
                 eprintln!("  ⎿ {agent_id} {s:?}{why}");
             }
-            AppEvent::UsageUpdated {
-                usage: u,
-                cost_usd: c,
-            } if ours && !tagged => {
-                usage = u;
-                cost_usd = c;
-            }
-            AppEvent::Error { message } if ours => eprintln!("stepper: {message}"),
+            Change::Event(AppEvent::Error { message }) => eprintln!("stepper: {message}"),
             // On stderr whatever the format: notices are for the person (an untrusted
             // folder's, a memory import refused), and JSON goes to stdout.
-            AppEvent::Notice { message } if ours => eprintln!("stepper: {message}"),
-            AppEvent::ApprovalRequested {
+            Change::Event(AppEvent::Notice { message }) => eprintln!("stepper: {message}"),
+            Change::Event(AppEvent::ApprovalRequested {
                 request_id,
-                tool,
                 summary,
                 command,
                 diff,
-            } if ours => {
-                asked.push(PermissionDenial {
-                    request_id: request_id.clone(),
-                    tool,
-                    summary: summary.clone(),
-                    command: command.clone(),
-                    by: None,
-                });
+                ..
+            }) => {
                 let approval = Approval {
                     session_id: &session_id,
-                    request_id: &request_id,
-                    summary: &summary,
+                    request_id,
+                    summary,
                     command: command.as_deref(),
                     diff: diff.as_deref(),
                 };
@@ -517,65 +476,47 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                     ask_approval(&client, &approval).await;
                 }
             }
-            AppEvent::ElicitationRequested {
+            Change::Event(AppEvent::ElicitationRequested {
                 request_id,
                 server,
                 message,
                 schema,
-            } if ours => {
-                answer_elicitation(
-                    &client,
-                    &session_id,
-                    &request_id,
-                    &server,
-                    &message,
-                    &schema,
-                )
-                .await;
+            }) => {
+                answer_elicitation(&client, &session_id, request_id, server, message, schema).await;
             }
-            AppEvent::ApprovalResolved {
-                request_id,
-                decision,
-                by,
-            } if ours => {
-                if args.format == Format::Text {
-                    eprintln!(
-                        "stepper: {decision:?} by {}",
-                        by.as_deref().unwrap_or("a client")
-                    );
-                }
-                if decision == stepper_protocol::ApprovalDecision::Deny
-                    && let Some(i) = asked.iter().position(|a| a.request_id == request_id)
-                {
-                    let mut denied = asked.swap_remove(i);
-                    denied.by = by;
-                    denials.push(denied);
-                }
+            Change::ApprovalResolved { decision, by, .. } if args.format == Format::Text => {
+                eprintln!("stepper: {decision:?} by {}", by.unwrap_or("a client"));
             }
-            AppEvent::ToolCallStarted { tool, input, .. }
-                if ours && args.format == Format::Text =>
+            Change::Event(AppEvent::ToolCallStarted { tool, input, .. })
+                if args.format == Format::Text =>
             {
                 eprintln!("{tag}⏺ {tool} {}", shorten(&input.to_string(), 200));
             }
-            AppEvent::ToolCallFinished {
+            Change::Event(AppEvent::ToolCallFinished {
                 status,
                 exit_code,
                 output,
                 ..
-            } if ours && args.format == Format::Text => {
+            }) if args.format == Format::Text => {
                 eprintln!(
                     "{tag}  ⎿ {}",
-                    call_outcome(status, exit_code, &output, args.verbose)
+                    call_outcome(*status, *exit_code, output, args.verbose)
                 );
             }
-            AppEvent::TurnFinished {
+            Change::TurnFinished {
                 status,
                 error,
                 error_kind,
-            } if ours => break (status, error, error_kind),
+                ..
+            } => {
+                // The view saw the turn start (that is how it is ours): it has the turn.
+                let turn = view.turn().cloned().unwrap_or_default();
+                break (status, error.map(str::to_string), error_kind, turn);
+            }
             _ => {}
         }
     };
+    let denials = turn.denials;
 
     match args.format {
         Format::Text => {
@@ -588,11 +529,11 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 session_id: session_id.clone(),
                 status,
                 text,
-                usage,
-                cost_usd,
+                usage: turn.usage,
+                cost_usd: turn.cost_usd,
                 error: error.clone(),
                 error_kind,
-                layers,
+                layers: turn.layers,
                 permission_denials: denials.clone(),
             };
             writeln!(out, "{}", serde_json::to_string(&result)?)?;

@@ -19,7 +19,7 @@ use crate::app::{App, Approval, Asks};
 use crate::screen::Screen;
 use crate::theme;
 use crate::transcript::diff_lines;
-use crate::wrap::{Para, str_width, truncate};
+use crate::wrap::{Para, sanitize, str_width, truncate};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// Most rows the input box takes before it scrolls.
@@ -124,7 +124,8 @@ impl App {
             cells.push(lines);
         }
         let mut live: Vec<Line<'static>> = cells.into_iter().rev().flatten().collect();
-        for (_, text) in &self.queued {
+        for queued in self.events.queued() {
+            let text = sanitize(&queued.text);
             let first = text.lines().next().unwrap_or("");
             let more = if text.lines().count() > 1 { " …" } else { "" };
             live.push(Line::from(vec![
@@ -352,7 +353,8 @@ impl App {
         let mut spans: Vec<Span<'static>> = Vec::new();
         if self.running {
             let elapsed = self
-                .turn_started_at
+                .events
+                .running_since()
                 .map(|t| (self.now_ms - t).max(0) / 1000)
                 .unwrap_or(0);
             spans.push(Span::styled(
@@ -400,7 +402,7 @@ impl App {
             }
             _ => {}
         }
-        if let (Some(used), Some(window)) = (self.context_tokens, self.context_window)
+        if let (Some(used), Some(window)) = (self.events.context_tokens(), self.context_window)
             && window > 0
         {
             spans.push(sep());
@@ -422,8 +424,7 @@ impl App {
                 theme::accent(),
             ));
         }
-        let mut total = self.usage_done;
-        total.add(&self.usage_turn);
+        let total = self.events.usage();
         if total.input_tokens + total.output_tokens + total.cache_read_tokens > 0 {
             spans.push(sep());
             let input = total.input_tokens + total.cache_read_tokens + total.cache_write_tokens;
@@ -432,11 +433,7 @@ impl App {
                 theme::dim(),
             ));
         }
-        let cost = match (self.cost_done, self.cost_turn) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-        };
-        if let Some(cost) = cost {
+        if let Some(cost) = self.events.cost_usd() {
             spans.push(sep());
             spans.push(Span::styled(format!("${cost:.2}"), theme::dim()));
         }

@@ -1,8 +1,9 @@
 //! The wire contract between `stepperd` and its clients.
 //!
-//! Default features are types only: serde + schemars, nothing that runs. The `client` and
-//! `server` features add the one transport both sides share (jsonrpsee over WebSocket framing
-//! on a local socket), so the two can never drift apart.
+//! Default features are types only: serde + schemars, nothing that runs but the pure fold of
+//! events every client shares ([`view`]). The `client` and `server` features add the one
+//! transport both sides share (jsonrpsee over WebSocket framing on a local socket), so the two
+//! can never drift apart.
 
 pub mod elicit;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod methods;
 pub mod schema;
 pub mod session;
 pub mod version;
+pub mod view;
 
 #[cfg(feature = "transport")]
 pub mod places;

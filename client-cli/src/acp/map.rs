@@ -1,14 +1,15 @@
 //! stepper's session events as ACP `session/update`s: what an editor is shown.
 //!
 //! One [`View`] per session and connection. It is fed every event in seq order — a replay
-//! for `session/load`, then live — and returns the updates to send. It keeps what a mapping
-//! needs across events: whether a message's text already streamed, each open tool call, the
-//! usage base of the current model call.
+//! for `session/load`, then live — and returns the updates to send. What an event means
+//! across events (whether a message's text already streamed, the open tool calls, the
+//! context's size) is the protocol's [`SessionView`]; this is how an editor is shown it.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
-use stepper_protocol::{AppEvent, TodoStatus, ToolCallStatus, TurnStatus, Usage};
+use stepper_protocol::view::{Change, SessionView};
+use stepper_protocol::{AppEvent, EventEnvelope, TodoStatus, ToolCallStatus, TurnStatus};
 
 /// What an event asks the connection to do beyond sending updates.
 #[derive(Debug, PartialEq)]
@@ -32,21 +33,12 @@ pub enum Effect {
 #[derive(Default)]
 pub struct View {
     cwd: String,
-    /// Text of the current message already sent as chunks.
-    streamed_text: bool,
-    /// Open tool calls: id → (tool, whether output began).
-    calls: Vec<(String, String, bool)>,
+    session: SessionView,
     /// The context window of the session's model, when known.
     pub window: Option<u64>,
-    /// Input tokens counted before this model call (usage is per turn, summed).
-    step_base: u64,
-    last_usage: Usage,
-    cost_done: f64,
-    cost_turn: f64,
     /// The name this connection gave the daemon: inputs it queued are the editor's own, and
     /// not echoed back to it.
     client: String,
-    own_inputs: std::collections::HashSet<String>,
     /// Set while a history is replayed (`session/load`): every input is shown then, the
     /// editor's own too — the editor asked for the whole conversation.
     pub replaying: bool,
@@ -63,16 +55,23 @@ impl View {
     }
 
     /// The updates (`update` objects of `session/update`) and effects of one event.
-    pub fn apply(&mut self, event: AppEvent) -> (Vec<Value>, Vec<Effect>) {
+    pub fn apply(&mut self, envelope: &EventEnvelope) -> (Vec<Value>, Vec<Effect>) {
         let mut updates = Vec::new();
         let mut effects = Vec::new();
-        match event {
-            AppEvent::TurnStarted { input_id, text, .. } => {
-                self.streamed_text = false;
-                self.step_base = 0;
-                self.last_usage = Usage::default();
-                self.cost_turn = 0.0;
-                let own = self.own_inputs.remove(&input_id);
+        let Some(change) = self.session.apply(envelope) else {
+            return (updates, effects);
+        };
+        // An agent inside the turn: its tool calls and questions are shown, its text,
+        // thoughts and plan are not the answer's (the view keeps its text and usage apart).
+        let answer = envelope.agent.is_none();
+        match change {
+            Change::TurnStarted {
+                input_id,
+                text,
+                client,
+                ..
+            } => {
+                let own = client.as_deref() == Some(self.client.as_str());
                 if !own || self.replaying {
                     updates.push(json!({
                         "sessionUpdate": "user_message_chunk",
@@ -80,72 +79,62 @@ impl View {
                     }));
                 }
                 effects.push(Effect::TurnStarted {
-                    input: input_id,
+                    input: input_id.to_string(),
                     own,
                 });
             }
-            AppEvent::TextDelta { text } => {
-                self.streamed_text = true;
-                updates.push(chunk("agent_message_chunk", &text));
+            // A replayed finished turn has no deltas: its text comes whole.
+            Change::TextDelta(text)
+            | Change::MessageCompleted {
+                whole: Some(text), ..
+            } => updates.push(chunk("agent_message_chunk", text)),
+            Change::Event(AppEvent::ReasoningDelta { text }) if answer => {
+                updates.push(chunk("agent_thought_chunk", text))
             }
-            AppEvent::ReasoningDelta { text } => updates.push(chunk("agent_thought_chunk", &text)),
-            AppEvent::MessageCompleted { text, .. } => {
-                // A replayed finished turn has no deltas: its text comes whole.
-                if !self.streamed_text && !text.is_empty() {
-                    updates.push(chunk("agent_message_chunk", &text));
-                }
-                self.streamed_text = false;
-                self.step_base = input_side(&self.last_usage);
-            }
-            AppEvent::ToolCallStarted {
+            Change::Event(AppEvent::ToolCallStarted {
                 call_id,
                 tool,
                 input,
-            } => {
+            }) => {
                 let mut call = json!({
                     "sessionUpdate": "tool_call",
                     "toolCallId": call_id,
-                    "title": title(&tool, &input),
-                    "kind": kind(&tool),
+                    "title": title(tool, input),
+                    "kind": kind(tool),
                     "status": "pending",
                     "rawInput": input,
                 });
-                if let Some(path) = input_path(&input, &self.cwd) {
+                if let Some(path) = input_path(input, &self.cwd) {
                     call["locations"] = json!([{"path": path}]);
                 }
-                if let Some(diff) = proposed_diff(&tool, &input, &self.cwd) {
+                if let Some(diff) = proposed_diff(tool, input, &self.cwd) {
                     call["content"] = json!([diff]);
                 }
-                self.calls.push((call_id, tool, false));
                 updates.push(call);
             }
-            AppEvent::ToolOutputDelta { call_id, .. } => {
-                if let Some(call) = self.calls.iter_mut().find(|c| c.0 == call_id)
-                    && !call.2
-                {
-                    call.2 = true;
-                    updates.push(json!({
-                        "sessionUpdate": "tool_call_update",
-                        "toolCallId": call_id,
-                        "status": "in_progress",
-                    }));
-                }
-            }
-            AppEvent::ToolCallFinished {
+            Change::ToolOutput {
+                call_id,
+                first: true,
+                ..
+            } => updates.push(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call_id,
+                "status": "in_progress",
+            })),
+            Change::Event(AppEvent::ToolCallFinished {
                 call_id,
                 status,
                 output,
                 exit_code,
                 diff,
                 ..
-            } => {
-                self.calls.retain(|c| c.0 != call_id);
+            }) => {
                 let mut content = Vec::new();
-                if let Some(diff) = diff.filter(|d| !d.is_empty()) {
+                if let Some(diff) = diff.as_ref().filter(|d| !d.is_empty()) {
                     content.push(text_content(&format!("```diff\n{diff}\n```")));
                 }
                 if !output.is_empty() {
-                    content.push(text_content(&output));
+                    content.push(text_content(output));
                 }
                 let mut raw = json!({"output": output});
                 if let Some(code) = exit_code {
@@ -154,39 +143,39 @@ impl View {
                 updates.push(json!({
                     "sessionUpdate": "tool_call_update",
                     "toolCallId": call_id,
-                    "status": if status == ToolCallStatus::Ok { "completed" } else { "failed" },
+                    "status": if *status == ToolCallStatus::Ok { "completed" } else { "failed" },
                     "content": content,
                     "rawOutput": raw,
                 }));
             }
-            AppEvent::ApprovalRequested {
+            Change::Event(AppEvent::ApprovalRequested {
                 request_id,
                 tool,
                 summary,
                 command,
                 diff,
-            } => {
-                let call_id = self.call_for(&tool).unwrap_or_else(|| request_id.clone());
-                let mut content = vec![text_content(&summary)];
-                if let Some(diff) = diff.filter(|d| !d.is_empty()) {
+            }) => {
+                let call_id = self.call_for(tool).unwrap_or_else(|| request_id.clone());
+                let mut content = vec![text_content(summary)];
+                if let Some(diff) = diff.as_ref().filter(|d| !d.is_empty()) {
                     content.push(text_content(&format!("```diff\n{diff}\n```")));
                 }
                 let tool_call = json!({
                     "toolCallId": call_id,
-                    "title": command.unwrap_or_else(|| summary.clone()),
-                    "kind": kind(&tool),
+                    "title": command.as_ref().unwrap_or(summary),
+                    "kind": kind(tool),
                     "status": "pending",
                     "content": content,
                 });
                 effects.push(Effect::Ask {
-                    request_id,
+                    request_id: request_id.clone(),
                     tool_call,
                 });
             }
-            AppEvent::ApprovalResolved { request_id, .. } => {
-                effects.push(Effect::Answered(request_id));
+            Change::ApprovalResolved { request_id, .. } => {
+                effects.push(Effect::Answered(request_id.to_string()));
             }
-            AppEvent::TodosUpdated { todos } => {
+            Change::Event(AppEvent::TodosUpdated { todos }) if answer => {
                 let entries: Vec<Value> = todos
                     .iter()
                     .map(|t| {
@@ -203,133 +192,117 @@ impl View {
                     .collect();
                 updates.push(json!({"sessionUpdate": "plan", "entries": entries}));
             }
-            AppEvent::UsageUpdated { usage, cost_usd } => {
-                self.last_usage = usage;
-                self.cost_turn = cost_usd.unwrap_or(0.0);
-                if let Some(size) = self.window {
-                    let used = input_side(&usage).saturating_sub(self.step_base);
+            Change::UsageUpdated => {
+                if let (Some(size), Some(used)) = (self.window, self.session.context_tokens()) {
                     let mut update = json!({
                         "sessionUpdate": "usage_update",
                         "used": used,
                         "size": size,
                     });
-                    if cost_usd.is_some() {
+                    if self.session.turn_priced() {
                         update["cost"] = json!({
-                            "amount": self.cost_done + self.cost_turn,
+                            "amount": self.session.cost_usd().unwrap_or(0.0),
                             "currency": "USD",
                         });
                     }
                     updates.push(update);
                 }
             }
-            AppEvent::ModeChanged { mode, .. } => updates.push(json!({
+            Change::Event(AppEvent::ModeChanged { mode, .. }) => updates.push(json!({
                 "sessionUpdate": "current_mode_update",
                 "currentModeId": mode.as_str(),
             })),
-            AppEvent::Notice { message } => {
+            Change::Event(AppEvent::Notice { message }) => {
                 updates.push(chunk("agent_thought_chunk", &format!("{message}\n")));
             }
-            AppEvent::Error { message } => {
+            Change::Event(AppEvent::Error { message }) => {
                 updates.push(chunk(
                     "agent_message_chunk",
                     &format!("\n\n**error:** {message}\n"),
                 ));
             }
-            AppEvent::TurnFinished { status, error, .. } => {
+            Change::TurnFinished {
+                status, error, cut, ..
+            } => {
                 // Calls still open when a turn ends never finish now.
-                for (call_id, _, _) in self.calls.drain(..) {
+                for call in cut {
                     updates.push(json!({
                         "sessionUpdate": "tool_call_update",
-                        "toolCallId": call_id,
+                        "toolCallId": call.call_id,
                         "status": "failed",
                     }));
                 }
-                self.cost_done += self.cost_turn;
-                self.cost_turn = 0.0;
-                effects.push(Effect::TurnFinished { status, error });
+                effects.push(Effect::TurnFinished {
+                    status,
+                    error: error.map(str::to_string),
+                });
             }
-            AppEvent::InputQueued {
-                input_id, client, ..
-            } => {
-                if client.as_deref() == Some(self.client.as_str()) {
-                    self.own_inputs.insert(input_id);
-                }
-            }
-            AppEvent::HookRan {
+            Change::Event(AppEvent::HookRan {
                 event,
                 outcome,
                 message,
                 ..
-            } if outcome != "ok" => {
-                let said = message.map(|m| format!(": {m}")).unwrap_or_default();
+            }) if outcome != "ok" => {
+                let said = message
+                    .as_ref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
                 updates.push(chunk(
                     "agent_thought_chunk",
                     &format!("{event} hook {outcome}{said}\n"),
                 ));
             }
-            AppEvent::LayerStarted {
+            Change::Event(AppEvent::LayerStarted {
                 index,
                 count,
                 name,
                 model,
                 ..
-            } => {
+            }) => {
                 updates.push(chunk(
                     "agent_thought_chunk",
                     &format!("layer {index}/{count} {name} ({model})\n"),
                 ));
             }
-            AppEvent::SubagentStarted { name, task, .. } => {
-                let task = task.lines().next().unwrap_or("").to_string();
+            Change::Event(AppEvent::SubagentStarted { name, task, .. }) => {
+                let task = task.lines().next().unwrap_or("");
                 updates.push(chunk(
                     "agent_thought_chunk",
                     &format!("subagent {name}: {task}\n"),
                 ));
             }
-            AppEvent::SubagentFinished {
+            Change::Event(AppEvent::SubagentFinished {
                 name,
                 status: TurnStatus::Failed,
                 error,
                 ..
-            } => {
-                let why = error.unwrap_or_default();
+            }) => {
+                let why = error.as_deref().unwrap_or_default();
                 updates.push(chunk(
                     "agent_thought_chunk",
                     &format!("subagent {name} failed: {why}\n"),
                 ));
             }
-            event @ AppEvent::WorktreesMerged { .. } => {
+            Change::Event(event @ AppEvent::WorktreesMerged { .. }) => {
                 let said = event.worktrees_summary().unwrap_or_default();
                 updates.push(chunk(
                     "agent_thought_chunk",
                     &format!("worktrees: {said}\n"),
                 ));
             }
-            AppEvent::CompactionFinished {
+            Change::Event(AppEvent::CompactionFinished {
                 before_tokens,
                 after_tokens,
                 ..
-            } => {
+            }) => {
                 updates.push(chunk(
                     "agent_thought_chunk",
                     &format!("context compacted: {before_tokens} → {after_tokens} tokens\n"),
                 ));
             }
-            AppEvent::SessionCreated { .. }
-            | AppEvent::LayerFinished { .. }
-            | AppEvent::SubagentFinished { .. }
-            | AppEvent::CompactionStarted { .. }
-            | AppEvent::HookRan { .. }
-            | AppEvent::ElicitationRequested { .. }
-            | AppEvent::ElicitationResolved { .. }
-            | AppEvent::McpServerStatus { .. }
-            | AppEvent::Steered { .. }
-            | AppEvent::CheckpointCreated { .. }
-            | AppEvent::Rewound { .. }
-            | AppEvent::ClientAttached { .. }
-            | AppEvent::ClientDetached { .. }
-            | AppEvent::ModelChanged { .. }
-            | AppEvent::Unknown => {}
+            // Shown by the editor's own means (sessions, modes) or not at all: a message that
+            // streamed, output past a call's first, an inner agent's thoughts and plan, …
+            _ => {}
         }
         (updates, effects)
     }
@@ -343,12 +316,13 @@ impl View {
             "read" => matches!(tool, "read" | "ls" | "glob" | "grep"),
             other => tool == other,
         };
-        self.calls
+        let calls = self.session.open_calls();
+        calls
             .iter()
             .rev()
-            .find(|(_, tool, _)| same(tool))
-            .or(self.calls.last())
-            .map(|(id, _, _)| id.clone())
+            .find(|c| same(&c.tool))
+            .or(calls.last())
+            .map(|c| c.call_id.clone())
     }
 }
 
@@ -358,10 +332,6 @@ fn chunk(kind: &str, text: &str) -> Value {
 
 fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": text}})
-}
-
-fn input_side(u: &Usage) -> u64 {
-    u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
 }
 
 /// ACP's tool kinds, for the editor's icons.
@@ -523,6 +493,18 @@ mod tests {
     use super::*;
     use stepper_protocol::TurnStatus;
 
+    /// Feeds `event` to `view` as the session's next envelope, of the answering agent.
+    fn feed(view: &mut View, event: AppEvent) -> (Vec<Value>, Vec<Effect>) {
+        view.apply(&EventEnvelope {
+            session_id: "s".into(),
+            seq: view.session.last_seq() + 1,
+            at: 0,
+            turn: Some(1),
+            agent: None,
+            event,
+        })
+    }
+
     #[test]
     fn the_trust_question_lists_what_trust_gives_and_both_answers_are_remembered() {
         let asked = trust_question("/src/x", &[".mcp.json: MCP servers (db)".to_string()]);
@@ -543,48 +525,63 @@ mod tests {
     #[test]
     fn a_replayed_message_comes_whole_and_a_streamed_one_once() {
         let mut view = View::new("/p", Some(1000), "me");
-        let (u, _) = view.apply(AppEvent::MessageCompleted {
-            text: "whole".into(),
-            stop_reason: None,
-        });
+        let (u, _) = feed(
+            &mut view,
+            AppEvent::MessageCompleted {
+                text: "whole".into(),
+                stop_reason: None,
+            },
+        );
         assert_eq!(u[0]["content"]["text"], "whole");
-        let (u, _) = view.apply(AppEvent::TextDelta { text: "a".into() });
+        let (u, _) = feed(&mut view, AppEvent::TextDelta { text: "a".into() });
         assert_eq!(u[0]["sessionUpdate"], "agent_message_chunk");
-        let (u, _) = view.apply(AppEvent::MessageCompleted {
-            text: "a".into(),
-            stop_reason: None,
-        });
+        let (u, _) = feed(
+            &mut view,
+            AppEvent::MessageCompleted {
+                text: "a".into(),
+                stop_reason: None,
+            },
+        );
         assert!(u.is_empty(), "{u:?}");
     }
 
     #[test]
     fn an_approval_names_its_call_and_a_turn_end_fails_open_calls() {
         let mut view = View::new("/p", None, "me");
-        let (u, _) = view.apply(AppEvent::ToolCallStarted {
-            call_id: "c1".into(),
-            tool: "write".into(),
-            input: json!({"path": "a.txt", "content": "hi"}),
-        });
+        let (u, _) = feed(
+            &mut view,
+            AppEvent::ToolCallStarted {
+                call_id: "c1".into(),
+                tool: "write".into(),
+                input: json!({"path": "a.txt", "content": "hi"}),
+            },
+        );
         assert_eq!(u[0]["kind"], "edit");
         assert_eq!(u[0]["locations"][0]["path"], "/p/a.txt");
         assert_eq!(u[0]["content"][0]["newText"], "hi");
-        let (_, effects) = view.apply(AppEvent::ApprovalRequested {
-            request_id: "r1".into(),
-            tool: "edit".into(),
-            summary: "write a.txt".into(),
-            command: Some("/p/a.txt".into()),
-            diff: None,
-        });
+        let (_, effects) = feed(
+            &mut view,
+            AppEvent::ApprovalRequested {
+                request_id: "r1".into(),
+                tool: "edit".into(),
+                summary: "write a.txt".into(),
+                command: Some("/p/a.txt".into()),
+                diff: None,
+            },
+        );
         let Effect::Ask { tool_call, .. } = &effects[0] else {
             panic!("{effects:?}")
         };
         assert_eq!(tool_call["toolCallId"], "c1");
-        assert_eq!(view.calls.len(), 1);
-        let (u, effects) = view.apply(AppEvent::TurnFinished {
-            status: TurnStatus::Interrupted,
-            error: None,
-            error_kind: None,
-        });
+        assert_eq!(view.session.open_calls().len(), 1);
+        let (u, effects) = feed(
+            &mut view,
+            AppEvent::TurnFinished {
+                status: TurnStatus::Interrupted,
+                error: None,
+                error_kind: None,
+            },
+        );
         assert_eq!(u[0]["status"], "failed");
         assert_eq!(
             effects,
@@ -598,19 +595,22 @@ mod tests {
     #[test]
     fn own_inputs_are_not_echoed() {
         let mut view = View::new("/p", None, "stepper acp 7");
-        view.apply(AppEvent::InputQueued {
-            input_id: "i1".into(),
-            text: "hello".into(),
-            client: Some("stepper acp 7".into()),
-        });
+        feed(
+            &mut view,
+            AppEvent::InputQueued {
+                input_id: "i1".into(),
+                text: "hello".into(),
+                client: Some("stepper acp 7".into()),
+            },
+        );
         let started = |id: &str| AppEvent::TurnStarted {
             input_id: id.into(),
             text: "hello".into(),
             model: "m".into(),
         };
-        assert!(view.apply(started("i1")).0.is_empty());
+        assert!(feed(&mut view, started("i1")).0.is_empty());
         assert_eq!(
-            view.apply(started("i2")).0[0]["sessionUpdate"],
+            feed(&mut view, started("i2")).0[0]["sessionUpdate"],
             "user_message_chunk"
         );
     }

@@ -21,7 +21,7 @@ use stepper_protocol::methods::{
     SessionList, SessionListParams, SessionParams, SessionSetMode, SessionSetModeParams,
     SessionSubmit, SessionSubmitParams, TrustGet, TrustSet, TrustSetParams,
 };
-use stepper_protocol::{AppEvent, ApprovalDecision, PermissionMode, TurnStatus};
+use stepper_protocol::{ApprovalDecision, PermissionMode, TurnStatus};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{oneshot, watch};
 
@@ -763,23 +763,7 @@ async fn pump(
         let (updates, effects) = {
             let mut view = live.view.lock().unwrap_or_else(|p| p.into_inner());
             view.replaying = replaying;
-            match envelope.agent {
-                // An agent inside the turn: its tool calls and questions are shown, its
-                // text and usage are not the answer's.
-                Some(_)
-                    if matches!(
-                        envelope.event,
-                        AppEvent::TextDelta { .. }
-                            | AppEvent::ReasoningDelta { .. }
-                            | AppEvent::MessageCompleted { .. }
-                            | AppEvent::UsageUpdated { .. }
-                            | AppEvent::TodosUpdated { .. }
-                    ) =>
-                {
-                    (Vec::new(), Vec::new())
-                }
-                _ => view.apply(envelope.event),
-            }
+            view.apply(&envelope)
         };
         for update in updates {
             conn.notify(

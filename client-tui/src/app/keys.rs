@@ -292,11 +292,10 @@ impl App {
                     Vec::new()
                 }
                 Parsed::Cost => {
-                    let mut used = self.usage_done;
-                    used.add(&self.usage_turn);
-                    let cost = match (self.cost_done, self.cost_turn) {
-                        (None, None) => "no price known for this model".to_string(),
-                        (a, b) => format!("${:.4}", a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+                    let used = self.events.usage();
+                    let cost = match self.events.cost_usd() {
+                        None => "no price known for this model".to_string(),
+                        Some(cost) => format!("${cost:.4}"),
                     };
                     let line = format!(
                         "this session: {} input, {} output, {} cache read, {} cache write tokens; {cost}",

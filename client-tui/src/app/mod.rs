@@ -5,11 +5,11 @@
 //! the viewport) → finished (queued for scrollback) → written to scrollback and dropped, always
 //! in transcript order.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use ratatui::text::Line;
-use stepper_protocol::event::Usage;
 use stepper_protocol::session::{PermissionMode, SessionInfo};
+use stepper_protocol::view::SessionView;
 
 use crate::completion::{Popup, popup_for};
 use crate::composer::Composer;
@@ -19,6 +19,8 @@ use crate::{Exit, TuiOptions};
 mod approval;
 mod events;
 mod keys;
+mod live;
+mod notes;
 
 /// The request id of an approval that asks about a project's MCP server: this, and its name.
 /// What an approval asks.
@@ -76,7 +78,8 @@ pub struct App {
     /// from it.
     mode_asked: Option<PermissionMode>,
     pub(crate) context_window: Option<u64>,
-    last_seq: u64,
+    /// The session's events, folded: the turn, the queue, usage and context.
+    pub(crate) events: SessionView,
     me: String,
     pub(crate) others: Vec<String>,
     /// Presence events up to this seq are history: `CoreEvent::Clients` already says who is
@@ -92,7 +95,6 @@ pub struct App {
     finished: Vec<Cell>,
     /// Cells still changing, in transcript order.
     pub(crate) live: Vec<Cell>,
-    pub(crate) queued: Vec<(String, String)>,
     pub(crate) approvals: VecDeque<Approval>,
     /// MCP servers' forms, answered after the approvals.
     pub(crate) elicits: VecDeque<Elicit>,
@@ -100,19 +102,10 @@ pub struct App {
     mcp_failed: std::collections::HashSet<String>,
     /// When the approval in front appeared (app time): its answer keys count after the guard.
     approval_since: i64,
-    approval_tools: HashMap<String, String>,
     pub(crate) composer: Composer,
     pub(crate) popup: Option<Popup>,
     popup_dismissed: Option<String>,
     pub(crate) running: bool,
-    pub(crate) turn_started_at: Option<i64>,
-    message_streamed: bool,
-    pub(crate) usage_done: Usage,
-    pub(crate) cost_done: Option<f64>,
-    pub(crate) usage_turn: Usage,
-    pub(crate) cost_turn: Option<f64>,
-    step_base: u64,
-    pub(crate) context_tokens: Option<u64>,
     pub(crate) now_ms: i64,
     pub(crate) flash: Option<(String, i64)>,
     /// The user denied a call and asked to say what to do instead: the next words typed
@@ -140,7 +133,7 @@ impl App {
             sandbox: None,
             mode_asked: None,
             context_window: None,
-            last_seq: 0,
+            events: SessionView::default(),
             me: String::new(),
             others: Vec::new(),
             presence_after: 0,
@@ -149,24 +142,14 @@ impl App {
             commands: Vec::new(),
             finished: Vec::new(),
             live: Vec::new(),
-            queued: Vec::new(),
             approvals: VecDeque::new(),
             elicits: VecDeque::new(),
             mcp_failed: Default::default(),
             approval_since: 0,
-            approval_tools: HashMap::new(),
             composer: Composer::with_history(opts.history),
             popup: None,
             popup_dismissed: None,
             running: false,
-            turn_started_at: None,
-            message_streamed: false,
-            usage_done: Usage::default(),
-            cost_done: None,
-            usage_turn: Usage::default(),
-            cost_turn: None,
-            step_base: 0,
-            context_tokens: None,
             now_ms: 0,
             flash: None,
             expanded: false,
@@ -190,7 +173,7 @@ impl App {
 
     /// The seq of the last session event applied.
     pub fn last_seq(&self) -> u64 {
-        self.last_seq
+        self.events.last_seq()
     }
 
     /// Whether a turn runs (as far as the events say).

@@ -885,6 +885,39 @@ fn an_interrupted_turn_ends_its_running_tools() {
 }
 
 #[test]
+fn a_turn_cut_mid_message_does_not_hide_the_next_turns_whole_message() {
+    let mut app = app();
+    start_turn(&mut app, "go");
+    feed(
+        &mut app,
+        [
+            // Stopped while its message streamed: no `MessageCompleted` follows.
+            AppEvent::TextDelta {
+                text: "half an ans".into(),
+            },
+            AppEvent::TurnFinished {
+                status: TurnStatus::Interrupted,
+                error: None,
+                error_kind: None,
+            },
+            // The next turn, replayed finished: its message comes whole, without deltas.
+            AppEvent::TurnStarted {
+                input_id: "in-2".into(),
+                text: "again".into(),
+                model: "m".into(),
+            },
+            AppEvent::MessageCompleted {
+                text: "the whole second answer".into(),
+                stop_reason: None,
+            },
+        ],
+    );
+    let all = text(&app.take_history(60));
+    assert!(all.contains("half an ans"), "{all}");
+    assert!(all.contains("the whole second answer"), "{all}");
+}
+
+#[test]
 fn any_size_renders_without_panicking() {
     let mut app = app();
     app.apply(CoreEvent::Clients {
