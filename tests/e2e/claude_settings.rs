@@ -234,11 +234,9 @@ fn config_validate_names_every_file_read_and_each_key_stepper_does_not_use() {
         hint: list what may run in permissions.allow, or use "plan" to change nothing
     [project]/.claude/settings.json:6:3: warning: "cleanupPeriodDays" is not supported by stepper
         hint: a Claude Code setting stepper does not use: it is ignored (README, "Claude Code's settings files", lists what is)
-    [project]/.claude/settings.json:7:3: warning: statusLine is read and checked but not run: stepper's TUI draws its own status line
-        hint: nothing to do; Claude Code still uses it
     [project]/.claude/settings.json:8:13: error: "PreToolUs" is not a hook event
         hint: did you mean "PreToolUse"?
-    1 error(s), 4 warning(s)
+    1 error(s), 3 warning(s)
     "#);
 }
 
