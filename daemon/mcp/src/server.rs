@@ -37,6 +37,11 @@ pub const NEEDS_LOGIN: &str = "it asks for authorization (401) — sign in with 
      `stepper mcp login NAME`, or give a token in its \"headers\": \
      {\"Authorization\": \"Bearer ${TOKEN}\"}";
 
+/// A user's sign-in to a server, run again when a call needs a wider scope (a browser round
+/// trip: the caller's to give, as `stepper mcp login` is the daemon's user's).
+pub type SignIn =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
 /// Why a server cannot be used, for a notice: its name, what happened, what to do.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("MCP server {server:?}: {message}")]
@@ -123,6 +128,23 @@ pub struct CallWith {
     pub output: Option<Arc<dyn OutputSink>>,
     pub gate: Option<Arc<dyn Gate>>,
     pub sampler: Option<Arc<dyn Sampler>>,
+    /// Signs the user in again when the server refuses the call for its scope (403
+    /// `insufficient_scope`); without it, the call fails saying to sign in again.
+    pub sign_in: Option<SignIn>,
+}
+
+/// A signed server's sign-in: what a call that needs a wider scope signs in again with.
+struct SignedWith {
+    url: String,
+    tokens: crate::oauth::TokenFile,
+    client: Option<crate::config::OAuthClient>,
+}
+
+/// Why a call failed: the server's 403 `insufficient_scope` (with the scope it names), or
+/// anything else, said.
+enum CallFailure {
+    Scope(Option<String>),
+    Other(String),
 }
 
 #[allow(deprecated)]
@@ -403,6 +425,8 @@ pub struct McpServer {
     pub protocol_version: String,
     /// When a turn or a call last used it (what idle means).
     used: Mutex<Instant>,
+    /// Its sign-in, when its requests carry stepper's tokens.
+    signed_with: Option<SignedWith>,
 }
 
 impl McpServer {
@@ -424,6 +448,46 @@ impl McpServer {
     /// [`McpServer::connect`], a streamable HTTP server's requests signed with the tokens
     /// `tokens` holds for it (when it holds some).
     pub async fn connect_signed(
+        spec: &ServerSpec,
+        env: &Env,
+        cwd: &Path,
+        timeout: Duration,
+        tokens: Option<&crate::oauth::TokenFile>,
+    ) -> Result<Arc<McpServer>, McpError> {
+        let started = std::time::Instant::now();
+        match Self::connect_era(spec, env, cwd, timeout, tokens).await {
+            // A machine client signs in by itself, and the server is tried once more.
+            Err(e) if e.message.starts_with(NEEDS_LOGIN) => {
+                let (
+                    Some(tokens),
+                    Transport::Http {
+                        url,
+                        sse: false,
+                        oauth: Some(client),
+                        ..
+                    },
+                ) = (tokens, &spec.transport)
+                else {
+                    return Err(e);
+                };
+                match crate::oauth::sign_in_as_client(url, tokens, Some(client)).await {
+                    Ok(true) => {
+                        let left = timeout.saturating_sub(started.elapsed());
+                        Self::connect_era(spec, env, cwd, left, Some(tokens)).await
+                    }
+                    Ok(false) => Err(e),
+                    Err(why) => Err(McpError {
+                        server: spec.name.clone(),
+                        message: format!("it asks for authorization (401), and {why}"),
+                    }),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// [`McpServer::connect_signed`] without the machine client's sign-in.
+    async fn connect_era(
         spec: &ServerSpec,
         env: &Env,
         cwd: &Path,
@@ -481,6 +545,7 @@ impl McpServer {
             name: spec.name.clone(),
         };
         let mut leader = None;
+        let mut signed_with = None;
         let (started, child) = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -525,7 +590,14 @@ impl McpServer {
                     None => None,
                 };
                 let serving = match signed {
-                    Some(transport) => ready(handler.serve(transport, lifecycle), timeout).await,
+                    Some(transport) => {
+                        signed_with = tokens.map(|tokens| SignedWith {
+                            url: url.clone(),
+                            tokens: tokens.clone(),
+                            client: oauth.clone(),
+                        });
+                        ready(handler.serve(transport, lifecycle), timeout).await
+                    }
                     None => {
                         let transport = crate::http::streamable(url, headers).map_err(fail)?;
                         ready(handler.serve(transport, lifecycle), timeout).await
@@ -575,6 +647,7 @@ impl McpServer {
             calls: std::sync::atomic::AtomicU64::new(0),
             protocol_version,
             used: Mutex::new(Instant::now()),
+            signed_with,
         }))
     }
 
@@ -722,7 +795,31 @@ impl McpServer {
                     sampler: with.sampler,
                 });
         }
-        let result = self.call_inner(tool, arguments, timeout, with.output).await;
+        let mut result = self
+            .call_inner(tool, arguments.clone(), timeout, with.output.clone())
+            .await;
+        if let Err(CallFailure::Scope(required)) = &result {
+            // Signed in again for the wider scope, the call is tried once more.
+            result = match self.widen(required.as_deref(), with.sign_in.as_ref()).await {
+                Ok(wanted) => match self.call_inner(tool, arguments, timeout, with.output).await {
+                    Err(CallFailure::Scope(_)) => Err(CallFailure::Other(format!(
+                        "the server still refuses the call for its scope (403 \
+                         insufficient_scope), signed in again with {:?} — its authorization \
+                         server does not grant what it asks for: tell the server's owner",
+                        wanted.join(" ")
+                    ))),
+                    other => other,
+                },
+                Err(why) => Err(CallFailure::Other(why)),
+            };
+        }
+        let result = result.map_err(|e| match e {
+            CallFailure::Scope(required) => format!(
+                "the server refuses the call for its scope (403 insufficient_scope{})",
+                required.map_or_else(String::new, |r| format!(", it needs {r:?}"))
+            ),
+            CallFailure::Other(why) => why,
+        });
         // A change the server announced during the call is listed before the call returns.
         self.relist.settled().await;
         self.callers
@@ -732,18 +829,67 @@ impl McpServer {
         result
     }
 
+    /// Sign in again for what a call was refused for (`required`, the scope its 403 named,
+    /// with what was granted): at once for a machine client, by `sign_in` for a user when
+    /// the caller gives one. The scopes asked for, or why the call cannot go on.
+    async fn widen(
+        &self,
+        required: Option<&str>,
+        sign_in: Option<&SignIn>,
+    ) -> Result<Vec<String>, String> {
+        let Some(signed) = &self.signed_with else {
+            return Err(
+                "the server refuses the call for its scope (403 insufficient_scope): \
+                 the token in its \"headers\" does not allow it — give one that does"
+                    .into(),
+            );
+        };
+        let Some(required) = required.filter(|r| !r.trim().is_empty()) else {
+            return Err(
+                "the server refuses the call for its scope (403 insufficient_scope) \
+                 without naming the scope it needs: tell the server's owner"
+                    .into(),
+            );
+        };
+        let wanted = signed
+            .tokens
+            .want(&signed.url, required)
+            .map_err(|e| format!("cannot keep the scope the call needs: {e}"))?;
+        tracing::info!(server = %self.name, scope = %wanted.join(" "), "the call needs a wider scope: signing in again");
+        let machine =
+            crate::oauth::sign_in_as_client(&signed.url, &signed.tokens, signed.client.as_ref())
+                .await?;
+        if machine {
+            return Ok(wanted);
+        }
+        match sign_in {
+            Some(sign_in) => sign_in().await.map(|()| wanted),
+            None => Err(format!(
+                "this call needs more access than the sign-in granted (scope {:?}) — sign in \
+                 again with `stepper mcp login {}` (it asks for that scope), then try again",
+                wanted.join(" "),
+                self.name
+            )),
+        }
+    }
+
     async fn call_inner(
         &self,
         tool: &str,
         arguments: serde_json::Value,
         timeout: Duration,
         output: Option<Arc<dyn OutputSink>>,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, CallFailure> {
+        let other = CallFailure::Other;
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = match arguments {
             serde_json::Value::Object(map) => Some(map),
             serde_json::Value::Null => None,
-            other => return Err(format!("the arguments must be an object, not {other}")),
+            value => {
+                return Err(other(format!(
+                    "the arguments must be an object, not {value}"
+                )));
+            }
         };
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
@@ -752,7 +898,10 @@ impl McpServer {
             .service
             .send_cancellable_request(request, options)
             .await
-            .map_err(|e| format!("the call could not be sent: {e}"))?;
+            .map_err(|e| match insufficient_scope(&e) {
+                Some(required) => CallFailure::Scope(required),
+                None => other(format!("the call could not be sent: {e}")),
+            })?;
         // The SDK chose the call's progress token; its notifications go to the call's output.
         let token = token_key(&handle.progress_token);
         if let Some(output) = output {
@@ -769,14 +918,36 @@ impl McpServer {
         self.touch();
         match answer {
             Ok(ServerResult::CallToolResult(result)) => Ok(result),
-            Ok(_) => Err("the server answered the call with something else than a result".into()),
-            Err(rmcp::ServiceError::Timeout { .. }) => Err(format!(
+            Ok(_) => Err(other(
+                "the server answered the call with something else than a result".into(),
+            )),
+            Err(rmcp::ServiceError::Timeout { .. }) => Err(other(format!(
                 "no answer within {} ms (STEPPER_MCP_TOOL_TIMEOUT_MS): the call was cancelled",
                 timeout.as_millis()
-            )),
-            Err(e) => Err(format!("the server failed the call: {e}")),
+            ))),
+            Err(e) => Err(match insufficient_scope(&e) {
+                Some(required) => CallFailure::Scope(required),
+                None => other(format!("the server failed the call: {e}")),
+            }),
         }
     }
+}
+
+/// The scope a request's 403 `insufficient_scope` names (`Some(None)`: it names none), or
+/// `None` when the request failed otherwise.
+fn insufficient_scope(error: &rmcp::ServiceError) -> Option<Option<String>> {
+    use rmcp::transport::streamable_http_client::InsufficientScopeError;
+    let rmcp::ServiceError::TransportSend(sent) = error else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(sent.error.as_ref());
+    while let Some(current) = source {
+        if let Some(refused) = current.downcast_ref::<InsufficientScopeError>() {
+            return Some(refused.get_required_scope().map(str::to_string));
+        }
+        source = current.source();
+    }
+    None
 }
 
 /// Start a stdio server's command in its own process group; its stderr goes to the log.
