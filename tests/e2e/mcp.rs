@@ -1267,6 +1267,13 @@ async fn a_machine_client_signs_in_by_itself_and_its_secret_is_never_shown() {
     assert!(output.contains("hello, signed-in user"), "{output}");
     assert!(server.refused() > 0, "it asked before the client signed in");
     assert!(server.scopes_asked().is_empty(), "no browser sign-in");
+    assert_eq!(server.tokens_granted(), 1);
+
+    // Its token revoked mid-session, the call signs in again and goes through.
+    server.revoke();
+    let (status, output) = whoami_turn(&env).await;
+    assert_eq!(status, ToolCallStatus::Ok, "{output}");
+    assert_eq!(server.tokens_granted(), 2);
     let list = env.run(&["mcp", "list"]);
     let list = String::from_utf8_lossy(&list.stdout).into_owned();
     assert!(
@@ -1276,7 +1283,10 @@ async fn a_machine_client_signs_in_by_itself_and_its_secret_is_never_shown() {
     );
     for text in [&list, &env.daemon_log()] {
         assert!(!text.contains(SECRET), "{text}");
-        assert!(!text.contains(stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN), "{text}");
+        assert!(
+            !text.contains(stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN),
+            "{text}"
+        );
     }
 }
 

@@ -42,6 +42,10 @@ struct Shared {
     step_up: bool,
     /// The scope of each authorization request, and the one of the code handed out.
     scopes: Vec<String>,
+    /// The tokens handed out so far are no longer taken (until a new one is).
+    revoked: bool,
+    /// Token requests answered.
+    tokens: usize,
 }
 
 pub struct FakeMcpOAuth {
@@ -81,6 +85,17 @@ impl FakeMcpOAuth {
             step_up: true,
             ..Shared::default()
         })
+    }
+
+    /// Take no token handed out so far: the next request is refused (401) until a new
+    /// token is granted.
+    pub fn revoke(&self) {
+        self.shared.lock().unwrap().revoked = true;
+    }
+
+    /// Tokens granted.
+    pub fn tokens_granted(&self) -> usize {
+        self.shared.lock().unwrap().tokens
     }
 
     /// The scope each authorization request asked for.
@@ -264,7 +279,12 @@ async fn token(State(s): Shared_, headers: HeaderMap, body: String) -> Response 
             .into_response();
     }
     // The last authorization request's scope is what the code (or its refresh) grants.
-    let asked = s.lock().unwrap().scopes.last().cloned().unwrap_or_default();
+    let asked = {
+        let mut shared = s.lock().unwrap();
+        shared.revoked = false;
+        shared.tokens += 1;
+        shared.scopes.last().cloned().unwrap_or_default()
+    };
     let wide = asked.split_whitespace().any(|s| s == "mcp:write");
     axum::Json(json!({
         "access_token": if wide { WIDE_TOKEN } else { ACCESS_TOKEN },
@@ -285,7 +305,8 @@ async fn mcp(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    let signed = bearer.is_some_and(|t| t == ACCESS_TOKEN || t == WIDE_TOKEN);
+    let revoked = s.lock().unwrap().revoked;
+    let signed = !revoked && bearer.is_some_and(|t| t == ACCESS_TOKEN || t == WIDE_TOKEN);
     if !signed {
         let mut shared = s.lock().unwrap();
         shared.refused += 1;

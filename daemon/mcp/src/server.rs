@@ -140,10 +140,11 @@ struct SignedWith {
     client: Option<crate::config::OAuthClient>,
 }
 
-/// Why a call failed: the server's 403 `insufficient_scope` (with the scope it names), or
-/// anything else, said.
+/// Why a call failed: the server's 403 `insufficient_scope` (with the scope it names), its
+/// 401 (the token no longer holds), or anything else, said.
 enum CallFailure {
     Scope(Option<String>),
+    Unauthorized,
     Other(String),
 }
 
@@ -795,13 +796,41 @@ impl McpServer {
                     sampler: with.sampler,
                 });
         }
-        let mut result = self
+        let first = self
             .call_inner(tool, arguments.clone(), timeout, with.output.clone())
             .await;
+        let result = self
+            .authorized_again(first, tool, arguments, timeout, with.output, with.sign_in)
+            .await;
+        // A change the server announced during the call is listed before the call returns.
+        self.relist.settled().await;
+        self.callers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|c| c.call != call);
+        result
+    }
+
+    /// What became of a call (`first`) the server refused for its authorization: signed in
+    /// again — for the wider scope a 403 `insufficient_scope` names, or afresh after a 401
+    /// for a machine client — the call is tried once more; otherwise said, with what to do.
+    async fn authorized_again(
+        &self,
+        first: Result<CallToolResult, CallFailure>,
+        tool: &str,
+        arguments: serde_json::Value,
+        timeout: Duration,
+        output: Option<Arc<dyn OutputSink>>,
+        sign_in: Option<SignIn>,
+    ) -> Result<CallToolResult, String> {
+        let mut result = first;
         if let Err(CallFailure::Scope(required)) = &result {
             // Signed in again for the wider scope, the call is tried once more.
-            result = match self.widen(required.as_deref(), with.sign_in.as_ref()).await {
-                Ok(wanted) => match self.call_inner(tool, arguments, timeout, with.output).await {
+            result = match self.widen(required.as_deref(), sign_in.as_ref()).await {
+                Ok(wanted) => match self
+                    .call_inner(tool, arguments.clone(), timeout, output.clone())
+                    .await
+                {
                     Err(CallFailure::Scope(_)) => Err(CallFailure::Other(format!(
                         "the server still refuses the call for its scope (403 \
                          insufficient_scope), signed in again with {:?} — its authorization \
@@ -813,20 +842,34 @@ impl McpServer {
                 Err(why) => Err(CallFailure::Other(why)),
             };
         }
-        let result = result.map_err(|e| match e {
+        if let (Err(CallFailure::Unauthorized), Some(signed)) = (&result, &self.signed_with) {
+            // A machine client's token ran out or was revoked: it signs in again at once.
+            let again = crate::oauth::sign_in_as_client(
+                &signed.url,
+                &signed.tokens,
+                signed.client.as_ref(),
+            )
+            .await;
+            result = match again {
+                Ok(true) => self.call_inner(tool, arguments, timeout, output).await,
+                Ok(false) => Err(CallFailure::Unauthorized),
+                Err(why) => Err(CallFailure::Other(format!(
+                    "the server asks for authorization again (401), and {why}"
+                ))),
+            };
+        }
+        result.map_err(|e| match e {
             CallFailure::Scope(required) => format!(
                 "the server refuses the call for its scope (403 insufficient_scope{})",
                 required.map_or_else(String::new, |r| format!(", it needs {r:?}"))
             ),
+            CallFailure::Unauthorized => format!(
+                "the server asks for authorization again (401): sign in with `stepper mcp login \
+                 {}`, then try again",
+                self.name
+            ),
             CallFailure::Other(why) => why,
-        });
-        // A change the server announced during the call is listed before the call returns.
-        self.relist.settled().await;
-        self.callers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|c| c.call != call);
-        result
+        })
     }
 
     /// Sign in again for what a call was refused for (`required`, the scope its 403 named,
@@ -898,9 +941,8 @@ impl McpServer {
             .service
             .send_cancellable_request(request, options)
             .await
-            .map_err(|e| match insufficient_scope(&e) {
-                Some(required) => CallFailure::Scope(required),
-                None => other(format!("the call could not be sent: {e}")),
+            .map_err(|e| {
+                refusal(&e).unwrap_or_else(|| other(format!("the call could not be sent: {e}")))
             })?;
         // The SDK chose the call's progress token; its notifications go to the call's output.
         let token = token_key(&handle.progress_token);
@@ -925,25 +967,30 @@ impl McpServer {
                 "no answer within {} ms (STEPPER_MCP_TOOL_TIMEOUT_MS): the call was cancelled",
                 timeout.as_millis()
             ))),
-            Err(e) => Err(match insufficient_scope(&e) {
-                Some(required) => CallFailure::Scope(required),
-                None => other(format!("the server failed the call: {e}")),
-            }),
+            Err(e) => {
+                Err(refusal(&e)
+                    .unwrap_or_else(|| other(format!("the server failed the call: {e}"))))
+            }
         }
     }
 }
 
-/// The scope a request's 403 `insufficient_scope` names (`Some(None)`: it names none), or
-/// `None` when the request failed otherwise.
-fn insufficient_scope(error: &rmcp::ServiceError) -> Option<Option<String>> {
-    use rmcp::transport::streamable_http_client::InsufficientScopeError;
+/// How the server refused a request for its authorization: 403 `insufficient_scope` (with
+/// the scope it names), or 401; `None` when the request failed otherwise.
+fn refusal(error: &rmcp::ServiceError) -> Option<CallFailure> {
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
     let rmcp::ServiceError::TransportSend(sent) = error else {
         return None;
     };
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(sent.error.as_ref());
     while let Some(current) = source {
         if let Some(refused) = current.downcast_ref::<InsufficientScopeError>() {
-            return Some(refused.get_required_scope().map(str::to_string));
+            return Some(CallFailure::Scope(
+                refused.get_required_scope().map(str::to_string),
+            ));
+        }
+        if current.downcast_ref::<AuthRequiredError>().is_some() {
+            return Some(CallFailure::Unauthorized);
         }
         source = current.source();
     }
