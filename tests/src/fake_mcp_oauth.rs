@@ -5,7 +5,9 @@
 //! answers) that refuses a request without the access token it issued. Started with a
 //! client of its own (`start_with_client`), it is a confidential client's server: it
 //! advertises `client_secret_basic` and takes the token request only with that client's id
-//! and secret.
+//! and secret. A machine client's server (`start_machine`) grants `client_credentials` only.
+//! A step-up server (`start_step_up`) answers a tool call 403 `insufficient_scope` unless the
+//! token was granted `mcp:write` too.
 
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +22,8 @@ use sha2::Digest;
 
 /// The access token the server issues; a test checks it never reaches a log.
 pub const ACCESS_TOKEN: &str = "fake-mcp-access-token-7f3a";
+/// The token a sign-in that asked for `mcp:write` gets (`start_step_up`).
+pub const WIDE_TOKEN: &str = "fake-mcp-wide-token-52d1";
 
 #[derive(Default)]
 struct Shared {
@@ -32,6 +36,16 @@ struct Shared {
     client: Option<(String, String)>,
     /// Clients registered dynamically.
     registered: usize,
+    /// Only `client_credentials` is granted.
+    machine: bool,
+    /// A tool call needs `mcp:write`.
+    step_up: bool,
+    /// The scope of each authorization request, and the one of the code handed out.
+    scopes: Vec<String>,
+    /// The tokens handed out so far are no longer taken (until a new one is).
+    revoked: bool,
+    /// Token requests answered.
+    tokens: usize,
 }
 
 pub struct FakeMcpOAuth {
@@ -43,19 +57,54 @@ pub struct FakeMcpOAuth {
 
 impl FakeMcpOAuth {
     pub fn start() -> FakeMcpOAuth {
-        FakeMcpOAuth::serve(None)
+        FakeMcpOAuth::serve(Shared::default())
     }
 
     /// A server whose owner registered the client `id` with `secret` beforehand.
     pub fn start_with_client(id: &str, secret: &str) -> FakeMcpOAuth {
-        FakeMcpOAuth::serve(Some((id.to_string(), secret.to_string())))
+        FakeMcpOAuth::serve(Shared {
+            client: Some((id.to_string(), secret.to_string())),
+            ..Shared::default()
+        })
     }
 
-    fn serve(client: Option<(String, String)>) -> FakeMcpOAuth {
-        let shared = Arc::new(Mutex::new(Shared {
-            client,
+    /// A server that grants the client `id` with `secret` tokens for itself
+    /// (`client_credentials`), and nothing else.
+    pub fn start_machine(id: &str, secret: &str) -> FakeMcpOAuth {
+        FakeMcpOAuth::serve(Shared {
+            client: Some((id.to_string(), secret.to_string())),
+            machine: true,
             ..Shared::default()
-        }));
+        })
+    }
+
+    /// A server whose tool calls need the scope `mcp:write` beyond the `mcp` it asks for
+    /// first.
+    pub fn start_step_up() -> FakeMcpOAuth {
+        FakeMcpOAuth::serve(Shared {
+            step_up: true,
+            ..Shared::default()
+        })
+    }
+
+    /// Take no token handed out so far: the next request is refused (401) until a new
+    /// token is granted.
+    pub fn revoke(&self) {
+        self.shared.lock().unwrap().revoked = true;
+    }
+
+    /// Tokens granted.
+    pub fn tokens_granted(&self) -> usize {
+        self.shared.lock().unwrap().tokens
+    }
+
+    /// The scope each authorization request asked for.
+    pub fn scopes_asked(&self) -> Vec<String> {
+        self.shared.lock().unwrap().scopes.clone()
+    }
+
+    fn serve(shared: Shared) -> FakeMcpOAuth {
+        let shared = Arc::new(Mutex::new(shared));
         let (url_tx, url_rx) = std::sync::mpsc::channel();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         let state = Arc::clone(&shared);
@@ -135,13 +184,17 @@ async fn issuer(State(s): Shared_) -> Response {
         Some(_) => json!(["client_secret_basic"]),
         None => json!(["none"]),
     };
+    let grants = match s.lock().unwrap().machine {
+        true => json!(["client_credentials"]),
+        false => json!(["authorization_code", "refresh_token"]),
+    };
     axum::Json(json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/authorize"),
         "token_endpoint": format!("{base}/token"),
         "registration_endpoint": format!("{base}/register"),
         "response_types_supported": ["code"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "grant_types_supported": grants,
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": methods,
         "scopes_supported": ["mcp"],
@@ -170,6 +223,8 @@ async fn authorize(State(s): Shared_, RawQuery(q): RawQuery) -> Response {
     };
     let code = "fake-code-1".to_string();
     s.lock().unwrap().code = Some((code.clone(), challenge.clone()));
+    let scope = q.get("scope").cloned().unwrap_or_default();
+    s.lock().unwrap().scopes.push(scope);
     let state = q.get("state").cloned().unwrap_or_default();
     let iss = s.lock().unwrap().base.clone();
     let to = format!("{back}?code={code}&state={state}&iss={}", urlencode(&iss));
@@ -197,7 +252,10 @@ async fn token(State(s): Shared_, headers: HeaderMap, body: String) -> Response 
         }
     }
     let grant = form.get("grant_type").map(String::as_str);
+    let machine = s.lock().unwrap().machine;
     let fine = match grant {
+        Some("client_credentials") => machine,
+        _ if machine => false,
         Some("authorization_code") => {
             let given = s.lock().unwrap().code.take();
             match (given, form.get("code"), form.get("code_verifier")) {
@@ -220,12 +278,20 @@ async fn token(State(s): Shared_, headers: HeaderMap, body: String) -> Response 
         )
             .into_response();
     }
+    // The last authorization request's scope is what the code (or its refresh) grants.
+    let asked = {
+        let mut shared = s.lock().unwrap();
+        shared.revoked = false;
+        shared.tokens += 1;
+        shared.scopes.last().cloned().unwrap_or_default()
+    };
+    let wide = asked.split_whitespace().any(|s| s == "mcp:write");
     axum::Json(json!({
-        "access_token": ACCESS_TOKEN,
+        "access_token": if wide { WIDE_TOKEN } else { ACCESS_TOKEN },
         "token_type": "Bearer",
         "expires_in": 3600,
         "refresh_token": "fake-refresh",
-        "scope": "mcp",
+        "scope": if wide { "mcp mcp:write" } else { "mcp" },
     }))
     .into_response()
 }
@@ -235,10 +301,12 @@ async fn mcp(
     headers: HeaderMap,
     axum::Json(message): axum::Json<Value>,
 ) -> Response {
-    let signed = headers
+    let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v == format!("Bearer {ACCESS_TOKEN}"));
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let revoked = s.lock().unwrap().revoked;
+    let signed = !revoked && bearer.is_some_and(|t| t == ACCESS_TOKEN || t == WIDE_TOKEN);
     if !signed {
         let mut shared = s.lock().unwrap();
         shared.refused += 1;
@@ -255,6 +323,20 @@ async fn mcp(
     let id = message["id"].clone();
     if id.is_null() {
         return StatusCode::ACCEPTED.into_response();
+    }
+    if s.lock().unwrap().step_up && message["method"] == "tools/call" && bearer != Some(WIDE_TOKEN)
+    {
+        let challenge = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"mcp mcp:write\", \
+             resource_metadata=\"{}/.well-known/oauth-protected-resource\"",
+            s.lock().unwrap().base
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            [(header::WWW_AUTHENTICATE, challenge)],
+            axum::Json(json!({"error": "insufficient_scope"})),
+        )
+            .into_response();
     }
     let result = match message["method"].as_str().unwrap_or("") {
         "initialize" => json!({

@@ -3,7 +3,10 @@
 //! server (the last argument), doing what `MCP_CONFORMANCE_SCENARIO` asks. An elicitation is
 //! accepted with nothing entered, so the schema's defaults apply as stepper applies them. A
 //! server that asks for authorization is signed in to as `stepper mcp login` does, the
-//! "browser" following the authorization server's redirect back to the client's listener.
+//! "browser" following the authorization server's redirect back to the client's listener,
+//! and again when a call needs a wider scope. The scenario's client (its context) is the
+//! server's `oauth` setting: a pre-registered client, or a machine client with a secret or a
+//! private key (written to a file of this run's, as `oauth.privateKeyFile` names one).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -36,26 +39,48 @@ fn tempfile_dir() -> Result<std::path::PathBuf, String> {
     Ok(dir)
 }
 
-/// The client the scenario registered beforehand (`auth/pre-registration`), as a server's
-/// `oauth` settings name one.
-fn client(context: &serde_json::Value) -> Option<stepper_mcp::OAuthClient> {
-    Some(stepper_mcp::OAuthClient {
-        client_id: context["client_id"].as_str()?.to_string(),
+/// The client the scenario registered beforehand (`auth/pre-registration`, the
+/// `client-credentials-*` ones), as a server's `oauth` settings name one; its private key
+/// goes to a file in `dir`.
+fn client(
+    context: &serde_json::Value,
+    dir: &std::path::Path,
+) -> Result<Option<stepper_mcp::OAuthClient>, String> {
+    let Some(client_id) = context["client_id"].as_str() else {
+        return Ok(None);
+    };
+    let private_key_file = match context["private_key_pem"].as_str() {
+        Some(pem) => {
+            let path = dir.join("client-key.pem");
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(&path).map_err(|e| e.to_string())?;
+            std::io::Write::write_all(&mut file, pem.as_bytes()).map_err(|e| e.to_string())?;
+            Some(path)
+        }
+        None => None,
+    };
+    Ok(Some(stepper_mcp::OAuthClient {
+        client_id: client_id.to_string(),
         client_secret: context["client_secret"]
             .as_str()
             .map(|s| stepper_mcp::Secret::new(s.to_string())),
         callback_port: None,
-    })
+        grant: None,
+        private_key_file,
+    }))
 }
 
 /// Sign in: the authorization URL is fetched without following its redirect, and the
 /// redirect (to the client's listener, with the code) is followed by hand.
-async fn sign_in(url: &str, tokens: &stepper_mcp::oauth::TokenFile) -> Result<(), String> {
-    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|c| serde_json::from_str(&c).ok())
-        .unwrap_or_default();
-    let login = stepper_mcp::oauth::begin_login(url, tokens, client(&context).as_ref()).await?;
+async fn sign_in(
+    url: String,
+    tokens: stepper_mcp::oauth::TokenFile,
+    client: Option<stepper_mcp::OAuthClient>,
+) -> Result<(), String> {
+    let login = stepper_mcp::oauth::begin_login(&url, &tokens, client.as_ref()).await?;
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -102,25 +127,30 @@ fn main() -> ExitCode {
 }
 
 async fn run(url: &str, scenario: &str) -> Result<(), String> {
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let dir = tempfile_dir()?;
+    let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let oauth = client(&context, &dir)?;
     let spec = ServerSpec {
         name: "conformance".into(),
         transport: Transport::Http {
             url: url.into(),
             headers: Default::default(),
             sse: false,
-            oauth: None,
+            oauth: oauth.clone(),
         },
         sampling: false,
     };
-    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    let dir = tempfile_dir()?;
     let tokens = stepper_mcp::oauth::TokenFile::new(dir.join("tokens.json"));
     let timeout = Duration::from_secs(20);
     let env = Default::default();
     let server = match McpServer::connect_signed(&spec, &env, &cwd, timeout, Some(&tokens)).await {
         Ok(server) => server,
         Err(e) if e.message.starts_with(stepper_mcp::server::NEEDS_LOGIN) => {
-            sign_in(url, &tokens).await?;
+            sign_in(url.to_string(), tokens.clone(), oauth.clone()).await?;
             McpServer::connect_signed(&spec, &env, &cwd, timeout, Some(&tokens))
                 .await
                 .map_err(|e| e.to_string())?
@@ -142,6 +172,10 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
         },
     };
     let gate: Arc<dyn Gate> = Arc::new(Accepting);
+    let again: stepper_mcp::server::SignIn = {
+        let (url, tokens) = (url.to_string(), tokens.clone());
+        Arc::new(move || Box::pin(sign_in(url.clone(), tokens.clone(), oauth.clone())))
+    };
     let result = server
         .call(
             tool,
@@ -149,6 +183,7 @@ async fn run(url: &str, scenario: &str) -> Result<(), String> {
             Duration::from_secs(20),
             stepper_mcp::CallWith {
                 gate: Some(gate),
+                sign_in: Some(again),
                 ..Default::default()
             },
         )

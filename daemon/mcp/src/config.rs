@@ -32,7 +32,8 @@ pub enum Transport {
 /// A pre-registered OAuth client: used instead of registering one dynamically (RFC 7591).
 /// Without a secret it is a public client (PKCE only); with one, a confidential client
 /// that authenticates as the server's metadata says it can (`client_secret_basic` or
-/// `client_secret_post`).
+/// `client_secret_post`). A machine client (`grant: "client_credentials"`) signs in by
+/// itself, with its secret or a private key (`private_key_jwt`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthClient {
     pub client_id: String,
@@ -40,6 +41,28 @@ pub struct OAuthClient {
     /// The port of the redirect URI registered with the client
     /// (`http://localhost:PORT/callback`); any free port without one.
     pub callback_port: Option<u16>,
+    /// How it gets its tokens; `None`: as the authorization server's metadata allows
+    /// (`client_credentials` when that is the only grant it names besides refreshing).
+    pub grant: Option<Grant>,
+    /// A PEM file of the client's P-256 private key (PKCS #8): it signs the ES256
+    /// assertion of `private_key_jwt` (RFC 7523) instead of sending a secret.
+    pub private_key_file: Option<PathBuf>,
+}
+
+/// An OAuth grant a pre-registered client uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// A user signs in in the browser (`stepper mcp login`).
+    AuthorizationCode,
+    /// The client signs in as itself, no user and no browser (OAuth 2.1 §4.2, SEP-1046).
+    ClientCredentials,
+}
+
+impl OAuthClient {
+    /// A client that authenticates itself: with a secret or a private key.
+    pub fn has_credentials(&self) -> bool {
+        self.client_secret.is_some() || self.private_key_file.is_some()
+    }
 }
 
 /// A value that never reaches a log, an event or a listing: `Debug` shows only that it is set.
@@ -197,9 +220,10 @@ fn parse_one(name: &str, value: &Value, env: &Env) -> Result<ServerSpec, String>
     })
 }
 
-/// The `oauth` object of a remote server: `clientId` (needed), `clientSecret`, `callbackPort`.
-/// Claude Code's other keys there (`authServerMetadataUrl`, `scopes`) are not used: discovery
-/// and the scopes the server advertises apply.
+/// The `oauth` object of a remote server: `clientId` (needed), `clientSecret`, `callbackPort`,
+/// and stepper's `grant` and `privateKeyFile` for a machine client. Claude Code's other keys
+/// there (`authServerMetadataUrl`, `scopes`) are not used: discovery and the scopes the server
+/// advertises apply.
 fn oauth(value: Option<&Value>, env: &Env) -> Result<Option<OAuthClient>, String> {
     let obj = match value {
         None | Some(Value::Null) => return Ok(None),
@@ -224,15 +248,56 @@ fn oauth(value: Option<&Value>, env: &Env) -> Result<Option<OAuthClient>, String
                 .ok_or("`oauth.callbackPort` must be a port number, such as 8080")?,
         ),
     };
-    match client_id {
-        Some(client_id) => Ok(Some(OAuthClient {
-            client_id,
-            client_secret,
-            callback_port,
-        })),
-        None if client_secret.is_some() => {
-            Err("`oauth.clientSecret` needs the `oauth.clientId` it belongs to: add it".into())
+    let grant = match text("grant")?.as_deref() {
+        None => None,
+        Some("authorization_code") => Some(Grant::AuthorizationCode),
+        Some("client_credentials") => Some(Grant::ClientCredentials),
+        Some(other) => {
+            return Err(format!(
+                "`oauth.grant: {other}` is not a grant stepper uses — give \"authorization_code\" \
+                 (a user signs in) or \"client_credentials\" (the client signs in as itself)"
+            ));
         }
+    };
+    let private_key_file = match text("privateKeyFile")? {
+        None => None,
+        Some(path) => {
+            let path = match path.strip_prefix("~/") {
+                Some(rest) => PathBuf::from(env.get("HOME").map_or("~", String::as_str)).join(rest),
+                None => PathBuf::from(path),
+            };
+            if !path.is_absolute() {
+                return Err(format!(
+                    "`oauth.privateKeyFile` must be an absolute path (or start with ~/), not {}",
+                    path.display()
+                ));
+            }
+            Some(path)
+        }
+    };
+    match client_id {
+        Some(client_id) => {
+            let client = OAuthClient {
+                client_id,
+                client_secret,
+                callback_port,
+                grant,
+                private_key_file,
+            };
+            if client.grant == Some(Grant::ClientCredentials) && !client.has_credentials() {
+                return Err(
+                    "`oauth.grant: client_credentials` needs `oauth.clientSecret` or \
+                     `oauth.privateKeyFile` to sign in with: add one"
+                        .into(),
+                );
+            }
+            Ok(Some(client))
+        }
+        None if client_secret.is_some() || private_key_file.is_some() || grant.is_some() => Err(
+            "`oauth.clientSecret`, `privateKeyFile` and `grant` need the `oauth.clientId` they \
+             belong to: add it"
+                .into(),
+        ),
         None => Ok(None),
     }
 }
@@ -338,6 +403,8 @@ mod tests {
                 client_id: "app-1".into(),
                 client_secret: None,
                 callback_port: Some(8080),
+                grant: None,
+                private_key_file: None,
             })
         );
         let confidential = client("confidential").unwrap();
@@ -364,6 +431,54 @@ mod tests {
                 .iter()
                 .any(|p| p.contains("\"port\"") && p.contains("callbackPort"))
         );
+    }
+
+    #[test]
+    fn a_machine_client_names_its_grant_and_key() {
+        let env: Env = [("HOME".to_string(), "/h".to_string())]
+            .into_iter()
+            .collect();
+        let servers: BTreeMap<String, Value> = serde_json::from_value(json!({
+            "keyed": {"url": "https://a.example/mcp", "oauth": {"clientId": "robot",
+                "grant": "client_credentials", "privateKeyFile": "~/keys/robot.pem"}},
+            "secret": {"url": "https://b.example/mcp", "oauth": {"clientId": "robot",
+                "clientSecret": "x", "grant": "client_credentials"}},
+            "bare": {"url": "https://c.example/mcp", "oauth": {"clientId": "robot",
+                "grant": "client_credentials"}},
+            "typo": {"url": "https://d.example/mcp", "oauth": {"clientId": "robot",
+                "grant": "password"}},
+            "relative": {"url": "https://e.example/mcp", "oauth": {"clientId": "robot",
+                "privateKeyFile": "robot.pem"}}
+        }))
+        .unwrap();
+        let (specs, problems) = parse_servers(&servers, &env);
+        let client = |name: &str| match &specs.iter().find(|s| s.name == name).unwrap().transport {
+            Transport::Http { oauth, .. } => oauth.clone().unwrap(),
+            Transport::Stdio { .. } => panic!("{name} is remote"),
+        };
+        let keyed = client("keyed");
+        assert_eq!(keyed.grant, Some(Grant::ClientCredentials));
+        assert_eq!(
+            keyed.private_key_file,
+            Some(PathBuf::from("/h/keys/robot.pem"))
+        );
+        assert!(client("secret").has_credentials());
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        for (name, says) in [
+            (
+                "bare",
+                "needs `oauth.clientSecret` or `oauth.privateKeyFile`",
+            ),
+            ("typo", "\"client_credentials\""),
+            ("relative", "absolute path"),
+        ] {
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.contains(&format!("{name:?}")) && p.contains(says)),
+                "{name}: {problems:?}"
+            );
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod sse;
 pub mod tool;
 pub mod watch;
 
-pub use config::{OAuthClient, Secret, ServerSpec, Transport, parse_servers};
+pub use config::{Grant, OAuthClient, Secret, ServerSpec, Transport, parse_servers};
 pub use pool::{IdleCap, Pool, Running, Servers, Slot, State, Stopped};
 pub use server::{CallWith, McpError, McpServer};
 pub use tool::{McpTool, McpTools, tool_name};

@@ -6,6 +6,14 @@
 //! server URL, each with the issuer that minted it; they never reach a log or an event, nor
 //! does a pre-registered client's secret.
 //!
+//! A machine client (`oauth.grant: "client_credentials"`, or a client with a secret or key
+//! where the authorization server names no other grant) signs in by itself, without a user:
+//! with its secret (`client_secret_basic` or `_post`) or an ES256 assertion signed with its
+//! private key (`private_key_jwt`, RFC 7523). A call the server refuses with 403
+//! `insufficient_scope` asks for more: the wider scope (what was granted and what the server
+//! names) is kept with the tokens, so that the next sign-in asks for it; a machine client
+//! signs in again at once, and the call is tried once more.
+//!
 //! A server of the 2025-03-26 revision publishes no protected resource metadata; its
 //! authorization server metadata sits at the root of its own origin, and may name an issuer
 //! on that origin under a path (`https://host/oauth`), which RFC 8414's strict check refuses.
@@ -19,14 +27,18 @@ use std::time::Duration;
 use rmcp::service::RoleClient;
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata,
-    AuthorizationMetadataSource, AuthorizationRequest, AuthorizationSession, CredentialStore,
-    OAuthClientConfig, OAuthState, StoredCredentials,
+    AuthorizationMetadataSource, AuthorizationRequest, AuthorizationSession,
+    ClientCredentialsConfig, CredentialStore, OAuthClientConfig, OAuthState, StoredCredentials,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::config::OAuthClient;
+use crate::config::{Grant, OAuthClient};
+
+/// The scopes a call's 403 asked for, kept in the server's entry of the tokens file until
+/// a sign-in grants them.
+const STEP_UP: &str = "stepperStepUp";
 
 /// The file of MCP servers' tokens.
 #[derive(Debug, Clone)]
@@ -83,6 +95,37 @@ impl TokenFile {
         Ok(had)
     }
 
+    /// The scopes a sign-in to `url` is to ask for, after a call needed more than was
+    /// granted; `None` when nothing more is needed.
+    pub fn wanted(&self, url: &str) -> Option<Vec<String>> {
+        let wanted = strings(&self.read().get(url)?[STEP_UP]);
+        (!wanted.is_empty()).then_some(wanted)
+    }
+
+    /// Note that `url` needs `required` (a scope, as a 403 names it) on top of what its
+    /// sign-in was granted: the next sign-in asks for the union, which is returned.
+    pub fn want(&self, url: &str, required: &str) -> std::io::Result<Vec<String>> {
+        let _held = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = self.read();
+        let entry = all
+            .entry(url.to_string())
+            .or_insert_with(|| serde_json::json!({}));
+        let mut wanted = strings(&entry["granted_scopes"]);
+        for scope in strings(&entry[STEP_UP])
+            .into_iter()
+            .chain(required.split_whitespace().map(str::to_string))
+        {
+            if !wanted.contains(&scope) {
+                wanted.push(scope);
+            }
+        }
+        if let Some(entry) = entry.as_object_mut() {
+            entry.insert(STEP_UP.into(), serde_json::json!(wanted));
+        }
+        self.write(&all)?;
+        Ok(wanted)
+    }
+
     fn store(&self, url: &str) -> FileStore {
         FileStore {
             file: self.clone(),
@@ -109,8 +152,19 @@ impl CredentialStore for FileStore {
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
         let _held = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         let mut all = self.file.read();
-        let value = serde_json::to_value(&credentials)
+        let mut value = serde_json::to_value(&credentials)
             .map_err(|e| AuthError::InternalError(e.to_string()))?;
+        // A wider scope still wanted stays until a sign-in grants it.
+        let wanted = all
+            .get(&self.key)
+            .map_or_else(Vec::new, |old| strings(&old[STEP_UP]));
+        if wanted
+            .iter()
+            .any(|s| !credentials.granted_scopes.contains(s))
+            && let Some(entry) = value.as_object_mut()
+        {
+            entry.insert(STEP_UP.into(), serde_json::json!(wanted));
+        }
         all.insert(self.key.clone(), value);
         self.file
             .write(&all)
@@ -125,11 +179,31 @@ impl CredentialStore for FileStore {
     }
 }
 
+/// The strings of a JSON list (none for anything else).
+fn strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The SDK's authorization manager for `url`, with its authorization server's metadata; a
 /// server on this machine or the local network may point its metadata at private addresses
 /// too. A sign-in (`signing_in`) starts from the server's 401, whose `scope` says what to ask
 /// for (MCP's scope selection); a reconnection only needs the endpoints.
 async fn manager(url: &str, signing_in: bool) -> Result<AuthorizationManager, String> {
+    Ok(discovered(url, signing_in).await?.0)
+}
+
+/// [`manager`], and the authorization server's metadata it was given.
+async fn discovered(
+    url: &str,
+    signing_in: bool,
+) -> Result<(AuthorizationManager, AuthorizationMetadata), String> {
     let private = reqwest::Url::parse(url)
         .ok()
         .is_some_and(|u| match u.host() {
@@ -182,8 +256,8 @@ async fn manager(url: &str, signing_in: bool) -> Result<AuthorizationManager, St
             })?,
         Err(e) => return Err(format!("cannot discover its authorization server: {e}")),
     };
-    manager.set_metadata(metadata);
-    Ok(manager)
+    manager.set_metadata(metadata.clone());
+    Ok((manager, metadata))
 }
 
 /// The `WWW-Authenticate` header of the 401 the server at `url` answers an unsigned request
@@ -302,6 +376,233 @@ pub async fn signed(
     )))
 }
 
+/// Sign in to the server at `url` as `client` itself, with no user (the `client_credentials`
+/// grant), and keep its tokens: when the client says so (`grant`), or has a secret or key
+/// and the authorization server names no grant but that one (and refreshing). `Ok(false)`:
+/// it is not such a client — a user signs in (`begin_login`).
+///
+/// The scopes asked for are those a call found missing ([`TokenFile::want`]), else those
+/// the server's 401 or its metadata name. With `privateKeyFile`, the client authenticates
+/// with an ES256 assertion signed by that key (`private_key_jwt`, RFC 7523); else with its
+/// secret, as HTTP Basic where the server takes only that, in the body otherwise.
+pub async fn sign_in_as_client(
+    url: &str,
+    tokens: &TokenFile,
+    client: Option<&OAuthClient>,
+) -> Result<bool, String> {
+    let Some(client) =
+        client.filter(|c| c.has_credentials() && c.grant != Some(Grant::AuthorizationCode))
+    else {
+        return Ok(false);
+    };
+    crate::http::install_tls();
+    let (mut manager, metadata) = discovered(url, true).await?;
+    let grants = strings(
+        metadata
+            .additional_fields
+            .get("grant_types_supported")
+            .unwrap_or(&serde_json::Value::Null),
+    );
+    let only_machine = grants.iter().any(|g| g == "client_credentials")
+        && grants
+            .iter()
+            .all(|g| g == "client_credentials" || g == "refresh_token");
+    if client.grant.is_none() && !only_machine {
+        return Ok(false);
+    }
+    manager.set_credential_store(tokens.store(url));
+    let scopes: Vec<String> = match tokens.wanted(url) {
+        Some(wanted) => wanted,
+        None => manager
+            .select_scopes(None, &[])
+            .into_iter()
+            .filter(|s| s != "offline_access")
+            .collect(),
+    };
+    let failed = |e: AuthError| format!("its client could not sign in: {e}");
+    match (&client.private_key_file, &client.client_secret) {
+        (Some(key), _) => {
+            let pem = std::fs::read_to_string(key).map_err(|e| {
+                format!(
+                    "cannot read its private key {} (oauth.privateKeyFile): {e}",
+                    key.display()
+                )
+            })?;
+            let audience = metadata
+                .issuer
+                .clone()
+                .unwrap_or_else(|| metadata.token_endpoint.clone());
+            let assertion = jwt_assertion(&client.client_id, &audience, &pem)
+                .map_err(|e| format!("its private key {}: {e}", key.display()))?;
+            let answer = token_request(url, &metadata.token_endpoint, &assertion, &scopes).await?;
+            let granted = answer.get("scope").and_then(|s| s.as_str()).map_or_else(
+                || scopes.clone(),
+                |s| s.split_whitespace().map(str::to_string).collect(),
+            );
+            let response: rmcp::transport::auth::OAuthTokenResponse =
+                serde_json::from_value(answer)
+                    .map_err(|e| format!("its authorization server's token is unreadable: {e}"))?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let stored = StoredCredentials::new(
+                client.client_id.clone(),
+                Some(response),
+                granted,
+                Some(now),
+            )
+            .with_issuer(metadata.issuer.clone());
+            tokens
+                .store(url)
+                .save(stored)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        (None, Some(secret)) => {
+            let config = ClientCredentialsConfig::ClientSecret {
+                client_id: client.client_id.clone(),
+                client_secret: secret.expose().to_string(),
+                scopes,
+                resource: Some(url.to_string()),
+            };
+            manager
+                .validate_client_credentials_metadata(&config)
+                .map_err(failed)?;
+            manager
+                .configure_client_credentials(&config)
+                .map_err(failed)?;
+            manager
+                .exchange_client_credentials(&config)
+                .await
+                .map_err(failed)?;
+        }
+        (None, None) => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// A `client_credentials` token request authenticated by `assertion` (RFC 7523 §2.2), its
+/// answer as JSON. The assertion goes over TLS, or to this machine.
+async fn token_request(
+    url: &str,
+    endpoint: &str,
+    assertion: &str,
+    scopes: &[String],
+) -> Result<serde_json::Value, String> {
+    let at = reqwest::Url::parse(endpoint)
+        .map_err(|e| format!("its authorization server's token endpoint {endpoint}: {e}"))?;
+    let local = |u: &reqwest::Url| match u.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    };
+    let server = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+    if at.scheme() != "https" && !(local(&at) && local(&server)) {
+        return Err(format!(
+            "its token endpoint {endpoint} is not https: the client's assertion is only sent \
+             over TLS"
+        ));
+    }
+    let mut form = vec![
+        ("grant_type", "client_credentials".to_string()),
+        (
+            "client_assertion_type",
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_string(),
+        ),
+        ("client_assertion", assertion.to_string()),
+        ("resource", url.to_string()),
+    ];
+    if !scopes.is_empty() {
+        form.push(("scope", scopes.join(" ")));
+    }
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let answer = http
+        .post(at)
+        .header("accept", "application/json")
+        .form(&form)
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach its authorization server: {e}"))?;
+    let status = answer.status();
+    let body: serde_json::Value = answer.json().await.unwrap_or_default();
+    if !status.is_success() {
+        let why = [body["error"].as_str(), body["error_description"].as_str()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ");
+        return Err(format!(
+            "its authorization server refused the client ({status}{}{why})",
+            if why.is_empty() { "" } else { ", " }
+        ));
+    }
+    Ok(body)
+}
+
+/// A client assertion (RFC 7523 §3): a JWT from and about `client_id` for `audience` (the
+/// authorization server's issuer), valid five minutes, signed ES256 with the P-256 key of
+/// `pem` (PKCS #8, `BEGIN PRIVATE KEY`).
+fn jwt_assertion(client_id: &str, audience: &str, pem: &str) -> Result<String, String> {
+    use base64::Engine;
+    use ring::rand::SecureRandom;
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| *l != "-----BEGIN PRIVATE KEY-----")
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    if body.is_empty() {
+        return Err(if pem.contains("BEGIN EC PRIVATE KEY") {
+            "it is in SEC1 form (BEGIN EC PRIVATE KEY): convert it with `openssl pkcs8 -topk8 \
+             -nocrypt -in KEY -out KEY.p8` and name that"
+                .into()
+        } else {
+            "no `BEGIN PRIVATE KEY` block (a PEM PKCS #8 key) in it".into()
+        });
+    }
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map_err(|_| "its PEM block is not base64".to_string())?;
+    let rng = ring::rand::SystemRandom::new();
+    let key = ring::signature::EcdsaKeyPair::from_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+        &der,
+        &rng,
+    )
+    .map_err(|_| "it is not a P-256 (ES256) private key".to_string())?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut jti = [0u8; 16];
+    rng.fill(&mut jti)
+        .map_err(|_| "no randomness for its id".to_string())?;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = serde_json::json!({"alg": "ES256", "typ": "JWT"});
+    let claims = serde_json::json!({
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "iat": now,
+        "exp": now + 300,
+        "jti": b64.encode(jti),
+    });
+    let signed = format!(
+        "{}.{}",
+        b64.encode(header.to_string()),
+        b64.encode(claims.to_string())
+    );
+    let signature = key
+        .sign(&rng, signed.as_bytes())
+        .map_err(|_| "it could not sign".to_string())?;
+    Ok(format!("{signed}.{}", b64.encode(signature.as_ref())))
+}
+
 /// A sign-in under way: open `url`; `finish` waits for the browser's return.
 pub struct Login {
     pub url: String,
@@ -369,6 +670,13 @@ pub async fn begin_login(
     client: Option<&OAuthClient>,
 ) -> Result<Login, String> {
     crate::http::install_tls();
+    if client.is_some_and(|c| c.grant == Some(Grant::ClientCredentials)) {
+        return Err(
+            "its client signs in by itself (`oauth.grant: client_credentials`), \
+             with no browser: it does so as it starts"
+                .into(),
+        );
+    }
     let fixed = client.and_then(|c| c.callback_port);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", fixed.unwrap_or(0)))
         .await
@@ -383,7 +691,11 @@ pub async fn begin_login(
     let redirect = redirect_uri(port, fixed.is_some());
     let mut manager = manager(url, true).await?;
     manager.set_credential_store(tokens.store(url));
-    let request = login_request(&redirect, client);
+    let mut request = login_request(&redirect, client);
+    if let Some(wanted) = tokens.wanted(url) {
+        // A call needed more than the last sign-in was granted: ask for both.
+        request = request.with_scopes(wanted);
+    }
     let mut state = match AuthorizationSession::new(manager, request).await {
         Ok(session) => OAuthState::Session(session),
         Err((_, e)) => return Err(format!("cannot begin the sign-in: {e}")),
@@ -511,7 +823,13 @@ mod tests {
                     }
                 };
                 let line = head.lines().next().unwrap_or("").to_string();
-                kept.lock().unwrap().push(format!("{line} {body}"));
+                let authorization = head
+                    .lines()
+                    .find(|l| l.to_ascii_lowercase().starts_with("authorization:"))
+                    .unwrap_or("");
+                kept.lock()
+                    .unwrap()
+                    .push(format!("{line} {body} {authorization}"));
                 let path = line.split_whitespace().nth(1).unwrap_or("");
                 let (status, json) = match routes(&at, path) {
                     Some(json) => ("200 OK", json.to_string()),
@@ -556,6 +874,8 @@ mod tests {
             client_id: "app-1".into(),
             client_secret: Some(Secret::new("s3cr3t-value".into())),
             callback_port: None,
+            grant: None,
+            private_key_file: None,
         };
         let login = begin_login(&url, &tokens, Some(&client)).await.unwrap();
         assert!(login.url.contains("client_id=app-1"), "{}", login.url);
@@ -617,6 +937,230 @@ mod tests {
         assert!(
             why.contains("the server's OAuth metadata is wrong"),
             "{why}"
+        );
+    }
+
+    /// A machine client's authorization server: only `client_credentials`, authenticated
+    /// by `method`; its token endpoint grants `cc-1`.
+    async fn machine_server(method: &'static str) -> (String, Arc<Mutex<Vec<String>>>) {
+        server(move |base, path| match path {
+            "/.well-known/oauth-authorization-server" => {
+                let mut m = metadata(base, base);
+                m["grant_types_supported"] = serde_json::json!(["client_credentials"]);
+                m["token_endpoint_auth_methods_supported"] = serde_json::json!([method]);
+                Some(m)
+            }
+            "/oauth/token" => Some(serde_json::json!({
+                "access_token": "cc-1", "token_type": "Bearer", "expires_in": 3600,
+                "scope": "mcp:read",
+            })),
+            _ => None,
+        })
+        .await
+    }
+
+    fn machine(secret: Option<&str>, key: Option<PathBuf>) -> OAuthClient {
+        OAuthClient {
+            client_id: "robot-1".into(),
+            client_secret: secret.map(|s| Secret::new(s.into())),
+            callback_port: None,
+            grant: None,
+            private_key_file: key,
+        }
+    }
+
+    fn token_requests(seen: &Mutex<Vec<String>>) -> Vec<String> {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.starts_with("POST /oauth/token"))
+            .cloned()
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_machine_client_signs_in_with_its_secret_over_basic() {
+        use base64::Engine;
+        let (base, seen) = machine_server("client_secret_basic").await;
+        let url = format!("{base}/mcp");
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = TokenFile::new(dir.path().join("t.json"));
+        let client = machine(Some("s3cr3t-value"), None);
+        assert!(
+            sign_in_as_client(&url, &tokens, Some(&client))
+                .await
+                .unwrap()
+        );
+        let sent = token_requests(&seen);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert!(
+            sent[0].contains("grant_type=client_credentials"),
+            "{sent:?}"
+        );
+        let basic = base64::engine::general_purpose::STANDARD.encode("robot-1:s3cr3t-value");
+        assert!(sent[0].contains(&format!("Basic {basic}")), "{sent:?}");
+        let stored = tokens.store(&url).load().await.unwrap().unwrap();
+        assert_eq!(stored.client_id, "robot-1");
+        let text = std::fs::read_to_string(dir.path().join("t.json")).unwrap();
+        assert!(text.contains("cc-1") && !text.contains("s3cr3t"), "{text}");
+
+        // A client with a secret where the server offers the browser's grant: a user
+        // signs in, nothing is asked of the token endpoint.
+        let (base, seen) = server(|base, path| {
+            (path == "/.well-known/oauth-authorization-server").then(|| metadata(base, base))
+        })
+        .await;
+        let url = format!("{base}/mcp");
+        assert!(
+            !sign_in_as_client(&url, &tokens, Some(&client))
+                .await
+                .unwrap()
+        );
+        assert!(token_requests(&seen).is_empty());
+        assert!(!tokens.has(&url));
+        // Unless it says it is a machine client.
+        let told = OAuthClient {
+            grant: Some(Grant::ClientCredentials),
+            ..client.clone()
+        };
+        let why = begin_login(&url, &tokens, Some(&told)).await.err().unwrap();
+        assert!(why.contains("signs in by itself"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn a_machine_client_signs_an_es256_assertion_with_its_key() {
+        use base64::Engine;
+        use ring::signature::KeyPair;
+        let rng = ring::rand::SystemRandom::new();
+        let alg = &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
+        let public = ring::signature::EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng)
+            .unwrap()
+            .public_key()
+            .as_ref()
+            .to_vec();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            b64.encode(pkcs8.as_ref())
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key.pem");
+        std::fs::write(&key, &pem).unwrap();
+
+        let (base, seen) = machine_server("private_key_jwt").await;
+        let url = format!("{base}/mcp");
+        let tokens = TokenFile::new(dir.path().join("t.json"));
+        let client = machine(None, Some(key.clone()));
+        assert!(
+            sign_in_as_client(&url, &tokens, Some(&client))
+                .await
+                .unwrap()
+        );
+        let sent = token_requests(&seen);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let body = sent[0].split_whitespace().nth(3).unwrap();
+        let form: HashMap<String, String> = url::form_urlencoded::parse(body.as_bytes())
+            .into_owned()
+            .collect();
+        assert_eq!(form["grant_type"], "client_credentials");
+        assert_eq!(
+            form["client_assertion_type"],
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        );
+        assert_eq!(form["resource"], url);
+        let assertion = &form["client_assertion"];
+        let (signed, signature) = assertion.rsplit_once('.').unwrap();
+        let url_b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, &public)
+            .verify(signed.as_bytes(), &url_b64.decode(signature).unwrap())
+            .expect("signed by the client's key");
+        let (header, claims) = signed.split_once('.').unwrap();
+        let header: serde_json::Value =
+            serde_json::from_slice(&url_b64.decode(header).unwrap()).unwrap();
+        let claims: serde_json::Value =
+            serde_json::from_slice(&url_b64.decode(claims).unwrap()).unwrap();
+        assert_eq!(header["alg"], "ES256");
+        assert_eq!(claims["iss"], "robot-1");
+        assert_eq!(claims["sub"], "robot-1");
+        assert_eq!(claims["aud"], base.as_str());
+        assert!(claims["exp"].as_u64() > claims["iat"].as_u64());
+        assert!(claims["jti"].as_str().is_some_and(|j| !j.is_empty()));
+        let stored = tokens.store(&url).load().await.unwrap().unwrap();
+        assert_eq!(stored.granted_scopes, vec!["mcp:read".to_string()]);
+
+        // A key in SEC1 form is refused saying how to convert it.
+        std::fs::write(
+            &key,
+            "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let why = sign_in_as_client(&url, &tokens, Some(&client))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            why.contains("openssl pkcs8") && why.contains("key.pem"),
+            "{why}"
+        );
+        // The private key never shows in what is said.
+        assert!(!why.contains(&b64.encode(pkcs8.as_ref())[..20]), "{why}");
+    }
+
+    #[tokio::test]
+    async fn a_wider_scope_is_asked_for_until_a_sign_in_grants_it() {
+        let (base, _) = server(|base, path| match path {
+            "/.well-known/oauth-authorization-server" => Some(metadata(base, base)),
+            "/oauth/register" => {
+                Some(serde_json::json!({"client_id": "dynamic-1", "redirect_uris": []}))
+            }
+            _ => None,
+        })
+        .await;
+        let url = format!("{base}/mcp");
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = TokenFile::new(dir.path().join("t.json"));
+        let store = tokens.store(&url);
+        let granted = |scopes: &[&str]| {
+            StoredCredentials::new(
+                "dynamic-1".into(),
+                None,
+                scopes.iter().map(|s| s.to_string()).collect(),
+                Some(1),
+            )
+        };
+        store.save(granted(&["mcp:basic"])).await.unwrap();
+        assert_eq!(tokens.wanted(&url), None);
+        let login = begin_login(&url, &tokens, None).await.unwrap();
+        assert!(!login.url.contains("mcp%3Awrite"), "{}", login.url);
+
+        // A call's 403 named "mcp:basic mcp:write": the union is asked for next.
+        let wanted = tokens.want(&url, "mcp:basic mcp:write").unwrap();
+        assert_eq!(wanted, ["mcp:basic", "mcp:write"]);
+        let login = begin_login(&url, &tokens, None).await.unwrap();
+        let scope = reqwest::Url::parse(&login.url)
+            .unwrap()
+            .query_pairs()
+            .find(|(k, _)| k == "scope")
+            .map(|(_, v)| v.into_owned());
+        assert_eq!(
+            scope.as_deref(),
+            Some("mcp:basic mcp:write"),
+            "{}",
+            login.url
+        );
+
+        // A refresh granting the old scope keeps the want; a sign-in granting it ends it.
+        store.save(granted(&["mcp:basic"])).await.unwrap();
+        assert_eq!(tokens.wanted(&url), Some(wanted));
+        store
+            .save(granted(&["mcp:basic", "mcp:write"]))
+            .await
+            .unwrap();
+        assert_eq!(tokens.wanted(&url), None);
+        assert_eq!(
+            store.load().await.unwrap().unwrap().granted_scopes,
+            ["mcp:basic", "mcp:write"]
         );
     }
 

@@ -37,6 +37,11 @@ pub const NEEDS_LOGIN: &str = "it asks for authorization (401) — sign in with 
      `stepper mcp login NAME`, or give a token in its \"headers\": \
      {\"Authorization\": \"Bearer ${TOKEN}\"}";
 
+/// A user's sign-in to a server, run again when a call needs a wider scope (a browser round
+/// trip: the caller's to give, as `stepper mcp login` is the daemon's user's).
+pub type SignIn =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
 /// Why a server cannot be used, for a notice: its name, what happened, what to do.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("MCP server {server:?}: {message}")]
@@ -123,6 +128,24 @@ pub struct CallWith {
     pub output: Option<Arc<dyn OutputSink>>,
     pub gate: Option<Arc<dyn Gate>>,
     pub sampler: Option<Arc<dyn Sampler>>,
+    /// Signs the user in again when the server refuses the call for its scope (403
+    /// `insufficient_scope`); without it, the call fails saying to sign in again.
+    pub sign_in: Option<SignIn>,
+}
+
+/// A signed server's sign-in: what a call that needs a wider scope signs in again with.
+struct SignedWith {
+    url: String,
+    tokens: crate::oauth::TokenFile,
+    client: Option<crate::config::OAuthClient>,
+}
+
+/// Why a call failed: the server's 403 `insufficient_scope` (with the scope it names), its
+/// 401 (the token no longer holds), or anything else, said.
+enum CallFailure {
+    Scope(Option<String>),
+    Unauthorized,
+    Other(String),
 }
 
 #[allow(deprecated)]
@@ -408,6 +431,8 @@ pub struct McpServer {
     pub protocol_version: String,
     /// When a turn or a call last used it (what idle means).
     used: Mutex<Instant>,
+    /// Its sign-in, when its requests carry stepper's tokens.
+    signed_with: Option<SignedWith>,
 }
 
 impl McpServer {
@@ -429,6 +454,46 @@ impl McpServer {
     /// [`McpServer::connect`], a streamable HTTP server's requests signed with the tokens
     /// `tokens` holds for it (when it holds some).
     pub async fn connect_signed(
+        spec: &ServerSpec,
+        env: &Env,
+        cwd: &Path,
+        timeout: Duration,
+        tokens: Option<&crate::oauth::TokenFile>,
+    ) -> Result<Arc<McpServer>, McpError> {
+        let started = std::time::Instant::now();
+        match Self::connect_era(spec, env, cwd, timeout, tokens).await {
+            // A machine client signs in by itself, and the server is tried once more.
+            Err(e) if e.message.starts_with(NEEDS_LOGIN) => {
+                let (
+                    Some(tokens),
+                    Transport::Http {
+                        url,
+                        sse: false,
+                        oauth: Some(client),
+                        ..
+                    },
+                ) = (tokens, &spec.transport)
+                else {
+                    return Err(e);
+                };
+                match crate::oauth::sign_in_as_client(url, tokens, Some(client)).await {
+                    Ok(true) => {
+                        let left = timeout.saturating_sub(started.elapsed());
+                        Self::connect_era(spec, env, cwd, left, Some(tokens)).await
+                    }
+                    Ok(false) => Err(e),
+                    Err(why) => Err(McpError {
+                        server: spec.name.clone(),
+                        message: format!("it asks for authorization (401), and {why}"),
+                    }),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// [`McpServer::connect_signed`] without the machine client's sign-in.
+    async fn connect_era(
         spec: &ServerSpec,
         env: &Env,
         cwd: &Path,
@@ -486,6 +551,7 @@ impl McpServer {
             name: spec.name.clone(),
         };
         let mut leader = None;
+        let mut signed_with = None;
         let (started, child) = match &spec.transport {
             Transport::Stdio {
                 command,
@@ -530,7 +596,14 @@ impl McpServer {
                     None => None,
                 };
                 let serving = match signed {
-                    Some(transport) => ready(handler.serve(transport, lifecycle), timeout).await,
+                    Some(transport) => {
+                        signed_with = tokens.map(|tokens| SignedWith {
+                            url: url.clone(),
+                            tokens: tokens.clone(),
+                            client: oauth.clone(),
+                        });
+                        ready(handler.serve(transport, lifecycle), timeout).await
+                    }
                     None => {
                         let transport = crate::http::streamable(url, headers).map_err(fail)?;
                         ready(handler.serve(transport, lifecycle), timeout).await
@@ -580,6 +653,7 @@ impl McpServer {
             calls: std::sync::atomic::AtomicU64::new(0),
             protocol_version,
             used: Mutex::new(Instant::now()),
+            signed_with,
         }))
     }
 
@@ -727,7 +801,12 @@ impl McpServer {
                     sampler: with.sampler,
                 });
         }
-        let result = self.call_inner(tool, arguments, timeout, with.output).await;
+        let first = self
+            .call_inner(tool, arguments.clone(), timeout, with.output.clone())
+            .await;
+        let result = self
+            .authorized_again(first, tool, arguments, timeout, with.output, with.sign_in)
+            .await;
         // A change the server announced during the call is listed before the call returns.
         self.relist.settled().await;
         self.callers
@@ -737,18 +816,128 @@ impl McpServer {
         result
     }
 
+    /// What became of a call (`first`) the server refused for its authorization: signed in
+    /// again — for the wider scope a 403 `insufficient_scope` names, or afresh after a 401
+    /// for a machine client — the call is tried once more; otherwise said, with what to do.
+    async fn authorized_again(
+        &self,
+        first: Result<CallToolResult, CallFailure>,
+        tool: &str,
+        arguments: serde_json::Value,
+        timeout: Duration,
+        output: Option<Arc<dyn OutputSink>>,
+        sign_in: Option<SignIn>,
+    ) -> Result<CallToolResult, String> {
+        let mut result = first;
+        if let Err(CallFailure::Scope(required)) = &result {
+            // Signed in again for the wider scope, the call is tried once more.
+            result = match self.widen(required.as_deref(), sign_in.as_ref()).await {
+                Ok(wanted) => match self
+                    .call_inner(tool, arguments.clone(), timeout, output.clone())
+                    .await
+                {
+                    Err(CallFailure::Scope(_)) => Err(CallFailure::Other(format!(
+                        "the server still refuses the call for its scope (403 \
+                         insufficient_scope), signed in again with {:?} — its authorization \
+                         server does not grant what it asks for: tell the server's owner",
+                        wanted.join(" ")
+                    ))),
+                    other => other,
+                },
+                Err(why) => Err(CallFailure::Other(why)),
+            };
+        }
+        if let (Err(CallFailure::Unauthorized), Some(signed)) = (&result, &self.signed_with) {
+            // A machine client's token ran out or was revoked: it signs in again at once.
+            let again = crate::oauth::sign_in_as_client(
+                &signed.url,
+                &signed.tokens,
+                signed.client.as_ref(),
+            )
+            .await;
+            result = match again {
+                Ok(true) => self.call_inner(tool, arguments, timeout, output).await,
+                Ok(false) => Err(CallFailure::Unauthorized),
+                Err(why) => Err(CallFailure::Other(format!(
+                    "the server asks for authorization again (401), and {why}"
+                ))),
+            };
+        }
+        result.map_err(|e| match e {
+            CallFailure::Scope(required) => format!(
+                "the server refuses the call for its scope (403 insufficient_scope{})",
+                required.map_or_else(String::new, |r| format!(", it needs {r:?}"))
+            ),
+            CallFailure::Unauthorized => format!(
+                "the server asks for authorization again (401): sign in with `stepper mcp login \
+                 {}`, then try again",
+                self.name
+            ),
+            CallFailure::Other(why) => why,
+        })
+    }
+
+    /// Sign in again for what a call was refused for (`required`, the scope its 403 named,
+    /// with what was granted): at once for a machine client, by `sign_in` for a user when
+    /// the caller gives one. The scopes asked for, or why the call cannot go on.
+    async fn widen(
+        &self,
+        required: Option<&str>,
+        sign_in: Option<&SignIn>,
+    ) -> Result<Vec<String>, String> {
+        let Some(signed) = &self.signed_with else {
+            return Err(
+                "the server refuses the call for its scope (403 insufficient_scope): \
+                 the token in its \"headers\" does not allow it — give one that does"
+                    .into(),
+            );
+        };
+        let Some(required) = required.filter(|r| !r.trim().is_empty()) else {
+            return Err(
+                "the server refuses the call for its scope (403 insufficient_scope) \
+                 without naming the scope it needs: tell the server's owner"
+                    .into(),
+            );
+        };
+        let wanted = signed
+            .tokens
+            .want(&signed.url, required)
+            .map_err(|e| format!("cannot keep the scope the call needs: {e}"))?;
+        tracing::info!(server = %self.name, scope = %wanted.join(" "), "the call needs a wider scope: signing in again");
+        let machine =
+            crate::oauth::sign_in_as_client(&signed.url, &signed.tokens, signed.client.as_ref())
+                .await?;
+        if machine {
+            return Ok(wanted);
+        }
+        match sign_in {
+            Some(sign_in) => sign_in().await.map(|()| wanted),
+            None => Err(format!(
+                "this call needs more access than the sign-in granted (scope {:?}) — sign in \
+                 again with `stepper mcp login {}` (it asks for that scope), then try again",
+                wanted.join(" "),
+                self.name
+            )),
+        }
+    }
+
     async fn call_inner(
         &self,
         tool: &str,
         arguments: serde_json::Value,
         timeout: Duration,
         output: Option<Arc<dyn OutputSink>>,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, CallFailure> {
+        let other = CallFailure::Other;
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = match arguments {
             serde_json::Value::Object(map) => Some(map),
             serde_json::Value::Null => None,
-            other => return Err(format!("the arguments must be an object, not {other}")),
+            value => {
+                return Err(other(format!(
+                    "the arguments must be an object, not {value}"
+                )));
+            }
         };
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut options = PeerRequestOptions::no_options();
@@ -757,7 +946,9 @@ impl McpServer {
             .service
             .send_cancellable_request(request, options)
             .await
-            .map_err(|e| format!("the call could not be sent: {e}"))?;
+            .map_err(|e| {
+                refusal(&e).unwrap_or_else(|| other(format!("the call could not be sent: {e}")))
+            })?;
         // The SDK chose the call's progress token; its notifications go to the call's output.
         let token = token_key(&handle.progress_token);
         if let Some(output) = output {
@@ -774,14 +965,41 @@ impl McpServer {
         self.touch();
         match answer {
             Ok(ServerResult::CallToolResult(result)) => Ok(result),
-            Ok(_) => Err("the server answered the call with something else than a result".into()),
-            Err(rmcp::ServiceError::Timeout { .. }) => Err(format!(
+            Ok(_) => Err(other(
+                "the server answered the call with something else than a result".into(),
+            )),
+            Err(rmcp::ServiceError::Timeout { .. }) => Err(other(format!(
                 "no answer within {} ms (STEPPER_MCP_TOOL_TIMEOUT_MS): the call was cancelled",
                 timeout.as_millis()
-            )),
-            Err(e) => Err(format!("the server failed the call: {e}")),
+            ))),
+            Err(e) => {
+                Err(refusal(&e)
+                    .unwrap_or_else(|| other(format!("the server failed the call: {e}"))))
+            }
         }
     }
+}
+
+/// How the server refused a request for its authorization: 403 `insufficient_scope` (with
+/// the scope it names), or 401; `None` when the request failed otherwise.
+fn refusal(error: &rmcp::ServiceError) -> Option<CallFailure> {
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+    let rmcp::ServiceError::TransportSend(sent) = error else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(sent.error.as_ref());
+    while let Some(current) = source {
+        if let Some(refused) = current.downcast_ref::<InsufficientScopeError>() {
+            return Some(CallFailure::Scope(
+                refused.get_required_scope().map(str::to_string),
+            ));
+        }
+        if current.downcast_ref::<AuthRequiredError>().is_some() {
+            return Some(CallFailure::Unauthorized);
+        }
+        source = current.source();
+    }
+    None
 }
 
 /// Start a stdio server's command in its own process group; its stderr goes to the log.

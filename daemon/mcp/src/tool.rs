@@ -142,6 +142,7 @@ impl Tool for McpTool {
                     output,
                     gate: Some(Arc::clone(&cx.gate)),
                     sampler: self.sampler.clone(),
+                    sign_in: None,
                 };
                 server
                     .call(&self.tool.name, args, crate::call_timeout(), with)

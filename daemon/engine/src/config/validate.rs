@@ -78,8 +78,15 @@ const MCP_SERVER_KEYS: &[&str] = &[
     "type", "command", "args", "env", "cwd", "url", "headers", "oauth",
 ];
 /// A pre-registered client, as Claude Code spells it (`clientSecret` is stepper's: Claude
-/// Code keeps the secret in the system's keychain).
-const MCP_OAUTH_KEYS: &[&str] = &["clientId", "clientSecret", "callbackPort"];
+/// Code keeps the secret in the system's keychain; so are a machine client's `grant` and
+/// `privateKeyFile`).
+const MCP_OAUTH_KEYS: &[&str] = &[
+    "clientId",
+    "clientSecret",
+    "callbackPort",
+    "grant",
+    "privateKeyFile",
+];
 const PROVIDER_KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "headers", "models"];
 const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
 
@@ -674,15 +681,17 @@ mod tests {
   "mcpServers": {
     "remote": {"type": "http", "url": "https://mcp.example/mcp",
       "oauth": {"clientId": "app", "clientSecret": "${SECRET}", "callbackPort": 8080}},
+    "robot": {"url": "https://mcp.example/mcp", "oauth": {"clientId": "robot",
+      "grant": "client_credentials", "privateKeyFile": "/keys/robot.pem"}},
     "typo": {"url": "https://mcp.example/mcp",
       "oauth": {"clientID": "app"}, "header": {}}
   }
 }"#;
         let report = report(text);
         for expected in [
-            "setting.json:6:17: warning: unknown key \"mcpServers.typo.oauth.clientID\"",
+            "setting.json:8:17: warning: unknown key \"mcpServers.typo.oauth.clientID\"",
             "did you mean \"clientId\"?",
-            "setting.json:6:37: warning: unknown key \"mcpServers.typo.header\"",
+            "setting.json:8:37: warning: unknown key \"mcpServers.typo.header\"",
             "did you mean \"headers\"?",
         ] {
             assert!(report.contains(expected), "{expected:?} not in:\n{report}");
