@@ -4,17 +4,10 @@ use std::io::Write;
 use std::process::Stdio;
 
 use stepper_e2e::fake_llm::fixture;
+use stepper_e2e::output::{stderr, stdout};
 use stepper_e2e::{Reply, TestEnv};
 use stepper_protocol::methods::AskResult;
 use stepper_protocol::{AppEvent, EventEnvelope, TurnStatus};
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 #[test]
 fn text_format_prints_the_answer_and_starts_the_daemon() {

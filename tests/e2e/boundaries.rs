@@ -242,3 +242,71 @@ fn http_sql_and_process_stay_in_their_crates() {
         "process depends on {process:?}"
     );
 }
+
+/// Every Rust file beside a test target's root is one of its modules (`mod name;`) or a
+/// target of its own: a test file nobody declares compiles into nothing and never runs.
+#[test]
+fn every_test_file_is_in_a_test_binary() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--no-deps",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let targets: Vec<(String, std::path::PathBuf)> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().clone())
+        .map(|t| {
+            let kinds = t["kind"].to_string();
+            (
+                kinds,
+                std::path::PathBuf::from(t["src_path"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    let roots: BTreeSet<&std::path::Path> = targets.iter().map(|(_, p)| p.as_path()).collect();
+    let mut lost = Vec::new();
+    let mut checked = 0;
+    for (kinds, root) in &targets {
+        if !kinds.contains("test") && !kinds.contains("bench") {
+            continue;
+        }
+        // A root named main.rs, mod.rs or lib.rs owns its folder; another (tests/e2e/all.rs)
+        // the files beside it too.
+        let dir = root.parent().unwrap();
+        let text = std::fs::read_to_string(root).unwrap();
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "rs") || roots.contains(path.as_path()) {
+                continue;
+            }
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            checked += 1;
+            let declared = text.lines().any(|l| {
+                let l = l.trim_start().trim_start_matches("pub ");
+                l == format!("mod {stem};") || l.starts_with(&format!("#[path = \"{stem}.rs\"]"))
+            });
+            if !declared {
+                lost.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(
+        checked > 40,
+        "only {checked} test files found: is the walk right?"
+    );
+    assert!(lost.is_empty(), "test files no binary compiles: {lost:?}");
+}

@@ -3,6 +3,7 @@
 //! `/context`, `/help`, `/clear` are answered by the daemon as turns of their own, the same
 //! for `ask`, the TUI and an editor.
 
+use stepper_e2e::output::{stderr, stdout};
 use stepper_e2e::{TestEnv, read_until, submit, until_turn_finished};
 use stepper_protocol::client::{ClientError, DaemonClient};
 use stepper_protocol::error as code;
@@ -125,14 +126,6 @@ async fn set_model_takes_only_what_the_provider_has() {
             "anthropic/claude-sonnet-4-5"
         ]
     );
-}
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// `stepper ask "/context"` and the other built-ins: answered by the daemon without a model

@@ -9,20 +9,13 @@ use std::process::Output;
 
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
+use stepper_e2e::output::said as text;
 use stepper_e2e::{Reply, TestEnv, stream_json};
 use stepper_protocol::{AppEvent, EventEnvelope, ToolCallStatus};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// `stepper ask --format stream-json ARGS`, which must succeed; its events.

@@ -1,10 +1,7 @@
 //! `stepper init`, `stepper config --validate | --schema`, completions and man pages.
 
 use stepper_e2e::TestEnv;
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use stepper_e2e::output::stdout;
 
 #[test]
 fn init_scaffolds_files_that_validate_and_problems_are_located() {

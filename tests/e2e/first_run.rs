@@ -6,6 +6,7 @@ use std::io::Write;
 use std::process::Stdio;
 
 use stepper_e2e::fake_llm::{FAKE_KEY, FAKE_MODELS};
+use stepper_e2e::output::{stderr, stdout};
 use stepper_e2e::{Route, TestEnv, Tmux};
 use stepper_protocol::client::ClientError;
 use stepper_protocol::error::PROVIDER_UNAVAILABLE;
@@ -14,14 +15,6 @@ use stepper_protocol::methods::*;
 /// What the daemon says when nothing is set up (`status::nothing_set_up`).
 const NOTHING_SET_UP: &str = "no model provider is set up: set ANTHROPIC_API_KEY or \
      OPENAI_API_KEY in the environment you run stepper from";
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

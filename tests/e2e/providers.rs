@@ -7,15 +7,12 @@ use std::process::{Output, Stdio};
 use stepper_e2e::fake_llm::{
     FAKE_ACCOUNT, FAKE_EMAIL, FAKE_OPENAI_KEY, fixture, stream_start, text_deltas,
 };
+use stepper_e2e::output::stderr;
 use stepper_e2e::{Gate, Reply, Route, TestEnv};
 use stepper_protocol::methods::AskResult;
 use stepper_protocol::{AppEvent, EventEnvelope, TurnStatus};
 
 const SONNET: &str = "anthropic/claude-sonnet-4-5";
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn ask_json(env: &TestEnv, args: &[&str]) -> (AskResult, Output) {
     let mut all = vec!["ask", "--format", "json"];

@@ -4,6 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 
+use stepper_e2e::output;
 use stepper_e2e::sshd::Sshd;
 use stepper_e2e::tmux::TIMEOUT;
 use stepper_e2e::{Reply, TestEnv, Tmux, wait_until};
@@ -47,13 +48,6 @@ impl Remote {
     }
 }
 
-fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn ask_sessions_and_attach_reach_a_daemon_on_another_machine() {
     let Some(r) = Remote::start() else { return };
@@ -62,7 +56,7 @@ fn ask_sessions_and_attach_reach_a_daemon_on_another_machine() {
 
     // The remote daemon is started on the way; the answer is its fake LLM's.
     let out = r.stepper(&["--remote-dir", &r.there_dir(), "ask", "who are you?"]);
-    let (stdout, stderr) = text(&out);
+    let (stdout, stderr) = (output::stdout(&out), output::stderr(&out));
     assert!(
         out.status.success(),
         "stepper --host ask failed: {stderr}\nsshd: {}",
@@ -85,7 +79,7 @@ fn ask_sessions_and_attach_reach_a_daemon_on_another_machine() {
         .args(["sessions", "--json"])
         .output()
         .unwrap();
-    let (stdout, stderr) = text(&out);
+    let (stdout, stderr) = (output::stdout(&out), output::stderr(&out));
     assert!(out.status.success(), "{stderr}");
     let sessions: serde_json::Value = serde_json::from_str(&stdout).expect("sessions --json");
     let first = &sessions.as_array().expect("an array")[0];
@@ -122,7 +116,7 @@ fn a_missing_or_different_stepper_there_is_explained() {
         &[("STEPPER_REMOTE_COMMAND", "/nowhere/stepper")],
         &["sessions"],
     );
-    let (_, stderr) = text(&out);
+    let (_, stderr) = (output::stdout(&out), output::stderr(&out));
     assert!(!out.status.success());
     assert!(
         stderr.contains("install stepper there") && stderr.contains("STEPPER_REMOTE_COMMAND"),
@@ -149,7 +143,7 @@ fn a_missing_or_different_stepper_there_is_explained() {
         &[("STEPPER_REMOTE_COMMAND", shim.to_str().unwrap())],
         &["sessions"],
     );
-    let (_, stderr) = text(&out);
+    let (_, stderr) = (output::stdout(&out), output::stderr(&out));
     assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("the stepperd on box is 0.0.9")
@@ -160,5 +154,9 @@ fn a_missing_or_different_stepper_there_is_explained() {
     // Commands about this machine say so instead of acting on the wrong one.
     let out = r.stepper(&["daemon", "status"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).1.contains("ssh box stepper daemon"));
+    assert!(
+        (output::stdout(&out), output::stderr(&out))
+            .1
+            .contains("ssh box stepper daemon")
+    );
 }

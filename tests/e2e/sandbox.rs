@@ -13,6 +13,7 @@ use std::process::{Output, Stdio};
 
 use serde_json::json;
 use stepper_e2e::fake_llm::tool_use_stream;
+use stepper_e2e::output::said as text;
 use stepper_e2e::{Asked, Reply, TestEnv, needs, next_approval, stream_json};
 use stepper_protocol::methods::{SessionApprove, SessionApproveParams, SessionGet, SessionParams};
 use stepper_protocol::{
@@ -94,14 +95,6 @@ fn sandboxed(env: &TestEnv, extra: &[&str], line: &str) -> Output {
     args.extend(extra);
     args.extend(["--", "bash", "-c", line]);
     env.stepperd().args(&args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use stepper_e2e::fake_llm::{FAKE_KEY, tool_use_stream};
+use stepper_e2e::output::said as text;
 use stepper_e2e::{FakeLlm, Reply, Route, TestEnv, next_approval, read_until, stream_json};
 use stepper_protocol::methods::{
     SessionApprove, SessionApproveParams, SessionGet, SessionParams, SessionSubmit,
@@ -75,14 +76,6 @@ fn hostile(env: &TestEnv, out: &Path) {
             p.join("tools/hook.sh").display()
         ),
     );
-}
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn markers(out: &Path) -> Vec<String> {

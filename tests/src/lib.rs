@@ -10,6 +10,7 @@ pub mod events;
 pub mod fake_llm;
 pub mod fake_mcp_oauth;
 pub mod needs;
+pub mod output;
 pub mod sshd;
 pub mod tmux;
 pub mod wait;
