@@ -20,6 +20,8 @@ pub mod transport;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "server")]
+pub mod inbound;
+#[cfg(feature = "server")]
 pub mod server;
 
 pub use event::{

@@ -38,7 +38,10 @@ pub struct MethodEntry {
     pub notification: Option<&'static str>,
     pub unsubscribe: Option<&'static str>,
     pub params: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    /// A subscription's result is its id ([`SubscriptionId`]); its items come as
+    /// `notification`s, whose params are `notification_params`.
     pub result: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    pub notification_params: Option<fn(&mut schemars::SchemaGenerator) -> schemars::Schema>,
 }
 
 macro_rules! method_table {
@@ -75,13 +78,15 @@ macro_rules! method_table {
                     unsubscribe: None,
                     params: |g| g.subschema_for::<$params>(),
                     result: |g| g.subschema_for::<$resp>(),
+                    notification_params: None,
                 }, )*
                 $( MethodEntry {
                     name: $sname,
                     notification: Some($notif),
                     unsubscribe: Some($unsub),
                     params: |g| g.subschema_for::<$sparams>(),
-                    result: |g| g.subschema_for::<$item>(),
+                    result: |g| g.subschema_for::<SubscriptionId>(),
+                    notification_params: Some(|g| g.subschema_for::<SubscriptionNotification<$item>>()),
                 }, )*
             ]
         }
@@ -200,6 +205,53 @@ method_table! {
         SessionSubscribe = "session/subscribe" (SessionSubscribeParams)
             => "session/event" (EventEnvelope), "session/unsubscribe";
     }
+}
+
+/// A subscription's id, as the subscribe method returned it: opaque JSON (today a number),
+/// kept and sent back as given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SubscriptionId {
+    Number(u64),
+    String(String),
+}
+
+/// An unsubscribe method's params: exactly this object (an extra field is refused), or
+/// `[id]`, the form JSON-RPC libraries send when a subscription is dropped. Its result is
+/// `true`, or `false` when the subscription had ended already.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnsubscribeParams {
+    pub subscription: SubscriptionId,
+}
+
+/// The params of a subscription's notifications (`session/event`): `result` carries the
+/// items (one, or an array of them when the subscription asked for `batch`); the last
+/// notification of a subscription the daemon ends carries `error` instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubscriptionNotification<T> {
+    pub subscription: SubscriptionId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<OneOrMany<T>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+}
+
+/// One item, or an array of them in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+/// A JSON-RPC error object, as a subscription's last notification carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorObject {
+    pub code: i32,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<crate::error::ErrorData>,
 }
 
 /// Params or a response with nothing in it.
@@ -424,8 +476,9 @@ pub struct SessionListParams {
     /// Only sessions whose working directory is this one.
     #[serde(default)]
     pub cwd: Option<String>,
-    /// At most this many (default 50, at most 500).
+    /// At most this many (default 50, at most 500; 0 is refused).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub limit: Option<u32>,
     /// The `nextCursor` of the previous page.
     #[serde(default)]

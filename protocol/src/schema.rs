@@ -5,22 +5,32 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::methods::{AskResult, table};
+use crate::methods::{AskResult, UnsubscribeParams, table};
 use crate::version::PROTOCOL_VERSION;
 
 /// The whole protocol as one JSON Schema document.
 pub fn protocol_schema() -> Value {
     let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     let mut methods = Map::new();
+    let mut notifications = Map::new();
     for entry in table() {
         let mut m = Map::new();
         m.insert("params".into(), (entry.params)(&mut generator).to_value());
         m.insert("result".into(), (entry.result)(&mut generator).to_value());
-        if let Some(n) = entry.notification {
+        if let (Some(n), Some(params)) = (entry.notification, entry.notification_params) {
             m.insert("notification".into(), json!(n));
+            notifications.insert(
+                n.into(),
+                json!({"params": params(&mut generator).to_value()}),
+            );
         }
         if let Some(u) = entry.unsubscribe {
             m.insert("unsubscribe".into(), json!(u));
+            let params = generator.subschema_for::<UnsubscribeParams>().to_value();
+            methods.insert(
+                u.into(),
+                json!({"params": params, "result": {"type": "boolean"}}),
+            );
         }
         methods.insert(entry.name.into(), Value::Object(m));
     }
@@ -31,6 +41,7 @@ pub fn protocol_schema() -> Value {
         "title": "stepper protocol",
         "protocolVersion": PROTOCOL_VERSION.to_string(),
         "methods": methods,
+        "notifications": notifications,
         "cli": { "askJson": ask },
         "$defs": defs,
     })
@@ -55,6 +66,27 @@ mod tests {
             "protocol/schema/stepper.schema.json is stale: run \
              `UPDATE_SCHEMA=1 cargo test -p stepper-protocol` and commit the result"
         );
+    }
+
+    /// A subscribe method returns the subscription's id; its items come in its
+    /// notifications; its unsubscribe method has params and a result like any method.
+    #[test]
+    fn subscriptions_are_described_as_they_are_spoken() {
+        let schema = protocol_schema();
+        let subscribe = &schema["methods"]["session/subscribe"];
+        assert_eq!(subscribe["result"]["$ref"], "#/$defs/SubscriptionId");
+        let unsubscribe = &schema["methods"]["session/unsubscribe"];
+        assert_eq!(unsubscribe["params"]["$ref"], "#/$defs/UnsubscribeParams");
+        assert_eq!(unsubscribe["result"]["type"], "boolean");
+        let event = schema["notifications"]["session/event"]["params"]["$ref"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("#/$defs/")
+            .to_string();
+        let params = &schema["$defs"][&event];
+        assert!(params["properties"]["subscription"].is_object(), "{params}");
+        assert!(params["properties"]["result"].is_object(), "{params}");
+        assert!(params["properties"]["error"].is_object(), "{params}");
     }
 
     #[test]

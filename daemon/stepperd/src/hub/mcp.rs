@@ -31,6 +31,16 @@ pub struct McpPool {
     logins: std::sync::Mutex<HashMap<String, (PathBuf, String, stepper_mcp::oauth::Login)>>,
 }
 
+/// Why `mcp/waitLogin` did not sign in: told apart as `auth/waitLogin` tells them.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitLoginError {
+    #[error("no sign-in {0} is under way — begin one with `stepper mcp login NAME`")]
+    Unknown(String),
+    /// The sign-in ran and failed (refused, timed out, the server unreachable).
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// How long a sign-in waits for the browser.
 const LOGIN_WAIT: Duration = Duration::from_secs(10 * 60);
 
@@ -70,18 +80,19 @@ impl McpPool {
 
     /// `mcp/waitLogin`: the sign-in `id` completed (its tokens stored), and the server starts
     /// afresh at its next use.
-    pub async fn wait_login(&self, id: &str) -> Result<(), String> {
+    pub async fn wait_login(&self, id: &str) -> Result<(), WaitLoginError> {
         let Some((cwd, name, login)) = self
             .logins
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(id)
         else {
-            return Err(format!(
-                "no sign-in {id} is under way — begin one with `stepper mcp login NAME`"
-            ));
+            return Err(WaitLoginError::Unknown(id.to_string()));
         };
-        login.finish(LOGIN_WAIT).await?;
+        login
+            .finish(LOGIN_WAIT)
+            .await
+            .map_err(WaitLoginError::Failed)?;
         self.pool.restart(&cwd, &name);
         Ok(())
     }
