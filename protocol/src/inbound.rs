@@ -166,6 +166,11 @@ impl Framer {
         if self.read == self.out.len() {
             self.out.clear();
             self.read = 0;
+            // A held message released whole left a large buffer: not kept for the
+            // connection's life.
+            if self.out.capacity() > 1024 * 1024 {
+                self.out.shrink_to(64 * 1024);
+            }
         }
     }
 
@@ -255,8 +260,12 @@ impl Framer {
             [m[0], m[1], m[2], m[3]]
         });
         let what = match opcode {
-            // A first frame, text or binary.
+            // A first frame, text or binary. One that interrupts a fragmented message breaks
+            // the framing: what was held goes on, for the library to refuse.
             1 | 2 => {
+                if let Some(held) = self.message.take().and_then(|m| m.held) {
+                    self.out.extend_from_slice(&held);
+                }
                 self.message = Some(Message {
                     bytes: 0,
                     scan: IdScan::default(),
