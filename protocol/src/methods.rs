@@ -258,12 +258,72 @@ pub struct ErrorObject {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Empty {}
 
+/// What kind of program a client is. A kind this build does not know (from a newer client
+/// or daemon) is read as `other`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ClientKind {
     Cli,
     Tui,
+    #[serde(other)]
     Other,
+}
+
+impl ClientKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Cli => "cli",
+            ClientKind::Tui => "tui",
+            ClientKind::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for ClientKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+open_enum! {
+    /// A provider's wire format (`providers/status`'s `kind`).
+    pub enum ProviderKind {
+        Anthropic = "anthropic",
+        Openai = "openai",
+        OpenaiChat = "openai-chat",
+        Codex = "codex",
+        Replay = "replay",
+        ClaudeCode = "claude-code",
+        CodexCli = "codex-cli",
+    }
+}
+
+open_enum! {
+    /// Where a slash command comes from, and so who runs it (`commands/list`'s `kind`).
+    pub enum CommandKind {
+        /// The daemon answers it when submitted, for any client: `model`, `context`,
+        /// `compact`, `clear`, `help`.
+        Builtin = "builtin",
+        /// A client runs it itself (the TUI's `/mode`, `/rewind`, …).
+        Client = "client",
+        /// A file, expanded by the daemon when submitted as `/name args`.
+        Command = "command",
+        /// The same, from a skill.
+        Skill = "skill",
+        /// A running MCP server's prompt (`mcp__server__prompt`), given by the server.
+        Mcp = "mcp",
+    }
+}
+
+open_enum! {
+    /// How the daemon reaches an MCP server (`mcp/list`'s `transport`).
+    pub enum McpTransport {
+        Stdio = "stdio",
+        Http = "http",
+        Sse = "sse",
+        /// Its configuration is invalid: no transport could be told.
+        Invalid = "",
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -793,8 +853,8 @@ pub struct ProvidersStatusResponse {
 pub struct ProviderStatus {
     /// The name models go by (`anthropic` in `anthropic/claude-sonnet-4-5`).
     pub name: String,
-    /// Its wire format: `anthropic`, `openai`, `openai-chat`, `codex`.
-    pub kind: String,
+    /// Its wire format.
+    pub kind: ProviderKind,
     pub usable: bool,
     /// Where its credentials (or its address) were found, when usable.
     #[serde(default)]
@@ -879,12 +939,7 @@ pub struct CommandInfo {
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
-    /// `builtin` (the daemon answers it when submitted, for any client: `model`,
-    /// `context`, `compact`, `clear`, `help`), `client` (a client runs it itself: the TUI's),
-    /// `command` (a file, expanded by the daemon when submitted as `/name args`), `skill`
-    /// (the same, from a skill) or `mcp` (a running MCP server's prompt,
-    /// `mcp__server__prompt`, given by the server when submitted).
-    pub kind: String,
+    pub kind: CommandKind,
     /// `project` or `user`, for commands and skills.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -1172,8 +1227,8 @@ pub struct McpServerInfo {
     pub scope: McpScope,
     /// The file that names it.
     pub source: String,
-    /// `stdio`, `http` or `sse`; empty when its configuration is invalid.
-    pub transport: String,
+    /// Empty (`Invalid`) when its configuration is invalid.
+    pub transport: McpTransport,
     /// The command line or URL as written (`${VAR}`s not expanded, so no secret shows).
     pub target: String,
     pub status: McpStatus,
@@ -1211,8 +1266,7 @@ pub struct McpRunningServer {
     /// The folder whose sessions use it.
     pub cwd: String,
     pub name: String,
-    /// `stdio`, `http` or `sse`.
-    pub transport: String,
+    pub transport: McpTransport,
     /// A turn (or a listing) holds it now: it is not stopped while it does.
     pub in_use: bool,
     /// Since when no turn has used it, in milliseconds (0 while in use).

@@ -89,6 +89,82 @@ mod tests {
         assert!(params["properties"]["error"].is_object(), "{params}");
     }
 
+    /// Fields that are a closed set a newer daemon may add to list their values in the
+    /// schema, and a value this build does not know is read, not refused.
+    #[test]
+    fn open_enumerations_list_their_values_and_take_new_ones() {
+        let schema = protocol_schema();
+        let values = |name: &str| -> Vec<String> {
+            let def = &schema["$defs"][name];
+            let list = def["enum"].as_array().cloned().unwrap_or_else(|| {
+                def["oneOf"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{name}: {def}"))
+                    .iter()
+                    .flat_map(|v| match v.get("const") {
+                        Some(one) => vec![one.clone()],
+                        None => v["enum"].as_array().cloned().unwrap_or_default(),
+                    })
+                    .collect()
+            });
+            list.iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect()
+        };
+        for (name, some) in [
+            ("HookEvent", "PreToolUse"),
+            ("HookOutcome", "blocked"),
+            ("ProviderKind", "openai-chat"),
+            ("CommandKind", "builtin"),
+            ("McpTransport", "sse"),
+            ("ClientKind", "tui"),
+        ] {
+            assert!(
+                values(name).iter().any(|v| v == some),
+                "{name}: {:?}",
+                values(name)
+            );
+        }
+
+        use crate::event::{AppEvent, HookEvent, HookOutcome};
+        let ran: AppEvent = serde_json::from_value(json!({
+            "type": "HookRan", "event": "SomeLaterEvent", "command": "true",
+            "outcome": "deferred", "durationMs": 1
+        }))
+        .unwrap();
+        assert!(matches!(
+            ran,
+            AppEvent::HookRan {
+                event: HookEvent::Unknown,
+                outcome: HookOutcome::Unknown,
+                ..
+            }
+        ));
+        let attached: AppEvent = serde_json::from_value(json!({
+            "type": "ClientAttached", "client": "x", "kind": "ide", "pid": null
+        }))
+        .unwrap();
+        assert!(matches!(
+            attached,
+            AppEvent::ClientAttached {
+                kind: crate::methods::ClientKind::Other,
+                ..
+            }
+        ));
+        let command: crate::methods::CommandInfo = serde_json::from_value(json!({
+            "name": "x", "description": "", "kind": "plugin"
+        }))
+        .unwrap();
+        assert_eq!(command.kind, crate::methods::CommandKind::Unknown);
+        // What is sent is the value's own text.
+        let sent = serde_json::to_value(crate::methods::McpTransport::Invalid).unwrap();
+        assert_eq!(sent, json!(""));
+        assert_eq!(
+            serde_json::to_value(crate::methods::ProviderKind::ClaudeCode).unwrap(),
+            json!("claude-code")
+        );
+    }
+
     #[test]
     fn every_method_is_in_the_schema_once() {
         let names: Vec<_> = table().iter().map(|e| e.name).collect();

@@ -260,7 +260,7 @@ impl View {
                 outcome,
                 message,
                 ..
-            } if outcome != "ok" => {
+            } if outcome != stepper_protocol::event::HookOutcome::Ok => {
                 let said = message.map(|m| format!(": {m}")).unwrap_or_default();
                 updates.push(chunk(
                     "agent_thought_chunk",

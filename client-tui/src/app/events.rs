@@ -546,17 +546,17 @@ impl App {
                 duration_ms,
                 message,
             } => {
-                if outcome != "ok" || message.is_some() {
+                if outcome != stepper_protocol::event::HookOutcome::Ok || message.is_some() {
                     let said = message
                         .map(|m| format!(": {}", sanitize(&m)))
                         .unwrap_or_default();
                     let line = format!(
                         "{} hook {} ({}, {duration_ms} ms){said}",
-                        sanitize(&event),
-                        sanitize(&outcome),
+                        sanitize(event.as_str()),
+                        sanitize(outcome.as_str()),
                         sanitize(&command)
                     );
-                    let style = if outcome == "ok" {
+                    let style = if outcome == stepper_protocol::event::HookOutcome::Ok {
                         theme::dim()
                     } else {
                         theme::warning()

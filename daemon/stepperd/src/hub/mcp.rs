@@ -19,7 +19,7 @@ use stepper_engine::config::Settings;
 use stepper_engine::tool::{Sampler, Sampling};
 use stepper_mcp::{IdleCap, McpTools, Pool, Servers, State, parse_servers};
 use stepper_protocol::methods::{
-    McpRunningResponse, McpRunningServer, McpScope, McpServerInfo, McpStatus,
+    McpRunningResponse, McpRunningServer, McpScope, McpServerInfo, McpStatus, McpTransport,
 };
 use stepper_protocol::session::Env;
 
@@ -126,8 +126,9 @@ impl McpPool {
                     parse_servers(&one, &Env::new())
                         .0
                         .first()
-                        .map(|s| s.transport.word().to_string())
-                        .unwrap_or_default()
+                        .map_or(McpTransport::Invalid, |s| {
+                            McpTransport::parse(s.transport.word())
+                        })
                 },
                 target: target(&c.value),
                 name: c.name,
@@ -293,7 +294,7 @@ impl McpPool {
                             format!("the {} prompt of the MCP server {name}", p.name)
                         }),
                     argument_hint: (!args.is_empty()).then(|| args.join(" ")),
-                    kind: "mcp".into(),
+                    kind: stepper_protocol::methods::CommandKind::Mcp,
                     scope: None,
                 });
             }
@@ -316,7 +317,7 @@ impl McpPool {
             .map(|(r, memory_bytes)| McpRunningServer {
                 cwd: r.cwd.display().to_string(),
                 name: r.name,
-                transport: r.transport.to_string(),
+                transport: McpTransport::parse(r.transport),
                 in_use: r.in_use,
                 idle_ms: u64::try_from(r.idle_for.as_millis()).unwrap_or(u64::MAX),
                 memory_bytes,
@@ -354,10 +355,9 @@ impl McpPool {
                 name: c.name.clone(),
                 scope: c.scope,
                 source: c.source.display().to_string(),
-                transport: spec
-                    .first()
-                    .map(|s| s.transport.word().to_string())
-                    .unwrap_or_default(),
+                transport: spec.first().map_or(McpTransport::Invalid, |s| {
+                    McpTransport::parse(s.transport.word())
+                }),
                 target: target(&c.value),
                 status: c.standing,
                 reason: None,

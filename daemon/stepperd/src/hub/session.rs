@@ -450,7 +450,7 @@ impl LiveSession {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let event = AppEvent::ClientAttached {
             client: client.name.clone(),
-            kind: format!("{:?}", client.kind).to_lowercase(),
+            kind: client.kind,
             pid: client.pid,
         };
         let news = {
