@@ -193,7 +193,7 @@ async fn attach(
                 let commands = list
                     .commands
                     .into_iter()
-                    .filter(|c| c.kind != "builtin")
+                    .filter(|c| c.kind != stepper_protocol::methods::CommandKind::Builtin)
                     .map(|c| stepper_tui::CommandEntry {
                         name: c.name,
                         description: c.description,
@@ -686,9 +686,9 @@ async fn perform(
                 })
                 .await
                 .is_ok_and(|l| {
-                    l.commands
-                        .iter()
-                        .any(|c| c.name == name && c.kind != "builtin")
+                    l.commands.iter().any(|c| {
+                        c.name == name && c.kind != stepper_protocol::methods::CommandKind::Builtin
+                    })
                 });
             if !known {
                 return Some(format!("/{name} is not a command here — /help lists them"));

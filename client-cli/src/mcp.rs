@@ -571,7 +571,7 @@ mod tests {
                 name: name.into(),
                 scope: McpScope::User,
                 source: "/home/u/.config/stepper/setting.json".into(),
-                transport: "stdio".into(),
+                transport: stepper_protocol::methods::McpTransport::Stdio,
                 target: "node server.js".into(),
                 status,
                 reason: reason.map(str::to_string),
@@ -618,7 +618,7 @@ mod tests {
         let server = |cwd: &str, in_use, idle_ms, memory_bytes| McpRunningServer {
             cwd: cwd.into(),
             name: "everything".into(),
-            transport: "stdio".into(),
+            transport: stepper_protocol::methods::McpTransport::Stdio,
             in_use,
             idle_ms,
             memory_bytes,

@@ -129,6 +129,39 @@ impl JsonSchema for RawEnvelope {
     }
 }
 
+open_enum! {
+    /// A hook event, by Claude Code's name (`HookRan`'s `event`).
+    pub enum HookEvent {
+        SessionStart = "SessionStart",
+        UserPromptSubmit = "UserPromptSubmit",
+        PreToolUse = "PreToolUse",
+        PermissionRequest = "PermissionRequest",
+        PostToolUse = "PostToolUse",
+        PostToolUseFailure = "PostToolUseFailure",
+        Notification = "Notification",
+        Stop = "Stop",
+        SubagentStart = "SubagentStart",
+        SubagentStop = "SubagentStop",
+        PreCompact = "PreCompact",
+        PostCompact = "PostCompact",
+        SessionEnd = "SessionEnd",
+    }
+}
+
+open_enum! {
+    /// How a hook's run ended (`HookRan`'s `outcome`).
+    pub enum HookOutcome {
+        /// Exit 0.
+        Ok = "ok",
+        /// Exit 2: what it ran for was blocked.
+        Blocked = "blocked",
+        /// Another exit code; nothing was blocked.
+        Error = "error",
+        /// It was killed at its timeout.
+        Timeout = "timeout",
+    }
+}
+
 /// What happened. Tagged by `type`; new variants are added, never changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all_fields = "camelCase")]
@@ -205,7 +238,7 @@ pub enum AppEvent {
     /// A client attached to the session (subscribed to its events).
     ClientAttached {
         client: String,
-        kind: String,
+        kind: crate::methods::ClientKind,
         pid: Option<u32>,
     },
     /// A client left the session. The turn goes on.
@@ -292,13 +325,11 @@ pub enum AppEvent {
     Notice { message: String },
     /// A hook of the user's ran (`setting.json`'s `hooks`, Claude Code's format).
     HookRan {
-        /// The hook event: `PreToolUse`, `UserPromptSubmit`, `Stop`, …
-        event: String,
+        /// The hook event.
+        event: HookEvent,
         /// The handler's command line (shortened).
         command: String,
-        /// `ok`, `blocked` (exit 2), `error` (another exit code; nothing was blocked) or
-        /// `timeout` (it was killed).
-        outcome: String,
+        outcome: HookOutcome,
         duration_ms: u64,
         /// What it said: its stderr when it blocked or failed, its `systemMessage` when ok.
         #[serde(default, skip_serializing_if = "Option::is_none")]

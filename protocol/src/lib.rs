@@ -5,6 +5,52 @@
 //! transport both sides share (jsonrpsee over WebSocket framing on a local socket), so the two
 //! can never drift apart.
 
+/// A closed set of wire strings that a newer daemon may add to: an enum whose values this
+/// build does not know deserialize as `Unknown` (serialized `"unknown"`), so an older client
+/// still reads the message. The schema lists the values.
+macro_rules! open_enum {
+    (
+        $(#[$m:meta])*
+        pub enum $name:ident { $( $(#[$vm:meta])* $variant:ident = $text:literal, )* }
+    ) => {
+        $(#[$m])*
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash,
+            serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+        )]
+        pub enum $name {
+            $( $(#[$vm])* #[serde(rename = $text)] $variant, )*
+            /// A value this build does not know (from a newer daemon).
+            #[serde(rename = "unknown", other)]
+            Unknown,
+        }
+
+        impl $name {
+            /// The value as the wire has it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )*
+                    $name::Unknown => "unknown",
+                }
+            }
+
+            /// The value named `text`; `Unknown` when no value is.
+            pub fn parse(text: &str) -> $name {
+                match text {
+                    $( $text => $name::$variant, )*
+                    _ => $name::Unknown,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 pub mod elicit;
 pub mod error;
 pub mod event;
@@ -21,6 +67,8 @@ pub mod transport;
 
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "server")]
+pub mod inbound;
 #[cfg(feature = "server")]
 pub mod server;
 

@@ -38,7 +38,10 @@ pub struct MethodEntry {
     pub notification: Option<&'static str>,
     pub unsubscribe: Option<&'static str>,
     pub params: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    /// A subscription's result is its id ([`SubscriptionId`]); its items come as
+    /// `notification`s, whose params are `notification_params`.
     pub result: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    pub notification_params: Option<fn(&mut schemars::SchemaGenerator) -> schemars::Schema>,
 }
 
 macro_rules! method_table {
@@ -75,13 +78,15 @@ macro_rules! method_table {
                     unsubscribe: None,
                     params: |g| g.subschema_for::<$params>(),
                     result: |g| g.subschema_for::<$resp>(),
+                    notification_params: None,
                 }, )*
                 $( MethodEntry {
                     name: $sname,
                     notification: Some($notif),
                     unsubscribe: Some($unsub),
                     params: |g| g.subschema_for::<$sparams>(),
-                    result: |g| g.subschema_for::<$item>(),
+                    result: |g| g.subschema_for::<SubscriptionId>(),
+                    notification_params: Some(|g| g.subschema_for::<SubscriptionNotification<$item>>()),
                 }, )*
             ]
         }
@@ -205,16 +210,123 @@ method_table! {
     }
 }
 
+/// A subscription's id, as the subscribe method returned it: opaque JSON (today a number),
+/// kept and sent back as given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SubscriptionId {
+    Number(u64),
+    String(String),
+}
+
+/// An unsubscribe method's params: exactly this object (an extra field is refused), or
+/// `[id]`, the form JSON-RPC libraries send when a subscription is dropped. Its result is
+/// `true`, or `false` when the subscription had ended already.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnsubscribeParams {
+    pub subscription: SubscriptionId,
+}
+
+/// The params of a subscription's notifications (`session/event`): `result` carries the
+/// items (one, or an array of them when the subscription asked for `batch`); the last
+/// notification of a subscription the daemon ends carries `error` instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubscriptionNotification<T> {
+    pub subscription: SubscriptionId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<OneOrMany<T>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+}
+
+/// One item, or an array of them in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+/// A JSON-RPC error object, as a subscription's last notification carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorObject {
+    pub code: i32,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<crate::error::ErrorData>,
+}
+
 /// Params or a response with nothing in it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Empty {}
 
+/// What kind of program a client is. A kind this build does not know (from a newer client
+/// or daemon) is read as `other`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ClientKind {
     Cli,
     Tui,
+    #[serde(other)]
     Other,
+}
+
+impl ClientKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Cli => "cli",
+            ClientKind::Tui => "tui",
+            ClientKind::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for ClientKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+open_enum! {
+    /// A provider's wire format (`providers/status`'s `kind`).
+    pub enum ProviderKind {
+        Anthropic = "anthropic",
+        Openai = "openai",
+        OpenaiChat = "openai-chat",
+        Codex = "codex",
+        Replay = "replay",
+        ClaudeCode = "claude-code",
+        CodexCli = "codex-cli",
+    }
+}
+
+open_enum! {
+    /// Where a slash command comes from, and so who runs it (`commands/list`'s `kind`).
+    pub enum CommandKind {
+        /// The daemon answers it when submitted, for any client: `model`, `context`,
+        /// `compact`, `clear`, `help`.
+        Builtin = "builtin",
+        /// A client runs it itself (the TUI's `/mode`, `/rewind`, …).
+        Client = "client",
+        /// A file, expanded by the daemon when submitted as `/name args`.
+        Command = "command",
+        /// The same, from a skill.
+        Skill = "skill",
+        /// A running MCP server's prompt (`mcp__server__prompt`), given by the server.
+        Mcp = "mcp",
+    }
+}
+
+open_enum! {
+    /// How the daemon reaches an MCP server (`mcp/list`'s `transport`).
+    pub enum McpTransport {
+        Stdio = "stdio",
+        Http = "http",
+        Sse = "sse",
+        /// Its configuration is invalid: no transport could be told.
+        Invalid = "",
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -427,8 +539,9 @@ pub struct SessionListParams {
     /// Only sessions whose working directory is this one.
     #[serde(default)]
     pub cwd: Option<String>,
-    /// At most this many (default 50, at most 500).
+    /// At most this many (default 50, at most 500; 0 is refused).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub limit: Option<u32>,
     /// The `nextCursor` of the previous page.
     #[serde(default)]
@@ -743,8 +856,8 @@ pub struct ProvidersStatusResponse {
 pub struct ProviderStatus {
     /// The name models go by (`anthropic` in `anthropic/claude-sonnet-4-5`).
     pub name: String,
-    /// Its wire format: `anthropic`, `openai`, `openai-chat`, `codex`.
-    pub kind: String,
+    /// Its wire format.
+    pub kind: ProviderKind,
     pub usable: bool,
     /// Where its credentials (or its address) were found, when usable.
     #[serde(default)]
@@ -829,12 +942,7 @@ pub struct CommandInfo {
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
-    /// `builtin` (the daemon answers it when submitted, for any client: `model`,
-    /// `context`, `compact`, `clear`, `help`), `client` (a client runs it itself: the TUI's),
-    /// `command` (a file, expanded by the daemon when submitted as `/name args`), `skill`
-    /// (the same, from a skill) or `mcp` (a running MCP server's prompt,
-    /// `mcp__server__prompt`, given by the server when submitted).
-    pub kind: String,
+    pub kind: CommandKind,
     /// `project` or `user`, for commands and skills.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
@@ -1134,8 +1242,8 @@ pub struct McpServerInfo {
     pub scope: McpScope,
     /// The file that names it.
     pub source: String,
-    /// `stdio`, `http` or `sse`; empty when its configuration is invalid.
-    pub transport: String,
+    /// Empty (`Invalid`) when its configuration is invalid.
+    pub transport: McpTransport,
     /// The command line or URL as written (`${VAR}`s not expanded, so no secret shows).
     pub target: String,
     pub status: McpStatus,
@@ -1173,8 +1281,7 @@ pub struct McpRunningServer {
     /// The folder whose sessions use it.
     pub cwd: String,
     pub name: String,
-    /// `stdio`, `http` or `sse`.
-    pub transport: String,
+    pub transport: McpTransport,
     /// A turn (or a listing) holds it now: it is not stopped while it does.
     pub in_use: bool,
     /// Since when no turn has used it, in milliseconds (0 while in use).

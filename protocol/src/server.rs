@@ -18,6 +18,7 @@ use jsonrpsee::types::{ErrorObjectOwned, Request};
 use serde_json::value::RawValue;
 use tower::layer::util::{Identity, Stack};
 
+use crate::inbound::{INVALID_REQUEST_METHOD, Inbound, TOO_LARGE_METHOD};
 use crate::transport::{MAX_MESSAGE_BYTES, socket_name};
 
 pub use jsonrpsee::server::{ServerHandle, StopHandle, stop_channel};
@@ -224,8 +225,7 @@ fn remove_stale_socket(path: &Path) -> io::Result<()> {
 }
 
 /// The RPC middleware every connection runs behind.
-type Middleware =
-    Stack<tower::layer::LayerFn<fn(RpcService) -> UnsubscribeByName<RpcService>>, Identity>;
+type Middleware = Stack<tower::layer::LayerFn<fn(RpcService) -> Conventions<RpcService>>, Identity>;
 
 /// Builds one jsonrpsee service per connection from shared limits.
 #[derive(Clone)]
@@ -246,8 +246,7 @@ impl Default for ConnectionServer {
             // keep: the socket speaks WebSocket only.
             .ws_only()
             .build();
-        let layer: fn(RpcService) -> UnsubscribeByName<RpcService> =
-            |service| UnsubscribeByName { service };
+        let layer: fn(RpcService) -> Conventions<RpcService> = |service| Conventions { service };
         ConnectionServer {
             builder: Server::builder()
                 .set_config(config)
@@ -261,18 +260,23 @@ impl ConnectionServer {
     /// Serve `methods` on one accepted stream until the peer leaves or `stop` fires.
     pub async fn serve(&self, stream: Box<dyn Io>, methods: impl Into<Methods>, stop: StopHandle) {
         let service = self.builder.clone().build(methods, stop.clone());
+        let stream = Inbound::new(stream, u64::from(MAX_MESSAGE_BYTES));
         if let Err(e) = serve_with_graceful_shutdown(stream, service, stop.shutdown()).await {
             tracing::debug!(error = %e, "connection ended with an error");
         }
     }
 }
 
-/// Unsubscribe methods take their params by name like every other method:
-/// `{"subscription": id}` (jsonrpsee itself reads only `[id]`, and answers `false` to
-/// anything else while the events keep coming). `[id]` still works; any other shape is an
-/// invalid-params error.
+/// What every connection's calls go through before their method:
+/// - Unsubscribe methods take their params by name like every other method:
+///   `{"subscription": id}` (jsonrpsee itself reads only `[id]`, and answers `false` to
+///   anything else while the events keep coming). `[id]` still works — it is what jsonrpsee's
+///   own client sends when a subscription is dropped; any other shape is an invalid-params
+///   error.
+/// - The stand-ins [`Inbound`] hands on for a request over the message limit and for one
+///   whose `id` JSON-RPC does not take are answered with the errors they stand for.
 #[derive(Clone)]
-pub struct UnsubscribeByName<S> {
+pub struct Conventions<S> {
     service: S,
 }
 
@@ -307,7 +311,7 @@ fn positional_id(params: Option<&RawValue>) -> Result<Box<RawValue>, String> {
     }
 }
 
-impl<S> RpcServiceT for UnsubscribeByName<S>
+impl<S> RpcServiceT for Conventions<S>
 where
     S: RpcServiceT<MethodResponse = MethodResponse> + Send + Sync + Clone + 'static,
 {
@@ -321,6 +325,29 @@ where
     ) -> impl Future<Output = Self::MethodResponse> + Send + 'a {
         let service = self.service.clone();
         async move {
+            match request.method_name() {
+                TOO_LARGE_METHOD => {
+                    let error = ErrorObjectOwned::owned::<()>(
+                        crate::error::OVERSIZED_REQUEST,
+                        format!(
+                            "the request is over {MAX_MESSAGE_BYTES} bytes, the most a message \
+                             may be: put large material in a file and refer to it"
+                        ),
+                        None,
+                    );
+                    return MethodResponse::error(request.id, error);
+                }
+                INVALID_REQUEST_METHOD => {
+                    let error = ErrorObjectOwned::owned::<()>(
+                        crate::error::INVALID_REQUEST,
+                        "invalid request: its id must be a string, an integer from 0 to \
+                         2^64-1, or null",
+                        None,
+                    );
+                    return MethodResponse::error(request.id, error);
+                }
+                _ => {}
+            }
             if is_unsubscribe(request.method_name()) {
                 match positional_id(request.params.as_deref()) {
                     Ok(params) => request.params = Some(Cow::Owned(params)),

@@ -385,3 +385,391 @@ fn errors_carry_codes_kinds_and_say_what_to_do() {
     assert_eq!(r["session"]["lastSeq"], 2, "{r}");
     assert_eq!(r["session"]["title"], "first words", "{r}");
 }
+
+/// `initialize` with a client name of its own.
+fn initialize_as(ws: &mut Ws, name: &str) {
+    let reply = ws.call(
+        1,
+        "initialize",
+        json!({"protocolVersion": {"major": 1, "minor": 0},
+               "client": {"name": name, "kind": "other", "version": "0"}}),
+    );
+    result(&reply);
+}
+
+/// The next message that is not a notification, as sent.
+fn next_reply(ws: &mut Ws) -> Value {
+    loop {
+        let message = ws.receive();
+        let value: Value = serde_json::from_str(&message).unwrap();
+        if value.get("method").is_none() {
+            return value;
+        }
+        ws.notifications.push_back(message);
+    }
+}
+
+/// Section 8's example is what the daemon says: its `initialize` answer carries the daemon's
+/// own protocol version, whatever minor the client speaks, and the title names the same.
+#[test]
+fn the_example_session_shows_what_the_daemon_answers() {
+    let doc = include_str!("../../PROTOCOL.md");
+    let example = &doc[doc.find("## 8. An example session").unwrap()..];
+    let line_after = |prefix: &str| -> Value {
+        let line = example
+            .lines()
+            .find(|l| l.starts_with(prefix) && l.contains("\"id\":1"))
+            .unwrap_or_else(|| panic!("{prefix} initialize in the example"));
+        serde_json::from_str(line.trim_start_matches(prefix)).unwrap()
+    };
+    let request = line_after("→ ");
+    let documented = line_after("← ");
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    let reply = ws.call(1, "initialize", request["params"].clone());
+    let answered = &result(&reply)["protocolVersion"];
+    assert_eq!(&documented["result"]["protocolVersion"], answered);
+    let title = doc.lines().next().unwrap();
+    let version = format!("{}.{}", answered["major"], answered["minor"]);
+    assert!(title.ends_with(&format!("version {version}")), "{title}");
+    assert_ne!(
+        request["params"]["protocolVersion"], *answered,
+        "the example shows a client of another minor version"
+    );
+}
+
+/// `session/steer` answers with the `inputId` its `Steered` event carries, or, with no turn
+/// running, the one its `InputQueued` carries.
+#[test]
+fn steer_answers_with_the_id_its_event_carries() {
+    let env = TestEnv::new();
+    let gate = stepper_e2e::Gate::new();
+    env.fake.push(stepper_e2e::Reply::held(&["working"], &gate));
+    env.fake.push(Reply::text(&["steered"]));
+    env.fake.push(Reply::text(&["queued"]));
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    initialize(&mut ws);
+    let session = create(&mut ws, &env, 2);
+    let reply = ws.call(
+        3,
+        "session/subscribe",
+        json!({"sessionId": session, "afterSeq": 0}),
+    );
+    let sub = result(&reply).clone();
+    ws.call(
+        4,
+        "session/submit",
+        json!({"sessionId": session, "text": "go"}),
+    );
+    loop {
+        let (_, raw) = ws.event();
+        if raw.get().contains("\"TextDelta\"") {
+            break;
+        }
+    }
+    let reply = ws.call(
+        5,
+        "session/steer",
+        json!({"sessionId": session, "text": "also this"}),
+    );
+    let steered = result(&reply).clone();
+    let input_id = steered["inputId"].as_str().unwrap().to_string();
+    assert!(!input_id.is_empty(), "{steered}");
+    gate.open();
+    let events = until_turn_finished(&mut ws, &sub);
+    let event: Value = events
+        .iter()
+        .map(|(_, _, text)| serde_json::from_str::<Value>(text).unwrap())
+        .find(|e| e["event"]["type"] == "Steered")
+        .expect("a Steered event");
+    assert_eq!(event["event"]["inputId"], input_id.as_str());
+    assert_eq!(event["seq"], steered["seq"]);
+
+    let reply = ws.call(
+        6,
+        "session/steer",
+        json!({"sessionId": session, "text": "later"}),
+    );
+    let queued = result(&reply).clone();
+    let events = until_turn_finished(&mut ws, &sub);
+    let event: Value = events
+        .iter()
+        .map(|(_, _, text)| serde_json::from_str::<Value>(text).unwrap())
+        .find(|e| e["event"]["type"] == "InputQueued")
+        .expect("an InputQueued event");
+    assert!(!queued["inputId"].as_str().unwrap().is_empty(), "{queued}");
+    assert_eq!(event["event"]["inputId"], queued["inputId"]);
+}
+
+/// `session/unsubscribe` takes `{"subscription": id}`, or `[id]` (what JSON-RPC libraries
+/// send when a subscription is dropped); any other shape is INVALID_PARAMS.
+#[test]
+fn unsubscribe_takes_the_documented_shapes_and_refuses_others() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    initialize(&mut ws);
+    let session = create(&mut ws, &env, 2);
+    let subscribe = |ws: &mut Ws, id| {
+        let reply = ws.call(id, "session/subscribe", json!({"sessionId": session}));
+        result(&reply).clone()
+    };
+    let sub = subscribe(&mut ws, 3);
+    for (id, params) in [
+        (4, json!({"subscription": sub, "also": 1})),
+        (5, json!([sub, 1])),
+        (6, json!([])),
+        (7, json!({"subscription": {"id": sub}})),
+    ] {
+        let reply = ws.call(id, "session/unsubscribe", params.clone());
+        let (code, message, data) = error(&reply);
+        assert_eq!(
+            (code, data["kind"].as_str()),
+            (-32602, Some("invalidParams")),
+            "{params}"
+        );
+        assert!(message.contains("\"subscription\""), "{message}");
+    }
+    let reply = ws.call(8, "session/unsubscribe", json!([sub]));
+    assert_eq!(result(&reply), &json!(true));
+    let reply = ws.call(9, "session/unsubscribe", json!({"subscription": sub}));
+    assert_eq!(
+        result(&reply),
+        &json!(false),
+        "ended by the positional call"
+    );
+}
+
+/// A request over 32 MiB is answered with its own id, wherever the id stands in it and
+/// however it was framed; the connection goes on.
+#[test]
+fn a_request_over_the_limit_is_answered_with_its_id() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    initialize(&mut ws);
+    let filler = "x".repeat(32 * 1024 * 1024);
+    let id_last = format!(
+        r#"{{"jsonrpc":"2.0","method":"session/submit","params":{{"sessionId":"s","text":"{filler}"}},"id":21}}"#
+    );
+    ws.send(&id_last);
+    let reply = next_reply(&mut ws);
+    assert_eq!(reply["id"], 21, "{reply}");
+    let (code, message, _) = error(&reply);
+    assert_eq!(code, -32007);
+    assert!(message.contains("33554432"), "{message}");
+
+    // In fragments, the first of them small: the same.
+    let head = r#"{"jsonrpc":"2.0","id":"frag","method":"session/submit","params":{"text":""#;
+    ws.send_fragments(&[head, &filler, &filler[..1024], r#""}}"#]);
+    let reply = next_reply(&mut ws);
+    assert_eq!(reply["id"], "frag", "{reply}");
+    assert_eq!(error(&reply).0, -32007);
+
+    // Under the limit a request is read as always, and the connection still serves.
+    let reply = ws.call(22, "daemon/info", Value::Null);
+    assert!(result(&reply)["pid"].is_u64());
+    ws.send_fragments(&[r#"{"jsonrpc":"2.0","id":23,"#, r#""method":"daemon/info"}"#]);
+    let reply = next_reply(&mut ws);
+    assert_eq!(reply["id"], 23, "{reply}");
+    assert!(result(&reply)["pid"].is_u64());
+}
+
+/// A request whose `id` JSON-RPC does not allow (an object, an array, a boolean; stepperd
+/// takes strings and integers from 0 to 2^64-1) is answered INVALID_REQUEST with `id: null`,
+/// not taken for a notification and left unanswered.
+#[test]
+fn a_request_with_an_id_json_rpc_does_not_allow_is_refused() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    initialize(&mut ws);
+    for id in [
+        json!({"n": 1}),
+        json!([1]),
+        json!(true),
+        json!(-1),
+        json!(1.5),
+    ] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "daemon/info"});
+        ws.send(&request.to_string());
+        let reply = next_reply(&mut ws);
+        assert!(reply["id"].is_null(), "{id}: {reply}");
+        let (code, message, _) = error(&reply);
+        assert_eq!(code, -32600, "{id}");
+        assert!(message.contains("id must be"), "{message}");
+    }
+    // A notification (no id) is still not answered: the next reply is the next call's.
+    ws.send(r#"{"jsonrpc":"2.0","method":"daemon/info"}"#);
+    let reply = ws.call(5, "daemon/info", Value::Null);
+    assert_eq!(reply["id"], 5);
+}
+
+/// Waiting on a sign-in nobody began is NOT_FOUND (`loginNotFound`), for a provider's and
+/// for an MCP server's alike.
+#[test]
+fn waiting_on_an_unknown_sign_in_is_not_found_for_both_kinds() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    initialize(&mut ws);
+    for (id, method) in [(2, "auth/waitLogin"), (3, "mcp/waitLogin")] {
+        let reply = ws.call(id, method, json!({"loginId": "no-such-login"}));
+        let (code, message, data) = error(&reply);
+        assert_eq!(
+            (code, data["kind"].as_str()),
+            (-32052, Some("loginNotFound")),
+            "{method}: {reply}"
+        );
+        assert!(message.contains("no-such-login"), "{message}");
+    }
+}
+
+/// `session/list` with `limit: 0` is refused rather than taken as 1.
+#[test]
+fn listing_no_sessions_is_refused() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    initialize(&mut ws);
+    create(&mut ws, &env, 2);
+    create(&mut ws, &env, 3);
+    let reply = ws.call(4, "session/list", json!({"limit": 0}));
+    let (code, message, _) = error(&reply);
+    assert_eq!(code, -32602);
+    assert!(message.contains("at least 1"), "{message}");
+    let reply = ws.call(5, "session/list", json!({"limit": 1}));
+    let page = result(&reply);
+    assert_eq!(page["sessions"].as_array().unwrap().len(), 1);
+    assert!(page["nextCursor"].is_string());
+}
+
+/// Subscribing after a seq the session never reached is refused, saying the last one; the
+/// last seq itself is fine (nothing to replay, then live).
+#[test]
+fn subscribing_past_the_last_seq_is_refused() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    initialize(&mut ws);
+    let session = create(&mut ws, &env, 2);
+    let reply = ws.call(
+        3,
+        "session/subscribe",
+        json!({"sessionId": session, "afterSeq": 5}),
+    );
+    let (code, message, data) = error(&reply);
+    assert_eq!(
+        (code, data["kind"].as_str()),
+        (-32602, Some("invalidParams"))
+    );
+    assert!(message.contains("seq 1"), "{message}");
+    let reply = ws.call(
+        4,
+        "session/subscribe",
+        json!({"sessionId": session, "afterSeq": 1}),
+    );
+    let sub = result(&reply).clone();
+    ws.call(
+        5,
+        "session/setMode",
+        json!({"sessionId": session, "mode": "plan"}),
+    );
+    let (got, raw) = ws.event();
+    assert_eq!(got, sub);
+    let event: Value = serde_json::from_str(raw.get()).unwrap();
+    assert_eq!(
+        (event["seq"].as_u64(), &event["event"]["type"]),
+        (Some(2), &json!("ModeChanged"))
+    );
+}
+
+/// The committed schema describes subscriptions as they are spoken: `session/subscribe`
+/// returns the subscription's id, its events come as `session/event` notifications, and
+/// `session/unsubscribe` has params and a result.
+#[test]
+fn the_schema_describes_subscribing_as_spoken() {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../protocol/schema/stepper.schema.json")).unwrap();
+    let def = |r: &Value| -> Value {
+        let name = r["$ref"].as_str().unwrap().trim_start_matches("#/$defs/");
+        schema["$defs"][name].clone()
+    };
+    let id = def(&schema["methods"]["session/subscribe"]["result"]);
+    let types: Vec<&str> = id["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["type"].as_str())
+        .collect();
+    assert_eq!(types, ["integer", "string"], "{id}");
+    let unsubscribe = &schema["methods"]["session/unsubscribe"];
+    assert_eq!(
+        def(&unsubscribe["params"])["required"],
+        json!(["subscription"])
+    );
+    assert_eq!(unsubscribe["result"]["type"], "boolean");
+    let event = def(&schema["notifications"]["session/event"]["params"]);
+    assert_eq!(event["required"], json!(["subscription"]), "{event}");
+}
+
+/// A connection is one client however many subscriptions it holds: `session/clients` lists
+/// it once, and only another connection's arrival is logged.
+#[test]
+fn a_connection_is_one_client_however_often_it_subscribes() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let mut ws = Ws::connect(&env, "/");
+    initialize(&mut ws);
+    let session = create(&mut ws, &env, 2);
+    for id in [3, 4] {
+        let reply = ws.call(
+            id,
+            "session/subscribe",
+            json!({"sessionId": session, "afterSeq": 0}),
+        );
+        result(&reply);
+    }
+    let clients = |ws: &mut Ws, id| {
+        let reply = ws.call(id, "session/clients", json!({"sessionId": session}));
+        result(&reply)["clients"].as_array().unwrap().clone()
+    };
+    let listed = clients(&mut ws, 5);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["name"], "conformance");
+
+    let mut other = Ws::connect(&env, "/");
+    initialize_as(&mut other, "second");
+    let reply = other.call(
+        2,
+        "session/subscribe",
+        json!({"sessionId": session, "afterSeq": 0}),
+    );
+    result(&reply);
+    let listed = clients(&mut ws, 6);
+    let names: Vec<&str> = listed.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["conformance", "second"]);
+
+    // Presence events: the second connection's arrival, and nothing of the first's second
+    // subscription.
+    let attached = |ws: &mut Ws| -> Vec<String> {
+        let reply = ws.call(7, "session/export", json!({"sessionId": session}));
+        result(&reply)["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["event"]["type"] == "ClientAttached")
+            .map(|e| e["event"]["client"].as_str().unwrap().to_string())
+            .collect()
+    };
+    stepper_e2e::wait_until(
+        "the second client logged",
+        std::time::Duration::from_secs(20),
+        || !attached(&mut ws).is_empty(),
+    );
+    let logged = attached(&mut ws);
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert!(logged[0].starts_with("second"), "{logged:?}");
+}

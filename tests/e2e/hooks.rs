@@ -50,7 +50,9 @@ fn hook_runs(events: &[stepper_protocol::EventEnvelope]) -> Vec<(String, String)
     events
         .iter()
         .filter_map(|e| match &e.event {
-            AppEvent::HookRan { event, outcome, .. } => Some((event.clone(), outcome.clone())),
+            AppEvent::HookRan { event, outcome, .. } => {
+                Some((event.to_string(), outcome.to_string()))
+            }
             _ => None,
         })
         .collect()

@@ -839,7 +839,7 @@ async fn resources_are_listed_and_read_and_prompts_are_slash_commands() {
         .iter()
         .find(|c| c.name == "mcp__everything__args-prompt")
         .expect("the prompt is listed");
-    assert_eq!(prompt.kind, "mcp");
+    assert_eq!(prompt.kind.as_str(), "mcp");
     assert_eq!(prompt.argument_hint.as_deref(), Some("CITY STATE"));
     env.fake.push(Reply::text(&["sunny"]));
     submit(

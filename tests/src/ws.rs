@@ -53,8 +53,21 @@ impl Ws {
     }
 
     pub fn send(&mut self, text: &str) {
-        let payload = text.as_bytes();
-        let mut frame = vec![0x81u8]; // FIN, text
+        self.send_fragments(&[text]);
+    }
+
+    /// One text message sent as a frame per part: the first a text frame, the others
+    /// continuation frames, the last with FIN.
+    pub fn send_fragments(&mut self, parts: &[&str]) {
+        for (i, part) in parts.iter().enumerate() {
+            let fin = if i + 1 == parts.len() { 0x80u8 } else { 0 };
+            let opcode = if i == 0 { 0x1u8 } else { 0x0 };
+            self.send_frame(fin | opcode, part.as_bytes());
+        }
+    }
+
+    fn send_frame(&mut self, first: u8, payload: &[u8]) {
+        let mut frame = vec![first];
         match payload.len() {
             n if n < 126 => frame.push(0x80 | n as u8),
             n if n <= 0xFFFF => {

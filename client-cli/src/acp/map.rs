@@ -242,7 +242,7 @@ impl View {
                 outcome,
                 message,
                 ..
-            }) if outcome != "ok" => {
+            }) if *outcome != stepper_protocol::event::HookOutcome::Ok => {
                 let said = message
                     .as_ref()
                     .map(|m| format!(": {m}"))

@@ -879,7 +879,7 @@ fn ignore_mcp_servers(params: &Value) {
 fn commands(session: &str, listed: &[CommandInfo]) -> Value {
     let available: Vec<Value> = listed
         .iter()
-        .filter(|c| c.kind != "client")
+        .filter(|c| c.kind != stepper_protocol::methods::CommandKind::Client)
         .map(|c| {
             let mut entry = json!({"name": c.name, "description": c.description});
             if let Some(hint) = &c.argument_hint {

@@ -171,18 +171,18 @@ impl App {
                 outcome,
                 duration_ms,
                 message,
-            } if outcome != "ok" || message.is_some() => {
+            } if *outcome != stepper_protocol::event::HookOutcome::Ok || message.is_some() => {
                 let said = message
                     .as_ref()
                     .map(|m| format!(": {}", sanitize(m)))
                     .unwrap_or_default();
                 let line = format!(
                     "{} hook {} ({}, {duration_ms} ms){said}",
-                    sanitize(event),
-                    sanitize(outcome),
+                    sanitize(event.as_str()),
+                    sanitize(outcome.as_str()),
                     sanitize(command)
                 );
-                let style = if outcome == "ok" {
+                let style = if *outcome == stepper_protocol::event::HookOutcome::Ok {
                     theme::dim()
                 } else {
                     theme::warning()

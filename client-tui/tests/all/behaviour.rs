@@ -991,7 +991,7 @@ fn presence_comes_from_the_snapshot_and_live_events_not_from_replay() {
     });
     let attached = |name: &str| AppEvent::ClientAttached {
         client: name.into(),
-        kind: "tui".into(),
+        kind: stepper_protocol::methods::ClientKind::Tui,
         pid: None,
     };
     // Replayed: bob attached long ago (and is still here), carol came and went.
@@ -1166,7 +1166,7 @@ fn client_names_show_their_pid_only_when_two_share_a_name() {
         [
             AppEvent::ClientAttached {
                 client: "stepper ask 4242".into(),
-                kind: "cli".into(),
+                kind: stepper_protocol::methods::ClientKind::Cli,
                 pid: Some(4242),
             },
             AppEvent::Steered {
@@ -1177,7 +1177,7 @@ fn client_names_show_their_pid_only_when_two_share_a_name() {
             // A second terminal of the same name: now the pids tell them apart.
             AppEvent::ClientAttached {
                 client: "stepper attach 777".into(),
-                kind: "tui".into(),
+                kind: stepper_protocol::methods::ClientKind::Tui,
                 pid: Some(777),
             },
             AppEvent::ModelChanged {

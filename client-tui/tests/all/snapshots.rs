@@ -533,7 +533,7 @@ fn one_line_cells_notices_errors_and_interruptions() {
         [
             AppEvent::ClientAttached {
                 client: "bob".into(),
-                kind: "tui".into(),
+                kind: stepper_protocol::methods::ClientKind::Tui,
                 pid: Some(7),
             },
             AppEvent::Steered {

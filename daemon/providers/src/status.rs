@@ -166,7 +166,7 @@ impl Providers {
         let name = c.name.as_str();
         let mut status = ProviderStatus {
             name: name.to_string(),
-            kind: kind_name(c.config.kind).to_string(),
+            kind: stepper_protocol::methods::ProviderKind::parse(kind_name(c.config.kind)),
             usable: false,
             source: None,
             detail: String::new(),

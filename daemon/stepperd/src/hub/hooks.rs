@@ -334,9 +334,9 @@ impl HookRunner {
             }),
         };
         let event = AppEvent::HookRan {
-            event: event.to_string(),
+            event: stepper_protocol::event::HookEvent::parse(event),
             command: self.redactor.redact(&shorten(&handler.command, 200)),
-            outcome: outcome.to_string(),
+            outcome: stepper_protocol::event::HookOutcome::parse(outcome),
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             message: message.map(|m| self.redactor.redact(&shorten(&m, 2000))),
         };

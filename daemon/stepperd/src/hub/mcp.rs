@@ -19,7 +19,7 @@ use stepper_engine::config::Settings;
 use stepper_engine::tool::{Sampler, Sampling};
 use stepper_mcp::{IdleCap, McpTools, Pool, Servers, State, parse_servers};
 use stepper_protocol::methods::{
-    McpRunningResponse, McpRunningServer, McpScope, McpServerInfo, McpStatus,
+    McpRunningResponse, McpRunningServer, McpScope, McpServerInfo, McpStatus, McpTransport,
 };
 use stepper_protocol::session::Env;
 
@@ -29,6 +29,16 @@ pub struct McpPool {
     config_dir: PathBuf,
     /// Sign-ins under way, by id: the folder and server they are for.
     logins: std::sync::Mutex<HashMap<String, (PathBuf, String, stepper_mcp::oauth::Login)>>,
+}
+
+/// Why `mcp/waitLogin` did not sign in: told apart as `auth/waitLogin` tells them.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitLoginError {
+    #[error("no sign-in {0} is under way — begin one with `stepper mcp login NAME`")]
+    Unknown(String),
+    /// The sign-in ran and failed (refused, timed out, the server unreachable).
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// How long a sign-in waits for the browser.
@@ -70,18 +80,19 @@ impl McpPool {
 
     /// `mcp/waitLogin`: the sign-in `id` completed (its tokens stored), and the server starts
     /// afresh at its next use.
-    pub async fn wait_login(&self, id: &str) -> Result<(), String> {
+    pub async fn wait_login(&self, id: &str) -> Result<(), WaitLoginError> {
         let Some((cwd, name, login)) = self
             .logins
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(id)
         else {
-            return Err(format!(
-                "no sign-in {id} is under way — begin one with `stepper mcp login NAME`"
-            ));
+            return Err(WaitLoginError::Unknown(id.to_string()));
         };
-        login.finish(LOGIN_WAIT).await?;
+        login
+            .finish(LOGIN_WAIT)
+            .await
+            .map_err(WaitLoginError::Failed)?;
         self.pool.restart(&cwd, &name);
         Ok(())
     }
@@ -115,8 +126,9 @@ impl McpPool {
                     parse_servers(&one, &Env::new())
                         .0
                         .first()
-                        .map(|s| s.transport.word().to_string())
-                        .unwrap_or_default()
+                        .map_or(McpTransport::Invalid, |s| {
+                            McpTransport::parse(s.transport.word())
+                        })
                 },
                 target: target(&c.value),
                 name: c.name,
@@ -282,7 +294,7 @@ impl McpPool {
                             format!("the {} prompt of the MCP server {name}", p.name)
                         }),
                     argument_hint: (!args.is_empty()).then(|| args.join(" ")),
-                    kind: "mcp".into(),
+                    kind: stepper_protocol::methods::CommandKind::Mcp,
                     scope: None,
                 });
             }
@@ -305,7 +317,7 @@ impl McpPool {
             .map(|(r, memory_bytes)| McpRunningServer {
                 cwd: r.cwd.display().to_string(),
                 name: r.name,
-                transport: r.transport.to_string(),
+                transport: McpTransport::parse(r.transport),
                 in_use: r.in_use,
                 idle_ms: u64::try_from(r.idle_for.as_millis()).unwrap_or(u64::MAX),
                 memory_bytes,
@@ -343,10 +355,9 @@ impl McpPool {
                 name: c.name.clone(),
                 scope: c.scope,
                 source: c.source.display().to_string(),
-                transport: spec
-                    .first()
-                    .map(|s| s.transport.word().to_string())
-                    .unwrap_or_default(),
+                transport: spec.first().map_or(McpTransport::Invalid, |s| {
+                    McpTransport::parse(s.transport.word())
+                }),
                 target: target(&c.value),
                 status: c.standing,
                 reason: None,

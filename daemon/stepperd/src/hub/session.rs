@@ -38,8 +38,8 @@ pub struct LiveSession {
     pub(super) steering: Arc<Mutex<Steering>>,
     /// What an approval's "always" allowed: every later turn of the session allows it too.
     pub(super) always: Arc<Mutex<Vec<stepper_engine::gate::Rule>>>,
-    /// The clients subscribed right now, by subscription.
-    clients: Mutex<HashMap<u64, AttachedClient>>,
+    /// The clients subscribed right now, by subscription, each with its connection.
+    clients: Mutex<HashMap<u64, (u64, AttachedClient)>>,
     next_client: std::sync::atomic::AtomicU64,
     inputs: mpsc::Sender<QueuedInput>,
     /// Inputs sent to the queue whose turn has not yet ended.
@@ -442,38 +442,45 @@ impl LiveSession {
     /// A client subscribed: it is listed, and the clients already attached are told. A
     /// client alone with the session logs nothing: presence is news only to someone else,
     /// and a session attached to day after day would otherwise grow by two events a visit
-    /// (`session/clients` says who is attached at any time).
-    pub async fn attach(&self, client: AttachedClient) -> u64 {
+    /// (`session/clients` says who is attached at any time). A connection is one client
+    /// however many subscriptions it holds: only its first attaches it.
+    pub async fn attach(&self, connection: u64, client: AttachedClient) -> u64 {
         let id = self
             .next_client
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let event = AppEvent::ClientAttached {
             client: client.name.clone(),
-            kind: format!("{:?}", client.kind).to_lowercase(),
+            kind: client.kind,
             pid: client.pid,
         };
-        let others = {
+        let news = {
             let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-            let others = !clients.is_empty();
-            clients.insert(id, client);
-            others
+            let others = clients.values().any(|(c, _)| *c != connection);
+            let again = clients.values().any(|(c, _)| *c == connection);
+            clients.insert(id, (connection, client));
+            others && !again
         };
-        if others && let Err(e) = self.log.append(None, event).await {
+        if news && let Err(e) = self.log.append(None, event).await {
             tracing::warn!(session = %self.id, error = %e, "cannot record a client attaching");
         }
         id
     }
 
-    /// The client of subscription `id` left; the turn goes on. The clients still attached
-    /// are told; the last to leave logs nothing.
+    /// Subscription `id` ended; the turn goes on. When it was its connection's last, the
+    /// client left: the clients still attached are told; the last to leave logs nothing.
     pub async fn detach(&self, id: u64) {
-        let (gone, others) = {
+        let (gone, news) = {
             let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
             let gone = clients.remove(&id);
-            (gone, !clients.is_empty())
+            let news = gone.as_ref().is_some_and(|(connection, _)| {
+                let others = clients.values().any(|(c, _)| c != connection);
+                let still = clients.values().any(|(c, _)| c == connection);
+                others && !still
+            });
+            (gone, news)
         };
-        let Some(client) = gone else { return };
-        if !others {
+        let Some((_, client)) = gone else { return };
+        if !news {
             return;
         }
         let left = AppEvent::ClientDetached {
@@ -484,14 +491,21 @@ impl LiveSession {
         }
     }
 
+    /// The clients attached, each connection once (as it first subscribed), first come first.
     pub fn clients(&self) -> Vec<AttachedClient> {
-        let mut clients: Vec<_> = self
+        let mut first: HashMap<u64, AttachedClient> = HashMap::new();
+        for (connection, client) in self
             .clients
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .values()
-            .cloned()
-            .collect();
+        {
+            let kept = first.entry(*connection).or_insert_with(|| client.clone());
+            if client.since < kept.since {
+                *kept = client.clone();
+            }
+        }
+        let mut clients: Vec<_> = first.into_values().collect();
         clients.sort_by_key(|c| c.since);
         clients
     }

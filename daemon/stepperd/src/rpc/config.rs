@@ -37,7 +37,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                 name: (*name).into(),
                 description: (*description).into(),
                 argument_hint: (!args.is_empty()).then(|| (*args).into()),
-                kind: "builtin".into(),
+                kind: CommandKind::Builtin,
                 scope: None,
             })
             .collect();
@@ -48,7 +48,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                     name: (*name).into(),
                     description: (*description).into(),
                     argument_hint: None,
-                    kind: "client".into(),
+                    kind: CommandKind::Client,
                     scope: None,
                 }),
         );
@@ -56,7 +56,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             name: c.name.clone(),
             description: c.description.clone(),
             argument_hint: c.argument_hint.clone(),
-            kind: "command".into(),
+            kind: CommandKind::Command,
             scope: Some(c.scope.into()),
         }));
         commands.extend(
@@ -67,7 +67,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                     name: s.name.clone(),
                     description: s.description.clone(),
                     argument_hint: s.argument_hint.clone(),
-                    kind: "skill".into(),
+                    kind: CommandKind::Skill,
                     scope: Some(s.scope.into()),
                 }),
         );

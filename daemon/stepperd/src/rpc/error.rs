@@ -7,6 +7,7 @@ use stepper_protocol::PROTOCOL_VERSION;
 use stepper_protocol::error::{ErrorData, ErrorKind};
 
 use crate::auth::AuthError;
+use crate::hub::mcp::WaitLoginError;
 use crate::hub::{HubError, LogError, SettingsError};
 
 /// Why a method failed, before it becomes a JSON-RPC error.
@@ -38,6 +39,8 @@ pub enum RpcError {
     Hub(#[from] HubError),
     #[error(transparent)]
     Auth(#[from] AuthError),
+    #[error(transparent)]
+    McpLogin(#[from] WaitLoginError),
     #[error("{0}")]
     Internal(String),
     /// The connection's peer may not be a client (it descends from a tool call): why.
@@ -71,6 +74,8 @@ impl RpcError {
             RpcError::Auth(AuthError::NoSuchLogin(_)) => ErrorKind::LoginNotFound,
             RpcError::Auth(AuthError::EmptyKey) => ErrorKind::InvalidParams,
             RpcError::Auth(AuthError::Failed(_)) => ErrorKind::Auth,
+            RpcError::McpLogin(WaitLoginError::Unknown(_)) => ErrorKind::LoginNotFound,
+            RpcError::McpLogin(WaitLoginError::Failed(_)) => ErrorKind::Auth,
             RpcError::Hub(e) => match e {
                 HubError::NotFound(_) => ErrorKind::SessionNotFound,
                 HubError::Store(stepper_store::StoreError::InvalidCursor(_)) => {

@@ -46,13 +46,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     });
 
     register::<McpWaitLogin, _, _>(m, |conn, p| async move {
-        conn.daemon
-            .hub
-            .deps()
-            .mcp
-            .wait_login(&p.login_id)
-            .await
-            .map_err(RpcError::InvalidParams)?;
+        conn.daemon.hub.deps().mcp.wait_login(&p.login_id).await?;
         Ok(Empty {})
     });
 

@@ -29,6 +29,8 @@ pub use error::RpcError;
 
 /// One connection's state.
 pub struct Conn {
+    /// Unique among the daemon's connections: one client however many subscriptions it holds.
+    id: u64,
     daemon: Arc<Daemon>,
     initialized: AtomicBool,
     client: Mutex<Option<ClientInfo>>,
@@ -198,9 +200,11 @@ pub fn refused(why: String) -> RpcModule<String> {
 }
 
 /// The methods of one connection.
-/// The methods of one connection.
 pub fn module(daemon: Arc<Daemon>, peer_pid: Option<u32>) -> RpcModule<Conn> {
+    /// Connections numbered from 1, in the order they were served.
+    static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let conn = Conn {
+        id: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
         daemon,
         initialized: AtomicBool::new(false),
         client: Mutex::new(None),

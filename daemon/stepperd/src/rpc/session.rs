@@ -71,7 +71,16 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     });
 
     register::<SessionList, _, _>(m, |conn, p| async move {
-        let limit = p.limit.unwrap_or(50).clamp(1, 500);
+        // A page of none would say nothing (and its cursor would go nowhere): a limit of 0
+        // is a mistake, said as one, rather than quietly taken as 1.
+        let limit = match p.limit {
+            Some(0) => {
+                return Err(RpcError::InvalidParams(
+                    "limit must be at least 1 (at most 500; 50 when left out)".into(),
+                ));
+            }
+            limit => limit.unwrap_or(50).min(500),
+        };
         let page = conn
             .daemon
             .hub

@@ -66,14 +66,21 @@ async fn subscribe(
             .await;
         return Ok(());
     }
+    let store = conn.daemon.hub.deps().store.clone();
+    // A seq past the last committed one was never given to anyone (a seq is given once
+    // committed, and never taken back): following from there would hide the events up to it
+    // without a word, so it is refused.
+    if let Err(e) = check_after_seq(&store, &p.session_id, p.after_seq).await {
+        pending.reject(ErrorObjectOwned::from(e)).await;
+        return Ok(());
+    }
     // Subscribe to live events before reading the store: nothing can fall in between.
     let mut live = session.log.subscribe();
-    let store = conn.daemon.hub.deps().store.clone();
     // Listed as attached before the call returns: a client that subscribed and then asks
     // `session/clients` finds itself.
     let client = conn.attached_client();
     conn.uses.add(&p.session_id, client.kind);
-    let attached = session.attach(client).await;
+    let attached = session.attach(conn.id, client).await;
     let Ok(sink) = pending.accept().await else {
         session.detach(attached).await;
         return Ok(());
@@ -103,6 +110,29 @@ async fn subscribe(
         Ok(json) => Err(SubscriptionError::from_json(json)),
         Err(_) => Err(SubscriptionError::from(said)),
     }
+}
+
+/// `afterSeq` names a seq the session has committed, or 0.
+async fn check_after_seq(
+    store: &stepper_store::Store,
+    session_id: &str,
+    after_seq: u64,
+) -> Result<(), RpcError> {
+    if after_seq == 0 {
+        return Ok(());
+    }
+    let last = store
+        .session(session_id)
+        .await?
+        .ok_or_else(|| HubError::NotFound(session_id.to_string()))?
+        .last_seq;
+    if after_seq > last {
+        return Err(RpcError::InvalidParams(format!(
+            "afterSeq {after_seq} is past the last event of session {session_id} (seq {last}): \
+             subscribe with the last seq you handled, or 0 for the whole log"
+        )));
+    }
+    Ok(())
 }
 
 /// A jsonrpsee subscription as the place events go: one notification per event, or per
