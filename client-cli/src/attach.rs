@@ -426,11 +426,11 @@ impl Follow {
     async fn perform(&mut self, action: Action) -> Option<String> {
         match action {
             // The conversation so far (or before turn N) in a new session, shown here.
-            Action::Command { name, args } if name == "fork" => match self.fork(&args).await {
+            Action::Fork { args } => match self.fork(&args).await {
                 Ok(()) => None,
                 Err(e) => Some(format!("/fork failed: {e:#}")),
             },
-            Action::Command { name, .. } if name == "init" => {
+            Action::Init => {
                 match self
                     .link
                     .get()
@@ -659,7 +659,7 @@ async fn perform(
             })
             .await
             .map(drop),
-        Action::Command { name, .. } if name == "memory" => {
+        Action::Memory => {
             match client
                 .call::<SessionMemory>(SessionParams { session_id })
                 .await
@@ -671,10 +671,10 @@ async fn perform(
                 Err(e) => Err(e),
             }
         }
-        Action::Command { name, args } if name == "compact" => client
+        Action::Compact { instructions } => client
             .call::<SessionCompact>(SessionCompactParams {
                 session_id,
-                instructions: (!args.is_empty()).then_some(args),
+                instructions: (!instructions.is_empty()).then_some(instructions),
             })
             .await
             .map(drop),
@@ -707,7 +707,8 @@ async fn perform(
                 .await
                 .map(drop)
         }
-        Action::Detach => Ok(()),
+        // What changes the session shown is done by `Follow::perform`, which holds it.
+        Action::Detach | Action::Fork { .. } | Action::Init => Ok(()),
     };
     result.err().map(|e| e.to_string())
 }

@@ -161,6 +161,14 @@ pub(crate) fn parse(line: &str) -> Parsed {
             )),
         },
         "/rewind" => rewind(args),
+        "/memory" => Parsed::Action(Action::Memory),
+        "/compact" => Parsed::Action(Action::Compact {
+            instructions: args.to_string(),
+        }),
+        "/fork" => Parsed::Action(Action::Fork {
+            args: args.to_string(),
+        }),
+        "/init" => Parsed::Action(Action::Init),
         _ => Parsed::Action(Action::Command {
             name: name.trim_start_matches('/').to_string(),
             args: args.to_string(),
@@ -253,9 +261,8 @@ mod tests {
         }
         assert_eq!(
             parse("/compact keep names"),
-            Parsed::Action(Action::Command {
-                name: "compact".into(),
-                args: "keep names".into()
+            Parsed::Action(Action::Compact {
+                instructions: "keep names".into()
             })
         );
     }

@@ -80,7 +80,20 @@ pub enum Action {
         files: bool,
         conversation: bool,
     },
-    /// A slash command the TUI does not handle itself, without its `/`.
+    /// `/memory`: show where the session's instructions come from.
+    Memory,
+    /// `/compact [instructions]`: compact the conversation now, keeping what they say.
+    Compact {
+        instructions: String,
+    },
+    /// `/fork [N]`: a new session with this one's conversation (before turn N), shown here.
+    Fork {
+        args: String,
+    },
+    /// `/init`: scaffold the project's `.stepper/` files.
+    Init,
+    /// A slash command the TUI does not handle itself, without its `/`: a custom command or
+    /// skill, for the daemon to expand.
     Command {
         name: String,
         args: String,
