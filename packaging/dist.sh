@@ -17,7 +17,9 @@
 # packages need cargo-deb and cargo-generate-rpm (`cargo install --locked cargo-deb
 # cargo-generate-rpm`); without them only the archives are made, and the script says so.
 # SOURCE_DATE_EPOCH (the commit's time by default) dates the build and every file in the
-# archives, so the same commit and toolchain give the same archives.
+# archives, so the same commit and toolchain give the same archives (checked: a second build
+# of a commit gave the same bytes for every artifact). The C dependencies' build scripts
+# watch SOURCE_DATE_EPOCH, so the first run after a new commit rebuilds them and what uses them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 host=$(rustc -vV | sed -n 's/^host: //p')
