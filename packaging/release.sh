@@ -1,24 +1,40 @@
 #!/usr/bin/env sh
 # Build the binaries to ship (Linux): each small, its line tables kept beside it.
 #
-#   packaging/release.sh [OUT]     (OUT: dist/ by default)
+#   packaging/release.sh [OUT] [TARGET]     (OUT: dist/ by default; TARGET: this machine's)
 #
 # OUT gets stepper, stepperd and stepperd-reap with no debug info in them, and
 # OUT/.debug/<name>.debug with their line tables (zlib-compressed). Each binary names its
 # file in a .gnu_debuglink section, which Rust's own backtraces, gdb and addr2line follow:
 # installed together (the binaries in a folder, their .debug/ beside them), a panic's
 # backtrace has files and lines; without .debug/ it still names its functions.
+#
+# TARGET (a Rust target triple) cross-builds: its standard library must be installed
+# (rustup target add TARGET), with a linker for it (CARGO_TARGET_<TRIPLE>_LINKER) and an
+# objcopy that reads its binaries (OBJCOPY, e.g. aarch64-linux-gnu-objcopy).
 set -eu
 cd "$(dirname "$0")/.."
 out="${1:-dist}"
-for tool in objcopy; do
-  command -v "$tool" >/dev/null || { echo "release.sh needs $tool (binutils)" >&2; exit 1; }
-done
-cargo build --locked --profile dist -p stepperd -p stepper-cli --bins
+host=$(rustc -vV | sed -n 's/^host: //p')
+target="${2:-$host}"
+objcopy="${OBJCOPY:-objcopy}"
+command -v "$objcopy" >/dev/null || { echo "release.sh needs $objcopy (binutils)" >&2; exit 1; }
+# Reproducible where the toolchain allows: no path of this machine in the binaries (panic
+# messages name /stepper/… and /cargo/… instead); SOURCE_DATE_EPOCH dates the build.
+RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$PWD=/stepper --remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}=/cargo"
+export RUSTFLAGS
+if [ "$target" = "$host" ]; then
+  # The host's build goes where a plain `cargo build --profile dist` puts it.
+  cargo build --locked --profile dist -p stepperd -p stepper-cli --bins
+  built=target/dist
+else
+  cargo build --locked --profile dist --target "$target" -p stepperd -p stepper-cli --bins
+  built="target/$target/dist"
+fi
 mkdir -p "$out/.debug"
 for bin in stepper stepperd stepperd-reap; do
-  cp "target/dist/$bin" "$out/$bin"
-  objcopy --only-keep-debug --compress-debug-sections=zlib "$out/$bin" "$out/.debug/$bin.debug"
-  objcopy --strip-debug --add-gnu-debuglink="$out/.debug/$bin.debug" "$out/$bin"
+  cp "$built/$bin" "$out/$bin"
+  "$objcopy" --only-keep-debug --compress-debug-sections=zlib "$out/$bin" "$out/.debug/$bin.debug"
+  "$objcopy" --strip-debug --add-gnu-debuglink="$out/.debug/$bin.debug" "$out/$bin"
 done
 ls -l "$out" "$out/.debug"

@@ -128,6 +128,9 @@ pub async fn run(command: DaemonCommand) -> anyhow::Result<ExitCode> {
             }
             let (written, said) = manager.install(&stepperd, &places.log_dir)?;
             println!("installed stepperd as a {} service:", manager.name());
+            if let Some(dir) = manager.packaged(&stepperd) {
+                println!("  enabled the package's units in {}", dir.display());
+            }
             for path in written {
                 println!("  wrote {}", path.display());
             }
@@ -140,7 +143,18 @@ pub async fn run(command: DaemonCommand) -> anyhow::Result<ExitCode> {
             let manager = Manager::detect(&places.data_dir)?;
             let stepperd = stepperd_path().unwrap_or_else(|_| "stepperd".into());
             let (removed, said) = manager.uninstall(&stepperd, &places.log_dir)?;
-            if removed.is_empty() {
+            if let Some(dir) = manager.packaged(&stepperd) {
+                println!(
+                    "  disabled the package's units in {} (they go with the package)",
+                    dir.display()
+                );
+                if manager.enabled_globally() {
+                    println!(
+                        "  still enabled for every user: an administrator's \
+                         'systemctl --global disable stepperd.socket' undoes that"
+                    );
+                }
+            } else if removed.is_empty() {
                 println!("no {} service was installed", manager.name());
             }
             for path in removed {

@@ -49,8 +49,18 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 /// stepper — a local AI coding agent. Sessions live in the stepperd daemon, so a turn keeps
 /// running when the terminal closes.
+/// What `stepper --version` says: the version, the commit and the build date (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("STEPPER_COMMIT"),
+    ", built ",
+    env!("STEPPER_BUILD_DATE"),
+    ")"
+);
+
 #[derive(Parser)]
-#[command(name = "stepper", version)]
+#[command(name = "stepper", version = VERSION)]
 struct Cli {
     /// With no command: a new session in this folder, in the terminal UI.
     #[command(subcommand)]

@@ -4,6 +4,8 @@
 //! The templates live in `packaging/` and are compiled in; installing renders them with the
 //! path of the `stepperd` next to this `stepper`, writes them for the current user, and asks
 //! the service manager to enable them (set `STEPPER_NO_SERVICE_MANAGER=1` to only write).
+//! Where the stepper package (.deb, .rpm) installed its own user units for this `stepperd`,
+//! an install only enables those: it writes nothing the package's removal would leave behind.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,6 +18,10 @@ const LAUNCHD_PLIST: &str = include_str!("../../packaging/launchd/dev.stepper.st
 const WINDOWS_TASK: &str = include_str!("../../packaging/windows/stepperd-task.xml");
 pub const LAUNCHD_LABEL: &str = "dev.stepper.stepperd";
 pub const WINDOWS_TASK_NAME: &str = "stepperd";
+/// Where packages put systemd user units (`packaging/dist.sh` builds the stepper package's).
+const PACKAGED_UNIT_DIRS: [&str; 2] = ["/usr/lib/systemd/user", "/lib/systemd/user"];
+/// Where `systemctl --global enable` links a user unit, for every user.
+const GLOBAL_WANTS: &str = "/etc/systemd/user/sockets.target.wants/stepperd.socket";
 
 /// The service manager of this platform, and where its files for this user go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,11 +99,35 @@ impl Manager {
         }
     }
 
-    /// Whether the files of an install are present.
+    /// Whether the files of an install are present, or the packaged units enabled (for this
+    /// user, or for every user).
     pub fn installed(&self, stepperd: &Path, log_dir: &Path) -> bool {
+        if let (Manager::Systemd { unit_dir }, Some(_)) = (self, self.packaged(stepperd)) {
+            let wants = unit_dir.join("sockets.target.wants/stepperd.socket");
+            if wants.exists() || Path::new(GLOBAL_WANTS).exists() {
+                return true;
+            }
+        }
         self.files(stepperd, log_dir)
             .iter()
             .all(|f| f.path.exists())
+    }
+
+    /// Whether an administrator enabled the packaged units for every user
+    /// (`systemctl --global enable stepperd.socket`), which no user's disable undoes.
+    pub fn enabled_globally(&self) -> bool {
+        matches!(self, Manager::Systemd { .. }) && Path::new(GLOBAL_WANTS).exists()
+    }
+
+    /// The folder of the packaged user units, when a package installed units that start this
+    /// `stepperd`.
+    pub fn packaged(&self, stepperd: &Path) -> Option<PathBuf> {
+        match self {
+            Manager::Systemd { .. } => {
+                packaged_in(PACKAGED_UNIT_DIRS.iter().map(Path::new), stepperd)
+            }
+            _ => None,
+        }
     }
 
     /// The commands that enable (or disable) the installed files.
@@ -164,6 +194,9 @@ impl Manager {
             );
         }
         let mut written = Vec::new();
+        if self.packaged(stepperd).is_some() {
+            return Ok((written, self.run(true)));
+        }
         for file in self.files(stepperd, log_dir) {
             if let Some(dir) = file.path.parent() {
                 std::fs::create_dir_all(dir)
@@ -237,9 +270,53 @@ impl Manager {
     }
 }
 
+/// The first of `dirs` holding a socket unit and a service unit whose `ExecStart` is this
+/// `stepperd` (the same file, through any symlinks).
+fn packaged_in<'a>(dirs: impl Iterator<Item = &'a Path>, stepperd: &Path) -> Option<PathBuf> {
+    let ours = stepperd.canonicalize().ok()?;
+    dirs.into_iter()
+        .find(|dir| {
+            let Ok(service) = std::fs::read_to_string(dir.join("stepperd.service")) else {
+                return false;
+            };
+            dir.join("stepperd.socket").exists()
+                && service.lines().any(|line| {
+                    line.strip_prefix("ExecStart=").is_some_and(|program| {
+                        Path::new(program.trim()).canonicalize().ok().as_ref() == Some(&ours)
+                    })
+                })
+        })
+        .map(Path::to_path_buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packaged_units_count_only_when_they_start_this_stepperd() {
+        let dir = tempfile::tempdir().unwrap();
+        let (units, bin) = (dir.path().join("units"), dir.path().join("bin"));
+        std::fs::create_dir_all(&units).unwrap();
+        std::fs::create_dir_all(&bin).unwrap();
+        let (ours, other) = (bin.join("stepperd"), bin.join("other-stepperd"));
+        std::fs::write(&ours, "").unwrap();
+        std::fs::write(&other, "").unwrap();
+        let manager = Manager::Systemd {
+            unit_dir: "/u".into(),
+        };
+        for f in manager.files(&other, Path::new("/logs")) {
+            std::fs::write(units.join(f.path.file_name().unwrap()), f.contents).unwrap();
+        }
+        let dirs = || [units.as_path()].into_iter();
+        assert_eq!(packaged_in(dirs(), &ours), None, "another stepperd's units");
+        for f in manager.files(&ours, Path::new("/logs")) {
+            std::fs::write(units.join(f.path.file_name().unwrap()), f.contents).unwrap();
+        }
+        assert_eq!(packaged_in(dirs(), &ours), Some(units.clone()));
+        std::fs::remove_file(units.join("stepperd.socket")).unwrap();
+        assert_eq!(packaged_in(dirs(), &ours), None, "no socket unit");
+    }
 
     #[test]
     fn templates_render_every_placeholder() {

@@ -309,3 +309,32 @@ fn the_tui_first_run_takes_a_key_and_starts_the_session() {
     pane.press("C-d");
     pane.wait_for_text("stepper exited 0");
 }
+
+/// `stepper --version` says which build it is — the version, the commit and the build date —
+/// as a bug report needs it.
+#[test]
+fn version_names_the_commit_and_the_build_date() {
+    let env = TestEnv::new();
+    let out = env.run(&["--version"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let prefix = format!("stepper {} ({head}, built ", env!("CARGO_PKG_VERSION"));
+    assert!(
+        text.starts_with(&prefix),
+        "{text:?} should start with {prefix:?}"
+    );
+    let date = text[prefix.len()..].trim_end().trim_end_matches(')');
+    let digits: Vec<&str> = date.split('-').collect();
+    assert!(
+        digits.len() == 3
+            && digits.iter().map(|d| d.len()).eq([4, 2, 2])
+            && digits.iter().all(|d| d.bytes().all(|b| b.is_ascii_digit())),
+        "a YYYY-MM-DD date: {text:?}"
+    );
+}
