@@ -18,9 +18,6 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use futures::future::BoxFuture;
-use futures::stream::FuturesUnordered;
 use serde_json::{Value, json};
 use stepper_engine::EventSink;
 use stepper_engine::tool::{CommandEnv, Decision, Gate, GateRequest};
@@ -29,8 +26,8 @@ use stepper_protocol::{AppEvent, ToolCallStatus, TurnStatus, Usage};
 use tokio_util::sync::CancellationToken;
 
 use super::host::{Exit, Host, HostSpec};
+use super::turn_loop::{self, Ended, Step, Wire};
 use super::{BackendSpec, Cli, locate, version};
-use crate::ndjson::Line;
 
 /// How much of a tool's result an event carries.
 const OUTPUT_CAP: usize = 32 * 1024;
@@ -49,6 +46,12 @@ struct Live {
     key: SpawnKey,
     /// The model the process runs now (`None`: the CLI's default).
     model: Option<String>,
+}
+
+impl Running for Live {
+    fn process(&mut self) -> (&mut Host, &SpawnKey) {
+        (&mut self.host, &self.key)
+    }
 }
 
 /// What a process was started with that a later turn cannot change on it.
@@ -140,16 +143,10 @@ impl ClaudeCode {
     /// Run one turn; its events go to `sink`.
     pub async fn turn<S: EventSink>(&mut self, t: TurnSpec<'_>, sink: &S) -> Outcome {
         let cli = Cli::ClaudeCode;
-        let (program, env, key) = match prepare(cli, &t).await {
+        let (program, env, key) = match prepare(cli, &t, &mut self.live).await {
             Ok(ready) => ready,
             Err(failed) => return failed,
         };
-        if let Some(live) = &mut self.live
-            && (live.key != key || live.host.has_exited())
-        {
-            live.host.stop(Duration::from_millis(500)).await;
-            self.live = None;
-        }
         let mut retried = false;
         loop {
             let fresh = self.live.is_none();
@@ -204,24 +201,20 @@ impl ClaudeCode {
                 "session_id": self.session_id.as_deref().unwrap_or("default"),
             });
             live.host.send(&message);
-            let mut run = Run::new(&t);
-            let ended = run.read(live, &mut self.requests, sink).await;
+            let mut run = Run::new(&t, &mut self.requests);
+            let ended = turn_loop::run(&mut run, &mut live.host, &t, sink).await;
             if let Some(id) = run.session_id.take() {
                 self.session_id = Some(id);
             }
             match ended {
-                Ended::Result(outcome) => return outcome,
+                Ended::Done(outcome) => return outcome,
                 Ended::Sink(e) => {
                     self.shut().await;
                     return Outcome::failed(e);
                 }
                 Ended::Killed => {
                     self.live = None;
-                    return Outcome {
-                        status: TurnStatus::Interrupted,
-                        error: None,
-                        text: run.text,
-                    };
+                    return Outcome::interrupted(run.text);
                 }
                 Ended::Died(exit) => {
                     let tail = live.host.stderr_tail().await;
@@ -241,18 +234,7 @@ impl ClaudeCode {
                         }
                         continue;
                     }
-                    if t.cancel.is_cancelled() {
-                        return Outcome {
-                            status: TurnStatus::Interrupted,
-                            error: None,
-                            text: run.text,
-                        };
-                    }
-                    return Outcome {
-                        status: TurnStatus::Failed,
-                        error: Some(died(cli, exit, &tail)),
-                        text: run.text,
-                    };
+                    return Outcome::lost(cli, exit, &tail, &t, run.text);
                 }
             }
         }
@@ -292,11 +274,18 @@ impl ClaudeCode {
     }
 }
 
+/// A back-end's running process, as [`prepare`] checks it.
+pub(super) trait Running {
+    fn process(&mut self) -> (&mut Host, &SpawnKey);
+}
+
 /// What a turn's process starts with: the executable (found, and recent enough), its
-/// environment, and the key a running process must match to be reused.
-pub(super) async fn prepare(
+/// environment, and the key a running process must match to be reused. A running process
+/// started with another key, or dead, is stopped and let go.
+pub(super) async fn prepare<L: Running>(
     cli: Cli,
     t: &TurnSpec<'_>,
+    running: &mut Option<L>,
 ) -> Result<(PathBuf, Env, SpawnKey), Outcome> {
     let program = locate(cli, t.spec.command.as_deref(), t.env)
         .map_err(|e| Outcome::failed(e.to_string()))?;
@@ -311,6 +300,13 @@ pub(super) async fn prepare(
         env: digest(&env),
         trusted: t.spec.project_trusted,
     };
+    if let Some(live) = running {
+        let (host, started) = live.process();
+        if *started != key || host.has_exited() {
+            host.stop(Duration::from_millis(500)).await;
+            *running = None;
+        }
+    }
     Ok((program, env, key))
 }
 
@@ -320,18 +316,11 @@ fn digest(env: &Env) -> u64 {
     h.finish()
 }
 
-enum Ended {
-    Result(Outcome),
-    /// stdout closed before a `result`; how the process ended, if it did in time.
-    Died(Option<Exit>),
-    /// An interrupt the CLI did not honour in time: its group was stopped.
-    Killed,
-    Sink(String),
-}
-
 /// One turn's reading of the stream.
 struct Run<'t, 'a> {
     t: &'t TurnSpec<'a>,
+    /// The session's count of control requests, for the interrupt's id.
+    requests: &'t mut u64,
     /// The CLI said it started (its `system/init`).
     started: bool,
     session_id: Option<String>,
@@ -346,12 +335,11 @@ struct Run<'t, 'a> {
     denied: HashSet<String>,
 }
 
-type Pending<'a> = FuturesUnordered<BoxFuture<'a, (String, Option<String>, Value, Decision)>>;
-
 impl<'t, 'a> Run<'t, 'a> {
-    fn new(t: &'t TurnSpec<'a>) -> Self {
+    fn new(t: &'t TurnSpec<'a>, requests: &'t mut u64) -> Self {
         Run {
             t,
+            requests,
             started: false,
             session_id: None,
             text: String::new(),
@@ -362,89 +350,67 @@ impl<'t, 'a> Run<'t, 'a> {
             denied: HashSet::new(),
         }
     }
+}
 
-    async fn read<S: EventSink>(&mut self, live: &mut Live, requests: &mut u64, sink: &S) -> Ended {
-        let gate = self.t.gate;
-        let cancel = self.t.cancel;
-        let mut pending: Pending<'_> = FuturesUnordered::new();
-        let mut interrupted: Option<tokio::time::Instant> = None;
-        loop {
-            let deadline = interrupted.unwrap_or_else(|| {
-                tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600)
-            });
-            tokio::select! {
-                biased;
-                // A decision goes back at once, before anything else is read.
-                Some((request_id, call_id, input, decision)) = pending.next(), if !pending.is_empty() => {
-                    if let (Decision::Deny(_), Some(id)) = (&decision, &call_id) {
-                        self.denied.insert(id.clone());
-                    }
-                    live.host.send(&permission_answer(&request_id, input, &decision));
-                }
-                () = cancel.cancelled(), if interrupted.is_none() => {
-                    *requests += 1;
-                    live.host.send(&json!({
-                        "type": "control_request",
-                        "request_id": format!("stepper_{requests}"),
-                        "request": {"subtype": "interrupt"},
-                    }));
-                    interrupted = Some(tokio::time::Instant::now() + self.t.grace);
-                }
-                () = tokio::time::sleep_until(deadline), if interrupted.is_some() => {
-                    tracing::warn!("Claude Code did not stop within the grace period; stopping its process group");
-                    live.host.stop(Duration::ZERO).await;
-                    return Ended::Killed;
-                }
-                line = live.host.next_line() => {
-                    let Some(line) = line else {
-                        let exit = live.host.exit(Duration::from_secs(2)).await;
-                        return Ended::Died(exit);
-                    };
-                    let value = match line {
-                        Line::Json(v) => v,
-                        Line::Other(text) => {
-                            let message = format!("Claude Code: {text}");
-                            if let Err(e) = sink.emit(AppEvent::Notice { message }).await {
-                                return Ended::Sink(e.to_string());
-                            }
-                            continue;
-                        }
-                    };
-                    if value.get("type").and_then(Value::as_str) == Some("control_request") {
-                        if let Some(asked) = self.permission(&value) {
-                            let (request_id, call_id, input, request) = asked;
-                            pending.push(Box::pin(async move {
-                                let decision = gate.check(&request).await;
-                                (request_id, call_id, input, decision)
-                            }));
-                        } else if let Some(id) = value.get("request_id").and_then(Value::as_str) {
-                            // What stepper does not serve is refused, so the CLI never waits.
-                            live.host.send(&json!({
-                                "type": "control_response",
-                                "response": {"subtype": "error", "request_id": id,
-                                    "error": "stepper does not serve this request"},
-                            }));
-                        }
-                        continue;
-                    }
-                    match self.event(&value, sink).await {
-                        Ok(Some(mut outcome)) => {
-                            if interrupted.is_some() {
-                                outcome.status = TurnStatus::Interrupted;
-                                outcome.error = None;
-                            }
-                            return Ended::Result(outcome);
-                        }
-                        Ok(None) => {}
-                        Err(e) => return Ended::Sink(e),
-                    }
-                }
-            }
-        }
+/// A `can_use_tool` request: its id, and the call's id and input.
+type Asked = (String, Option<String>, Value);
+
+impl Wire for Run<'_, '_> {
+    const NAME: &'static str = "Claude Code";
+    type Asked = Asked;
+
+    fn interrupt(&mut self) -> Option<Value> {
+        *self.requests += 1;
+        Some(json!({
+            "type": "control_request",
+            "request_id": format!("stepper_{}", self.requests),
+            "request": {"subtype": "interrupt"},
+        }))
     }
 
-    /// A `can_use_tool` request: its id, the call's id, its input, and what the gate is asked.
-    fn permission(&self, value: &Value) -> Option<(String, Option<String>, Value, GateRequest)> {
+    fn answer(&mut self, (request_id, call_id, input): Asked, decision: &Decision) -> Value {
+        if let (Decision::Deny(_), Some(id)) = (decision, &call_id) {
+            self.denied.insert(id.clone());
+        }
+        permission_answer(&request_id, input, decision)
+    }
+
+    async fn line<S: EventSink>(
+        &mut self,
+        value: Value,
+        interrupted: bool,
+        sink: &S,
+    ) -> Result<Step<Asked>, String> {
+        if value.get("type").and_then(Value::as_str) == Some("control_request") {
+            if let Some((asked, request)) = self.permission(&value) {
+                return Ok(Step::Ask(asked, vec![request]));
+            }
+            if let Some(id) = value.get("request_id").and_then(Value::as_str) {
+                // What stepper does not serve is refused, so the CLI never waits.
+                return Ok(Step::Send(json!({
+                    "type": "control_response",
+                    "response": {"subtype": "error", "request_id": id,
+                        "error": "stepper does not serve this request"},
+                })));
+            }
+            return Ok(Step::Read);
+        }
+        Ok(match self.event(&value, sink).await? {
+            Some(mut outcome) => {
+                if interrupted {
+                    outcome.status = TurnStatus::Interrupted;
+                    outcome.error = None;
+                }
+                Step::End(outcome)
+            }
+            None => Step::Read,
+        })
+    }
+}
+
+impl Run<'_, '_> {
+    /// A `can_use_tool` request, and what the gate is asked.
+    fn permission(&self, value: &Value) -> Option<(Asked, GateRequest)> {
         let request_id = value.get("request_id")?.as_str()?.to_string();
         let request = value.get("request")?;
         if request.get("subtype")?.as_str()? != "can_use_tool" {
@@ -460,7 +426,7 @@ impl<'t, 'a> Run<'t, 'a> {
             .and_then(Value::as_str)
             .map(str::to_string);
         let asked = gate_request(tool, &input, self.t.cwd, &self.t.command_env);
-        Some((request_id, call_id, input, asked))
+        Some(((request_id, call_id, input), asked))
     }
 
     /// One line of output that is not a control request; the turn's outcome at its

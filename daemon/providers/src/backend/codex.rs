@@ -17,17 +17,15 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use futures::future::BoxFuture;
-use futures::stream::FuturesUnordered;
 use serde_json::{Value, json};
 use stepper_engine::EventSink;
 use stepper_engine::tool::{Decision, GateRequest};
 use stepper_protocol::{AppEvent, ToolCallStatus, TurnStatus, Usage};
 
 use super::Cli;
-use super::claude::{Outcome, SpawnKey, TurnSpec, cap, died, prepare, str_of};
+use super::claude::{Outcome, Running, SpawnKey, TurnSpec, cap, died, prepare, str_of};
 use super::host::{Host, HostSpec};
+use super::turn_loop::{self, Ended, Step, Wire};
 use crate::ndjson::Line;
 
 /// How long the app-server may take to answer `initialize` and a thread's start.
@@ -49,6 +47,12 @@ struct Live {
     key: SpawnKey,
     /// The thread this process has loaded.
     thread: Option<String>,
+}
+
+impl Running for Live {
+    fn process(&mut self) -> (&mut Host, &SpawnKey) {
+        (&mut self.host, &self.key)
+    }
 }
 
 /// Why a request to the app-server got no result.
@@ -86,16 +90,10 @@ impl CodexCli {
     /// Run one turn; its events go to `sink`.
     pub async fn turn<S: EventSink>(&mut self, t: TurnSpec<'_>, sink: &S) -> Outcome {
         let cli = Cli::CodexCli;
-        let (program, env, key) = match prepare(cli, &t).await {
+        let (program, env, key) = match prepare(cli, &t, &mut self.live).await {
             Ok(ready) => ready,
             Err(failed) => return failed,
         };
-        if let Some(live) = &mut self.live
-            && (live.key != key || live.host.has_exited())
-        {
-            live.host.stop(Duration::from_millis(500)).await;
-            self.live = None;
-        }
         if self.live.is_none() {
             let spawned = Host::spawn(HostSpec {
                 name: cli.provider(),
@@ -149,12 +147,7 @@ impl CodexCli {
                 let id = self.id();
                 let request = json!({"jsonrpc": "2.0", "id": id, "method": "thread/resume", "params": params});
                 match self.call(request, id, sink).await {
-                    Ok(result) => {
-                        thread = result
-                            .pointer("/thread/id")
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                    }
+                    Ok(result) => thread = thread_of(&result),
                     Err(Failed::Error(why)) => {
                         let message = format!(
                             "Codex could not resume its earlier thread ({why}); this turn starts a new one"
@@ -174,12 +167,7 @@ impl CodexCli {
                 let request =
                     json!({"jsonrpc": "2.0", "id": id, "method": "thread/start", "params": params});
                 match self.call(request, id, sink).await {
-                    Ok(result) => {
-                        thread = result
-                            .pointer("/thread/id")
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                    }
+                    Ok(result) => thread = thread_of(&result),
                     Err(failed) => return self.start_failed(failed).await,
                 }
             }
@@ -205,6 +193,7 @@ impl CodexCli {
         self.send(start);
         let mut run = Run {
             t: &t,
+            next_id: &mut self.next_id,
             turn_start: id,
             turn_id: None,
             thread,
@@ -218,7 +207,7 @@ impl CodexCli {
         let Some(live) = self.live.as_mut() else {
             return Outcome::failed("Codex is not running");
         };
-        let ended = run.read(live, &mut self.next_id, sink).await;
+        let ended = turn_loop::run(&mut run, &mut live.host, &t, sink).await;
         match ended {
             Ended::Done(mut outcome) => {
                 if let Some(total) = run.usage {
@@ -253,27 +242,12 @@ impl CodexCli {
             }
             Ended::Killed => {
                 self.live = None;
-                Outcome {
-                    status: TurnStatus::Interrupted,
-                    error: None,
-                    text: run.text,
-                }
+                Outcome::interrupted(run.text)
             }
             Ended::Died(exit) => {
                 let tail = live.host.stderr_tail().await;
                 self.live = None;
-                if t.cancel.is_cancelled() {
-                    return Outcome {
-                        status: TurnStatus::Interrupted,
-                        error: None,
-                        text: run.text,
-                    };
-                }
-                Outcome {
-                    status: TurnStatus::Failed,
-                    error: Some(died(Cli::CodexCli, exit, &tail)),
-                    text: run.text,
-                }
+                Outcome::lost(cli, exit, &tail, &t, run.text)
             }
         }
     }
@@ -354,6 +328,14 @@ impl CodexCli {
     }
 }
 
+/// The thread's id in `thread/start`'s or `thread/resume`'s answer.
+fn thread_of(result: &Value) -> Option<String> {
+    result
+        .pointer("/thread/id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 async fn notice<S: EventSink>(sink: &S, message: String) -> Result<(), String> {
     sink.emit(AppEvent::Notice { message })
         .await
@@ -371,15 +353,11 @@ fn warning(value: &Value) -> Option<String> {
     }
 }
 
-enum Ended {
-    Done(Outcome),
-    Died(Option<super::host::Exit>),
-    Killed,
-    Sink(String),
-}
-
+/// One turn's reading of the app-server's messages.
 struct Run<'t, 'a> {
     t: &'t TurnSpec<'a>,
+    /// The session's count of requests, for the interrupt's id.
+    next_id: &'t mut u64,
     /// The id of this turn's `turn/start`.
     turn_start: u64,
     turn_id: Option<String>,
@@ -396,115 +374,78 @@ struct Run<'t, 'a> {
     error: Option<String>,
 }
 
-type Pending<'a> = FuturesUnordered<BoxFuture<'a, (Value, Decision)>>;
+impl Wire for Run<'_, '_> {
+    const NAME: &'static str = "Codex";
+    /// A server request's id.
+    type Asked = Value;
 
-impl<'t, 'a> Run<'t, 'a> {
-    async fn read<S: EventSink>(&mut self, live: &mut Live, next_id: &mut u64, sink: &S) -> Ended {
-        let gate = self.t.gate;
-        let cancel = self.t.cancel;
-        let mut pending: Pending<'_> = FuturesUnordered::new();
-        let mut interrupted: Option<tokio::time::Instant> = None;
-        let mut interrupt_sent = false;
-        loop {
-            let deadline = interrupted.unwrap_or_else(|| {
-                tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600)
-            });
-            // An interrupt needs the turn's id: it goes once both are known.
-            if let (Some(_), Some(turn), false) = (interrupted, &self.turn_id, interrupt_sent) {
-                *next_id += 1;
-                live.host.send(
-                    &json!({"jsonrpc": "2.0", "id": *next_id, "method": "turn/interrupt",
-                    "params": {"threadId": self.thread, "turnId": turn}}),
-                );
-                interrupt_sent = true;
-            }
-            tokio::select! {
-                biased;
-                Some((id, decision)) = pending.next(), if !pending.is_empty() => {
-                    let answer = match decision {
-                        Decision::Allow => "accept",
-                        // Codex cannot run a changed command: what was allowed is not
-                        // what it would run.
-                        Decision::Deny(_) | Decision::AllowChanged(_) => "decline",
-                        Decision::DenyAndStop(_) => "cancel",
-                    };
-                    live.host.send(&json!({"jsonrpc": "2.0", "id": id, "result": {"decision": answer}}));
-                }
-                () = cancel.cancelled(), if interrupted.is_none() => {
-                    interrupted = Some(tokio::time::Instant::now() + self.t.grace);
-                }
-                () = tokio::time::sleep_until(deadline), if interrupted.is_some() => {
-                    tracing::warn!("Codex did not stop within the grace period; stopping its process group");
-                    live.host.stop(Duration::ZERO).await;
-                    return Ended::Killed;
-                }
-                line = live.host.next_line() => {
-                    let Some(line) = line else {
-                        let exit = live.host.exit(Duration::from_secs(2)).await;
-                        return Ended::Died(exit);
-                    };
-                    let value = match line {
-                        Line::Json(v) => v,
-                        Line::Other(text) => {
-                            if let Err(e) = notice(sink, format!("Codex: {text}")).await {
-                                return Ended::Sink(e);
-                            }
-                            continue;
-                        }
-                    };
-                    let method = value.get("method").and_then(Value::as_str).map(str::to_string);
-                    match (method, value.get("id").cloned()) {
-                        // A request of the server's: an approval, or something refused.
-                        (Some(method), Some(id)) => {
-                            match self.approval(&method, value.get("params").unwrap_or(&Value::Null)) {
-                                Some(requests) => pending.push(Box::pin(async move {
-                                    for request in &requests {
-                                        match gate.check(request).await {
-                                            Decision::Allow => {}
-                                            refused => return (id, refused),
-                                        }
-                                    }
-                                    (id, Decision::Allow)
-                                })),
-                                None => {
-                                    live.host.send(&json!({"jsonrpc": "2.0", "id": id, "error": {
-                                        "code": -32601, "message": format!("stepper does not serve {method}")}}));
-                                }
-                            }
-                        }
-                        (Some(method), None) => {
-                            match self.notification(&method, value.get("params").unwrap_or(&Value::Null), sink).await {
-                                Ok(Some(mut outcome)) => {
-                                    if interrupted.is_some() && outcome.status != TurnStatus::Completed {
-                                        outcome.status = TurnStatus::Interrupted;
-                                        outcome.error = None;
-                                    }
-                                    return Ended::Done(outcome);
-                                }
-                                Ok(None) => {}
-                                Err(e) => return Ended::Sink(e),
-                            }
-                        }
-                        // An answer: `turn/start`'s carries the turn's id.
-                        (None, Some(id)) => {
-                            if id.as_u64() == Some(self.turn_start) {
-                                if let Some(error) = value.get("error") {
-                                    let why = str_of(error, "message");
-                                    return Ended::Done(Outcome::failed(format!("Codex refused the turn: {why}")));
-                                }
-                                self.turn_id = value
-                                    .pointer("/result/turn/id")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_string);
-                            }
-                        }
-                        (None, None) => {}
-                    }
-                }
-            }
-        }
+    fn interrupt(&mut self) -> Option<Value> {
+        // An interrupt needs the turn's id: it goes once that is known.
+        let turn = self.turn_id.as_ref()?;
+        *self.next_id += 1;
+        Some(
+            json!({"jsonrpc": "2.0", "id": *self.next_id, "method": "turn/interrupt",
+            "params": {"threadId": self.thread, "turnId": turn}}),
+        )
     }
 
+    fn answer(&mut self, id: Value, decision: &Decision) -> Value {
+        let answer = match decision {
+            Decision::Allow => "accept",
+            // Codex cannot run a changed command: what was allowed is not what it would run.
+            Decision::Deny(_) | Decision::AllowChanged(_) => "decline",
+            Decision::DenyAndStop(_) => "cancel",
+        };
+        json!({"jsonrpc": "2.0", "id": id, "result": {"decision": answer}})
+    }
+
+    async fn line<S: EventSink>(
+        &mut self,
+        value: Value,
+        interrupted: bool,
+        sink: &S,
+    ) -> Result<Step<Value>, String> {
+        let method = value.get("method").and_then(Value::as_str);
+        let params = value.get("params").unwrap_or(&Value::Null);
+        match (method, value.get("id")) {
+            // A request of the server's: an approval, or something refused.
+            (Some(method), Some(id)) => Ok(match self.approval(method, params) {
+                Some(requests) => Step::Ask(id.clone(), requests),
+                None => Step::Send(json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": -32601, "message": format!("stepper does not serve {method}")}})),
+            }),
+            (Some(method), None) => Ok(match self.notification(method, params, sink).await? {
+                Some(mut outcome) => {
+                    if interrupted && outcome.status != TurnStatus::Completed {
+                        outcome.status = TurnStatus::Interrupted;
+                        outcome.error = None;
+                    }
+                    Step::End(outcome)
+                }
+                None => Step::Read,
+            }),
+            // An answer: `turn/start`'s carries the turn's id.
+            (None, Some(id)) => {
+                if id.as_u64() == Some(self.turn_start) {
+                    if let Some(error) = value.get("error") {
+                        let why = str_of(error, "message");
+                        return Ok(Step::End(Outcome::failed(format!(
+                            "Codex refused the turn: {why}"
+                        ))));
+                    }
+                    self.turn_id = value
+                        .pointer("/result/turn/id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                Ok(Step::Read)
+            }
+            (None, None) => Ok(Step::Read),
+        }
+    }
+}
+
+impl Run<'_, '_> {
     /// What the gate is asked for an approval request, or `None` for a request stepper
     /// does not serve.
     fn approval(&self, method: &str, params: &Value) -> Option<Vec<GateRequest>> {

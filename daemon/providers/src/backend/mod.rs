@@ -13,6 +13,7 @@ pub mod codex;
 pub mod host;
 pub mod mcp_list;
 pub mod status;
+mod turn_loop;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -15,11 +15,10 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::hooks::HookRunner;
-use super::log::EventLog;
+use super::log::{EventLog, LogError};
 
-type Answer = (ApprovalDecision, Option<String>);
-/// An elicitation's answer, and who gave it.
-type Elicited = (ElicitAnswer, Option<String>);
+/// An answer, and who gave it.
+type Answer<T> = (T, Option<String>);
 
 /// How long a permission decision may take before it becomes a question. Decisions bound
 /// their own work (a 60 KB line takes ~10 ms); this is the backstop.
@@ -33,15 +32,19 @@ pub struct NotWaiting(pub String);
 /// Approvals and elicitations waiting for an answer, by request id.
 #[derive(Default)]
 pub struct Approvals {
-    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
-    elicitations: Mutex<HashMap<String, oneshot::Sender<Elicited>>>,
+    approvals: Waiting<ApprovalDecision>,
+    elicitations: Waiting<ElicitAnswer>,
 }
 
 impl Approvals {
-    fn elicitations(
+    /// Answer the approval `request_id`. Only the first answer counts.
+    pub fn answer(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Elicited>>> {
-        self.elicitations.lock().unwrap_or_else(|p| p.into_inner())
+        request_id: &str,
+        decision: ApprovalDecision,
+        by: Option<String>,
+    ) -> Result<(), NotWaiting> {
+        self.approvals.answer(request_id, decision, by)
     }
 
     /// Answer the elicitation `request_id`. Only the first answer counts.
@@ -51,30 +54,53 @@ impl Approvals {
         answer: ElicitAnswer,
         by: Option<String>,
     ) -> Result<(), NotWaiting> {
-        let waiting = self.elicitations().remove(request_id);
+        self.elicitations.answer(request_id, answer, by)
+    }
+}
+
+/// Questions of one kind waiting for their answer, by request id.
+struct Waiting<T>(Mutex<HashMap<String, oneshot::Sender<Answer<T>>>>);
+
+impl<T> Default for Waiting<T> {
+    fn default() -> Self {
+        Waiting(Mutex::default())
+    }
+}
+
+impl<T> Waiting<T> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Answer<T>>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new question: its request id, and where its answer will come.
+    fn open(&self) -> (String, oneshot::Receiver<Answer<T>>) {
+        let request_id = uuid::Uuid::now_v7().to_string();
+        let (tx, rx) = oneshot::channel();
+        self.map().insert(request_id.clone(), tx);
+        (request_id, rx)
+    }
+
+    /// Nobody waits for `request_id` any more.
+    fn close(&self, request_id: &str) {
+        self.map().remove(request_id);
+    }
+
+    /// Only the first answer counts.
+    fn answer(&self, request_id: &str, answer: T, by: Option<String>) -> Result<(), NotWaiting> {
+        let waiting = self.map().remove(request_id);
         match waiting.map(|tx| tx.send((answer, by))) {
             Some(Ok(())) => Ok(()),
             _ => Err(NotWaiting(request_id.to_string())),
         }
     }
+}
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Answer>>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Answer `request_id`. Only the first answer counts.
-    pub fn answer(
-        &self,
-        request_id: &str,
-        decision: ApprovalDecision,
-        by: Option<String>,
-    ) -> Result<(), NotWaiting> {
-        let waiting = self.pending().remove(request_id);
-        match waiting.map(|tx| tx.send((decision, by))) {
-            Some(Ok(())) => Ok(()),
-            _ => Err(NotWaiting(request_id.to_string())),
-        }
-    }
+/// What a question asked of the session's clients came to.
+enum Asked<T> {
+    /// Someone answered (`by`: who).
+    Answered(T, Option<String>),
+    /// The turn was interrupted first: the answer an interruption gives.
+    Interrupted(T),
 }
 
 /// The gate of one turn (one per agent of it: `agent` tags what it asks).
@@ -158,50 +184,35 @@ impl Gate for SessionGate {
 
     fn elicit<'a>(&'a self, request: &'a Elicitation) -> BoxFuture<'a, ElicitAnswer> {
         Box::pin(async move {
-            let request_id = uuid::Uuid::now_v7().to_string();
-            let (tx, rx) = oneshot::channel();
-            self.approvals.elicitations().insert(request_id.clone(), tx);
-            let asked = AppEvent::ElicitationRequested {
-                request_id: request_id.clone(),
-                server: request.server.clone(),
-                message: request.message.clone(),
-                schema: request.schema.clone(),
-            };
-            if let Err(e) = self
-                .log
-                .append_committed_in(Some(self.turn), self.agent.clone(), asked)
-                .await
-            {
-                self.approvals.elicitations().remove(&request_id);
-                tracing::error!(error = %e, "cannot record an elicitation");
-                return ElicitAnswer::Decline;
+            let asked = self
+                .ask(
+                    &self.approvals.elicitations,
+                    |request_id| AppEvent::ElicitationRequested {
+                        request_id,
+                        server: request.server.clone(),
+                        message: request.message.clone(),
+                        schema: request.schema.clone(),
+                    },
+                    || {},
+                    |request_id, answer: &ElicitAnswer, by| AppEvent::ElicitationResolved {
+                        request_id,
+                        action: match answer {
+                            ElicitAnswer::Accept(_) => ElicitAction::Accept,
+                            ElicitAnswer::Decline => ElicitAction::Decline,
+                            ElicitAnswer::Cancel => ElicitAction::Cancel,
+                        },
+                        by,
+                    },
+                    ElicitAnswer::Cancel,
+                )
+                .await;
+            match asked {
+                Ok(Asked::Answered(answer, _) | Asked::Interrupted(answer)) => answer,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot record an elicitation");
+                    ElicitAnswer::Decline
+                }
             }
-            let answer = tokio::select! {
-                () = self.cancel.cancelled() => None,
-                a = rx => a.ok(),
-            };
-            let (answer, by) = answer.unwrap_or_else(|| {
-                self.approvals.elicitations().remove(&request_id);
-                (ElicitAnswer::Cancel, Some("the turn's interruption".into()))
-            });
-            let action = match &answer {
-                ElicitAnswer::Accept(_) => ElicitAction::Accept,
-                ElicitAnswer::Decline => ElicitAction::Decline,
-                ElicitAnswer::Cancel => ElicitAction::Cancel,
-            };
-            let resolved = AppEvent::ElicitationResolved {
-                request_id,
-                action,
-                by,
-            };
-            if let Err(e) = self
-                .log
-                .append_in(Some(self.turn), self.agent.clone(), resolved)
-                .await
-            {
-                tracing::error!(error = %e, "cannot record an elicitation's answer");
-            }
-            answer
         })
     }
 
@@ -293,79 +304,38 @@ impl Gate for SessionGate {
                     return decision;
                 }
             }
-            let request_id = uuid::Uuid::now_v7().to_string();
-            let (tx, rx) = oneshot::channel();
-            self.approvals.pending().insert(request_id.clone(), tx);
             let (tool, command, diff) = describe(request);
-            let asked = AppEvent::ApprovalRequested {
-                request_id: request_id.clone(),
-                tool,
-                summary,
-                command,
-                diff,
-            };
-            if let Err(e) = self
-                .log
-                .append_committed_in(Some(self.turn), self.agent.clone(), asked)
-                .await
-            {
-                self.approvals.pending().remove(&request_id);
-                return Decision::Deny(format!("the approval could not be recorded: {e}"));
-            }
-            // Notification hooks hear of the question; nobody waits for them.
-            if let Some(runner) = self.hooks.as_ref().filter(|r| r.set.has("Notification")) {
-                let runner = runner.outside_turn();
-                let (name, _) = claude_request(request);
-                tokio::spawn(async move {
-                    let message = format!("stepper needs your permission to use {name}");
-                    runner
-                        .run(
-                            "Notification",
-                            Some("permission_prompt"),
-                            serde_json::json!({
-                                "message": message,
-                                "notification_type": "permission_prompt",
-                            }),
-                        )
-                        .await;
-                });
-            }
-            // Nobody attached? The turn waits: someone may attach and answer.
-            let answer = tokio::select! {
-                () = self.cancel.cancelled() => None,
-                a = rx => a.ok(),
-            };
-            let Some((decision, by)) = answer else {
-                self.approvals.pending().remove(&request_id);
-                // Every client closes its prompt: nobody is asked any more.
-                let closed = AppEvent::ApprovalResolved {
-                    request_id,
-                    decision: ApprovalDecision::Deny,
-                    by: Some("the turn's interruption".into()),
-                };
-                if let Err(e) = self
-                    .log
-                    .append_in(Some(self.turn), self.agent.clone(), closed)
-                    .await
-                {
-                    tracing::error!(error = %e, "cannot record a dropped approval");
+            let asked = self
+                .ask(
+                    &self.approvals.approvals,
+                    |request_id| AppEvent::ApprovalRequested {
+                        request_id,
+                        tool,
+                        summary,
+                        command,
+                        diff,
+                    },
+                    || self.notify(request),
+                    |request_id, decision: &ApprovalDecision, by| AppEvent::ApprovalResolved {
+                        request_id,
+                        decision: *decision,
+                        by,
+                    },
+                    // Every client closes its prompt: nobody is asked any more.
+                    ApprovalDecision::Deny,
+                )
+                .await;
+            let (decision, by) = match asked {
+                Ok(Asked::Answered(decision, by)) => (decision, by),
+                Ok(Asked::Interrupted(_)) => {
+                    return Decision::Deny(
+                        "the turn was interrupted while waiting for approval".into(),
+                    );
                 }
-                return Decision::Deny(
-                    "the turn was interrupted while waiting for approval".into(),
-                );
+                Err(e) => {
+                    return Decision::Deny(format!("the approval could not be recorded: {e}"));
+                }
             };
-            let resolved = AppEvent::ApprovalResolved {
-                request_id,
-                decision,
-                by: by.clone(),
-            };
-            if let Err(e) = self
-                .log
-                .append_in(Some(self.turn), self.agent.clone(), resolved)
-                .await
-            {
-                tracing::error!(error = %e, "cannot record an approval's answer");
-            }
             match decision {
                 ApprovalDecision::Allow => Decision::Allow,
                 ApprovalDecision::AllowAlways => {
@@ -385,6 +355,82 @@ impl Gate for SessionGate {
                 )),
             }
         })
+    }
+}
+
+impl SessionGate {
+    /// Asks the session's clients: the question (`question`, given its request id) is
+    /// recorded, `asked` runs once it is, and the turn waits for the first answer or its
+    /// interruption (which answers `dropped`); the answer is recorded too (`resolution`).
+    async fn ask<T>(
+        &self,
+        waiting: &Waiting<T>,
+        question: impl FnOnce(String) -> AppEvent,
+        asked: impl FnOnce(),
+        resolution: impl FnOnce(String, &T, Option<String>) -> AppEvent,
+        dropped: T,
+    ) -> Result<Asked<T>, LogError> {
+        let (request_id, rx) = waiting.open();
+        if let Err(e) = self
+            .log
+            .append_committed_in(
+                Some(self.turn),
+                self.agent.clone(),
+                question(request_id.clone()),
+            )
+            .await
+        {
+            waiting.close(&request_id);
+            return Err(e);
+        }
+        asked();
+        // Nobody attached? The turn waits: someone may attach and answer.
+        let answer = tokio::select! {
+            () = self.cancel.cancelled() => None,
+            a = rx => a.ok(),
+        };
+        let ((answer, by), interrupted) = match answer {
+            Some(answer) => (answer, false),
+            None => {
+                waiting.close(&request_id);
+                ((dropped, Some("the turn's interruption".to_string())), true)
+            }
+        };
+        let resolved = resolution(request_id, &answer, by.clone());
+        if let Err(e) = self
+            .log
+            .append_in(Some(self.turn), self.agent.clone(), resolved)
+            .await
+        {
+            tracing::error!(error = %e, "cannot record a question's answer");
+        }
+        Ok(if interrupted {
+            Asked::Interrupted(answer)
+        } else {
+            Asked::Answered(answer, by)
+        })
+    }
+
+    /// Notification hooks hear of an approval's question; nobody waits for them.
+    fn notify(&self, request: &GateRequest) {
+        let Some(runner) = self.hooks.as_ref().filter(|r| r.set.has("Notification")) else {
+            return;
+        };
+        let runner = runner.outside_turn();
+        let (name, _) = claude_request(request);
+        tokio::spawn(async move {
+            let message = format!("stepper needs your permission to use {name}");
+            runner
+                .run(
+                    "Notification",
+                    Some("permission_prompt"),
+                    serde_json::json!({
+                        "message": message,
+                        "notification_type": "permission_prompt",
+                    }),
+                )
+                .await;
+        });
     }
 }
 

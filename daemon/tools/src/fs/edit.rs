@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
-use stepper_engine::tool::{
-    GateRequest, Tool, ToolCx, ToolDetails, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args,
-};
+use stepper_engine::tool::{Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args};
 
 use super::replace::{self, Failure};
 use super::{blocking, diff, file, path};
@@ -217,15 +215,6 @@ async fn edit_file(cx: &ToolCx, path_arg: &str, changes: Vec<Change>, mode: Mode
         )));
     }
 
-    cx.gate(GateRequest::Edit {
-        path: plan.path.clone(),
-        diff: plan.diff.clone(),
-    })
-    .await?;
-    if cx.cancel.is_cancelled() {
-        return Err(ToolError::Cancelled);
-    }
-
     let Plan {
         path,
         label,
@@ -247,17 +236,14 @@ async fn edit_file(cx: &ToolCx, path_arg: &str, changes: Vec<Change>, mode: Mode
         summary.push(' ');
         summary.push_str(&note);
     }
-    let written = path.clone();
-    blocking(move || file::commit(&written, &label, Some(old.as_bytes()), new.as_bytes())).await?;
-    Ok(ToolOutput {
-        content: summary,
-        details: ToolDetails {
-            exit_code: None,
-            diff: Some(diff),
-            changed: vec![path],
-            ..Default::default()
-        },
-    })
+    let change = file::Planned {
+        path,
+        label,
+        old: Some(old.into_bytes()),
+        new: new.into_bytes(),
+        diff,
+    };
+    file::gate_then_write(cx, change, summary).await
 }
 
 fn occurrences(n: usize) -> String {

@@ -1,14 +1,16 @@
-//! A file as the changing tools see it: loaded whole (under a size cap) to plan a change, then
-//! replaced atomically, and only if it still holds what was loaded once the gate has said yes,
-//! so an approval never lands on content the user has changed meanwhile.
+//! A file as the changing tools see it: loaded whole (under a size cap) to plan a change, shown
+//! to the gate as a diff, then replaced atomically, and only if it still holds what was loaded
+//! once the gate has said yes, so an approval never lands on content the user has changed
+//! meanwhile.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use stepper_engine::tool::ToolError;
+use stepper_engine::tool::{GateRequest, ToolCx, ToolDetails, ToolError, ToolOutput, ToolResult};
 
+use super::blocking;
 use super::path::failed;
 
 /// The largest file write, edit and multi_edit will load: they hold it, its new version and a
@@ -94,6 +96,60 @@ pub(crate) fn text(bytes: Vec<u8>, label: &str) -> Result<String, ToolError> {
         return Err(binary_error(label, size));
     }
     String::from_utf8(bytes).map_err(|_| binary_error(label, size))
+}
+
+/// One file's change, planned before the gate is asked.
+pub(crate) struct Planned {
+    pub(crate) path: PathBuf,
+    pub(crate) label: String,
+    /// What the file holds now (`None`: it does not exist).
+    pub(crate) old: Option<Vec<u8>>,
+    pub(crate) new: Vec<u8>,
+    /// What the gate is shown.
+    pub(crate) diff: String,
+}
+
+/// Gate, then write: shows the gate `change`, writes it once allowed (only if the file still
+/// holds what the change was planned on), and reports `summary` with its diff.
+pub(crate) async fn gate_then_write(cx: &ToolCx, change: Planned, summary: String) -> ToolResult {
+    ask(cx, &change.path, &change.diff).await?;
+    let Planned {
+        path,
+        label,
+        old,
+        new,
+        diff,
+    } = change;
+    let written = path.clone();
+    blocking(move || commit(&written, &label, old.as_deref(), &new)).await?;
+    Ok(changed(summary, diff, vec![path]))
+}
+
+/// Shows the gate the change `diff` to the file at `path`: fine once it says yes and the call
+/// was not cancelled meanwhile.
+pub(crate) async fn ask(cx: &ToolCx, path: &Path, diff: &str) -> Result<(), ToolError> {
+    cx.gate(GateRequest::Edit {
+        path: path.to_path_buf(),
+        diff: diff.to_string(),
+    })
+    .await?;
+    if cx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    Ok(())
+}
+
+/// What a changing tool reports: `summary`, its diff and the files it changed.
+pub(crate) fn changed(summary: String, diff: String, changed: Vec<PathBuf>) -> ToolOutput {
+    ToolOutput {
+        content: summary,
+        details: ToolDetails {
+            exit_code: None,
+            diff: Some(diff),
+            changed,
+            ..Default::default()
+        },
+    }
 }
 
 /// Replaces the file at `path` (canonical) with `new`, provided it still holds `expected`

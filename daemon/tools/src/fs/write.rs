@@ -4,9 +4,7 @@
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
-use stepper_engine::tool::{
-    GateRequest, Tool, ToolCx, ToolDetails, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args,
-};
+use stepper_engine::tool::{Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args};
 
 use super::{blocking, diff, file, path};
 
@@ -81,15 +79,6 @@ impl Tool for WriteTool {
                 )));
             }
 
-            cx.gate(GateRequest::Edit {
-                path: plan.path.clone(),
-                diff: plan.diff.clone(),
-            })
-            .await?;
-            if cx.cancel.is_cancelled() {
-                return Err(ToolError::Cancelled);
-            }
-
             let Plan {
                 path,
                 label,
@@ -97,23 +86,21 @@ impl Tool for WriteTool {
                 diff,
             } = plan;
             let lines = content.lines().count();
-            let created = old.is_none();
-            let written = path.clone();
-            let summary_label = label.clone();
-            blocking(move || file::commit(&written, &label, old.as_deref(), content.as_bytes()))
-                .await?;
-
-            let verb = if created { "Created" } else { "Overwrote" };
+            let verb = if old.is_none() {
+                "Created"
+            } else {
+                "Overwrote"
+            };
             let s = if lines == 1 { "" } else { "s" };
-            Ok(ToolOutput {
-                content: format!("{verb} {summary_label} ({lines} line{s})."),
-                details: ToolDetails {
-                    exit_code: None,
-                    diff: Some(diff),
-                    changed: vec![path],
-                    ..Default::default()
-                },
-            })
+            let summary = format!("{verb} {label} ({lines} line{s}).");
+            let change = file::Planned {
+                path,
+                label,
+                old,
+                new: content.into_bytes(),
+                diff,
+            };
+            file::gate_then_write(cx, change, summary).await
         })
     }
 }

@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
-use stepper_engine::tool::{
-    GateRequest, Tool, ToolCx, ToolDetails, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args,
-};
+use stepper_engine::tool::{Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args};
 
 use self::parse::FileOp;
 use super::{blocking, diff, file, path};
@@ -112,11 +110,7 @@ impl Tool for ApplyPatch {
             }
 
             for change in &plan.changes {
-                let request = GateRequest::Edit {
-                    path: change.path.clone(),
-                    diff: change.diff.clone(),
-                };
-                match cx.gate(request).await {
+                match file::ask(cx, &change.path, &change.diff).await {
                     Ok(()) => {}
                     Err(ToolError::Denied(why)) => {
                         return Err(ToolError::Denied(format!(
@@ -126,24 +120,13 @@ impl Tool for ApplyPatch {
                     }
                     Err(e) => return Err(e),
                 }
-                if cx.cancel.is_cancelled() {
-                    return Err(ToolError::Cancelled);
-                }
             }
 
             let Plan { changes, summary } = plan;
             let diff: String = changes.iter().map(|c| c.diff.as_str()).collect();
             let changed = changes.iter().map(|c| c.path.clone()).collect();
             blocking(move || write(&changes)).await?;
-            Ok(ToolOutput {
-                content: summary,
-                details: ToolDetails {
-                    exit_code: None,
-                    diff: Some(diff),
-                    changed,
-                    ..Default::default()
-                },
-            })
+            Ok(file::changed(summary, diff, changed))
         })
     }
 }
