@@ -26,6 +26,9 @@ macro_rules! open_enum {
         }
 
         impl $name {
+            /// Every value this build knows, in the order declared.
+            pub const ALL: &'static [$name] = &[$( $name::$variant, )*];
+
             /// The value as the wire has it.
             pub fn as_str(self) -> &'static str {
                 match self {

@@ -4,22 +4,13 @@
 
 use futures::future::BoxFuture;
 
-/// The events hooks may be configured for (Claude Code's names).
-pub const EVENTS: &[&str] = &[
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PermissionRequest",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Notification",
-    "Stop",
-    "SubagentStart",
-    "SubagentStop",
-    "PreCompact",
-    "PostCompact",
-    "SessionEnd",
-];
+/// The events hooks may be configured for, by Claude Code's names ([`HookEvent::ALL`]).
+pub use stepper_protocol::event::HookEvent;
+
+/// The events' names, as settings spell them.
+pub fn event_names() -> Vec<&'static str> {
+    HookEvent::ALL.iter().map(|e| e.as_str()).collect()
+}
 
 /// Claude Code's events stepper accepts in settings and never fires, each with why and
 /// what to do instead: a repository's settings that have them load as they are.

@@ -419,15 +419,16 @@ fn check_hooks(c: &mut Checker<'_>, value: &Value) {
             );
             continue;
         }
-        if !crate::hooks::EVENTS.contains(&event.as_str()) {
+        if crate::hooks::HookEvent::parse(event) == crate::hooks::HookEvent::Unknown {
+            let names = crate::hooks::event_names();
             c.at(
                 &at(&["hooks", event]),
                 true,
                 Severity::Error,
                 format!("{event:?} is not a hook event"),
-                Some(match closest(event, crate::hooks::EVENTS) {
+                Some(match closest(event, &names) {
                     Some(near) => format!("did you mean {near:?}?"),
-                    None => format!("the events are {}", crate::hooks::EVENTS.join(", ")),
+                    None => format!("the events are {}", names.join(", ")),
                 }),
             );
             continue;

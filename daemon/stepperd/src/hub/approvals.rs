@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use stepper_engine::gate::{Policy, Rule, Verdict};
 use stepper_engine::hooks::GateHint;
+use stepper_engine::hooks::HookEvent;
 use stepper_engine::tool::{Decision, ElicitAnswer, Elicitation, Gate, GateRequest};
 use stepper_protocol::{AppEvent, ApprovalDecision, ElicitAction};
 use tokio::sync::oneshot;
@@ -290,12 +291,12 @@ impl Gate for SessionGate {
             if let Some(runner) = self
                 .hooks
                 .as_ref()
-                .filter(|r| r.set.has("PermissionRequest"))
+                .filter(|r| r.set.has(HookEvent::PermissionRequest))
             {
                 let (name, input) = claude_request(request);
                 let ran = runner
                     .run(
-                        "PermissionRequest",
+                        HookEvent::PermissionRequest,
                         Some(&name),
                         serde_json::json!({"tool_name": name, "tool_input": input}),
                     )
@@ -413,7 +414,11 @@ impl SessionGate {
 
     /// Notification hooks hear of an approval's question; nobody waits for them.
     fn notify(&self, request: &GateRequest) {
-        let Some(runner) = self.hooks.as_ref().filter(|r| r.set.has("Notification")) else {
+        let Some(runner) = self
+            .hooks
+            .as_ref()
+            .filter(|r| r.set.has(HookEvent::Notification))
+        else {
             return;
         };
         let runner = runner.outside_turn();
@@ -422,7 +427,7 @@ impl SessionGate {
             let message = format!("stepper needs your permission to use {name}");
             runner
                 .run(
-                    "Notification",
+                    HookEvent::Notification,
                     Some("permission_prompt"),
                     serde_json::json!({
                         "message": message,

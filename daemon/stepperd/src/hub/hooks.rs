@@ -13,7 +13,7 @@
 //! its timeout (60 s by default), in a process group of its own. Every run is a `HookRan`
 //! event.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::EventLog;
 
-use stepper_engine::hooks::EVENTS;
+use stepper_engine::hooks::HookEvent;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// What is kept of a hook's stdout and stderr.
@@ -39,7 +39,7 @@ const MAX_OUTPUT: usize = 1 << 20;
 /// The hooks of a session's settings, parsed.
 #[derive(Debug, Default)]
 pub struct HookSet {
-    by_event: BTreeMap<String, Vec<Group>>,
+    by_event: HashMap<HookEvent, Vec<Group>>,
     /// What could not be understood (each is said as a notice; the rest still runs).
     pub problems: Vec<String>,
 }
@@ -101,10 +101,12 @@ impl HookSet {
             if stepper_engine::hooks::not_fired(event).is_some() {
                 continue;
             }
-            if !EVENTS.contains(&event.as_str()) {
+            let name = event;
+            let event = HookEvent::parse(name);
+            if event == HookEvent::Unknown {
                 set.problems.push(format!(
-                    "hooks: {event:?} is not a hook event; the events are {}",
-                    EVENTS.join(", ")
+                    "hooks: {name:?} is not a hook event; the events are {}",
+                    stepper_engine::hooks::event_names().join(", ")
                 ));
                 continue;
             }
@@ -158,7 +160,7 @@ impl HookSet {
                     continue;
                 }
                 set.by_event
-                    .entry(event.clone())
+                    .entry(event)
                     .or_default()
                     .push(Group { matcher, handlers });
             }
@@ -170,13 +172,13 @@ impl HookSet {
         self.by_event.is_empty()
     }
 
-    pub fn has(&self, event: &str) -> bool {
-        self.by_event.contains_key(event)
+    pub fn has(&self, event: HookEvent) -> bool {
+        self.by_event.contains_key(&event)
     }
 
-    fn matching(&self, event: &str, key: Option<&str>) -> Vec<Handler> {
+    fn matching(&self, event: HookEvent, key: Option<&str>) -> Vec<Handler> {
         self.by_event
-            .get(event)
+            .get(&event)
             .into_iter()
             .flatten()
             .filter(|g| g.matcher.matches(key))
@@ -283,7 +285,12 @@ impl HookRunner {
 
     /// Run the handlers of `event` matching `key` (a tool's name) at once, each with
     /// `input` plus the common fields; every run is a `HookRan` event.
-    pub async fn run(&self, event: &str, key: Option<&str>, mut input: Value) -> Vec<HookResult> {
+    pub async fn run(
+        &self,
+        event: HookEvent,
+        key: Option<&str>,
+        mut input: Value,
+    ) -> Vec<HookResult> {
         let handlers = self.set.matching(event, key);
         if handlers.is_empty() {
             return Vec::new();
@@ -299,7 +306,7 @@ impl HookRunner {
             );
             fields.insert("cwd".into(), json!(self.cwd.display().to_string()));
             fields.insert("permission_mode".into(), json!(claude_mode(self.mode)));
-            fields.insert("hook_event_name".into(), json!(event));
+            fields.insert("hook_event_name".into(), json!(event.as_str()));
         }
         // What the turn said so far is in the transcript before a hook reads it.
         if let Err(e) = self.log.flush().await {
@@ -310,7 +317,7 @@ impl HookRunner {
         futures::future::join_all(runs).await
     }
 
-    async fn run_one(&self, event: &str, handler: &Handler, stdin: &str) -> HookResult {
+    async fn run_one(&self, event: HookEvent, handler: &Handler, stdin: &str) -> HookResult {
         let started = Instant::now();
         let result = self.execute(handler, stdin).await;
         let outcome = if result.timed_out {
@@ -334,7 +341,7 @@ impl HookRunner {
             }),
         };
         let event = AppEvent::HookRan {
-            event: stepper_protocol::event::HookEvent::parse(event),
+            event,
             command: self.redactor.redact(&shorten(&handler.command, 200)),
             outcome: stepper_protocol::event::HookOutcome::parse(outcome),
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -432,10 +439,13 @@ impl HookRunner {
 
     /// `SessionStart` and `UserPromptSubmit`: what they add to the model's context, or why
     /// the prompt is blocked.
-    pub fn context_or_block(event: &str, results: &[HookResult]) -> Result<Vec<String>, String> {
+    pub fn context_or_block(
+        event: HookEvent,
+        results: &[HookResult],
+    ) -> Result<Vec<String>, String> {
         let mut context = Vec::new();
         for r in results {
-            if event == "UserPromptSubmit" {
+            if event == HookEvent::UserPromptSubmit {
                 if r.blocks() {
                     return Err(r.reason());
                 }
@@ -506,7 +516,7 @@ impl HookRunner {
 pub struct SessionHooks {
     pub runner: Arc<HookRunner>,
     /// `Stop` for the turn's own agents, `SubagentStop` for workers and dispatched ones.
-    pub stop_event: &'static str,
+    pub stop_event: Option<HookEvent>,
     /// A subagent's id and type (its agent file's name), which its `SubagentStop` is given
     /// with its own transcript.
     pub subagent: Option<(String, String)>,
@@ -525,13 +535,13 @@ impl TurnHooks for SessionHooks {
     ) -> BoxFuture<'a, BeforeTool> {
         Box::pin(async move {
             let name = claude_name(tool);
-            if !self.runner.set.has("PreToolUse") {
+            if !self.runner.set.has(HookEvent::PreToolUse) {
                 return BeforeTool::RUN;
             }
             let results = self
                 .runner
                 .run(
-                    "PreToolUse",
+                    HookEvent::PreToolUse,
                     Some(&name),
                     json!({
                         "tool_name": name,
@@ -603,9 +613,9 @@ impl TurnHooks for SessionHooks {
     ) -> BoxFuture<'a, AfterTool> {
         Box::pin(async move {
             let event = if ok {
-                "PostToolUse"
+                HookEvent::PostToolUse
             } else {
-                "PostToolUseFailure"
+                HookEvent::PostToolUseFailure
             };
             if !self.runner.set.has(event) {
                 return AfterTool::default();
@@ -648,7 +658,11 @@ impl TurnHooks for SessionHooks {
         done: bool,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let event = if done { "PostCompact" } else { "PreCompact" };
+            let event = if done {
+                HookEvent::PostCompact
+            } else {
+                HookEvent::PreCompact
+            };
             if self.runner.set.has(event) {
                 let input = json!({
                     "trigger": trigger,
@@ -665,9 +679,7 @@ impl TurnHooks for SessionHooks {
         last_text: &'a str,
     ) -> BoxFuture<'a, Option<String>> {
         Box::pin(async move {
-            if !self.runner.set.has(self.stop_event) {
-                return None;
-            }
+            let stop_event = self.stop_event.filter(|e| self.runner.set.has(*e))?;
             // As Claude Code gives it: the reply the model ends on, so a hook need not dig
             // it out of the transcript.
             let mut input = json!({
@@ -680,7 +692,7 @@ impl TurnHooks for SessionHooks {
                 input["agent_type"] = json!(kind);
                 input["agent_transcript_path"] = json!(path.display().to_string());
             }
-            let results = self.runner.run(self.stop_event, None, input).await;
+            let results = self.runner.run(stop_event, None, input).await;
             // `continue: false` wins over any `decision: block`: the turn stops.
             if results.iter().any(|r| r.stops().is_some()) {
                 return None;
@@ -880,7 +892,7 @@ mod tests {
             "OnSunday": []
         })));
         let names = |key| -> Vec<String> {
-            set.matching("PreToolUse", Some(key))
+            set.matching(HookEvent::PreToolUse, Some(key))
                 .into_iter()
                 .map(|h| h.command)
                 .collect()

@@ -15,6 +15,7 @@ use stepper_engine::compaction::CompactionPlan;
 use stepper_engine::config::memory::PathRule;
 use stepper_engine::config::{ProviderKind, SandboxMode, Settings};
 use stepper_engine::gate::Verdict;
+use stepper_engine::hooks::HookEvent;
 use stepper_engine::interrupt::Interrupt;
 use stepper_engine::orchestrator::{AgentHost, AgentKind, AgentRun, Isolated, Merge};
 use stepper_engine::prompt::environment::CONTEXT_TAG;
@@ -431,10 +432,10 @@ impl TurnHost {
         }
         let subagent = run.kind != AgentKind::Layer;
         if let Some(runner) = &self.hooks {
-            if subagent && runner.set.has("SubagentStart") {
+            if subagent && runner.set.has(HookEvent::SubagentStart) {
                 let ran = runner
                     .run(
-                        "SubagentStart",
+                        HookEvent::SubagentStart,
                         Some(&run.name),
                         serde_json::json!({
                             "agent_id": run.id,
@@ -454,10 +455,10 @@ impl TurnHost {
                 }
             }
             let stop_event = match (subagent, &run.id) {
-                (true, _) => "SubagentStop",
-                (false, None) => "Stop",
+                (true, _) => Some(HookEvent::SubagentStop),
+                (false, None) => Some(HookEvent::Stop),
                 // A layer before the last: the turn has not stopped.
-                (false, Some(_)) => "",
+                (false, Some(_)) => None,
             };
             agent = agent.with_hooks(Arc::new(SessionHooks {
                 runner: Arc::clone(runner),

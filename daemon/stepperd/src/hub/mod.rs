@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use stepper_engine::ModelRef;
 use stepper_engine::config::{PermissionMode, SandboxMode};
+use stepper_engine::hooks::HookEvent;
 use stepper_engine::interrupt::Interruption;
 use stepper_engine::prompt::UserInstructions;
 use stepper_engine::tool::Tool;
@@ -421,7 +422,7 @@ impl Hub {
             return;
         };
         let set = hooks::HookSet::parse(settings.hooks.as_ref());
-        if !set.has("SessionEnd") {
+        if !set.has(HookEvent::SessionEnd) {
             return;
         }
         let (session_env, mode) = session.env_and_mode();
@@ -440,7 +441,7 @@ impl Hub {
         };
         runner
             .run(
-                "SessionEnd",
+                HookEvent::SessionEnd,
                 Some(reason),
                 serde_json::json!({"reason": reason}),
             )

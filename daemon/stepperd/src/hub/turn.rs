@@ -11,6 +11,7 @@ use stepper_engine::catalogue::ModelInfo;
 use stepper_engine::compaction::CompactionPlan;
 use stepper_engine::config::layers::{self, AgentDef, Layer, Layers};
 use stepper_engine::config::{extensions, memory};
+use stepper_engine::hooks::HookEvent;
 use stepper_engine::hooks::TurnHooks;
 use stepper_engine::orchestrator::{LayerContext, Orchestrator, context_key};
 use stepper_engine::tool::Tool;
@@ -673,7 +674,7 @@ impl LiveSession {
         let mut added = Vec::new();
         let first = !std::mem::replace(&mut self.state().hooks_started, true);
         let cleared = std::mem::take(&mut self.state().cleared);
-        if first && runner.set.has("SessionStart") {
+        if first && runner.set.has(HookEvent::SessionStart) {
             let source = match (cleared, turn) {
                 (true, _) => "clear",
                 (false, 1) => "startup",
@@ -681,22 +682,27 @@ impl LiveSession {
             };
             let ran = runner
                 .run(
-                    "SessionStart",
+                    HookEvent::SessionStart,
                     Some(source),
                     serde_json::json!({"source": source}),
                 )
                 .await;
-            added.extend(HookRunner::context_or_block("SessionStart", &ran).unwrap_or_default());
+            added.extend(
+                HookRunner::context_or_block(HookEvent::SessionStart, &ran).unwrap_or_default(),
+            );
         }
-        if runner.set.has("UserPromptSubmit") {
+        if runner.set.has(HookEvent::UserPromptSubmit) {
             let ran = runner
                 .run(
-                    "UserPromptSubmit",
+                    HookEvent::UserPromptSubmit,
                     None,
                     serde_json::json!({"prompt": prompt}),
                 )
                 .await;
-            added.extend(HookRunner::context_or_block("UserPromptSubmit", &ran)?);
+            added.extend(HookRunner::context_or_block(
+                HookEvent::UserPromptSubmit,
+                &ran,
+            )?);
         }
         Ok(added)
     }
@@ -1129,7 +1135,7 @@ impl LiveSession {
             .await?;
         let hooks = hooks.map(|runner| SessionHooks {
             runner,
-            stop_event: "",
+            stop_event: None,
             subagent: None,
         });
         if let Some(h) = &hooks {
