@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::Args;
 use stepper_protocol::methods::{
-    ConfigSchema, ConfigValidate, CwdParams, Empty, ProjectInit, ProjectInitParams,
+    ConfigSchema, ConfigValidate, CwdParams, Empty, ProjectInit, ProjectInitParams, Severity,
 };
 
 use crate::connect::{connect_or_start, places};
@@ -70,7 +70,7 @@ pub async fn config(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let errors = out
         .problems
         .iter()
-        .filter(|p| p.severity == "error")
+        .filter(|p| p.severity == Severity::Error)
         .count();
     // Every file read, stepper's and Claude Code's, so a file that is not where it should be
     // shows by its absence.

@@ -394,7 +394,7 @@ async fn settings(report: &mut Report, client: &DaemonClient, cwd: &Path) {
                 p.file, p.line, p.column, p.severity, p.message
             );
             let fix = p.hint.as_deref().unwrap_or("edit the file there");
-            if p.severity == "error" {
+            if p.severity == stepper_protocol::methods::Severity::Error {
                 report.bad(&what, fix);
             } else {
                 report.note(&what, Some(fix));

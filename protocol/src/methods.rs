@@ -319,6 +319,44 @@ open_enum! {
 }
 
 open_enum! {
+    /// Whose a command or skill is.
+    pub enum CommandScope {
+        /// The project's (`.stepper/`, `.claude/`).
+        Project = "project",
+        /// The user's own (the config folder, `~/.claude/`).
+        User = "user",
+    }
+}
+
+open_enum! {
+    /// How bad a problem in a settings or extension file is.
+    pub enum Severity {
+        /// The file (or that part of it) is not used.
+        Error = "error",
+        /// It is used; something in it is ignored or doubtful.
+        Warning = "warning",
+    }
+}
+
+open_enum! {
+    /// Where a piece of the session's instructions comes from.
+    pub enum MemorySource {
+        /// `.stepper/stepper.md`.
+        Stepper = "stepper",
+        /// `<config>/AGENTS.md`.
+        User = "user",
+        /// A folder's `AGENTS.md`.
+        Agents = "agents",
+        /// `CLAUDE.md`, `.claude/CLAUDE.md`, `CLAUDE.local.md`, `~/.claude/CLAUDE.md`.
+        Claude = "claude",
+        /// `.claude/rules/*.md`.
+        Rules = "rules",
+        /// Brought in by `@path`.
+        Import = "import",
+    }
+}
+
+open_enum! {
     /// How the daemon reaches an MCP server (`mcp/list`'s `transport`).
     pub enum McpTransport {
         Stdio = "stdio",
@@ -816,8 +854,7 @@ pub struct BackendMcpServer {
     pub name: String,
     /// The command line or URL, as the CLI prints it.
     pub target: String,
-    /// `stdio`, `http` or `sse`.
-    pub transport: String,
+    pub transport: McpTransport,
     /// The CLI's health check without its mark (`Connected`, `Failed to connect — …`),
     /// when it made one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -943,9 +980,9 @@ pub struct CommandInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
     pub kind: CommandKind,
-    /// `project` or `user`, for commands and skills.
+    /// For commands and skills.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
+    pub scope: Option<CommandScope>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -967,8 +1004,7 @@ pub struct ConfigProblem {
     pub file: String,
     pub line: u32,
     pub column: u32,
-    /// `error` or `warning`.
-    pub severity: String,
+    pub severity: Severity,
     pub message: String,
     #[serde(default)]
     pub hint: Option<String>,
@@ -1069,10 +1105,7 @@ pub struct SessionMemoryResponse {
 #[serde(rename_all = "camelCase")]
 pub struct MemoryFileInfo {
     pub path: String,
-    /// `stepper` (`.stepper/stepper.md`), `user` (`<config>/AGENTS.md`), `agents`
-    /// (`AGENTS.md`), `claude` (`CLAUDE.md`, `.claude/CLAUDE.md`, `CLAUDE.local.md`,
-    /// `~/.claude/CLAUDE.md`), `rules` (`.claude/rules/*.md`) or `import` (`@path`).
-    pub source: String,
+    pub source: MemorySource,
     pub bytes: u64,
     /// Cut by the cap, in part or whole.
     pub cut: bool,

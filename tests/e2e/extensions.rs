@@ -88,7 +88,7 @@ fn a_command_with_arguments_bang_and_at_expands_the_same_in_ask_and_the_tui() {
         .find(|c| c.name == "review")
         .expect("review is listed");
     assert_eq!(review.kind.as_str(), "command");
-    assert_eq!(review.scope.as_deref(), Some("project"));
+    assert_eq!(review.scope.map(|s| s.as_str()), Some("project"));
     assert_eq!(review.argument_hint.as_deref(), Some("FILE [FOCUS]"));
 
     if !Tmux::available() {

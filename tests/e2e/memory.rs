@@ -288,7 +288,7 @@ async fn claude_codes_memory_files_and_a_rule_for_some_paths_reach_the_model() {
     let rules: Vec<&str> = memory
         .files
         .iter()
-        .filter(|f| f.source == "rules")
+        .filter(|f| f.source.as_str() == "rules")
         .map(|f| f.path.as_str())
         .collect();
     assert_eq!(rules.len(), 2, "{:?}", memory.files);

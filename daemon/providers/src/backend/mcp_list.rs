@@ -7,6 +7,7 @@
 //! 2.0.0, 2.1.332: the same three servers, one connected, two unreachable).
 
 pub use stepper_protocol::methods::BackendMcpServer as McpEntry;
+use stepper_protocol::methods::McpTransport;
 
 /// The servers in `claude mcp list`'s output.
 pub fn parse(output: &str) -> Vec<McpEntry> {
@@ -45,7 +46,7 @@ fn parse_line(line: &str) -> Option<McpEntry> {
     Some(McpEntry {
         name: name.to_string(),
         target: target.trim().to_string(),
-        transport,
+        transport: McpTransport::parse(&transport),
         status,
     })
 }
@@ -80,10 +81,10 @@ mod tests {
         let servers = parse(&fixture("2.1.332.txt"));
         let names: Vec<_> = servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["remote", "legacy", "everything"], "{servers:?}");
-        assert_eq!(servers[0].transport, "http");
+        assert_eq!(servers[0].transport.as_str(), "http");
         assert_eq!(servers[0].target, "http://127.0.0.1:9/mcp");
-        assert_eq!(servers[1].transport, "sse");
-        assert_eq!(servers[2].transport, "stdio");
+        assert_eq!(servers[1].transport.as_str(), "sse");
+        assert_eq!(servers[2].transport.as_str(), "stdio");
         assert_eq!(servers[2].target, "python3 /tmp/cc/mini_mcp.py");
         assert_eq!(servers[2].status.as_deref(), Some("Connected"));
         assert!(
@@ -107,12 +108,12 @@ mod tests {
                 "{version}: {servers:?}"
             );
             assert_eq!(servers[0].target, "python3 /tmp/cc/mini_mcp.py");
-            assert_eq!(servers[0].transport, "stdio");
+            assert_eq!(servers[0].transport.as_str(), "stdio");
             assert_eq!(servers[0].status.as_deref(), Some("Connected"));
             assert_eq!(servers[1].target, "http://127.0.0.1:9/mcp");
-            assert_eq!(servers[1].transport, "http");
+            assert_eq!(servers[1].transport.as_str(), "http");
             assert_eq!(servers[1].status.as_deref(), Some("Failed to connect"));
-            assert_eq!(servers[2].transport, "sse");
+            assert_eq!(servers[2].transport.as_str(), "sse");
         }
     }
 
@@ -129,7 +130,7 @@ mod tests {
         let servers = parse("fs: npx -y @modelcontextprotocol/server-filesystem /tmp\n");
         assert_eq!(servers.len(), 1);
         assert_eq!(servers[0].status, None);
-        assert_eq!(servers[0].transport, "stdio");
+        assert_eq!(servers[0].transport.as_str(), "stdio");
         assert_eq!(
             servers[0].target,
             "npx -y @modelcontextprotocol/server-filesystem /tmp"

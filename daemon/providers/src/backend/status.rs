@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use stepper_engine::config::{BackendAuth, ProviderConfig};
-use stepper_protocol::methods::{BackendMcpServer, BackendStatus};
+use stepper_protocol::methods::{BackendMcpServer, BackendStatus, McpTransport};
 use stepper_protocol::session::Env;
 
 use super::{BackendSpec, Cli, locate, mcp_list, version};
@@ -198,7 +198,7 @@ fn codex_servers(stdout: &str) -> Vec<BackendMcpServer> {
             Some(BackendMcpServer {
                 name,
                 target,
-                transport: kind.into(),
+                transport: McpTransport::parse(kind),
                 status: s["enabled"]
                     .as_bool()
                     .map(|on| if on { "enabled" } else { "disabled" }.to_string()),
@@ -252,7 +252,7 @@ mod tests {
         assert_eq!(servers.len(), 2, "{servers:?}");
         assert_eq!(servers[0].name, "docs");
         assert_eq!(servers[0].target, "python3 /tmp/cc/mini_mcp.py");
-        assert_eq!(servers[1].transport, "http");
+        assert_eq!(servers[1].transport.as_str(), "http");
         assert_eq!(servers[1].target, "http://127.0.0.1:9/mcp");
     }
 
@@ -263,7 +263,7 @@ mod tests {
         let servers = codex_servers(out);
         assert_eq!(servers.len(), 2);
         assert_eq!(servers[0].target, "npx -y docs-mcp");
-        assert_eq!(servers[1].transport, "http");
+        assert_eq!(servers[1].transport.as_str(), "http");
         assert_eq!(servers[1].status.as_deref(), Some("disabled"));
         assert!(codex_servers("[]").is_empty());
     }

@@ -57,7 +57,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             description: c.description.clone(),
             argument_hint: c.argument_hint.clone(),
             kind: CommandKind::Command,
-            scope: Some(c.scope.into()),
+            scope: Some(CommandScope::parse(c.scope)),
         }));
         commands.extend(
             ext.skills
@@ -68,7 +68,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                     description: s.description.clone(),
                     argument_hint: s.argument_hint.clone(),
                     kind: CommandKind::Skill,
-                    scope: Some(s.scope.into()),
+                    scope: Some(CommandScope::parse(s.scope)),
                 }),
         );
         // The prompts of the folder's running MCP servers.
@@ -115,11 +115,10 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             line: u32::try_from(p.line).unwrap_or(u32::MAX),
             column: 1,
             severity: if ext.loaded(&p.path) {
-                "warning"
+                Severity::Warning
             } else {
-                "error"
-            }
-            .into(),
+                Severity::Error
+            },
             message: p.message.clone(),
             hint: None,
         });
@@ -176,7 +175,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                     file: file.display().to_string(),
                     line: u32::try_from(line).unwrap_or(u32::MAX),
                     column: u32::try_from(column).unwrap_or(u32::MAX),
-                    severity: "error".into(),
+                    severity: Severity::Error,
                     message,
                     hint: None,
                 }),
@@ -185,7 +184,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             file: p.path.display().to_string(),
             line: u32::try_from(p.line).unwrap_or(u32::MAX),
             column: 1,
-            severity: "error".into(),
+            severity: Severity::Error,
             message: p.message,
             hint: None,
         }));
@@ -193,7 +192,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             file: p.path.display().to_string(),
             line: u32::try_from(p.line).unwrap_or(u32::MAX),
             column: 1,
-            severity: "warning".into(),
+            severity: Severity::Warning,
             message: p.message,
             hint: None,
         }));
@@ -210,8 +209,8 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                     line: u32::try_from(p.line).unwrap_or(u32::MAX),
                     column: u32::try_from(p.column).unwrap_or(u32::MAX),
                     severity: match p.severity {
-                        validate::Severity::Error => "error".into(),
-                        validate::Severity::Warning => "warning".into(),
+                        validate::Severity::Error => Severity::Error,
+                        validate::Severity::Warning => Severity::Warning,
                     },
                     message: p.message,
                     hint: p.hint,

@@ -226,7 +226,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                 .iter()
                 .map(|f| MemoryFileInfo {
                     path: f.path.display().to_string(),
-                    source: f.source.as_str().into(),
+                    source: MemorySource::parse(f.source.as_str()),
                     bytes: f.bytes as u64,
                     cut: f.cut,
                 })
