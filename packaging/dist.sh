@@ -91,7 +91,8 @@ cp "$stage"/bin/stepper "$stage"/bin/stepperd "$stage"/bin/stepperd-reap "$tree/
 cp -r "$share" "$tree/share"
 cp README.md LICENSE-MIT LICENSE-APACHE "$tree/"
 cp packaging/install.sh "$tree/install.sh"
-(cd "$tree" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
+# (Not itself: the shell makes the file before find runs, and find may list it, empty.)
+(cd "$tree" && find . -type f ! -path ./SHA256SUMS | sed 's|^\./||' | LC_ALL=C sort | xargs sha256sum >SHA256SUMS)
 pack "$name.tar.gz"
 mkdir -p "$tree/bin"
 cp -r "$stage/bin/.debug" "$tree/bin/"

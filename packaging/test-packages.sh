@@ -173,6 +173,8 @@ mkdir "$work/download"
 cp "$archive" "$dist/SHA256SUMS" "$work/download/"
 tar -xzf "$work/download/${archive##*/}" -C "$work/download"
 folder="$work/download/stepper-$version-$host"
+# Its list names every file but itself (a list with its own sum never checks).
+grep -q ' SHA256SUMS$' "$folder/SHA256SUMS" && fail "the archive's SHA256SUMS lists itself"
 prefix="$work/prefix"
 out=$(PATH=$nocargo as_user STEPPER_NO_SERVICE_MANAGER=1 sh "$folder/install.sh" --prefix "$prefix" --service) ||
   fail "install.sh: $out"
