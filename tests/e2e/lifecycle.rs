@@ -366,7 +366,13 @@ fn stop_and_status() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(env.daemon_pid().is_none());
+    // `daemon stop` returns once the daemon let go of its lock and socket; its process may
+    // still be a moment from its end.
+    stepper_e2e::wait_until(
+        "the daemon's process to end",
+        std::time::Duration::from_secs(10),
+        || env.daemon_pid().is_none(),
+    );
     assert!(!env.places().socket.exists());
     assert_eq!(env.run(&["daemon", "status"]).status.code(), Some(3));
 }
