@@ -43,7 +43,7 @@ impl App {
                 self.context_window = context_window;
                 self.session = Some(info);
             }
-            CoreEvent::StatusLine(text) => self.custom_status = text,
+            CoreEvent::StatusLine(text) => self.custom_status = text.map(|t| sanitize(&t)),
             CoreEvent::Clients { clients, me } => {
                 self.others = clients
                     .into_iter()
