@@ -246,7 +246,10 @@ impl Default for ConnectionServer {
             // keep: the socket speaks WebSocket only.
             .ws_only()
             .build();
-        let layer: fn(RpcService) -> Conventions<RpcService> = |service| Conventions { service };
+        let layer: fn(RpcService) -> Conventions<RpcService> = |service| Conventions {
+            service,
+            accepting: AcceptGate::default(),
+        };
         ConnectionServer {
             builder: Server::builder()
                 .set_config(config)
@@ -273,11 +276,47 @@ impl ConnectionServer {
 ///   anything else while the events keep coming). `[id]` still works — it is what jsonrpsee's
 ///   own client sends when a subscription is dropped; any other shape is an invalid-params
 ///   error.
+/// - An unsubscribe waits for the connection's subscriptions being accepted (see
+///   [`AcceptGate`]).
 /// - The stand-ins [`Inbound`] hands on for a request over the message limit and for one
 ///   whose `id` JSON-RPC does not take are answered with the errors they stand for.
 #[derive(Clone)]
 pub struct Conventions<S> {
     service: S,
+    accepting: AcceptGate,
+}
+
+/// One connection's subscriptions being accepted. jsonrpsee sends a subscription's id to the
+/// client before it records the subscription, so an unsubscribe that comes quickly (or a
+/// server thread the system put aside between the two) would find nothing, answer `false`
+/// and leave the events coming. A subscribe handler holds [`AcceptGate::accepting`] across
+/// `accept`; an unsubscribe waits until no accept is under way. The gate reaches the
+/// handler in the request's extensions.
+#[derive(Clone, Default)]
+pub struct AcceptGate(std::sync::Arc<tokio::sync::RwLock<()>>);
+
+impl AcceptGate {
+    /// Hold this across `PendingSubscriptionSink::accept`.
+    pub async fn accepting(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
+        self.0.read().await
+    }
+
+    /// Resolves once no accept that started before it is under way.
+    async fn settled(&self) {
+        drop(self.0.write().await);
+    }
+}
+
+/// The subscribe methods of the table.
+fn is_subscribe(method: &str) -> bool {
+    static NAMES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+        crate::methods::table()
+            .iter()
+            .filter(|m| m.unsubscribe.is_some())
+            .map(|m| m.name)
+            .collect()
+    });
+    NAMES.contains(&method)
 }
 
 /// The unsubscribe methods of the table.
@@ -324,6 +363,7 @@ where
         mut request: Request<'a>,
     ) -> impl Future<Output = Self::MethodResponse> + Send + 'a {
         let service = self.service.clone();
+        let accepting = self.accepting.clone();
         async move {
             match request.method_name() {
                 TOO_LARGE_METHOD => {
@@ -365,6 +405,9 @@ where
                         return MethodResponse::error(request.id, error);
                     }
                 }
+                accepting.settled().await;
+            } else if is_subscribe(request.method_name()) {
+                request.extensions_mut().insert(accepting);
             }
             service.call(request).await
         }
@@ -380,5 +423,37 @@ where
         n: Notification<'a>,
     ) -> impl Future<Output = Self::NotificationResponse> + Send + 'a {
         self.service.notification(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::task::Poll;
+
+    use super::AcceptGate;
+
+    /// An unsubscribe waits while a subscription is being accepted, and goes on once it is.
+    #[tokio::test]
+    async fn an_unsubscribe_waits_for_the_accepts_under_way() {
+        let gate = AcceptGate::default();
+        let accepting = gate.accepting().await;
+        let also = gate.accepting().await;
+        let mut settled = std::pin::pin!(gate.settled());
+        let polled = std::future::poll_fn(|cx| Poll::Ready(settled.as_mut().poll(cx))).await;
+        assert!(
+            polled.is_pending(),
+            "settled while two accepts were under way"
+        );
+        drop(accepting);
+        let polled = std::future::poll_fn(|cx| Poll::Ready(settled.as_mut().poll(cx))).await;
+        assert!(
+            polled.is_pending(),
+            "settled while one accept was under way"
+        );
+        drop(also);
+        tokio::time::timeout(std::time::Duration::from_secs(10), settled)
+            .await
+            .expect("settled once no accept was under way");
     }
 }

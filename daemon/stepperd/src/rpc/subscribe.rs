@@ -10,6 +10,7 @@ use jsonrpsee::{PendingSubscriptionSink, RpcModule, SubscriptionMessage, Subscri
 use serde_json::value::RawValue;
 use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::methods::{SessionSubscribe, SessionSubscribeParams, Subscription};
+use stepper_protocol::server::AcceptGate;
 
 use super::{Conn, RpcError, parse};
 use crate::hub::replay::{self, Gone, Outlet};
@@ -20,7 +21,10 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         SessionSubscribe::NAME,
         SessionSubscribe::NOTIFICATION,
         SessionSubscribe::UNSUBSCRIBE,
-        |params, pending, conn, _| async move { subscribe(params, pending, conn).await },
+        |params, pending, conn, extensions| async move {
+            let gate = extensions.get::<AcceptGate>().cloned();
+            subscribe(params, pending, conn, gate).await
+        },
     );
     if let Err(e) = registered {
         tracing::error!(error = %e, "subscription registered twice");
@@ -34,6 +38,7 @@ async fn subscribe(
     params: Params<'static>,
     pending: PendingSubscriptionSink,
     conn: Arc<Conn>,
+    gate: Option<AcceptGate>,
 ) -> Result<(), SubscriptionError> {
     if !conn.initialized.load(Ordering::Acquire) {
         pending
@@ -81,7 +86,15 @@ async fn subscribe(
     let client = conn.attached_client();
     conn.uses.add(&p.session_id, client.kind);
     let attached = session.attach(conn.id, client).await;
-    let Ok(sink) = pending.accept().await else {
+    let accepted = {
+        // An unsubscribe for this id waits until it is recorded (see `AcceptGate`).
+        let _accepting = match &gate {
+            Some(gate) => Some(gate.accepting().await),
+            None => None,
+        };
+        pending.accept().await
+    };
+    let Ok(sink) = accepted else {
         session.detach(attached).await;
         return Ok(());
     };
