@@ -18,6 +18,7 @@ pub mod model;
 pub mod orchestrator;
 pub mod prompt;
 pub mod provider;
+pub mod recipe;
 pub mod recovery;
 pub mod redact;
 pub mod tool;

@@ -7,7 +7,6 @@
 //! runs with; `approvals` and `checkpoint` are the gate's questions and the files' history.
 
 pub mod approvals;
-pub mod backend;
 pub mod builtin;
 pub mod checkpoint;
 pub mod context;
@@ -16,7 +15,6 @@ mod environment;
 pub mod extensions;
 mod git;
 pub mod hooks;
-mod host;
 pub mod log;
 pub mod mcp;
 pub mod model;
@@ -30,7 +28,7 @@ pub mod transcript;
 pub mod trust;
 pub mod turn;
 pub(crate) mod worktree;
-pub(crate) use turn::tool_names;
+pub(crate) use turn::plan::tool_names;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -58,7 +56,8 @@ pub use log::{EventLog, LogError, Published};
 pub use replay::{Deliveries, Delivery};
 pub use session::LiveSession;
 pub use settings::{SettingsCache, SettingsError};
-pub(crate) use turn::{context_window, instructions};
+pub(crate) use turn::overhead::context_window;
+pub(crate) use turn::plan::instructions;
 
 /// The longest title a session keeps, in characters; a longer one is cut.
 pub const MAX_TITLE_CHARS: usize = 200;
@@ -458,8 +457,26 @@ impl Hub {
         chosen: Chosen,
         first: Option<(String, String)>,
     ) -> Arc<LiveSession> {
-        let session = LiveSession::start(info, env, record, chosen, first, &self.deps);
+        let session = self.bring_to_life(info, env, record, chosen, first);
         self.live().insert(info.id.clone(), Arc::clone(&session));
+        session
+    }
+
+    /// Start a live session and its turn actor.
+    fn bring_to_life(
+        &self,
+        info: &SessionInfo,
+        env: (Env, bool),
+        record: Option<PathBuf>,
+        chosen: Chosen,
+        first: Option<(String, String)>,
+    ) -> Arc<LiveSession> {
+        let (session, inputs) = LiveSession::start(info, env, record, chosen, first, &self.deps);
+        self.deps.tasks.spawn(turn::actor::run_inputs(
+            Arc::downgrade(&session),
+            inputs,
+            self.deps.clone(),
+        ));
         session
     }
 
@@ -508,7 +525,7 @@ impl Hub {
         if let Some(s) = live.get(id) {
             return Ok(Arc::clone(s));
         }
-        let session = LiveSession::start(
+        let session = self.bring_to_life(
             &info,
             (env, false),
             None,
@@ -518,7 +535,6 @@ impl Hub {
                 instructions: Arc::new(instructions),
             },
             None,
-            &self.deps,
         );
         live.insert(id.to_string(), Arc::clone(&session));
         Ok(session)

@@ -118,16 +118,17 @@ pub struct Chosen {
 }
 
 impl LiveSession {
-    /// Bring a stored session to life: start its log writer and its turn actor. `env` is a
-    /// client's (`from_client`) or what the store kept.
-    pub fn start(
+    /// Bring a stored session to life: start its log writer. `env` is a client's
+    /// (`from_client`) or what the store kept. Its inputs come out of the receiver, for the
+    /// turn actor the hub spawns beside it.
+    pub(super) fn start(
         info: &SessionInfo,
         (env, from_client): (Env, bool),
         record: Option<PathBuf>,
         chosen: Chosen,
         first: Option<(String, String)>,
         deps: &HubDeps,
-    ) -> Arc<LiveSession> {
+    ) -> (Arc<LiveSession>, mpsc::Receiver<QueuedInput>) {
         let log = EventLog::spawn_with(
             deps.store.clone(),
             info.id.clone(),
@@ -183,11 +184,6 @@ impl LiveSession {
                 running: None,
             }),
         });
-        deps.tasks.spawn(super::turn::run_inputs(
-            Arc::downgrade(&session),
-            rx,
-            deps.clone(),
-        ));
         // When the store stops taking the session's events, its running turn ends (failed,
         // saying why: see `finish_turn`): nothing more it did could be kept or seen.
         let weak = Arc::downgrade(&session);
@@ -204,7 +200,7 @@ impl LiveSession {
                 }
             }
         });
-        session
+        (session, rx)
     }
 
     pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {
