@@ -178,12 +178,7 @@ fn store_section(env: &TestEnv, report: &str) -> String {
     let end = report[start..]
         .find("\n\n")
         .map_or(report.len(), |end| start + end);
-    let mut section = report[start..end].replace(&env.home.path().display().to_string(), "[home]");
-    while let Some(at) = section.find(".damaged-2") {
-        let stamp = at + ".damaged-".len();
-        section.replace_range(stamp..stamp + "20261205T112233".len(), "[time]");
-    }
-    section
+    env.normalizer().text(&report[start..end])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -63,11 +63,42 @@ static OUTPUT: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?",
             "[time]",
         ),
-        // `sessions`' right-aligned age, padding and all: its width follows the digits.
-        (r" *\b\d+[smhd] ago\b", "  [time] ago"),
+        // A time in a file name (`stepper.db.damaged-20261205T112233`).
+        (r"\b\d{8}T\d{6}Z?\b", "[time]"),
         (r"\b\d+(?:\.\d+)? ?(?:ms|µs|s)\b", "[time]"),
     ])
 });
+
+/// A column of a table: a short id or an age, and the spaces that pad it. Replaced keeping
+/// the column's width, so the table stays aligned whatever the digits were.
+static COLUMNS: LazyLock<Vec<(Regex, &str)>> = LazyLock::new(|| {
+    [
+        // `sessions`' age, right-aligned: the padding before it.
+        (r"( +)\b\d+[smhd] ago\b", "[time] ago"),
+        // A short id, left-aligned: the padding after it.
+        (r"\b[0-9a-f]{8,32}( {2,})", "[id]"),
+    ]
+    .into_iter()
+    .map(|(pattern, with)| (Regex::new(pattern).expect("a column pattern"), with))
+    .collect()
+});
+
+/// `text` with each column of [`COLUMNS`] replaced, its width kept (one space at least).
+fn columns(text: String) -> String {
+    COLUMNS.iter().fold(text, |text, (pattern, with)| {
+        pattern
+            .replace_all(&text, |found: &regex::Captures| {
+                let width = found[0].chars().count();
+                let pad = " ".repeat(width.saturating_sub(with.len()).max(1));
+                if found[0].starts_with(' ') {
+                    format!("{pad}{with}")
+                } else {
+                    format!("{with}{pad}")
+                }
+            })
+            .into_owned()
+    })
+}
 
 /// What a request's environment block says of the machine and the day.
 static REQUEST: LazyLock<Vec<Rule>> = LazyLock::new(|| {
@@ -123,7 +154,7 @@ impl Normalizer {
 
     /// What a program printed.
     pub fn text(&self, text: &str) -> String {
-        let text = apply(self.places(text), &OUTPUT);
+        let text = apply(columns(self.places(text)), &OUTPUT);
         apply(text, &IDS)
     }
 
@@ -134,5 +165,63 @@ impl Normalizer {
         let text = apply(self.places(&body.to_string()), &REQUEST);
         let text = apply(text, &IDS[..1]);
         serde_json::from_str(&text).expect("a normalized request is still JSON")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normalizer() -> Normalizer {
+        Normalizer::new(&[(Path::new("/tmp/stpAb12"), "$HOME")])
+            .with("http://127.0.0.1:4242", "$FAKE")
+    }
+
+    #[test]
+    fn places_versions_pids_and_times() {
+        let text = "stepper 0.1.0 (f26fd23397d7, built 2026-12-06)\n\
+                    stepperd is running (pid 1357) at /tmp/stpAb12/stepperd.sock\n\
+                    asked http://127.0.0.1:4242/v1 in 12 ms; copy at /tmp/stpAb12/db.damaged-20261205T112233\n\
+                    at 2026-12-06T00:24:39.123Z\n";
+        insta::assert_snapshot!(normalizer().text(text), @r"
+        stepper [version]
+        stepperd is running (pid [pid]) at $HOME/stepperd.sock
+        asked $FAKE/v1 in [time]; copy at $HOME/db.damaged-[time]
+        at [time]
+        ");
+    }
+
+    #[test]
+    fn ids_and_table_columns_keep_their_width() {
+        let text = "ID        STATUS   UPDATED  TITLE\n\
+                    0a1b2c3d  idle      12s ago  one\n\
+                    9f8e7d6c  idle       3h ago  two\n\
+                    session 0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b\n";
+        insta::assert_snapshot!(normalizer().text(text), @r"
+        ID        STATUS   UPDATED  TITLE
+        [id]      idle   [time] ago  one
+        [id]      idle   [time] ago  two
+        session [id]
+        ");
+    }
+
+    #[test]
+    fn a_request_keeps_its_structure() {
+        let body = serde_json::json!({
+            "system": "- Working folder: /tmp/stpAb12\n- Platform: linux (Debian 12)\n",
+            "messages": [{"role": "user", "content": "Today's date: 2026-12-06\nRecent commits:\n  f26fd23 start\n"}],
+        });
+        let shown = serde_json::to_string_pretty(&normalizer().request(&body)).unwrap();
+        insta::assert_snapshot!(shown, @r#"
+        {
+          "messages": [
+            {
+              "content": "Today's date: [date]\nRecent commits:\n  [commit] start\n",
+              "role": "user"
+            }
+          ],
+          "system": "- Working folder: $HOME\n- Platform: [platform]\n"
+        }
+        "#);
     }
 }

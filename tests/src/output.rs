@@ -40,6 +40,18 @@ impl CommandOutput {
         }
     }
 
+    /// Also `pattern` (a regex) replaced by `with`, for what varies in this test only (jj's
+    /// `normalize_stdout_with`).
+    pub fn replace(self, pattern: &str, with: &str) -> CommandOutput {
+        let pattern = regex::Regex::new(pattern).expect("a valid pattern");
+        let replace = |text: &str| pattern.replace_all(text, with).into_owned();
+        CommandOutput {
+            stdout: replace(&self.stdout),
+            stderr: replace(&self.stderr),
+            status: self.status,
+        }
+    }
+
     /// Whether the command exited with 0.
     pub fn success(&self) -> bool {
         self.status.success()
