@@ -17,12 +17,6 @@ fn a_command_has_help_of_its_own() {
 }
 
 #[test]
-fn version_names_the_build() {
-    let env = TestEnv::new();
-    insta::assert_snapshot!(env.shown(&["--version"]), @"stepper [version]");
-}
-
-#[test]
 fn bad_usage_says_what_was_wrong_and_exits_2() {
     let env = TestEnv::new();
     insta::assert_snapshot!("unknown_flag", env.shown(&["--bogus"]));
