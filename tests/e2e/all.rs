@@ -13,6 +13,7 @@ mod capabilities;
 mod captures;
 mod claude_parity;
 mod claude_settings;
+mod cli;
 mod compaction;
 mod config;
 mod conformance;

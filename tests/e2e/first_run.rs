@@ -76,6 +76,7 @@ fn a_missing_key_is_refused_at_once_with_the_same_words_everywhere() {
     let out = env.run(&["ask", "hello"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains(NOTHING_SET_UP), "{}", stderr(&out));
+    insta::assert_snapshot!("ask_with_nothing_set_up", env.normalized(&out));
     let asked_model = env.run(&["ask", "--model", "openai/gpt-5", "hello"]);
     assert!(!asked_model.status.success());
     let openai_words = stderr(&asked_model);
@@ -225,32 +226,15 @@ fn a_local_server_stored_once_is_where_new_sessions_start() {
     assert_eq!(seen[0].body["model"], FAKE_MODELS[0]);
 }
 
-/// `stepper doctor`'s output with this test's places and ports made stable.
-fn doctor(env: &TestEnv) -> (bool, String) {
-    let out = env.run(&["doctor"]);
-    let mut text = stdout(&out)
-        .replace(&env.home.path().display().to_string(), "[home]")
-        .replace(&env.project.path().display().to_string(), "[project]")
-        .replace(&env.fake.url, "[fake]");
-    if let Some(pid) = env.daemon_pid() {
-        text = text.replace(&format!("(pid {pid})"), "(pid [pid])");
-    }
-    text = text.replace(env!("CARGO_PKG_VERSION"), "[version]");
-    // The store's check at start takes what it takes.
-    if let Some(at) = text.find("(quick_check, ")
-        && let Some(end) = text[at..].find(" ms)")
-    {
-        text.replace_range(at..at + end + 4, "(quick_check, [ms])");
-    }
-    (out.status.success(), text)
-}
-
 #[test]
 fn doctor_on_an_unconfigured_home() {
     let env = TestEnv::without_keys();
-    let (ok, text) = doctor(&env);
-    assert!(!ok, "a home where no session can answer is a problem");
-    insta::assert_snapshot!(text);
+    let out = env.shown(&["doctor"]);
+    assert!(
+        !out.success(),
+        "a home where no session can answer is a problem"
+    );
+    insta::assert_snapshot!(out);
 }
 
 #[test]
@@ -266,9 +250,9 @@ fn doctor_on_a_configured_home() {
     let url = format!("{}/v1", env.fake.url);
     let out = env.run(&["auth", "login", "--local", &url, "--model", FAKE_MODELS[1]]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let (ok, text) = doctor(&env);
-    assert!(ok, "{text}");
-    insta::assert_snapshot!(text);
+    let out = env.shown(&["doctor"]);
+    assert!(out.success(), "{out}");
+    insta::assert_snapshot!(out);
 }
 
 #[test]

@@ -169,7 +169,7 @@ fn a_second_daemon_on_the_same_data_dir_refuses() {
         stderr.contains(&format!("another stepperd (pid {first}) already owns")),
         "{stderr}"
     );
-    assert!(stderr.contains("stepper daemon stop"), "{stderr}");
+    insta::assert_snapshot!(env.normalized(&out));
     assert_eq!(
         env.daemon_pid(),
         Some(first),
@@ -358,8 +358,7 @@ fn stop_and_status() {
     let env = TestEnv::new();
     assert_eq!(env.run(&["daemon", "status"]).status.code(), Some(3));
     env.start_daemon();
-    let out = env.run(&["daemon", "start"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("already running"));
+    insta::assert_snapshot!(env.shown(&["daemon", "start"]), @"stepperd is already running");
     let out = env.run(&["daemon", "stop"]);
     assert!(
         out.status.success(),

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 
 use serde_json::{Value, json};
-use stepper_e2e::fake_llm::{responses_call_stream, tool_use_stream};
+use stepper_e2e::fake_llm::{chat_tool_calls_stream, responses_call_stream, tool_use_stream};
 use stepper_e2e::{Reply, Route, TestEnv, stream_json};
 use stepper_protocol::{AppEvent, ToolCallStatus};
 
@@ -22,26 +22,6 @@ fn ask(env: &TestEnv, args: &[&str]) -> Output {
         env.daemon_log()
     );
     out
-}
-
-/// `body` with what differs between machines and runs replaced: the project's path, the
-/// date, the OS, the time zone, git's commit ids.
-fn normalize(env: &TestEnv, body: &Value) -> Value {
-    let text = body.to_string();
-    let project = env.project.path().display().to_string();
-    let text = text.replace(&project, "[PROJECT]");
-    let patterns = [
-        (r"Today's date: [^\\]*", "Today's date: [DATE]"),
-        (r"- Platform: [^\\]*", "- Platform: [PLATFORM]"),
-        (r"  [0-9a-f]{7,12} ", "  [COMMIT] "),
-    ];
-    let text = patterns.iter().fold(text, |t, (p, with)| {
-        regex::Regex::new(p)
-            .unwrap()
-            .replace_all(&t, *with)
-            .into_owned()
-    });
-    serde_json::from_str(&text).unwrap()
 }
 
 /// A project that is a git repository with one commit, as most are.
@@ -119,7 +99,10 @@ fn anthropic_gets_instructions_the_environment_and_claude_codes_tools() {
             .starts_with("<environment_context>"),
         "{said}"
     );
-    insta::assert_snapshot!("anthropic_plain_turn", pretty(&normalize(&env, &request)));
+    insta::assert_snapshot!(
+        "anthropic_plain_turn",
+        pretty(&env.normalizer().request(&request))
+    );
 
     // The next turn in the same session: nothing changed, so no new context is sent, and
     // the cached prefix (system, tools, the first turn) is byte for byte the same.
@@ -295,7 +278,10 @@ fn openai_gets_apply_patch_and_a_multi_file_patch_applies_and_rewinds() {
         "{names:?}"
     );
     assert!(!names.contains(&"edit".to_string()) && !names.contains(&"bash".to_string()));
-    insta::assert_snapshot!("openai_turn_with_a_patch", pretty(&normalize(&env, first)));
+    insta::assert_snapshot!(
+        "openai_turn_with_a_patch",
+        pretty(&env.normalizer().request(first))
+    );
     // The shell's output reached the model as the call's result.
     let third = &seen[2].body.to_string();
     assert!(third.contains("return 2"), "{third}");
@@ -343,7 +329,7 @@ fn a_local_model_gets_stepper_tools_and_the_same_instructions() {
     let system = body["messages"][0]["content"].as_str().unwrap_or_default();
     assert!(system.contains("`todo_write`") && system.ends_with("Answer in French."));
     assert!(tool_names(&body["tools"], "/function/name").contains(&"edit".to_string()));
-    insta::assert_snapshot!("local_plain_turn", pretty(&normalize(&env, &body)));
+    insta::assert_snapshot!("local_plain_turn", pretty(&env.normalizer().request(&body)));
 }
 
 #[test]
@@ -374,7 +360,7 @@ fn a_system_prompt_replaces_the_base_and_layers_keep_theirs() {
     assert!(act.contains("Do it."));
     insta::assert_snapshot!(
         "layered_turn_second_layer",
-        pretty(&normalize(&env, &requests[1]))
+        pretty(&env.normalizer().request(&requests[1]))
     );
 }
 
@@ -498,4 +484,70 @@ fn the_prompt_cache_setting_turns_breakpoints_off() {
         "{}",
         String::from_utf8_lossy(&checked.stdout)
     );
+}
+
+/// The conversation of the request after one tool call: the call and its result in the
+/// family's own blocks (`tool_use`/`tool_result`, `function_call`/`function_call_output`,
+/// `tool_calls`/`role: tool`). The system prompt and the tools are the first request's,
+/// snapshotted above; this is what follows them.
+#[test]
+fn after_one_tool_call_each_family_gets_the_call_and_its_result() {
+    let env = TestEnv::new();
+    std::fs::write(env.project.path().join("a.txt"), "one\n").unwrap();
+    let local = json!({ "providers": { "local": {
+        "kind": "openai-chat",
+        "baseUrl": format!("{}/v1", env.fake.url),
+    }}});
+    std::fs::write(
+        env.places().config_dir.join("setting.json"),
+        local.to_string(),
+    )
+    .unwrap();
+    let conversation = |body: &Value, key: &str| {
+        let mut body = env.normalizer().request(body);
+        pretty(&body[key].take())
+    };
+
+    env.fake.push(Reply::Sse(tool_use_stream(&[(
+        "toolu_1",
+        "Read",
+        json!({"file_path": "a.txt"}),
+    )])));
+    env.fake.push(Reply::text(&["it says one"]));
+    ask(&env, &["what does a.txt say?"]);
+    let anthropic = env.fake.requests().remove(1);
+    insta::assert_snapshot!(
+        "anthropic_after_a_tool_call",
+        conversation(&anthropic, "messages")
+    );
+
+    env.fake.push_to(
+        Route::Responses,
+        Reply::Sse(responses_call_stream(&[(
+            "call_1",
+            "read",
+            json!({"path": "a.txt"}),
+        )])),
+    );
+    ask(&env, &["--model", "openai/gpt-5.1", "what does a.txt say?"]);
+    let responses = env.fake.seen(Route::Responses).remove(1).body;
+    insta::assert_snapshot!(
+        "openai_after_a_tool_call",
+        conversation(&responses, "input")
+    );
+
+    env.fake.push_to(
+        Route::Chat,
+        Reply::Sse(chat_tool_calls_stream(&[(
+            "call_1",
+            "read",
+            json!({"path": "a.txt"}),
+        )])),
+    );
+    ask(&env, &["--model", "local/qwen3:8b", "what does a.txt say?"]);
+    let chat = env.fake.seen(Route::Chat).remove(1).body;
+    let mut messages = env.normalizer().request(&chat)["messages"].take();
+    // The system prompt is the first request's (snapshotted in `local_plain_turn`).
+    messages[0]["content"] = json!("[system prompt]");
+    insta::assert_snapshot!("local_after_a_tool_call", pretty(&messages));
 }

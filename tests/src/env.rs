@@ -12,6 +12,8 @@ use stepper_protocol::methods::{ClientInfo, ClientKind};
 use stepper_protocol::places::Places;
 
 use crate::fake_llm::{FAKE_KEY, FAKE_OPENAI_KEY, FakeLlm};
+use crate::normalize::Normalizer;
+use crate::output::CommandOutput;
 use crate::wait::wait_until;
 
 /// Where the binaries under test are, built once per test process.
@@ -213,6 +215,28 @@ impl TestEnv {
     /// Run `stepper ARGS` to completion.
     pub fn run(&self, args: &[&str]) -> Output {
         self.stepper().args(args).output().expect("running stepper")
+    }
+
+    /// Run `stepper ARGS` to completion and take what it showed, normalized for a snapshot.
+    pub fn shown(&self, args: &[&str]) -> CommandOutput {
+        self.normalized(&self.run(args))
+    }
+
+    /// `out`, from a command of this test, normalized for a snapshot.
+    pub fn normalized(&self, out: &Output) -> CommandOutput {
+        CommandOutput::new(out, &self.normalizer())
+    }
+
+    /// What differs from one run of this test to the next: its folders (`$HOME`, which is
+    /// also `STEPPER_HOME`, and `$PROJECT`), the binaries' folder (`$BIN`) and the fake
+    /// server's address (`$FAKE`).
+    pub fn normalizer(&self) -> Normalizer {
+        Normalizer::new(&[
+            (self.home.path(), "$HOME"),
+            (self.project.path(), "$PROJECT"),
+            (bin_dir(), "$BIN"),
+        ])
+        .with(self.fake.url.clone(), "$FAKE")
     }
 
     /// Start the daemon (through the CLI, as a user would) and wait until it answers.

@@ -10,7 +10,7 @@ use stepper_protocol::client::DaemonClient;
 use crate::connect::{connect_or_start, places};
 
 /// The connection to the daemon: replaced when the daemon restarts under an attached TUI
-/// (see [`Follow::show`]), so every later call goes to the new one.
+/// (see [`super::follow::Follow::show`]), so every later call goes to the new one.
 #[derive(Clone)]
 pub(super) struct Link(Arc<RwLock<DaemonClient>>);
 
