@@ -41,6 +41,7 @@ mod service;
 mod session;
 mod sessions;
 mod trust;
+mod typed;
 mod worktrees;
 
 use std::process::ExitCode;

@@ -526,7 +526,7 @@ pub async fn ask_pending(
             server.target
         );
         eprint!("Use it? [y]es / [a]ll of this project's servers / [n]o: ");
-        let line = crate::ask::read_line().await.unwrap_or_default();
+        let line = crate::typed::read_line().await.unwrap_or_default();
         let decision = match line.trim().to_lowercase().as_str() {
             "y" | "yes" => McpApproval::Allow,
             "a" | "all" => McpApproval::AllowAll,

@@ -124,7 +124,7 @@ pub async fn ask_once(client: &DaemonClient, cwd: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     eprint!("Trust {}? [y/N] ", report.folder);
-    let trusted = crate::ask::read_line()
+    let trusted = crate::typed::read_line()
         .await
         .is_some_and(|a| matches!(a.trim().to_lowercase().as_str(), "y" | "yes"));
     client

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 
 use stepper_protocol::methods::SessionParams;
 
-use super::read_line;
+use crate::typed::read_line;
 
 /// An approval the turn waits on, as `ask` tells it.
 pub(super) struct Approval<'a> {

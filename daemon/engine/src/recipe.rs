@@ -305,7 +305,10 @@ mod tests {
         assert!(!allows(&denied, "apply_patch"));
         let reader = run(Some(&["read", "grep"]), &[]);
         assert!(!allows(&reader, "apply_patch"));
-        assert!(!writes(&reader), "an agent without an edit tool does not write");
+        assert!(
+            !writes(&reader),
+            "an agent without an edit tool does not write"
+        );
     }
 
     #[test]

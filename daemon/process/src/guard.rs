@@ -106,26 +106,10 @@ pub fn helper_main(args: &[OsString]) -> i32 {
 }
 
 fn parse(args: &[OsString]) -> Result<(u32, Vec<OsString>), String> {
-    parent_and_command(args, "usage: stepperd guard PARENT_PID -- PROGRAM [ARGS…]")
-}
-
-/// A helper's arguments, `PARENT_PID -- PROGRAM [ARGS…]` (the guard's and the reaper's);
-/// what is wrong is said with `usage`.
-pub(crate) fn parent_and_command(
-    args: &[OsString],
-    usage: &str,
-) -> Result<(u32, Vec<OsString>), String> {
-    let [pid, dashes, command @ ..] = args else {
-        return Err(usage.into());
-    };
-    let parent = pid
-        .to_str()
-        .and_then(|p| p.parse::<u32>().ok())
-        .ok_or_else(|| format!("{pid:?} is not a process id; {usage}"))?;
-    if dashes != "--" || command.is_empty() {
-        return Err(usage.into());
-    }
-    Ok((parent, command.to_vec()))
+    crate::helper_args::parent_and_command(
+        args,
+        "usage: stepperd guard PARENT_PID -- PROGRAM [ARGS…]",
+    )
 }
 
 #[cfg(target_os = "linux")]

@@ -9,6 +9,7 @@
 
 pub mod group;
 pub mod guard;
+mod helper_args;
 pub mod lineage;
 pub mod login_env;
 pub mod memory;

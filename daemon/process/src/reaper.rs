@@ -137,7 +137,7 @@ pub fn helper_main(args: &[OsString]) -> i32 {
 }
 
 fn parse(args: &[OsString]) -> Result<(u32, Vec<OsString>), String> {
-    crate::guard::parent_and_command(
+    crate::helper_args::parent_and_command(
         args,
         "usage: stepperd-reap PARENT_PID -- PROGRAM [ARGS…] (or stepperd reap …)",
     )

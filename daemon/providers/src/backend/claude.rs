@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use stepper_engine::EventSink;
-use stepper_engine::tool::{CommandEnv, Decision, Gate, GateRequest};
+use stepper_engine::tool::{CommandEnv, Decision, GateRequest};
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, ToolCallStatus, TurnStatus, Usage};
-use tokio_util::sync::CancellationToken;
 
-use super::host::{Exit, Host, HostSpec};
+use super::host::{Host, HostSpec};
 use super::turn_loop::{self, Ended, Step, Wire};
+pub use super::turn_loop::{Outcome, TurnSpec};
 use super::{BackendSpec, Cli, locate, version};
 
 /// How much of a tool's result an event carries.
@@ -64,49 +64,6 @@ pub(super) struct SpawnKey {
     pub(super) env: u64,
     /// Whether it loads the project's settings (the folder is trusted).
     pub(super) trusted: bool,
-}
-
-/// One turn's request.
-#[derive(Clone)]
-pub struct TurnSpec<'a> {
-    pub prompt: &'a str,
-    pub spec: &'a BackendSpec,
-    /// The session's environment, before [`BackendSpec::environment`].
-    pub env: &'a Env,
-    pub cwd: &'a Path,
-    /// Claude Code's plan mode (stepper's `plan`); every other mode runs the CLI in its
-    /// `default` mode, so every action it would take without asking comes to the gate.
-    pub plan: bool,
-    pub gate: &'a dyn Gate,
-    /// What a shell command's check runs against (the session's tool environment).
-    pub command_env: CommandEnv,
-    pub cancel: &'a CancellationToken,
-    /// The daemon's executable, for the parent-death guard.
-    pub guard: Option<&'a Path>,
-    pub secrets: &'a [String],
-    /// How long the CLI gets to end an interrupted turn before its group is stopped.
-    pub grace: Duration,
-    /// Takes the text steered into the running turn (`session/steer`) since last asked.
-    pub steering: Option<&'a (dyn Fn() -> Vec<String> + Send + Sync)>,
-}
-
-/// How the turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub status: TurnStatus,
-    pub error: Option<String>,
-    /// The answer's text, for the session's context.
-    pub text: String,
-}
-
-impl Outcome {
-    pub(super) fn failed(error: impl Into<String>) -> Outcome {
-        Outcome {
-            status: TurnStatus::Failed,
-            error: Some(error.into()),
-            text: String::new(),
-        }
-    }
 }
 
 impl ClaudeCode {
@@ -655,25 +612,6 @@ pub(super) fn cap(mut output: String) -> String {
         output.push_str("\n[cut]");
     }
     output
-}
-
-/// Why a turn failed when the CLI's process ended during it.
-pub(super) fn died(cli: Cli, exit: Option<Exit>, tail: &[String]) -> String {
-    let code = match exit {
-        Some(Exit::Code(Some(c))) => format!("exit code {c}"),
-        Some(Exit::Code(None)) => "killed by a signal".into(),
-        _ => "its output closed".into(),
-    };
-    let said = if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; it said: {}", tail.join(" | "))
-    };
-    format!(
-        "{} ended during the turn ({code}){said}. The next message starts it again, resuming \
-         the conversation",
-        cli.title()
-    )
 }
 
 /// A tool result's content as text: a string, or the text of its blocks.

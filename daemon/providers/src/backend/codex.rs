@@ -23,9 +23,10 @@ use stepper_engine::tool::{Decision, GateRequest};
 use stepper_protocol::{AppEvent, ToolCallStatus, TurnStatus, Usage};
 
 use super::Cli;
-use super::claude::{Outcome, Running, SpawnKey, TurnSpec, cap, died, prepare, str_of};
+use super::claude::{Running, SpawnKey, cap, prepare, str_of};
 use super::host::{Host, HostSpec};
 use super::turn_loop::{self, Ended, Step, Wire};
+use super::turn_loop::{Outcome, TurnSpec, died};
 use crate::ndjson::Line;
 
 /// How long the app-server may take to answer `initialize` and a thread's start.

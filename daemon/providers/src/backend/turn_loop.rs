@@ -3,6 +3,7 @@
 //! ask the CLI to stop, then stop its process group when it has not ended the turn within
 //! the grace period. What differs, the wire format, is a back-end's [`Wire`].
 
+use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -10,13 +11,76 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use serde_json::Value;
 use stepper_engine::EventSink;
-use stepper_engine::tool::{Decision, GateRequest};
+use stepper_engine::tool::{CommandEnv, Decision, Gate, GateRequest};
+use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, TurnStatus};
+use tokio_util::sync::CancellationToken;
 
-use super::Cli;
-use super::claude::{Outcome, TurnSpec, died};
 use super::host::{Exit, Host};
+use super::{BackendSpec, Cli};
 use crate::ndjson::Line;
+
+/// One turn's request.
+#[derive(Clone)]
+pub struct TurnSpec<'a> {
+    pub prompt: &'a str,
+    pub spec: &'a BackendSpec,
+    /// The session's environment, before [`BackendSpec::environment`].
+    pub env: &'a Env,
+    pub cwd: &'a Path,
+    /// Claude Code's plan mode (stepper's `plan`); every other mode runs the CLI in its
+    /// `default` mode, so every action it would take without asking comes to the gate.
+    pub plan: bool,
+    pub gate: &'a dyn Gate,
+    /// What a shell command's check runs against (the session's tool environment).
+    pub command_env: CommandEnv,
+    pub cancel: &'a CancellationToken,
+    /// The daemon's executable, for the parent-death guard.
+    pub guard: Option<&'a Path>,
+    pub secrets: &'a [String],
+    /// How long the CLI gets to end an interrupted turn before its group is stopped.
+    pub grace: Duration,
+    /// Takes the text steered into the running turn (`session/steer`) since last asked.
+    pub steering: Option<&'a (dyn Fn() -> Vec<String> + Send + Sync)>,
+}
+
+/// How the turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub status: TurnStatus,
+    pub error: Option<String>,
+    /// The answer's text, for the session's context.
+    pub text: String,
+}
+
+impl Outcome {
+    pub(super) fn failed(error: impl Into<String>) -> Outcome {
+        Outcome {
+            status: TurnStatus::Failed,
+            error: Some(error.into()),
+            text: String::new(),
+        }
+    }
+}
+
+/// Why a turn failed when the CLI's process ended during it.
+pub(super) fn died(cli: Cli, exit: Option<Exit>, tail: &[String]) -> String {
+    let code = match exit {
+        Some(Exit::Code(Some(c))) => format!("exit code {c}"),
+        Some(Exit::Code(None)) => "killed by a signal".into(),
+        _ => "its output closed".into(),
+    };
+    let said = if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; it said: {}", tail.join(" | "))
+    };
+    format!(
+        "{} ended during the turn ({code}){said}. The next message starts it again, resuming \
+         the conversation",
+        cli.title()
+    )
+}
 
 /// A CLI's wire format, as the turn loop needs it.
 pub(super) trait Wire {
