@@ -4,6 +4,9 @@
 //! A provider's decoder turns its wire deltas into [`ChatEvent`]s; the shared
 //! [`MessageAccumulator`](crate::accumulator::MessageAccumulator) folds them into the final
 //! assistant message, whatever the format.
+//!
+//! *Usage is normalised the Anthropic way*: `inputTokens` excludes cache reads, which OpenAI counts
+//! inside its input tokens; cost and cache-hit rate then read alike.
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,9 @@
 //! left running, bind the socket.
 //! Stop (SIGTERM, SIGINT or `daemon/shutdown`): stop accepting, give running turns a grace
 //! period, interrupt the rest, commit every log, close connections, remove the socket.
+//!
+//! *A daemon started by a client says when it is ready*: one line `ready SOCKET` on stdout, which
+//! the client reads instead of polling every 10 ms (polling stays as the fallback).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

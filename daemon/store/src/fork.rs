@@ -1,5 +1,9 @@
 //! Forking a session: a new session that starts with another's history up to a turn — its
 //! events (renumbered), its model context, and its file checkpoints — in one transaction.
+//!
+//! *Fork copies, it does not share*: a fork holds copies of the source's events (renumbered),
+//! context and checkpoint records before its turn; blobs are shared by hash. Events outside turns
+//! (presence, mode changes) are not copied. The project's files are left alone.
 
 use std::collections::HashSet;
 

@@ -1,6 +1,13 @@
 //! The permission gate of a running turn: the policy decides, and what it cannot decide is
 //! asked of the people attached to the session — any client may answer, the first answer
 //! wins, every client sees who answered, and a late answer gets a clear error.
+//!
+//! *A turn waiting for approval with nobody attached keeps waiting*; interrupting the turn answers
+//! it with a denial. `stepper ask` without a terminal does not leave it waiting: it denies at once
+//! unless a client that can answer is attached (or `--wait-approval`).
+//!
+//! *The decision runs on a blocking thread*: a 60 KB line takes ~10 ms; the runtime's threads never
+//! wait for it, and a panic there becomes a question.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

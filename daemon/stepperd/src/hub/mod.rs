@@ -5,6 +5,25 @@
 //! `log` persists then publishes its events and `replay` fans them out to subscribers;
 //! `context` is the conversation stored for the model; `env` and `settings` are what a turn
 //! runs with; `approvals` and `checkpoint` are the gate's questions and the files' history.
+//!
+//! **No turn is left running.** A clean stop gives turns a grace period, then interrupts them;
+//! after a crash, the next start ends them as `TurnFinished {interrupted}`, after ending what each
+//! left open (a `ToolCallFinished {cancelled}` for every call, innermost first, each in its own
+//! agent).
+//!
+//! **A queued input is never lost**: it runs after a restart if its turn had not started; a
+//! stopping daemon starts no new turn.
+//!
+//! *Sessions leave memory when nothing uses them*: no turn running or queued, no client following,
+//! the log committed, and no other holder (the map's `Arc` is the only one, checked under the map's
+//! lock, so no second writer can appear). A sweep each second lets go of those found so twice in a
+//! row; the next use loads them from the store. A live session costs ~280 KiB (mostly the broadcast
+//! buffer), so a daemon serving many `ask`s grew without bound before. A session recording its
+//! exchanges stays: where it records is not stored. What a session loses is its client's in-memory
+//! environment: the next client's submit brings its own, as after a restart.
+//!
+//! *Inputs queued but not started when the daemon stops run when it starts again*, from
+//! `pending_inputs`, in their order, without a second `InputQueued`.
 
 pub mod approvals;
 pub mod builtin;
