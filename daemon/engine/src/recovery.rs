@@ -8,6 +8,9 @@
 //! (the input, the text streamed, the tool calls with their results, calls that never finished
 //! marked as such, steered text) and stored as that turn's, so the next input — or `/continue` —
 //! lets the model pick up the work. A finished turn's context is stored exactly and never rebuilt.
+//!
+//! It also lists what the turn left open (`left_open`: tool calls, approvals, elicitations,
+//! subagents, layers), which the daemon ends before the turn.
 
 use stepper_protocol::{
     AppEvent, ApprovalDecision, ElicitAction, EventEnvelope, ToolCallStatus, TurnStatus,
