@@ -26,7 +26,7 @@ impl Store {
         from_turn: u32,
     ) -> Result<SessionInfo> {
         // One transaction for every read and write, so a rewind of the source cannot land
-        // between them. Its first statement writes (see ARCHITECTURE: write transactions
+        // between them. Its first statement writes (see `write`: write transactions
         // start with a write): the new row, with the source's environment.
         let mut tx = WriteTx::begin(&self.pool).await?;
         let inserted = sqlx::query(
