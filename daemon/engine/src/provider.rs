@@ -7,6 +7,10 @@
 //!
 //! *Usage is normalised the Anthropic way*: `inputTokens` excludes cache reads, which OpenAI counts
 //! inside its input tokens; cost and cache-hit rate then read alike.
+//!
+//! A [`ChatRequest`] holds [`ChatMessage`]s made of [`ContentPart`]s — text, signed thinking,
+//! redacted thinking, OpenAI reasoning items, tool calls and results — all serializable, so a
+//! context is stored as it is and sent again unchanged.
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};

@@ -20,6 +20,10 @@
 //! `ToolCallFinished` carry the text); the TUI attaches that way, so a session of 100k events shows
 //! in ~60 events. Interrupted and failed turns keep every piece: they may have no finished message
 //! to stand for them.
+//!
+//! What is ready together goes out together: one notification per array for clients that ask for
+//! arrays (`batch`). [`Deliveries`] records how far each subscription has sent, so a stopping
+//! daemon lets every client receive the end of its turn before the connections close.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
