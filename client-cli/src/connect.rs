@@ -3,6 +3,11 @@
 //! Starting is serialized by a lock file, so two clients starting at once start one daemon.
 //! The daemon is spawned in its own process group (Ctrl-C in this terminal never reaches it)
 //! and is ready when its socket accepts.
+//!
+//! *Upgrades are noticed by build, not only by version*: `initialize` reports the daemon's
+//! executable and the size+mtime it had at start; a client that would start a different build
+//! restarts the daemon when it is idle (never a newer one), so a package upgrade or a `cargo build`
+//! never leaves clients talking to a stale daemon.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,11 @@
 //! Knobs: `STEPPER_SSH` (the ssh command and options, default `ssh`), `STEPPER_REMOTE_COMMAND`
 //! (stepper on the remote side, default `stepper`), `STEPPER_SSH_CONTROL=off` (no master: one
 //! connection per command).
+//!
+//! *`--host` forwards the daemon's socket and does not proxy it.* Every client (TUI, `ask`, `acp`)
+//! then works unchanged over `ssh -L`. The control master makes a warm `--host ask` about 38 ms,
+//! compared with about 530 ms when each command opens its own connection (`cargo bench -p
+//! stepper-e2e --bench remote`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -6,6 +6,10 @@
 //!
 //! stepper's own codes are `-32050` to `-32069`, clear of the standard ones and of those the
 //! JSON-RPC library itself answers with (`-32000` to `-32011`, listed below for clients).
+//!
+//! *Stepper's error codes sit at -32050…* (1.1): 1.0's -32001…-32006 collided with jsonrpsee's own
+//! codes, so one number meant two things. Every error carries `data {kind, hint?, retry}`; the
+//! mapping from each module's error type is `rpc/error.rs`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,13 @@
 //! events every client shares ([`view`]). The `client` and `server` features add the one
 //! transport both sides share (jsonrpsee over WebSocket framing on a local socket), so the two
 //! can never drift apart.
+//!
+//! `methods` is the one method table and its payloads, `event` the events, `view` their fold,
+//! `error` the error codes, `schema` generates `protocol/schema/stepper.schema.json` from the table
+//! (a test fails when the committed copy is stale: `UPDATE_SCHEMA=1 cargo test -p
+//! stepper-protocol`). Feature `client` adds `client` (`DaemonClient`, `EventStream`, which
+//! resubscribes from its last seq); `server` adds `server` (`LocalListener`, `ConnectionServer`
+//! with the `Conventions` middleware) and `inbound`; both share `transport` and `places`.
 
 /// A closed set of wire strings that a newer daemon may add to: an enum whose values this
 /// build does not know deserialize as `Unknown` (serialized `"unknown"`), so an older client

@@ -4,6 +4,9 @@
 //! it and clients call by it, so a name or a payload can only change here. [`table`] lists
 //! them all for the generated schema. The payloads live in one submodule per area (`session`,
 //! `mcp`, …), each re-exported here: every type is `methods::Name`, wherever it is written.
+//!
+//! `SessionSubscribe` also implements [`Subscription`]. PROTOCOL.md documents the table for outside
+//! clients: a behaviour change on the wire changes both in one commit.
 
 mod ask;
 mod backends;

@@ -1,5 +1,14 @@
 //! The daemon's side of the transport: bind the local socket safely, accept only the same
 //! user, and serve one jsonrpsee connection per accepted stream.
+//!
+//! *Socket activation on Linux only*: systemd hands the daemon its listening socket (`LISTEN_FDS`);
+//! launchd's socket hand-over needs its own API, so the macOS agent simply runs at load and is kept
+//! alive. Clients connect the same way either way.
+//!
+//! *WebSocket only, one request per message*: the daemon refuses plain HTTP (403) and batches
+//! (-32005), since a connection's state (initialize, subscriptions) lives as long as the socket;
+//! `session/unsubscribe` takes its params by name like every other method (a small RPC middleware
+//! rewrites them for jsonrpsee, which reads only `[id]`).
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,8 @@
 //! Sessions as clients see them.
+//!
+//! *Short ids come from the random part*: session ids are UUIDv7, whose first 12 hex digits are
+//! time (two sessions minutes apart share 8 of them); the short form is the shortest unique prefix
+//! (8+) of the random bits, and every command takes a prefix of either.
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,8 @@
 //! Approvals put to the editor (`session/request_permission`): the editor's answer goes to
 //! the daemon, where the first answer from any client wins; one answered elsewhere is
 //! withdrawn from the editor.
+//!
+//! An approval answered by another client withdraws the editor's question with `$/cancel_request`.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -10,6 +10,10 @@
 //! its state. `session` answers the session requests, `prompt` runs a prompt, `follow` turns
 //! a session's events into updates, `approval` puts approvals to the editor, and `map` is the
 //! pure mapping from events to ACP's updates.
+//!
+//! *`stepper acp` is written on serde_json, not the `agent-client-protocol` crate.* The agent needs
+//! a dozen messages and must not pull a second async stack into the CLI. The official TypeScript
+//! SDK's schemas check the wire format in the tests instead.
 
 mod approval;
 mod follow;

@@ -1,5 +1,8 @@
 //! `session/prompt`: the editor's blocks made one input, the folder's trust asked about
 //! first, and the answer given when the turn that input started ends.
+//!
+//! A prompt submits, then waits for the end of the turn its input started; a turn that ends before
+//! the wait begins is kept until then.
 
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -1,5 +1,9 @@
 //! The editor's session requests: `initialize` (and whether a provider is set up),
 //! `session/new`, `session/load` and `session/list`, and the commands a session offers.
+//!
+//! `session/load` subscribes with `skipFinishedDeltas` and answers once the follower has reached
+//! the session's last seq; approvals found in that history are held until the replay ends (most
+//! were answered meanwhile).
 
 use std::sync::Arc;
 

@@ -1,5 +1,12 @@
 //! Keys and pastes: editing the input, the completion popup, answering an approval, and the
 //! actions they ask of the core.
+//!
+//! *Approval keys answer only after a moment*: keys typed in the first 400 ms of an approval (or an
+//! MCP server's form) are swallowed — neither an answer nor text left in the input (someone typing
+//! when it appears must not answer it); its title says "read it first" until its keys answer. Its
+//! "always" names what the daemon's rule will let through (each command of the line exactly, a
+//! file, a domain, an MCP tool, for the rest of the session) and is not offered when no rule can
+//! stand for the request (leaving the sandbox).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 

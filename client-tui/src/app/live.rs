@@ -1,6 +1,11 @@
 //! The live cells: a message streams into its cell and moves to `finished` as it becomes
 //! final, block by block and a code block line by line, so nothing that only grows is
 //! redrawn; tools and agents stay live until they end, notes go aside of a streaming message.
+//!
+//! Events tagged with an agent (a layer before the last, a worker, a subagent) go to that agent's
+//! `Cell::Agent`, a live cell with its status and last activity, collapsed by default; Ctrl-O shows
+//! each agent's activity and final text, and tools' whole output (the last call whose output went
+//! cut to scrollback is shown again whole). The answering agent streams as the reply.
 
 use stepper_protocol::event::ToolCallStatus;
 

@@ -1,6 +1,10 @@
 //! Notes beside the turn: presence, model and mode, MCP servers, hooks, checkpoints,
 //! compaction, merges, errors and notices — one line each in the transcript, and the few
 //! states they change (who else is here, the model, the mode).
+//!
+//! *Notes beside the turn never split a streaming message in the TUI*: presence, model and mode
+//! changes, steering and notices go before it — or, while a code block streams, after the message —
+//! so its markdown renders whole.
 
 use stepper_protocol::event::AppEvent;
 

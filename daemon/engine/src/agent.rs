@@ -4,6 +4,10 @@
 //! tool's own code), gives it the results and calls it again, until it stops. Cancellation is
 //! observed at every await and reaches running tools; what streamed before a cancel or a
 //! broken stream is kept as a completed (partial) message.
+//!
+//! Consecutive read-only calls run together; the loop stops at the model's end or the step limit.
+//! Events go through an [`EventSink`]; a `ToolSource` (MCP servers' tools) is read again before
+//! each model call.
 
 use std::future::Future;
 use std::sync::Arc;

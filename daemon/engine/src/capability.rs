@@ -9,6 +9,18 @@
 //! both. bash is `execute`; its writes belong to `edit`, so an agent left without any tool
 //! that writes runs its commands read-only (the daemon's side: the read-only sandbox, or the
 //! plan-mode gate where there is none).
+//!
+//! **An agent without a tool that writes changes no file.** A deny list's `edit` takes away every
+//! tool that writes (in every dialect); an agent left without one has its edits and any way out of
+//! the sandbox refused by its gate, and its commands run in the read-only sandbox or, where the
+//! machine has none, only if plan mode would run them (no allow rule widens that).
+//!
+//! *`edit` and `read` in a tool list are read the safe way for that list*: in `tools` the one tool
+//! of that name, in `disallowed-tools` the whole capability. A deny list must leave no way around
+//! what it names (`disallowed-tools: [Write, Edit]`, Claude Code's usual "everything but writes",
+//! also takes `multi_edit`, `apply_patch` and commands' writes); an allow list grants no more than
+//! it names, so `tools: [Read, Grep]` in an agent file means what it means in Claude Code.
+//! `execute` and `network` name no tool, so they are the capability in both.
 
 /// What a tool can do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,8 +1,10 @@
 //! The model catalogue: what stepper knows of each model — context window, largest answer,
-//! price per million tokens — for cost in `UsageUpdated` and, later, compaction thresholds.
+//! price per million tokens — for cost in `UsageUpdated` and compaction thresholds.
 //!
 //! Settings may describe models the table lacks (a local model's window) or override it;
 //! unknown models get conservative defaults and no price.
+//!
+//! It also knows each model's vendor, Claude Code's aliases, and how ids vary (dated, versioned).
 
 use serde::{Deserialize, Serialize};
 use stepper_protocol::Usage;

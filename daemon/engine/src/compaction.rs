@@ -3,6 +3,10 @@
 //! session); if that is not enough, the messages before the last [`KEEP`] are replaced by a
 //! summary a model writes, and the last ones are kept verbatim. A summary that fails leaves
 //! the pruned context: compaction never fails a turn.
+//!
+//! After compacting, the loop returns the whole context (`TurnOutcome.compacted`) and the daemon
+//! stores it after a `{"compacted":true}` row, which the history is read from; the rows before it
+//! stay, so a rewind across a compaction works.
 
 use std::sync::Arc;
 

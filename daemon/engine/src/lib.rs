@@ -1,8 +1,12 @@
 //! The engine: what a turn does, independent of sockets, storage and wire formats.
 //!
-//! It owns the `LlmProvider` trait (HTTP-free: providers implement it elsewhere), the shared
-//! accumulator every provider's stream folds into, the model reference syntax, and the agent
-//! loop that turns a provider's stream into session events.
+//! It owns the boundaries the daemon plugs into — the `LlmProvider` trait (`provider`, HTTP-free:
+//! providers implement it elsewhere), the `Tool` trait and `ToolCx` (`tool`) — and what runs
+//! between them: the shared `accumulator` every provider's stream folds into, the `agent` loop, the
+//! `orchestrator` of a turn's layers and subagents behind `AgentHost`, an agent's `recipe`,
+//! `compaction`, the permission `gate`, `hooks`, the `prompt` and tool `dialect`s a model is given,
+//! `config` (settings, layers, memory, commands, skills, trust), the model `catalogue`, and the
+//! `recovery` of a turn that died with the daemon.
 
 pub mod accumulator;
 pub mod agent;

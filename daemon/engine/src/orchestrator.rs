@@ -5,6 +5,14 @@
 //! The daemon builds and runs each loop (provider, gate, tools, hooks) behind
 //! [`AgentHost`]; this module decides what runs when, with what input, and what each agent's
 //! events are tagged with. A turn without layers is one loop, as it always was.
+//!
+//! Each layer's context is stored under its name (`main` for the answering layer, `layer:<name>`
+//! for the others). A parallel layer's workers run behind a semaphore. The `assign_tasks` and
+//! `dispatch` tools are offered here (`dispatch` to the answering layer whenever agent files exist,
+//! as Claude Code's Task tool, unless the settings say `"dispatch": false`); events are tagged with
+//! agent ids (`layer-1`, `layer-2.3`, `agent-1`), and the turn's running usage is summed.
+//! `AgentHost` is how it calls the daemon: run one loop, log one event, make worktrees for isolated
+//! agents and merge them back — so this module has no sockets, SQL or git.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -4,6 +4,13 @@
 //! A provider's decoder turns its wire deltas into [`ChatEvent`]s; the shared
 //! [`MessageAccumulator`](crate::accumulator::MessageAccumulator) folds them into the final
 //! assistant message, whatever the format.
+//!
+//! *Usage is normalised the Anthropic way*: `inputTokens` excludes cache reads, which OpenAI counts
+//! inside its input tokens; cost and cache-hit rate then read alike.
+//!
+//! A [`ChatRequest`] holds [`ChatMessage`]s made of [`ContentPart`]s — text, signed thinking,
+//! redacted thinking, OpenAI reasoning items, tool calls and results — all serializable, so a
+//! context is stored as it is and sent again unchanged.
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};

@@ -3,6 +3,14 @@
 //! forgetting the interrupted turn. A finished turn stores its exact context; a crashed one
 //! left only its events, which hold what the model said, which tools it called with what,
 //! and what they returned. Thinking signatures are not in events and are left out.
+//!
+//! *A turn that died with the daemon keeps what it did*: its context is rebuilt from its events
+//! (the input, the text streamed, the tool calls with their results, calls that never finished
+//! marked as such, steered text) and stored as that turn's, so the next input — or `/continue` —
+//! lets the model pick up the work. A finished turn's context is stored exactly and never rebuilt.
+//!
+//! It also lists what the turn left open (`left_open`: tool calls, approvals, elicitations,
+//! subagents, layers), which the daemon ends before the turn.
 
 use stepper_protocol::{
     AppEvent, ApprovalDecision, ElicitAction, EventEnvelope, ToolCallStatus, TurnStatus,

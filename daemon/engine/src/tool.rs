@@ -1,6 +1,10 @@
 //! The tool boundary: one `Tool` trait for built-in and MCP tools alike, and the `ToolCx`
 //! each call runs in. `cx.gate(request)` is the only way a tool asks for permission, so every
 //! file touched and every command run passes the same checks.
+//!
+//! A bash `GateRequest` carries the command's folder and environment (never printed: it holds
+//! keys). `Gate::elicit` asks the people attached for what an MCP server wants; a gate with nobody
+//! to ask declines.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -9,6 +9,16 @@
 //! its processes itself — the reaper ([`crate::reaper`]), a PID namespace — has killed them
 //! by the time it ends, so nothing is looked for. Any other child's are found by the token
 //! they inherit, which takes a look at every process on the machine (`/proc`, Linux).
+//!
+//! *A command's end looks at nothing but the command*: a group's token is searched for in every
+//! process's `/proc/<pid>/stat` and `environ` only where nothing else holds the group (the login
+//! shell, the CLI back-ends, systems without a reaper). Under the reaper or in bubblewrap's
+//! namespace that search found nothing, yet a bash call cost the daemon 4.1 ms of CPU on a machine
+//! of 94 processes and 39 ms on one of 1092; now 1.4 and 1.0 ms, most of it the call's events and
+//! the gate (`cargo bench -p stepper-e2e --bench bash`: a turn running `true` next to one reading a
+//! file). The spawn itself was already glibc's `posix_spawn` (a `clone3` with `CLONE_VM |
+//! CLONE_VFORK`): nothing sets `pre_exec`, a uid or a group, and the program is a path (the
+//! reaper's, the helper's), so std never falls back to `fork`.
 
 use std::io;
 use std::time::Duration;

@@ -14,6 +14,21 @@
 //!   under a lock the sweep takes too, so a child just spawned is never mistaken for an
 //!   adopted one — and are left to their owners (tokio reaps them by pid; a `waitpid(-1)`
 //!   here would steal their statuses).
+//!
+//! *A tool's processes are told by ancestry, made exact by subreapers* (issue 34): cgroups would be
+//! exact too, but are not delegated to users on most machines (cgroup v1 hybrids, no systemd
+//! delegation); a capability handed to every legitimate client would have to be kept from the
+//! environment commands inherit, and a file or variable leaks. A subreaper needs no setup: a
+//! process cannot leave the daemon's tree except through a service outside it (`systemd-run`, `at`,
+//! a tmux server), which the gate asks about and the sandbox refuses. A refused peer is answered,
+//! not dropped: a `stepper` run by the model says why, and does not take the closed connection for
+//! a dead daemon.
+//!
+//! *The daemon's backstop kills what it did not spawn, not what left its group*: a process group is
+//! the command's to change (`setpgid` into the daemon's own group would pass), a spawn record is
+//! not. The record is taken under the lock the sweep holds, and checked by start time, so a new
+//! child is never mistaken for an adopted one and a reused pid never passes; tokio's children are
+//! only ever waited for by pid, by tokio.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -4,6 +4,9 @@
 //! [`Providers::resolve`] turns a model reference into a provider: from `providers` in the
 //! settings when the name is configured there, else by convention (`anthropic/…`,
 //! `openai/…`, `codex/…`, `ollama/…`, `openrouter/…`, `replay/<file>`).
+//!
+//! **A key goes only where the user sent it**, trusted or not: `Providers::resolve` compares the
+//! endpoint with the user's own configuration before any request carries a key.
 
 pub mod anthropic;
 pub mod auth;

@@ -5,6 +5,10 @@
 //! that answered it), not HTTP: no header, so no key, ever reaches the file, and a recording
 //! made against one vendor replays the same whatever the format. Secrets the caller knows of
 //! (the keys in use) are also scrubbed from the text, in case a prompt quoted one.
+//!
+//! *Replay picks the exchange by position*: the Nth model call of a session (the number of
+//! assistant messages in the request) gets the Nth recorded exchange — stateless, and it will hold
+//! for tool loops.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -5,6 +5,9 @@
 //! module owns the rest — connecting, retrying 429/5xx/overloaded with backoff and jitter
 //! (honouring `retry-after`, capped, each retry a `Notice`), the idle-stream timeout, a body
 //! cut short, cancellation — identically for every provider.
+//!
+//! **A retry never duplicates output**: only failures before the first content token are retried;
+//! after that the turn fails and keeps what streamed.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

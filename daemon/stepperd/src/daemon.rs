@@ -4,6 +4,17 @@
 //! left running, bind the socket.
 //! Stop (SIGTERM, SIGINT or `daemon/shutdown`): stop accepting, give running turns a grace
 //! period, interrupt the rest, commit every log, close connections, remove the socket.
+//!
+//! *A daemon started by a client says when it is ready*: one line `ready SOCKET` on stdout, which
+//! the client reads instead of polling every 10 ms (polling stays as the fallback).
+//!
+//! Before any child exists the daemon makes itself a child subreaper and installs the reaper
+//! commands run under (`stepper_process::lineage`, `reaper`), so whatever it starts stays beneath
+//! it. The accept loop checks each peer's uid and lineage (`admit`): a peer that descends from the
+//! daemon (a tool's command, a hook, an MCP server, a back-end) is served only refusals
+//! (`rpc::refused`). A task kills what is re-parented to the daemon at each SIGCHLD
+//! (`lineage::reap_adopted`), and the stop ends by killing whatever is still beneath the daemon
+//! (`lineage::kill_all`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -5,6 +5,12 @@
 //! A damaged store used to stop the daemon, and with it every command; now the damage is
 //! told, not fatal. How the file is checked and rebuilt is the store crate's
 //! (`Store::open_checked`).
+//!
+//! **A damaged store is told, never fatal and never silent.** The daemon starts on what can be read
+//! of it; the damaged file (or log) is kept aside unchanged, and the log, `stepper doctor` and
+//! every command say where. Nothing happens at the store's path until the new store is complete,
+//! and no connection to the old file is open when the files move (a connection closing later would
+//! delete the new store's WAL by name).
 
 use std::path::Path;
 

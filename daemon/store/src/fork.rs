@@ -1,5 +1,9 @@
 //! Forking a session: a new session that starts with another's history up to a turn — its
 //! events (renumbered), its model context, and its file checkpoints — in one transaction.
+//!
+//! *Fork copies, it does not share*: a fork holds copies of the source's events (renumbered),
+//! context and checkpoint records before its turn; blobs are shared by hash. Events outside turns
+//! (presence, mode changes) are not copied. The project's files are left alone.
 
 use std::collections::HashSet;
 
@@ -22,7 +26,7 @@ impl Store {
         from_turn: u32,
     ) -> Result<SessionInfo> {
         // One transaction for every read and write, so a rewind of the source cannot land
-        // between them. Its first statement writes (see ARCHITECTURE: write transactions
+        // between them. Its first statement writes (see `write`: write transactions
         // start with a write): the new row, with the source's environment.
         let mut tx = WriteTx::begin(&self.pool).await?;
         let inserted = sqlx::query(

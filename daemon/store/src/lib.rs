@@ -3,6 +3,24 @@
 //! The event log is the source of truth of every session; everything a client sees was
 //! committed here first. Only this crate speaks SQL (sqlx, runtime queries, WAL). Writes to a
 //! session's log come from its one writer in the daemon, so seqs never collide.
+//!
+//! *A commit is one script*: its statements (the events, the session row, pending inputs, context)
+//! go to sqlx as one multi-statement query between `BEGIN` and `COMMIT`, and the pool does not ping
+//! a connection before handing it out. Every sqlx call is a round trip to the connection's worker
+//! thread; a short `ask` made ~26 of them and now ~12, which took its daemon-side context switches
+//! from ~125 to ~90.
+//!
+//! *Migrations commit without fsync*: they run on one connection with `synchronous=NORMAL`, reset
+//! to `FULL` before the pool serves anything. Each migration commits with its record, so a crash
+//! can only take back whole migrations, which run again; a fresh install's first start lost a dozen
+//! fsyncs (spawn to first connection 14.5 → ~7 ms).
+//!
+//! The tables: `sessions` (with a summary — `last_seq`, `status`, `turns`, `title` — that changes
+//! in the same transaction as the batch of events it summarises), the append-only `events` (each
+//! row with its turn and, for an agent inside a turn, its agent id), `pending_inputs` (added with
+//! an `InputQueued`, removed with its `TurnStarted`), `context` (each turn's model messages, per
+//! layer), and the checkpoints' `blobs` and `file_changes`. Migrations live in `/migrations`,
+//! embedded with `migrate!`.
 
 mod checkpoint;
 mod fork;

@@ -1,4 +1,7 @@
 //! Sessions and their events: the queries.
+//!
+//! *Events are inserted with one multi-row INSERT per 128 rows*: a statement per event cost a round
+//! trip to sqlx's worker each and capped the log at ~30k events/s (now ~350k).
 
 use futures::TryStreamExt;
 use serde_json::value::RawValue;

@@ -9,6 +9,10 @@
 //! pool only after a COMMIT that succeeded. On any other path — an error, a dropped future
 //! — the connection is closed, and closing rolls back whatever it held: the next write
 //! starts on a connection in a state SQLite and sqlx agree on.
+//!
+//! *Write transactions start with a write*: a transaction that reads first must upgrade its lock,
+//! which SQLite refuses at once (SQLITE_BUSY, no busy wait) while the event writer commits; every
+//! write path's first statement writes.
 
 use std::ops::{Deref, DerefMut};
 

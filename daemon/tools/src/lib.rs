@@ -1,5 +1,7 @@
 //! Built-in tools — bash, read/write/edit, glob/grep, web_fetch, todo — each implementing the
 //! engine's `Tool` trait and asking permission only through `ToolCx::gate`.
+//!
+//! [`all`] is what a session offers; MCP tools join them in the daemon.
 
 pub mod bash;
 pub mod fs;

@@ -11,6 +11,10 @@
 //!
 //! The first definition of a name wins, in that order. A broken file is a [`Problem`] with
 //! its line; the others load.
+//!
+//! Front matter is read as YAML (serde_yaml_ng), with errors at the file's line. `substitute` fills
+//! in arguments, and `fingerprint` (a stat of every folder and file involved) is what the daemon's
+//! cache is keyed on.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

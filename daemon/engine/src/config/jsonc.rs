@@ -3,6 +3,9 @@
 //! Comments and trailing commas are blanked to spaces (newlines kept), so the result is
 //! plain JSON whose every line and column is the one in the file — errors point at the
 //! user's text, not at a rewritten copy.
+//!
+//! *Settings are JSON with comments*, blanked in place so every error keeps its line and column;
+//! validation checks each key and provider separately to report every problem.
 
 /// The text with `//` and `/* */` comments and trailing commas replaced by spaces.
 pub fn strip(text: &str) -> String {

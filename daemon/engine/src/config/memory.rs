@@ -14,6 +14,9 @@
 //! `@~/.ssh/id_rsa` in a cloned repository's `CLAUDE.md` would send the key to the provider.
 //! The user's own `AGENTS.md` imports from anywhere. The whole is capped, and what the cap
 //! cut is said.
+//!
+//! *A project's memory imports Markdown only from the user's folders*: `~/.claude` holds Claude
+//! Code's `.credentials.json`, and the config folder stepper's `credentials.json`.
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,9 @@
 //! The files are JSON with comments and trailing commas allowed (see [`jsonc`]). Unknown keys
 //! are ignored when loading, so a file written for a newer stepper still loads, and reported
 //! as warnings by [`validate`]. The JSON Schema comes from these types.
+//!
+//! `PermissionMode` is the protocol's enum, so the wire, the settings and the gate share one set of
+//! names.
 
 pub mod claude;
 pub mod extensions;

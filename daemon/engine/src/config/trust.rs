@@ -5,6 +5,15 @@
 //! Until then a project's settings may only narrow what happens ([`narrow`]): deny and ask
 //! rules, a stricter mode or sandbox stay; whatever could run code, send a key, widen
 //! permissions or read outside the project is left out, and said.
+//!
+//! *Trust is a folder's, asked when it matters.* A decision covers the folders below it (the
+//! nearest decision wins, so `--revoke` below a trusted parent holds), and trusting records the
+//! repository's top, as Codex keys trust by repository. Clients ask only when an undecided folder's
+//! files ask for something trust gives (Claude Code asks in every new folder; a folder with nothing
+//! to trust has nothing to ask about), and a "no" is remembered like a "yes" (`stepper trust`
+//! changes either). A committed `.stepper/setting.local.json` is the project's: "local" is a
+//! convention a clone does not keep. Narrowing is decided per file against what applies so far, so
+//! a project's `permissions.mode: default` cannot loosen the user's `plan`.
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -10,6 +10,13 @@
 //!   (a patch in place of edit, write and multi_edit), `shell` (an argv array with `workdir`
 //!   and `timeout_ms`) and `update_plan`; reading and searching keep stepper's tools.
 //! - [`ToolDialect::Plain`]: stepper's own JSON tools, for every other model.
+//!
+//! *OpenAI's models get `apply_patch` as a function taking a whole patch*, the shape Codex CLI
+//! offers them, not the Responses API's built-in `{"type":"apply_patch"}`: the function takes
+//! several files, moves and deletes in one call, works the same through the Responses API, the
+//! ChatGPT (codex) back end and any server, and its calls and results are ordinary function calls
+//! in the stored context. The built-in tool changes one file per call, has no move, and needs item
+//! types of its own in the history.
 
 mod claude;
 mod codex;

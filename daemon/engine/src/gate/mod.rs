@@ -10,6 +10,27 @@
 //!
 //! A decision that fails — a panic anywhere inside it — is "ask", never "allow" and never
 //! the daemon's end.
+//!
+//! *Links under `/proc` are not followed*: `/proc/self`, `/proc/<pid>/cwd` and `/proc/self/fd/N`
+//! (where `/dev/fd/N` and `/dev/stdin` lead) mean what they mean to the process following them, and
+//! the daemon following them finds itself, not the command. `gate::resolve` stops at such a link
+//! and keeps the rest as written — a path outside every project — so a read through one asks (links
+//! in the project, `cd`, patterns included), and a `PATH` or loader folder, a `HOME`, or a git
+//! directory, common directory or work tree through one is refused. A second red-team corpus had
+//! links in the project to `/proc/self/fd/N` and `/proc/self/cwd` read as the daemon's own files.
+//!
+//! *A file with several names is read with a question*: a hard link in the project may be a file
+//! outside (a key) under another name, and no name tells which. `Policy::path` asks before a
+//! regular file with more than one link is read — by the read tool or a shell line — unless it is
+//! empty or one of git's object files (in a `.git`'s `objects`, starting as a zlib stream or a
+//! pack's, index's… signature: `git clone` links them from a local repository, and git reads them
+//! anyway). Searches read whole folders: `grep -r` (the gate walks the same files), `rg` (its walk
+//! for ignore files meets them) and `git diff` and `git grep` (the tracked files of the work tree,
+//! from the index, submodules' included; every file below for `--untracked`) ask for such a file
+//! unless every one of its names is among what the command reads — cargo links two names of each
+//! binary in `target/`. Listings of folders only show metadata, unasked. Known gap: the grep tool's
+//! own walk (`daemon/tools/src/search`) reads such files, and files a `Read` deny rule names,
+//! without asking.
 
 mod bash;
 pub mod commands;

@@ -7,6 +7,11 @@
 //! ([`why`]), and a sandboxed command finds them read-only ([`read_only_in_sandbox`]). Without
 //! this, `accept-edits` would let the model plant a hook that the next turn, or the user's own
 //! `git status`, runs unasked.
+//!
+//! *`auto` is the explicit bypass for protected paths.* Every other mode asks before a tool changes
+//! `.stepper/`, `.claude/`, `.mcp.json` or what git runs from, before the allow rules (an
+//! `Edit(**)` rule written for source files must not cover hooks); `auto` is the user saying "no
+//! questions", and the sandbox still keeps those paths read-only for commands.
 
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};

@@ -16,6 +16,25 @@
 //!
 //! The user's own configuration (global, system) is trusted, unless the environment moves it
 //! into the project.
+//!
+//! *git's configuration is the project's*: in `accept-edits` an edit to `.git/config` needs no
+//! approval, so a read-only git command is allowed only when the repository's configuration holds
+//! allow-listed keys and no hook fires on index writes — and so do the repositories git runs itself
+//! in (gitlinks read from the index, versions 2–4; `.git/modules`). A `.git` file leading out of
+//! the project must be answered from the other side (a linked work tree's `gitdir`, a submodule's
+//! `core.worktree`). Files are read only when regular and bounded (a FIFO behind a link once held
+//! the gate). The user's global configuration is trusted unless `HOME` points into the project; the
+//! repository the project folder belongs to is readable as a whole.
+//!
+//! *A git directory inside the project leads nowhere else*: no alternates, no common directory
+//! outside, no link among its files leading out, and no tracked file under a linked folder (git
+//! reads and prints through all of these); the index (versions 2–4) must parse exactly, trailer
+//! included, so a wrong guess of the object name size cannot shift paths.
+//!
+//! *Repositories found as git finds them, or more*: git passes over a `.git` that is no repository
+//! (`is_git_directory`: a valid `HEAD`, `objects` and `refs` it may enter), so the gate checks
+//! every candidate on the way up until one git surely takes; a gitdir file (or a link to one) is
+//! always taken. Being stricter than git there only costs a question.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};

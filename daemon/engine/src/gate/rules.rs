@@ -1,6 +1,11 @@
 //! Permission rules in Claude Code's syntax: `Bash(npm test:*)` or `Bash(npm test *)` (a
 //! prefix of words), `Bash(git diff)` (exactly), `Read(./src/**)`, `Edit(...)`,
 //! `WebFetch(domain:docs.rs)`, `mcp__server__tool`.
+//!
+//! *Prefix rules do not reach options the tables know to write*: `Bash(git diff:*)` covers `git
+//! diff HEAD` but not `git diff --output=f`; only an exact rule (what "allow always" adds) does.
+//! Commands the tables do not list keep Claude Code's prefix semantics, with the old output/exec
+//! flag heuristic.
 
 use std::path::Path;
 

@@ -3,6 +3,11 @@
 //! branch, changes and last commits) as an `<environment_context>` message, sent again only
 //! when it changed. Gathering it (running git, reading the OS) is the daemon's; this only
 //! renders, so the text is the same for the same facts.
+//!
+//! *The environment's moving part goes after the user's words*, in the same message, not in the
+//! system prompt: the date and git's state change between turns, and in the system prompt they
+//! would invalidate the prompt cache every time. The user's words stay the first part (what reads a
+//! turn's input reads that).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

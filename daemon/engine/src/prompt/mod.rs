@@ -7,6 +7,12 @@
 //! for the prompt cache. What changes between turns (the date, git's state) goes to the
 //! conversation as an `<environment_context>` message when it changed, as Codex does, so the
 //! cached prefix stays valid.
+//!
+//! **What the model sees is assembled in one place.** The system prompt of every agent of a turn is
+//! `prompt::SystemPrompt` (stable parts first, for the prompt cache); what changes between turns
+//! goes in an `<environment_context>` after the user's words, sent only when it changed; tools pass
+//! through the model's `ToolDialect` both ways. The requests are insta snapshots
+//! (`tests/e2e/prompt.rs`): a change to either shows in review.
 
 pub mod environment;
 

@@ -24,6 +24,21 @@
 //! the command), so the helper itself ends the command when the daemon dies: it asks for a
 //! parent-death signal, and bubblewrap, started with `--die-with-parent`, dies with it,
 //! taking its namespace and everything in it.
+//!
+//! *Protected paths are pinned, not only read-only*: a read-only `.git/hooks` inside a writable
+//! `.git` could be renamed away with its parent and a new `.git/hooks` made; every folder between a
+//! read-only path and its writable root is bound onto itself, and a mount point can be neither
+//! renamed nor removed (`EBUSY`). A file moved between two writable roots (or into a pinned folder)
+//! is copied, not renamed (`EXDEV`).
+//!
+//! *Hidden means an empty folder, or no file*: a tmpfs over a hidden folder, read-only once what is
+//! named inside it is mounted (a write there fails as a refusal, and can be asked to run outside,
+//! rather than vanish with the command), `/dev/null` bound over a hidden file (on a `nodev` mount,
+//! so it cannot be opened). The fallback grants reads around hidden paths instead (Landlock only
+//! grants): their parents get only the listing right (`ls ~` works, names inside `~/.ssh` show,
+//! nothing in it opens), every other entry a rule of its own, rebuilt per command. Writing grants
+//! no reading there, so a hidden folder inside a writable root stays unreadable. A writable root
+//! named inside a hidden folder is visible under both.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};

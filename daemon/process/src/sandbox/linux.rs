@@ -15,6 +15,11 @@
 //! operations would pass around the socket filter), and so are `TIOCSTI`/`TIOCLINUX`
 //! (typing into a terminal outside) and every call that mounts (as Landlock refuses them,
 //! for bubblewrap's namespaces, which go without Landlock).
+//!
+//! *Unix-domain sockets are refused in the sandbox, network or not*: Landlock (ABI 7 here) does not
+//! govern `connect` on a socket file, and this daemon's socket is a way out of any sandbox (a
+//! session in `auto` with none); so is docker's. `socketpair` stays. ABI 9's `ResolveUnix` is taken
+//! when the kernel has it, but the seccomp rule stays for older ones.
 
 use std::collections::HashSet;
 use std::ffi::OsString;

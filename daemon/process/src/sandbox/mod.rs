@@ -10,6 +10,33 @@
 //!
 //! A sandbox that cannot be applied in full never runs the command: the helper exits with
 //! [`HELPER_FAILED`] and says why on stderr.
+//!
+//! *The sandbox helper is the daemon's own binary*: `stepperd sandbox` (started from the path the
+//! daemon was found at when it started — not `/proc/<daemon>/exe`: commands start under the reaper,
+//! and the daemon, not dumpable, keeps its `/proc` entries from a user's other processes; a daemon
+//! whose file was replaced is restarted by the next client when idle) restricts itself and execs
+//! `bash`, or starts bubblewrap around it; it handles its arguments before anything of the daemon
+//! starts. Where it runs again inside bubblewrap (confined reads, the probe), it is started from a
+//! descriptor of that same file (`/proc/self/fd/N`, closed before the command runs): a path would
+//! name whatever is on disk now, and inside the namespace maybe nothing. A restriction that cannot
+//! be applied in full exits 125 and runs nothing, bubblewrap's own failures included: it reports an
+//! exit code on `--json-status-fd` only for a command it executed, so a failure of its own cannot
+//! pass for the command's. The probe runs the same code once per daemon, and a session that wants a
+//! sandbox this machine lacks is told once and asks as in `default` mode.
+//!
+//! *bubblewrap first, Landlock alone as the fallback* (issue 34): Landlock governs contents, not
+//! metadata (mode, times, owner, xattrs), and cannot take a path back out of a writable folder,
+//! hide a folder under a readable one without taking its parents apart, or isolate `/dev/shm`,
+//! terminals and `/proc`; a mount namespace with read-only binds does all of it at once. bubblewrap
+//! is Debian's and Codex's, found only at `/usr/bin/bwrap` (a `bwrap` on the session's PATH could
+//! be the project's), probed once; `STEPPER_SANDBOX_BWRAP=off` forces the fallback. Under
+//! bubblewrap the helper does not restrict itself again with Landlock: the namespaces hold writes,
+//! the daemon's processes and devices, and the seccomp filter (applied by bubblewrap just before
+//! exec, mounts refused as Landlock refuses them) holds sockets; a second start of the daemon's
+//! binary inside would cost ~2 ms per command for nothing. Where reads are confined
+//! (`readableRoots`) it does, since the view does not confine them. Without `--unshare-net`: the
+//! filter already refuses every `socket()` when the network is off, and a network namespace costs
+//! ~1.3 ms a command.
 
 #[cfg(target_os = "linux")]
 mod bwrap;

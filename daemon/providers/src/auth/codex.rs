@@ -7,6 +7,9 @@
 //! (claims) in github.com/openai/codex. JWTs are decoded without checking their signature: the
 //! tokens come straight from the issuer over TLS, and we only read our own account's details
 //! from them; the resource server is the one that verifies them.
+//!
+//! *ChatGPT sign-in uses the Codex CLI's public OAuth client* (the only one the issuer accepts for
+//! this flow), with its four basic scopes, and `originator: stepper` on requests.
 
 use crate::stream::root_cause;
 use std::fmt;

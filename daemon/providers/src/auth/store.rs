@@ -6,6 +6,10 @@
 //! loosened after), replaced atomically on every save so a crash leaves the old or the new
 //! version and never half of one. The OS keyring would be better on desktops and may come later;
 //! a file works the same on every Unix, including headless machines where no keyring runs.
+//!
+//! **Credentials stay in one file, for the user only**: `credentials.json` (0600, replaced
+//! atomically). Key headers are marked sensitive; recordings hold normalised exchanges, never
+//! headers, and scrub the keys in use from their text.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -5,8 +5,15 @@
 //!
 //! `host.rs` is what every CLI needs of its host (the process in its group under the
 //! parent-death guard, writes queued in order, lines reassembled, stderr to the log);
-//! `claude.rs` speaks Claude Code's stream-json protocol over it. This module finds the
+//! `turn_loop.rs` is the turn both CLIs run over it; `claude.rs` speaks Claude Code's stream-json protocol and `codex.rs` Codex's app-server JSON-RPC. This module finds the
 //! executable, checks its version, and builds the environment it runs with.
+//!
+//! The executable is `providers.<name>.command`, else found on `PATH` with the usual install
+//! folders added; its version is checked once per executable. `auth: auto` hands over the session's
+//! Anthropic key and base URL, `subscription` takes them away. The [`Driver`] is what a session
+//! holds, either CLI: it takes every known secret out of what the CLI says (a `Redacting` sink: the
+//! CLI's tools see the environment, so its output may carry a key), and hands steered text to the
+//! CLI as a follow-up message once it has finished what it was doing.
 
 pub mod claude;
 pub mod codex;

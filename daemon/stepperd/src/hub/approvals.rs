@@ -1,6 +1,22 @@
 //! The permission gate of a running turn: the policy decides, and what it cannot decide is
 //! asked of the people attached to the session — any client may answer, the first answer
 //! wins, every client sees who answered, and a late answer gets a clear error.
+//!
+//! *A turn waiting for approval with nobody attached keeps waiting*; interrupting the turn answers
+//! it with a denial. `stepper ask` without a terminal does not leave it waiting: it denies at once
+//! unless a client that can answer is attached (or `--wait-approval`).
+//!
+//! *The decision runs on a blocking thread*: a 60 KB line takes ~10 ms; the runtime's threads never
+//! wait for it, and a panic there becomes a question.
+//!
+//! A hook's `GateHint` applies over the policy, but never over a deny rule; `PermissionRequest`
+//! hooks may answer before anyone is asked, and `Notification` hooks hear of the question.
+//! Approvals and MCP elicitations are asked through the one `ask`: the answer registered, the
+//! question recorded, the first answer or the interruption awaited, the resolution recorded. An
+//! agent with no tool of the `edit` capability gets a `ReadOnly` gate: edits and leaving the
+//! sandbox refused, its commands run in the read-only sandbox (`hub::sandbox`, planned once per
+//! turn when first needed) or, where there is none, judged as plan mode judges them with no
+//! `Bash(…)` allow rule.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

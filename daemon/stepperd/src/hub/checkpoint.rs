@@ -7,6 +7,19 @@
 //! and the turn records what each changed file held before. Reading is proportional to the
 //! files changed; the project is only walked for stats. The first turn of a session stores a
 //! baseline; blobs are shared by hash, so unchanged content is never stored twice.
+//!
+//! *A turn whose tools never asked the gate is not walked at its end*: every tool that acts asks
+//! first, so nothing of the project can be the turn's doing; what changed meanwhile outside stepper
+//! is taken as it is at the next turn's start, as between turns.
+//!
+//! *Checkpoints by stat, not by tool*: a turn's file changes are found by comparing the project's
+//! stats with a cache taken at the turn's start, so the shell's changes are covered as well as the
+//! tools', in any project, git or not (gitignore respected, files over 4 MiB left out). Only
+//! changed files are read; the project is walked for stats each turn — at its start concurrently
+//! with the first model call (the gate holds every tool until the walk is done, so no change can
+//! slip in before the baseline), and at its end to record. Rewind undoes turns latest first:
+//! changed files get their previous content, created ones are removed, deleted ones come back; the
+//! conversation is cut at the turn.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

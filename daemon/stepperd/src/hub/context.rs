@@ -1,6 +1,11 @@
 //! A session's stored context: the exact messages each turn gave and got from the model
 //! (tool calls, results and signatures included), so a session resumes after a restart
 //! exactly where it was.
+//!
+//! *The model context is stored, not rebuilt*: each turn appends its messages (the input, assistant
+//! messages with tool calls and signatures, tool results) to the `context` table (per layer) before
+//! `TurnFinished`, so a session resumes after a crash with exactly what the model saw. A message
+//! cut short keeps its text but not tool calls that never got results.
 
 use stepper_engine::ChatMessage;
 use stepper_store::{ContextRows, Store, StoreError};

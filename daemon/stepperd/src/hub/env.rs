@@ -1,5 +1,14 @@
 //! A session's environment: the client's, over the login shell's, and what of it may be
 //! written to disk.
+//!
+//! *The login shell's environment is a base layer*: resolved once, lazily; a session's own (its
+//! client's) environment wins variable by variable; the daemon's process environment is the last
+//! fallback for provider keys.
+//!
+//! *The login shell's environment is read from daemon start, in the background.* A session whose
+//! client sent its environment never waits for it (it fills gaps once read, and is waited for only
+//! if the provider finds no credentials without it); a session whose environment came from the
+//! store (which keeps no secrets) waits, with the timeout.
 
 use stepper_engine::config::Settings;
 use stepper_protocol::methods::{LoginEnvInfo, LoginEnvState};

@@ -1,6 +1,11 @@
 //! Commands and skills by folder, read once and again only when one of their files or
 //! folders changes (a stat of each, never a read), and the `skill` tool that gives the model
 //! a skill's instructions when it asks for them.
+//!
+//! It also expands `/name args` at a turn's start (`invoke`, then `render` for `` !`cmd` `` and
+//! `@file`, through the bash and read tools and so through the gate). The model is offered the
+//! skills and the commands alike (`Extensions::model_invocable`), and a command the user types
+//! reaches the model framed as Claude Code frames it (`Invoked::framed`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -5,6 +5,24 @@
 //! that arrive queue up and go in the next. Nothing is published that a crash could take back,
 //! and nobody waits for a slow subscriber: the broadcast drops what a laggard missed, and the
 //! laggard reads it back from the store.
+//!
+//! **A store that cannot write loses nothing and hangs nobody.** The session's writer keeps what it
+//! accepted in a backlog (unnumbered, unseen) and tries again with a growing pause (100 ms to 2 s,
+//! and at once for a waited append) until the store takes it; a waited append (a submit) is refused
+//! with `storeUnavailable` and dropped, so a client is never told something is stored that is not.
+//! While the log is in trouble its subscriptions end with the reason, new ones are refused, the
+//! running turn is interrupted and ends `failed` with the reason, and no queued input starts a
+//! turn; all of it undoes itself at the first commit that succeeds.
+//!
+//! *Group commit, with a short linger.* The writer takes whatever queued while the previous commit
+//! ran (up to 512 events). A batch nobody waits on (no submit, no flush) waits up to 1 ms for what
+//! follows before it commits: on a short turn `TurnStarted`, the streamed pieces and the end of the
+//! turn share one or two fsyncs instead of three. A batch someone waits on commits at once.
+//!
+//! *Events are sent as they were committed.* The writer encodes each event once; the payload stored
+//! is the text every subscriber gets, live or replayed, and export sends stored text without
+//! decoding it (`RawEnvelope`). Decoding and encoding again is not neutral: serde_json reads some
+//! floats back one unit off (`costUsd` 0.00009599999999999999 came back 0.000096).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,10 +1,36 @@
-//! The session hub: live sessions, their logs and their turns.
+//! The session hub: live sessions, their logs and their turns. The [`Hub`] creates, forks and
+//! deletes sessions, loads one on first use and lets it go when unused, recovers what a crash left,
+//! and refuses a session's model before anything is stored when its provider is not set up
+//! (`check_model`); [`HubError`] is what its callers map to the protocol.
 //!
-//! `session` is a live session and what clients change in it (`model`: its model); `turn`
-//! runs its turns, `builtin` those of the commands the daemon answers itself;
-//! `log` persists then publishes its events and `replay` fans them out to subscribers;
-//! `context` is the conversation stored for the model; `env` and `settings` are what a turn
-//! runs with; `approvals` and `checkpoint` are the gate's questions and the files' history.
+//! `session` is a live session and what clients change in it (`model`: its model); `turn` runs its
+//! turns (`builtin` lists the commands the daemon answers itself); `log` persists then publishes
+//! its events and `replay` fans them out to subscribers; `context` is the conversation stored for
+//! the model; `env`, `environment` and `settings` are what a turn runs with, `extensions` its
+//! commands and skills, `references` what its files name that does not exist, `mcp` its MCP
+//! servers, `hooks` and `transcript` the user's hooks and what they read, `status_line` the
+//! `statusLine` command; `approvals` and `checkpoint` are the gate's questions and the files'
+//! history; `sandbox` the commands' OS sandbox, `trust` what waits for the folder's trust, `git`
+//! and `worktree` git as the daemon runs it and isolated workers' worktrees.
+//!
+//! **No turn is left running.** A clean stop gives turns a grace period, then interrupts them;
+//! after a crash, the next start ends them as `TurnFinished {interrupted}`, after ending what each
+//! left open (a `ToolCallFinished {cancelled}` for every call, innermost first, each in its own
+//! agent).
+//!
+//! **A queued input is never lost**: it runs after a restart if its turn had not started; a
+//! stopping daemon starts no new turn.
+//!
+//! *Sessions leave memory when nothing uses them*: no turn running or queued, no client following,
+//! the log committed, and no other holder (the map's `Arc` is the only one, checked under the map's
+//! lock, so no second writer can appear). A sweep each second lets go of those found so twice in a
+//! row; the next use loads them from the store. A live session costs ~280 KiB (mostly the broadcast
+//! buffer), so a daemon serving many `ask`s grew without bound before. A session recording its
+//! exchanges stays: where it records is not stored. What a session loses is its client's in-memory
+//! environment: the next client's submit brings its own, as after a restart.
+//!
+//! *Inputs queued but not started when the daemon stops run when it starts again*, from
+//! `pending_inputs`, in their order, without a second `InputQueued`.
 
 pub mod approvals;
 pub mod builtin;

@@ -2,6 +2,28 @@
 //! names — from the store first, then live — in order, without gaps or repeats, each as the
 //! JSON text that was committed. A subscriber that falls behind the live buffer catches up
 //! from the store; it never slows the writer or anyone else.
+//!
+//! *Server-side lag is healed in the daemon.* DESIGN.md has a lagging subscription end with a lag
+//! reason and the client resubscribe. The daemon instead catches the subscription up from the store
+//! when its broadcast receiver lags: same guarantee, one round trip fewer. Client- side lag
+//! (jsonrpsee's per-subscription buffer) still ends the subscription, and `EventStream`
+//! resubscribes.
+//!
+//! *Arrays of events, asked for.* jsonrpsee writes and flushes one socket message per notification,
+//! which capped 8 subscribers at ~25k events/s each. A subscription that asks for `batch` gets
+//! whatever is ready together in one notification (up to 256 events / 1 MiB): the same events and
+//! bytes, ~6x the throughput. One event per notification stays the default for clients written from
+//! PROTOCOL.md alone.
+//!
+//! *History for a view skips what a later event repeats.* `skipFinishedDeltas` leaves out the text,
+//! reasoning and tool-output pieces of completed turns (their `MessageCompleted` and
+//! `ToolCallFinished` carry the text); the TUI attaches that way, so a session of 100k events shows
+//! in ~60 events. Interrupted and failed turns keep every piece: they may have no finished message
+//! to stand for them.
+//!
+//! What is ready together goes out together: one notification per array for clients that ask for
+//! arrays (`batch`). [`Deliveries`] records how far each subscription has sent, so a stopping
+//! daemon lets every client receive the end of its turn before the connections close.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,6 +2,13 @@
 //! settings' for its folder), whether this machine can apply it (probed once, by running
 //! the helper the way a command runs), where it lets commands write, what stays read-only
 //! inside the project, and what it hides.
+//!
+//! *The sandbox stands in for approvals only in `accept-edits` and `auto`*: `default` asks as
+//! before (what is approved runs sandboxed); in `accept-edits` a line runs unasked unless a rule
+//! asks or a read outside the project is in view and reads are not confined. Leaving the sandbox
+//! after a refusal is asked every time, in every mode, and no rule stands for it. Known gap: under
+//! Landlock alone (no bubblewrap) `.git/` and the other protected paths inside the project are
+//! writable in `workspace-write` (Landlock cannot take a folder back out of a granted one).
 
 use std::path::{Path, PathBuf};
 

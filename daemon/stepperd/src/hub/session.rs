@@ -1,5 +1,23 @@
 //! A live session: its event log, its input queue, its clients, and what clients change
 //! in it (model, mode, rewind). The turns themselves run in `turn`.
+//!
+//! **Inputs run one at a time, in the order of their `InputQueued` seqs**, whoever submits them:
+//! committing `InputQueued` and queueing the input happen under one per-session lock.
+//!
+//! *"Allow always" adds exact session rules*: the simple commands of the approved line (`Bash(npm
+//! test -- --watch)`), the file, the domain or the MCP tool — never a prefix the user did not see.
+//! They live in `LiveSession.always` and join every later turn's policy (each turn builds its
+//! policy afresh from the settings), until the daemon stops.
+//!
+//! *Steered text is taken exactly once*: the answering agent looks once more when the model has
+//! finished (one more call answers it); what comes after its last look is queued as the next input,
+//! under the same id, by `close_steering` — under the same lock `session/steer` takes, so nothing
+//! falls between.
+//!
+//! *Presence is logged only when it is news*: a client's `ClientAttached`/`ClientDetached` are
+//! logged when another client is attached to be told; a client alone logs nothing, so a session
+//! attached to day after day does not grow. Transient (unstored) presence was the alternative; it
+//! would have broken gap-free seqs, which clients rely on to resume.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

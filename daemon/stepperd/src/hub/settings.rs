@@ -5,6 +5,10 @@
 //! trust decisions) and reloads only when one of them appeared, went, or changed size,
 //! modification time or inode since the last load. A folder the user has not trusted gets only what its project files
 //! narrow (`stepper_engine::config::trust`).
+//!
+//! A [`Folder`] holds what applies, what may approve the project's MCP servers, the folder's trust
+//! and what was left out for want of it; the user's `trust.json` is among the files whose change
+//! reloads.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,9 +1,14 @@
 //! The method handlers, one file per resource: `daemon` (initialize, info, shutdown),
 //! `session` (create, list, get, change, rewind, fork, export), `subscribe` (the event
 //! stream), `config` (settings, models, project scaffold), `auth` and `providers` (which are set
-//! up), `trust` (the user's trust in folders). Each connection gets
+//! up), `trust` (the user's trust in folders), `mcp` (servers, sign-in). Each connection gets
 //! one `RpcModule` built from the protocol's method table, with its own state (who the client
 //! is, whether it said `initialize`). Every error becomes a protocol error in `error`.
+//!
+//! Params are decoded by name. The connection's state also records which sessions it followed: when
+//! it is dropped, the client's use of them has ended and their `SessionEnd` hooks run, unless the
+//! daemon is stopping. `refused` is the module a peer that descends from the daemon gets instead:
+//! every method of the table answers `PEER_REFUSED`, and it holds no handle on the daemon.
 
 mod auth;
 mod config;

@@ -9,6 +9,25 @@
 //! failed, every page of the file is then read directly (`by_page`, on `crate::pages`) and
 //! each record matched to the table it fits: that finds the rows below a lost interior page
 //! or past a truncation.
+//!
+//! *A damaged store is rebuilt through SQL first, then from its pages.* SQLite cannot repair a
+//! file, and the shell's `.recover` (which reads pages) is an extension (`ext/recover`) that the
+//! amalgamation libsqlite3-sys bundles — for sqlx and rusqlite alike — does not hold; a second
+//! SQLite linked for it is not worth it. So the daemon reads what SQL still reaches — around a
+//! damaged page, in both directions, and through the indexes, each a tree of its own — and, when a
+//! read failed, parses the file's b-tree pages itself (~300 lines of the documented format),
+//! matching each record to the one table whose column types it fits (`file_changes` and
+//! `pending_inputs` share a shape; a record fitting both is left out). Pages on the free list are
+//! skipped, so deleted rows stay deleted; when the list cannot be read (a rebuilt header, a
+//! truncated trunk), `context` and `pending_inputs` — whose rows are deleted while a session lives
+//! — are not taken from pages. A session's `last_seq` is raised to its last kept event, so its
+//! writer never reuses a seq. A session whose row was lost is rebuilt from its events when its
+//! `SessionCreated` was found (folder, model, title, status of its last turn); its mode, sandbox
+//! and saved environment are lost. The check at start is `quick_check`, not `integrity_check`: it
+//! reads every page but does not compare indexes with their tables: 60 ms for 2,000 sessions of 100
+//! events (34 MB), 0.2 s at 164 MB; a rebuild takes 3.4 s and 10 s (`cargo bench -p stepper-store
+//! --bench check`). A client starting the daemon waits past its usual 15 s while
+//! `stepper.db.recovering` (the store being built) exists.
 
 mod by_key;
 mod by_page;

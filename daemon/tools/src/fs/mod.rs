@@ -2,6 +2,12 @@
 //! families trained on it). Each resolves its path (symlinks followed)
 //! before it asks the gate, so the permission check and the file system see the same file, and
 //! every change is shown to the gate as a unified diff before anything is written.
+//!
+//! A change goes through `file` (gate, then one atomic write). Edits match `old_string` exactly
+//! (`replace`); only when that fails does `near_miss` take the one place it fits once trailing
+//! whitespace or a uniform indentation shift is forgiven, re-indenting `new_string`, never choosing
+//! between two. `patch` applies a whole multi-file patch in memory and writes all of it or, if a
+//! write fails, puts back what it wrote.
 
 mod diff;
 mod edit;

@@ -12,6 +12,12 @@
 //!    columns, a tab counted as 4, 8 or 2 columns (the first width that fits without a shift,
 //!    else the first that fits); `new_string` is re-indented the same way, in the file's own
 //!    indentation characters.
+//!
+//! **An edit never guesses between two places.** An old_string that is nowhere exactly is taken
+//! loosely (trailing whitespace, one indentation shift, tabs for spaces) only where the first level
+//! of looseness that finds anything finds exactly one place; otherwise the edit fails naming the
+//! candidates. `replace_all` stays exact. The near-miss corpus (`daemon/tools/tests/near_miss/`)
+//! holds it: no case may be applied wrong.
 
 use std::cmp::Reverse;
 use std::collections::HashMap;

@@ -12,6 +12,15 @@
 //! Operands are pathspecs, read as git reads them: magic from the top of the work tree
 //! (`:/x`, `:(top)x`), which may lie above the project, is read from there; an exclusion
 //! (`:!x`) reads nothing; magic the gate does not know asks.
+//!
+//! *Pathspecs as git reads them*: every git operand was checked as a path from git's folder, but
+//! `:/x` and `:(top)x` name `x` from the top of the work tree, which lies above the project when
+//! the project is a folder of a larger repository (`git grep --untracked KEY -- :/` read a home
+//! folder's files). `commands/git.rs` parses magic as `pathspec.c` does (long and short forms,
+//! git's own list of magic characters): from the top, the path joins the files checked from each
+//! top git may take (`gate::repo::top_levels`); an exclusion reads nothing; a pattern matching a
+//! name that starts with `:` asks. Commands that only read history (`git log -- :/`) are judged the
+//! same way: the question costs little there, and the gate does not tell revisions from paths.
 
 use super::options::{Spec, Style, parse};
 use super::{Judgement, Reads, WorkTree, path};

@@ -6,6 +6,12 @@
 //!
 //! The judgement is pure: what it reads is handed back as words, and the gate checks those
 //! paths, the program's place on `PATH` and git's configuration against the session.
+//!
+//! *Allow-lists of options, not deny-lists of flags*: each read-only program lists the options it
+//! may take (and, to resolve abbreviations as the program does, the ones it may not); an option the
+//! table does not know is refused. A tables test checks every long option the installed GNU
+//! programs print in `--help`. git's tables need exact names (git's own abbreviations are unknown
+//! to them, so they ask).
 
 pub mod options;
 

@@ -12,6 +12,17 @@
 //!
 //! The walk is iterative and stops at a fixed depth, and parsing stops after a fixed time:
 //! no line can exhaust the daemon's stack or hold a turn, it is asked about instead.
+//!
+//! *Shell lines are judged on bash's semantics, not the parser's*: tree-sitter-bash gives the
+//! structure, but its words are re-lexed as bash lexes them, and the text between its tokens must
+//! be what bash skips, so the two cannot disagree silently (a backslash-newline joining tokens, a
+//! word after a redirection, `[ a > b ]` being a redirection for bash). tree-sitter-bash's scanner
+//! calls C's `isdigit` on code points past its table (a 17-byte line crashed the process), so the
+//! parser sees non-ASCII as `x`: same offsets, same structure.
+//!
+//! *Bytes as bash reads them*: bash lexes a line by characters of its locale, so non-ASCII text
+//! under a locale that is not UTF-8 asks; a line continuation inside a word, or a bare newline
+//! between the words of one command, asks (tree-sitter and bash disagree there).
 
 pub mod pattern;
 pub mod word;

@@ -7,6 +7,11 @@
 //!
 //! A `LiveSession` keeps the queue, the clients and the state between turns; a `Turn`
 //! holds what one running turn needs.
+//!
+//! *Fewer commits on a turn's path.* Each commit is an fsync (`synchronous=FULL`), so the path of a
+//! short turn is counted in commits: a session and its first input commit together (`session/create
+//! {input}`), and a turn's stored context commits with its `TurnFinished` (one transaction: a
+//! client that sees `TurnFinished` finds the context there).
 
 pub(super) mod actor;
 mod agents;
