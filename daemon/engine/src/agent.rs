@@ -28,7 +28,7 @@ use crate::provider::{
     ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
 };
 use crate::redact::Redactor;
-use crate::tool::{OutputSink, Tool, ToolCx, ToolError, ToolSource};
+use crate::tool::{OutputSink, Tool, ToolCx, ToolError, ToolResult, ToolSource};
 
 /// Costs added, known when either is.
 pub fn add_cost(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -365,27 +365,7 @@ impl AgentLoop {
         cancel: CancellationToken,
         sink: &impl EventSink,
     ) -> TurnOutcome {
-        // Where what the turn adds begins; 0 once a compaction replaced the context.
-        let start = std::sync::atomic::AtomicUsize::new(request.messages.len());
-        let mut usage = Usage::default();
-        let mut text = String::new();
-        let mut last_message = None;
-        let mut stop_blocks = 0;
-        // The size the context was compacted to, when it was.
-        let mut compacted_to: Option<u64> = None;
-        // Whether a compaction replaced the context (what is stored then replaces it too).
-        let mut replaced = false;
-        // What the turn adds to the context: assistant messages and tool results, in order.
-        let transcript = |messages: &[ChatMessage], end: Option<ChatMessage>| {
-            let mut t: Vec<ChatMessage> = messages[start
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .min(messages.len())..]
-                .to_vec();
-            if let Some(m) = end.and_then(without_unanswered_calls) {
-                t.push(m);
-            }
-            t
-        };
+        let mut turn = Progress::new(request.messages.len());
         for _ in 0..self.max_steps {
             if self.tool_cx.is_some() {
                 let specs = self.offered().iter().map(|t| t.spec()).collect();
@@ -393,91 +373,33 @@ impl AgentLoop {
                 request.hosted = self.hosted.clone();
             }
             // Steering joins after a model call, never before the turn's first.
-            if let Some(take) = self.steering.as_ref().filter(|_| {
-                request.messages.len() > start.load(std::sync::atomic::Ordering::Relaxed)
-                    || compacted_to.is_some()
-            }) {
-                let steered = take();
-                if !steered.is_empty() {
-                    let parts = steered.into_iter().map(|text| ContentPart::Text { text });
-                    // After tool results the user's words join that message: roles alternate.
-                    match request.messages.last_mut() {
-                        Some(last) if last.role == Role::User => last.content.extend(parts),
-                        _ => request.messages.push(ChatMessage {
-                            role: Role::User,
-                            content: parts.collect(),
-                        }),
-                    }
-                }
+            if request.messages.len() > turn.start || turn.compacted_to.is_some() {
+                self.steer_in(&mut request.messages);
             }
-            if let Some(plan) = &self.compaction {
-                let size = estimate(&request);
-                let grown = compacted_to.is_none_or(|after| size > after + plan.window / 10);
-                if size > plan.limit() && grown && can_compact(&request.messages) {
-                    let compacted = self.compact_now(&request, plan, &cancel, sink).await;
-                    let ended = match compacted {
-                        Ok(done) => {
-                            compacted_to = Some(done.after);
-                            // The summary's model call counts in the turn's usage.
-                            usage.add(&done.usage);
-                            let finished = AppEvent::CompactionFinished {
-                                before_tokens: done.before,
-                                after_tokens: done.after,
-                                pruned: done.pruned,
-                                summarized: done.summarized,
-                                error: done.error.clone(),
-                            };
-                            if done.changed() {
-                                request.messages = done.messages;
-                                start.store(0, std::sync::atomic::Ordering::Relaxed);
-                                replaced = true;
-                            }
-                            let emitted = sink.emit(finished).await;
-                            if let Some(hooks) = &self.hooks {
-                                hooks.compacting("auto", None, true).await;
-                            }
-                            emitted.err()
-                        }
-                        Err(e) => Some(e),
-                    };
-                    if let Some(e) = ended {
-                        let mut out = TurnOutcome::failed(e.to_string());
-                        out.usage = usage;
-                        out.cost_usd = self.model.cost(&usage);
-                        out.transcript = transcript(&request.messages, None);
-                        out.compacted = replaced;
-                        return out;
-                    }
-                }
-            }
-            let call = self.call_model(request.clone(), &cancel, sink, usage).await;
-            usage.add(&call.usage);
-            text = call.text;
-            let outcome =
-                |status, error, text: String, message: Option<ChatMessage>, transcript| {
-                    TurnOutcome {
-                        status,
-                        text,
-                        usage,
-                        cost_usd: self.model.cost(&usage),
-                        error,
-                        error_kind: None,
-                        message,
-                        transcript,
-                        compacted: replaced,
-                    }
-                };
-            if call.status != TurnStatus::Completed {
-                let t = transcript(&request.messages, call.message.clone());
-                let mut out = outcome(call.status, call.error, text, call.message, t);
-                out.error_kind = call.error_kind;
+            if let Err(e) = self
+                .compact_if_full(&mut request, &mut turn, &cancel, sink)
+                .await
+            {
+                let mut out = TurnOutcome::failed(e.to_string());
+                out.usage = turn.usage;
+                out.cost_usd = self.model.cost(&turn.usage);
+                out.transcript = turn.transcript(&request.messages, None);
+                out.compacted = turn.replaced;
                 return out;
             }
-            let Some(message) = call.message else {
-                let t = transcript(&request.messages, None);
-                let mut out = outcome(call.status, call.error, text, None, t);
-                out.error_kind = call.error_kind;
-                return out;
+            let call = self
+                .call_model(request.clone(), &cancel, sink, turn.usage)
+                .await;
+            turn.usage.add(&call.usage);
+            turn.text = call.text;
+            let message = match call.message {
+                Some(message) if call.status == TurnStatus::Completed => message,
+                message => {
+                    let t = turn.transcript(&request.messages, message.clone());
+                    let mut out = self.outcome(&turn, call.status, call.error, message, t);
+                    out.error_kind = call.error_kind;
+                    return out;
+                }
             };
             // The context keeps the calls as the model made them; everything past here sees
             // the internal tools.
@@ -489,97 +411,169 @@ impl AgentLoop {
                 })
                 .collect();
             let Some(cx) = self.tool_cx.as_ref().filter(|_| !calls.is_empty()) else {
-                // Text steered in while the model answered: it answers that too, before the
-                // turn ends.
-                let steered = match &self.steering {
-                    Some(take) if self.steering_answered => take(),
-                    _ => Vec::new(),
-                };
-                if !steered.is_empty() {
-                    request.messages.push(message.clone());
-                    request.messages.push(ChatMessage {
-                        role: Role::User,
-                        content: steered
-                            .into_iter()
-                            .map(|text| ContentPart::Text { text })
-                            .collect(),
-                    });
-                    last_message = Some(message);
-                    continue;
-                }
-                // A Stop hook may keep the turn going, with its reason as the user's words.
-                let kept = match &self.hooks {
-                    Some(hooks) if stop_blocks < MAX_STOP_BLOCKS => {
-                        hooks.before_stop(stop_blocks > 0, &text).await
+                match self.goes_on(&mut turn).await {
+                    // Steered text or a Stop hook's reason: the user's words, answered too.
+                    Some(said) => {
+                        request.messages.push(message.clone());
+                        request.messages.push(said);
+                        turn.last_message = Some(message);
+                        continue;
                     }
-                    _ => None,
-                };
-                if let Some(reason) = kept {
-                    stop_blocks += 1;
-                    request.messages.push(message.clone());
-                    request.messages.push(ChatMessage::user(reason));
-                    last_message = Some(message);
-                    continue;
+                    None => {
+                        let t = turn.transcript(&request.messages, Some(message.clone()));
+                        return self.outcome(&turn, TurnStatus::Completed, None, Some(message), t);
+                    }
                 }
-                let t = transcript(&request.messages, Some(message.clone()));
-                return outcome(TurnStatus::Completed, None, text, Some(message), t);
             };
             request.messages.push(message.clone());
-            last_message = Some(message);
-            let results = match self.run_tools(calls, cx, &cancel, sink).await {
-                Ok((results, None)) => results,
-                Ok((results, Some(reason))) => {
-                    // A hook ended the turn: the calls' results close the step.
+            turn.last_message = Some(message);
+            let (status, error) = match self.run_tools(calls, cx, &cancel, sink).await {
+                Ok((results, ended)) => {
                     request.messages.push(ChatMessage {
                         role: Role::User,
                         content: results,
                     });
-                    let _ = sink
-                        .emit(AppEvent::Notice {
-                            message: format!("a hook ended the turn: {reason}"),
-                        })
-                        .await;
-                    let t = transcript(&request.messages, None);
-                    return outcome(TurnStatus::Completed, None, text, last_message, t);
+                    match ended {
+                        // A hook ended the turn: the calls' results close the step.
+                        Some(reason) => {
+                            let message = format!("a hook ended the turn: {reason}");
+                            let _ = sink.emit(AppEvent::Notice { message }).await;
+                            (TurnStatus::Completed, None)
+                        }
+                        None if cancel.is_cancelled() => (TurnStatus::Interrupted, None),
+                        None => continue,
+                    }
                 }
                 Err(e) => {
                     // The calls have no results: the message that made them is left out.
                     request.messages.pop();
-                    let t = transcript(&request.messages, None);
-                    return outcome(
-                        TurnStatus::Failed,
-                        Some(e.to_string()),
-                        text,
-                        last_message,
-                        t,
-                    );
+                    (TurnStatus::Failed, Some(e.to_string()))
                 }
             };
-            request.messages.push(ChatMessage {
-                role: Role::User,
-                content: results,
-            });
-            if cancel.is_cancelled() {
-                let t = transcript(&request.messages, None);
-                return outcome(TurnStatus::Interrupted, None, text, last_message, t);
-            }
+            let t = turn.transcript(&request.messages, None);
+            let last = turn.last_message.clone();
+            return self.outcome(&turn, status, error, last, t);
         }
         let notice = format!(
             "stopped after {} model calls (the step limit of a turn)",
             self.max_steps
         );
         let _ = sink.emit(AppEvent::Notice { message: notice }).await;
+        let t = turn.transcript(&request.messages, None);
+        let last = turn.last_message.clone();
+        self.outcome(&turn, TurnStatus::Completed, None, last, t)
+    }
+
+    /// The loop's outcome as it stands.
+    fn outcome(
+        &self,
+        turn: &Progress,
+        status: TurnStatus,
+        error: Option<String>,
+        message: Option<ChatMessage>,
+        transcript: Vec<ChatMessage>,
+    ) -> TurnOutcome {
         TurnOutcome {
-            status: TurnStatus::Completed,
-            text,
-            usage,
-            cost_usd: self.model.cost(&usage),
-            error: None,
+            status,
+            text: turn.text.clone(),
+            usage: turn.usage,
+            cost_usd: self.model.cost(&turn.usage),
+            error,
             error_kind: None,
-            message: last_message,
-            transcript: transcript(&request.messages, None),
-            compacted: replaced,
+            message,
+            transcript,
+            compacted: turn.replaced,
         }
+    }
+
+    /// What was steered into the turn since the last model call joins the conversation as
+    /// the user's words (after tool results, in their message: roles alternate).
+    fn steer_in(&self, messages: &mut Vec<ChatMessage>) {
+        let Some(take) = &self.steering else {
+            return;
+        };
+        let steered = take();
+        if steered.is_empty() {
+            return;
+        }
+        let parts = steered.into_iter().map(|text| ContentPart::Text { text });
+        match messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.extend(parts),
+            _ => messages.push(ChatMessage {
+                role: Role::User,
+                content: parts.collect(),
+            }),
+        }
+    }
+
+    /// Compact the context before the next model call when it passed the plan's limit
+    /// (and grew by a tenth of the window since the last compaction).
+    async fn compact_if_full(
+        &self,
+        request: &mut ChatRequest,
+        turn: &mut Progress,
+        cancel: &CancellationToken,
+        sink: &impl EventSink,
+    ) -> Result<(), SinkError> {
+        let Some(plan) = &self.compaction else {
+            return Ok(());
+        };
+        let size = estimate(request);
+        let grown = turn
+            .compacted_to
+            .is_none_or(|after| size > after + plan.window / 10);
+        if size <= plan.limit() || !grown || !can_compact(&request.messages) {
+            return Ok(());
+        }
+        let done = self.compact_now(request, plan, cancel, sink).await?;
+        turn.compacted_to = Some(done.after);
+        // The summary's model call counts in the turn's usage.
+        turn.usage.add(&done.usage);
+        let finished = AppEvent::CompactionFinished {
+            before_tokens: done.before,
+            after_tokens: done.after,
+            pruned: done.pruned,
+            summarized: done.summarized,
+            error: done.error.clone(),
+        };
+        if done.changed() {
+            request.messages = done.messages;
+            turn.start = 0;
+            turn.replaced = true;
+        }
+        let emitted = sink.emit(finished).await;
+        if let Some(hooks) = &self.hooks {
+            hooks.compacting("auto", None, true).await;
+        }
+        emitted
+    }
+
+    /// Whether a model that answered without calling tools goes on, with what the user
+    /// says next: text steered in while it answered (when this loop answers steering), or a
+    /// Stop hook's reason for keeping the turn going (a few times at most).
+    async fn goes_on(&self, turn: &mut Progress) -> Option<ChatMessage> {
+        let steered = match &self.steering {
+            Some(take) if self.steering_answered => take(),
+            _ => Vec::new(),
+        };
+        if !steered.is_empty() {
+            return Some(ChatMessage {
+                role: Role::User,
+                content: steered
+                    .into_iter()
+                    .map(|text| ContentPart::Text { text })
+                    .collect(),
+            });
+        }
+        let kept = match &self.hooks {
+            Some(hooks) if turn.stop_blocks < MAX_STOP_BLOCKS => {
+                hooks.before_stop(turn.stop_blocks > 0, &turn.text).await
+            }
+            _ => None,
+        };
+        let reason = kept?;
+        turn.stop_blocks += 1;
+        Some(ChatMessage::user(reason))
     }
 
     /// Compact `request`'s context (its size passed the plan's limit): says so, runs the
@@ -630,11 +624,7 @@ impl AgentLoop {
         let mut results = Vec::with_capacity(calls.len());
         let mut batch: Vec<(String, String, serde_json::Value)> = Vec::new();
         let mut pending = calls.into_iter().peekable();
-        // Set when a hook ends the turn: the step finishes, then the turn.
-        let stopping: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-        // What `PreToolUse` hooks added for the model, by call: it goes with the result.
-        let said_before: std::sync::Mutex<std::collections::HashMap<String, String>> =
-            Default::default();
+        let step = Step::default();
         while pending.peek().is_some() || !batch.is_empty() {
             // Gather a batch: a run of read-only calls, or one other call.
             while let Some((_, name, _)) = pending.peek() {
@@ -664,91 +654,7 @@ impl AgentLoop {
                     call_id: id.clone(),
                     tx: tx.clone(),
                 });
-                let stopping = &stopping;
-                let said_before = &said_before;
-                async move {
-                    let started = Instant::now();
-                    let ending = stopping.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    let before = match (&self.hooks, ending) {
-                        (_, Some(reason)) => {
-                            BeforeTool::Block(format!("the turn is ending: {reason}"))
-                        }
-                        (Some(hooks), None) => hooks.before_tool(&id, &name, &input).await,
-                        (None, None) => BeforeTool::RUN,
-                    };
-                    let mut input = input;
-                    let blocked = match before {
-                        BeforeTool::Run {
-                            input: changed,
-                            hint,
-                            context,
-                        } => {
-                            call_cx.hint = hint;
-                            if let Some(context) = context {
-                                said_before
-                                    .lock()
-                                    .unwrap_or_else(|p| p.into_inner())
-                                    .insert(id.clone(), context);
-                            }
-                            if let Some(changed) = changed {
-                                input = changed;
-                            }
-                            None
-                        }
-                        BeforeTool::Block(reason) => Some(reason),
-                        BeforeTool::StopTurn(reason) => {
-                            stopping
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .get_or_insert_with(|| reason.clone());
-                            Some(reason)
-                        }
-                    };
-                    if let Some(reason) = blocked {
-                        let result = Err(ToolError::Blocked(reason));
-                        return (id, name, input, result, started.elapsed());
-                    }
-                    // Interrupted while its hooks ran (which the interrupt ended): it never
-                    // starts.
-                    if call_cx.cancel.is_cancelled() {
-                        return (
-                            id,
-                            name,
-                            input,
-                            Err(ToolError::Cancelled),
-                            started.elapsed(),
-                        );
-                    }
-                    let mut result = match self.tool(&name) {
-                        Some(tool) => tool.call(input.clone(), &call_cx).await,
-                        None => Err(ToolError::InvalidArguments(format!(
-                            "there is no tool named {name:?}; the tools are: {}",
-                            self.offered()
-                                .iter()
-                                .map(|t| t.spec().name)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))),
-                    };
-                    // A hook allowed the call with its input changed: it runs again with
-                    // that input, as allowed (deny rules still hold), once.
-                    if let (Err(ToolError::Changed(changed)), Some(tool)) =
-                        (&result, self.tool(&name))
-                    {
-                        input = match &self.hooks {
-                            Some(hooks) => hooks.changed_input(&name, changed, &input),
-                            None => changed.clone(),
-                        };
-                        call_cx.hint = Some(crate::hooks::GateHint::Allow);
-                        result = match tool.call(input.clone(), &call_cx).await {
-                            Err(ToolError::Changed(_)) => Err(ToolError::Failed(
-                                "a hook changed the call's input twice".into(),
-                            )),
-                            other => other,
-                        };
-                    }
-                    (id, name, input, result, started.elapsed())
-                }
+                self.call_one(Call { id, name, input }, call_cx, &step)
             }));
             tokio::pin!(running);
             let mut redacting = self.redactor.stream();
@@ -774,99 +680,191 @@ impl AgentLoop {
                 sink.emit(AppEvent::ToolOutputDelta { call_id, text })
                     .await?;
             }
-            for (id, name, input, result, took) in finished {
-                let (status, content, is_error, mut details) = match result {
-                    Ok(out) => (ToolCallStatus::Ok, out.content, false, out.details),
-                    Err(ToolError::DeniedAndStopped(why)) => {
-                        stopping
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .get_or_insert_with(|| why.clone());
-                        (
-                            ToolCallStatus::Denied,
-                            format!("The user did not allow this ({why}), and stopped the turn."),
-                            true,
-                            Default::default(),
-                        )
-                    }
-                    Err(ToolError::Denied(why)) => (
-                        ToolCallStatus::Denied,
-                        format!(
-                            "The user did not allow this ({why}). Do not retry it; ask or take another way."
-                        ),
-                        true,
-                        Default::default(),
-                    ),
-                    Err(ToolError::Blocked(why)) => (
-                        ToolCallStatus::Denied,
-                        format!("A hook blocked this call: {why}"),
-                        true,
-                        Default::default(),
-                    ),
-                    Err(ToolError::Cancelled) => (
-                        ToolCallStatus::Cancelled,
-                        self.interrupt.why().tool_output().into(),
-                        true,
-                        Default::default(),
-                    ),
-                    Err(e) => (
-                        ToolCallStatus::Error,
-                        e.to_string(),
-                        true,
-                        Default::default(),
-                    ),
-                };
-                let mut content = self.redactor.redact(&content);
-                let before = said_before
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-                if let Some(context) = before {
-                    content.push_str("\n\n[hook] ");
-                    content.push_str(&self.redactor.redact(&context));
-                }
-                // PostToolUse hooks see what the model would, may add to it, and may end the
-                // turn after this step.
-                if let Some(hooks) = &self.hooks
-                    && status != ToolCallStatus::Denied
-                    && status != ToolCallStatus::Cancelled
-                {
-                    let after = hooks
-                        .after_tool(&id, &name, &input, &content, !is_error)
-                        .await;
-                    if let Some(feedback) = after.feedback {
-                        content.push_str("\n\n");
-                        content.push_str(&self.redactor.redact(&feedback));
-                    }
-                    if let Some(reason) = after.stop {
-                        stopping
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .get_or_insert(reason);
-                    }
-                }
-                let todos = details.todos.take();
-                sink.emit(AppEvent::ToolCallFinished {
-                    call_id: id.clone(),
-                    status,
-                    output: shorten(&content, EVENT_OUTPUT_LIMIT),
-                    exit_code: details.exit_code,
-                    duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-                    diff: details.diff,
-                })
-                .await?;
-                if let Some(todos) = todos {
-                    sink.emit(AppEvent::TodosUpdated { todos }).await?;
-                }
-                results.push(ContentPart::ToolResult {
-                    call_id: id,
-                    content,
-                    is_error,
-                });
+            for done in finished {
+                results.push(self.finish_call(done, &step, sink).await?);
             }
         }
-        let stopped = stopping.into_inner().unwrap_or_else(|p| p.into_inner());
+        let stopped = step
+            .stopping
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
         Ok((results, stopped))
+    }
+
+    /// Run one call: its `PreToolUse` hooks first (which may block it, change its input, or
+    /// end the turn after this step), then the tool — again, once, when a hook allowed it
+    /// with its input changed.
+    async fn call_one(&self, call: Call, mut call_cx: ToolCx, step: &Step) -> Ran {
+        let Call { id, name, input } = call;
+        let started = Instant::now();
+        let ending = step.stopping().clone();
+        let before = match (&self.hooks, ending) {
+            (_, Some(reason)) => BeforeTool::Block(format!("the turn is ending: {reason}")),
+            (Some(hooks), None) => hooks.before_tool(&id, &name, &input).await,
+            (None, None) => BeforeTool::RUN,
+        };
+        let mut input = input;
+        let blocked = match before {
+            BeforeTool::Run {
+                input: changed,
+                hint,
+                context,
+            } => {
+                call_cx.hint = hint;
+                if let Some(context) = context {
+                    step.said_before().insert(id.clone(), context);
+                }
+                if let Some(changed) = changed {
+                    input = changed;
+                }
+                None
+            }
+            BeforeTool::Block(reason) => Some(reason),
+            BeforeTool::StopTurn(reason) => {
+                step.stopping().get_or_insert_with(|| reason.clone());
+                Some(reason)
+            }
+        };
+        let result = match blocked {
+            Some(reason) => Err(ToolError::Blocked(reason)),
+            // Interrupted while its hooks ran (which the interrupt ended): it never starts.
+            None if call_cx.cancel.is_cancelled() => Err(ToolError::Cancelled),
+            None => self.call_tool(&name, &mut input, &mut call_cx).await,
+        };
+        Ran {
+            call: Call { id, name, input },
+            result,
+            took: started.elapsed(),
+        }
+    }
+
+    /// Call the tool `name`; when a hook allowed the call with its input changed, it runs
+    /// again with that input, as allowed (deny rules still hold), once.
+    async fn call_tool(
+        &self,
+        name: &str,
+        input: &mut serde_json::Value,
+        call_cx: &mut ToolCx,
+    ) -> ToolResult {
+        let Some(tool) = self.tool(name) else {
+            return Err(ToolError::InvalidArguments(format!(
+                "there is no tool named {name:?}; the tools are: {}",
+                self.offered()
+                    .iter()
+                    .map(|t| t.spec().name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let result = tool.call(input.clone(), call_cx).await;
+        let Err(ToolError::Changed(changed)) = &result else {
+            return result;
+        };
+        *input = match &self.hooks {
+            Some(hooks) => hooks.changed_input(name, changed, input),
+            None => changed.clone(),
+        };
+        call_cx.hint = Some(crate::hooks::GateHint::Allow);
+        match tool.call(input.clone(), call_cx).await {
+            Err(ToolError::Changed(_)) => Err(ToolError::Failed(
+                "a hook changed the call's input twice".into(),
+            )),
+            other => other,
+        }
+    }
+
+    /// A call's end: its result as the model sees it (redacted, with what its hooks added),
+    /// said in `ToolCallFinished`; `PostToolUse` hooks see it first.
+    async fn finish_call(
+        &self,
+        ran: Ran,
+        step: &Step,
+        sink: &impl EventSink,
+    ) -> Result<ContentPart, SinkError> {
+        let Ran {
+            call: Call { id, name, input },
+            result,
+            took,
+        } = ran;
+        let (status, content, is_error, mut details) = match result {
+            Ok(out) => (ToolCallStatus::Ok, out.content, false, out.details),
+            Err(ToolError::DeniedAndStopped(why)) => {
+                step.stopping().get_or_insert_with(|| why.clone());
+                (
+                    ToolCallStatus::Denied,
+                    format!("The user did not allow this ({why}), and stopped the turn."),
+                    true,
+                    Default::default(),
+                )
+            }
+            Err(ToolError::Denied(why)) => (
+                ToolCallStatus::Denied,
+                format!(
+                    "The user did not allow this ({why}). Do not retry it; ask or take another way."
+                ),
+                true,
+                Default::default(),
+            ),
+            Err(ToolError::Blocked(why)) => (
+                ToolCallStatus::Denied,
+                format!("A hook blocked this call: {why}"),
+                true,
+                Default::default(),
+            ),
+            Err(ToolError::Cancelled) => (
+                ToolCallStatus::Cancelled,
+                self.interrupt.why().tool_output().into(),
+                true,
+                Default::default(),
+            ),
+            Err(e) => (
+                ToolCallStatus::Error,
+                e.to_string(),
+                true,
+                Default::default(),
+            ),
+        };
+        let mut content = self.redactor.redact(&content);
+        let before = step.said_before().remove(&id);
+        if let Some(context) = before {
+            content.push_str("\n\n[hook] ");
+            content.push_str(&self.redactor.redact(&context));
+        }
+        // PostToolUse hooks see what the model would, may add to it, and may end the turn
+        // after this step.
+        if let Some(hooks) = &self.hooks
+            && status != ToolCallStatus::Denied
+            && status != ToolCallStatus::Cancelled
+        {
+            let after = hooks
+                .after_tool(&id, &name, &input, &content, !is_error)
+                .await;
+            if let Some(feedback) = after.feedback {
+                content.push_str("\n\n");
+                content.push_str(&self.redactor.redact(&feedback));
+            }
+            if let Some(reason) = after.stop {
+                step.stopping().get_or_insert(reason);
+            }
+        }
+        let todos = details.todos.take();
+        sink.emit(AppEvent::ToolCallFinished {
+            call_id: id.clone(),
+            status,
+            output: shorten(&content, EVENT_OUTPUT_LIMIT),
+            exit_code: details.exit_code,
+            duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            diff: details.diff,
+        })
+        .await?;
+        if let Some(todos) = todos {
+            sink.emit(AppEvent::TodosUpdated { todos }).await?;
+        }
+        Ok(ContentPart::ToolResult {
+            call_id: id,
+            content,
+            is_error,
+        })
     }
 
     fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
@@ -897,6 +895,79 @@ impl AgentLoop {
             *self.live.lock().unwrap_or_else(|p| p.into_inner()) = live;
         }
         tools
+    }
+}
+
+/// One tool call, its input as the tool got it.
+struct Call {
+    id: String,
+    name: String,
+    input: serde_json::Value,
+}
+
+/// A call that ran (or was blocked, or never started).
+struct Ran {
+    call: Call,
+    result: ToolResult,
+    took: std::time::Duration,
+}
+
+/// What the calls of one step share.
+#[derive(Default)]
+struct Step {
+    /// Set when a hook (or a denial) ends the turn: the step finishes, then the turn.
+    stopping: std::sync::Mutex<Option<String>>,
+    /// What `PreToolUse` hooks added for the model, by call: it goes with the result.
+    said_before: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl Step {
+    fn stopping(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.stopping.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn said_before(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, String>> {
+        self.said_before.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Where an agent's loop stands.
+struct Progress {
+    /// Where what the turn adds begins; 0 once a compaction replaced the context.
+    start: usize,
+    usage: Usage,
+    /// The last answer's text.
+    text: String,
+    last_message: Option<ChatMessage>,
+    /// How often Stop hooks kept the turn going.
+    stop_blocks: u32,
+    /// The size the context was compacted to, when it was.
+    compacted_to: Option<u64>,
+    /// Whether a compaction replaced the context (what is stored then replaces it too).
+    replaced: bool,
+}
+
+impl Progress {
+    fn new(start: usize) -> Progress {
+        Progress {
+            start,
+            usage: Usage::default(),
+            text: String::new(),
+            last_message: None,
+            stop_blocks: 0,
+            compacted_to: None,
+            replaced: false,
+        }
+    }
+
+    /// What the turn adds to the context: assistant messages and tool results, in order,
+    /// then `end` (without calls nobody answered).
+    fn transcript(&self, messages: &[ChatMessage], end: Option<ChatMessage>) -> Vec<ChatMessage> {
+        let mut t = messages[self.start.min(messages.len())..].to_vec();
+        if let Some(m) = end.and_then(without_unanswered_calls) {
+            t.push(m);
+        }
+        t
     }
 }
 
