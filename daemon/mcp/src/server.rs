@@ -591,7 +591,7 @@ impl McpServer {
                         let custom = crate::http::headers(headers).map_err(fail)?;
                         crate::oauth::signed(url, custom, tokens, oauth.as_ref())
                             .await
-                            .map_err(fail)?
+                            .map_err(|e| fail(e.to_string()))?
                     }
                     None => None,
                 };
@@ -906,7 +906,8 @@ impl McpServer {
         tracing::info!(server = %self.name, scope = %wanted.join(" "), "the call needs a wider scope: signing in again");
         let machine =
             crate::oauth::sign_in_as_client(&signed.url, &signed.tokens, signed.client.as_ref())
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
         if machine {
             return Ok(wanted);
         }

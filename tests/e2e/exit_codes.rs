@@ -1,0 +1,69 @@
+//! `stepper`'s exit code for an error a command did not code itself comes from the daemon's
+//! error kind (client-cli/src/exit.rs): scripts branch on it, and the daemon's hint is
+//! printed under the message.
+
+use stepper_e2e::TestEnv;
+use stepper_e2e::output::stderr;
+
+/// A port on 127.0.0.1 nothing listens on: a connection to it is refused at once.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[test]
+fn a_provider_that_cannot_be_reached_exits_3_with_the_daemons_hint() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let url = format!("http://127.0.0.1:{}/v1", closed_port());
+    let out = env.run(&["auth", "login", "--local", &url]);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains(&url), "{said}");
+    assert!(said.contains("\n  hint: 'providers/status'"), "{said}");
+}
+
+#[test]
+fn a_name_the_daemon_does_not_know_exits_1_with_the_daemons_hint() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let out = env.run(&["mcp", "login", "nope"]);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("there is no MCP server \"nope\" here"),
+        "{said}"
+    );
+    assert!(
+        said.contains("\n  hint: 'mcp/list' (or 'stepper mcp list')"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_daemon_that_does_not_answer_the_handshake_exits_5() {
+    let env = TestEnv::new();
+    // Something else holds the daemon's socket: it takes connections and drops them.
+    let socket = env.places().socket;
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let accepting = std::thread::spawn({
+        let done = done.clone();
+        move || {
+            for stream in listener.incoming() {
+                if done.load(std::sync::atomic::Ordering::SeqCst) || stream.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let out = env.run(&["sessions"]);
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    // One more connection wakes the listener to see that it is done.
+    let _ = std::os::unix::net::UnixStream::connect(&socket);
+    accepting.join().unwrap();
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(5), "{said}");
+    assert!(said.starts_with("stepper: "), "{said}");
+}
