@@ -7,7 +7,8 @@
 //! provider or a sign-in (`providerUnavailable`, `auth`) are [`PROVIDER`]; a daemon that
 //! answers with another version or is stopping (`versionMismatch`, `shuttingDown`) is
 //! [`DAEMON`]; everything else, `invalidParams` included (a command passes the user's flags
-//! on, and marks those it checks itself as [`USAGE`]), is [`FAILED`].
+//! on, and marks as [`USAGE`] those it checks itself, and the `invalidParams` of a call
+//! made of nothing but flags: [`flags_checked`]), is [`FAILED`].
 
 use stepper_protocol::client::ClientError;
 use stepper_protocol::error::ErrorKind;
@@ -78,6 +79,15 @@ pub fn code_of(error: &anyhow::Error) -> u8 {
         return coded.code;
     }
     find::<ClientError>(error).map_or(FAILED, code_of_client)
+}
+
+/// A call whose params are all the user's command line: the daemon's `invalidParams` is a
+/// [`USAGE`] error (a flag's value it refused), coded here; other errors keep theirs.
+pub fn flags_checked<T>(result: Result<T, ClientError>) -> anyhow::Result<T> {
+    match result {
+        Err(e) if e.kind() == Some(ErrorKind::InvalidParams) => Err(e).exit_with(USAGE),
+        other => Ok(other?),
+    }
 }
 
 /// The code of an error the daemon (or the way to it) gave.

@@ -67,3 +67,18 @@ fn a_daemon_that_does_not_answer_the_handshake_exits_5() {
     assert_eq!(out.status.code(), Some(5), "{said}");
     assert!(said.starts_with("stepper: "), "{said}");
 }
+
+#[test]
+fn a_value_the_daemon_refuses_from_the_command_line_exits_2() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let out = env.run(&["mcp", "add", "two__parts", "--", "server"]);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("a server's name is letters, digits"),
+        "{said}"
+    );
+    // Nothing was written.
+    assert!(!env.places().config_dir.join("setting.json").exists());
+}
