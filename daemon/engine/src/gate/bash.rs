@@ -3,6 +3,10 @@
 //! read-only ones read checked against the session: every path like the read tool's, every
 //! name a pattern expands to, the program bash finds on `PATH`, and git's configuration.
 //! Doubt anywhere asks.
+//!
+//! The reasons along the way (a program not found on `PATH`, a repository's configuration)
+//! are `String`s, not an error type: each ends as the text of the question the gate asks,
+//! and no caller tells one from another.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -16,6 +16,9 @@
 //!
 //! The user's own configuration (global, system) is trusted, unless the environment moves it
 //! into the project.
+//!
+//! Why a repository is refused is a `String`, not an error type: any failure, whatever it
+//! is, means the same thing — the command asks, with the reason as its text.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};

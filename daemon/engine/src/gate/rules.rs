@@ -1,6 +1,9 @@
 //! Permission rules in Claude Code's syntax: `Bash(npm test:*)` or `Bash(npm test *)` (a
 //! prefix of words), `Bash(git diff)` (exactly), `Read(./src/**)`, `Edit(...)`,
 //! `WebFetch(domain:docs.rs)`, `mcp__server__tool`.
+//!
+//! Why a rule does not parse is a `String`: it is only said — by `config --validate` at the
+//! rule's line, and as the notice that the rule is skipped.
 
 use std::path::Path;
 

@@ -6,6 +6,11 @@
 //!
 //! The judgement is pure: what it reads is handed back as words, and the gate checks those
 //! paths, the program's place on `PATH` and git's configuration against the session.
+//!
+//! Why a command is not read-only is a `String` here and in the tables (`git`, `files`,
+//! `search`, `text`, `system`, `options`), not an error type: it is only ever the reason the
+//! user reads when the gate asks (`Judgement::Refused`), nothing branches on it, and each
+//! table words its own.
 
 pub mod options;
 
