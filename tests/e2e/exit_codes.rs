@@ -1,6 +1,6 @@
-//! `stepper`'s exit code for an error a command did not code itself comes from the daemon's
-//! error kind (client-cli/src/exit.rs): scripts branch on it, and the daemon's hint is
-//! printed under the message.
+//! The daemon's error kinds as clients get them, and `stepper`'s exit code for an error a
+//! command did not code itself, which comes from that kind (client-cli/src/exit.rs):
+//! scripts branch on it, and the daemon's hint is printed under the message.
 
 use stepper_e2e::TestEnv;
 use stepper_e2e::output::stderr;
@@ -81,4 +81,25 @@ fn a_value_the_daemon_refuses_from_the_command_line_exits_2() {
     );
     // Nothing was written.
     assert!(!env.places().config_dir.join("setting.json").exists());
+}
+
+/// A trust file that is not JSON is the settings' problem (the message names the file),
+/// not the call's params.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_trust_file_is_bad_settings_not_invalid_params() {
+    use stepper_protocol::error::{BAD_SETTINGS, ErrorKind};
+    use stepper_protocol::methods::{Empty, TrustList};
+    let env = TestEnv::new();
+    let config = env.places().config_dir;
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("trust.json"), "{ not json").unwrap();
+    env.start_daemon();
+    let client = env.client().await;
+    let e = client.call::<TrustList>(Empty {}).await.unwrap_err();
+    assert_eq!(
+        (e.kind(), e.code()),
+        (Some(ErrorKind::Settings), Some(BAD_SETTINGS)),
+        "{e}"
+    );
+    assert!(e.to_string().contains("trust.json"), "{e}");
 }

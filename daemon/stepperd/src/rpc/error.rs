@@ -9,6 +9,7 @@ use stepper_protocol::error::{ErrorData, ErrorKind};
 use crate::auth::AuthError;
 use crate::hub::mcp::{McpError, WaitLoginError};
 use crate::hub::{HubError, LogError, SettingsError};
+use stepper_engine::config::trust::TrustError;
 use stepper_mcp::oauth::OAuthError;
 
 /// Why a method failed, before it becomes a JSON-RPC error.
@@ -44,6 +45,8 @@ pub enum RpcError {
     McpLogin(#[from] WaitLoginError),
     #[error(transparent)]
     Mcp(#[from] McpError),
+    #[error(transparent)]
+    Trust(#[from] TrustError),
     #[error("{0}")]
     Internal(String),
     /// The connection's peer may not be a client (it descends from a tool call): why.
@@ -89,6 +92,11 @@ impl RpcError {
                 McpError::Io(_) | McpError::LoginsOff => ErrorKind::Internal,
                 McpError::SignIn { error, .. } => oauth_kind(error),
             },
+            // The trust file is one of the user's settings files: the message names it.
+            RpcError::Trust(TrustError::Refused(_)) => ErrorKind::InvalidParams,
+            RpcError::Trust(
+                TrustError::Read { .. } | TrustError::Parse { .. } | TrustError::Write { .. },
+            ) => ErrorKind::Settings,
             RpcError::Hub(e) => match e {
                 HubError::NotFound(_) => ErrorKind::SessionNotFound,
                 HubError::Store(stepper_store::StoreError::InvalidCursor(_)) => {
