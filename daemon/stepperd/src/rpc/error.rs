@@ -50,8 +50,8 @@ pub enum RpcError {
     #[error("{0}")]
     Internal(String),
     /// The connection's peer may not be a client (it descends from a tool call): why.
-    #[error("{0}")]
-    PeerRefused(String),
+    #[error(transparent)]
+    PeerRefused(crate::daemon::Refusal),
 }
 
 impl From<stepper_store::StoreError> for RpcError {
