@@ -114,3 +114,67 @@ pub fn find<T: std::error::Error + Send + Sync + 'static>(error: &anyhow::Error)
             .or_else(|| e.downcast_ref::<Coded>().and_then(|c| find(&c.error)))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rpc(kind: Option<ErrorKind>) -> anyhow::Error {
+        ClientError::Rpc {
+            code: kind.map_or(-32000, ErrorKind::code),
+            message: "said".into(),
+            kind,
+            hint: None,
+        }
+        .into()
+    }
+
+    #[test]
+    fn an_uncoded_daemon_error_exits_by_its_kind() {
+        let socket = std::path::PathBuf::from("/run/stepperd.sock");
+        let daemon = [
+            ClientError::NotRunning {
+                socket: socket.clone(),
+            },
+            ClientError::Handshake {
+                socket,
+                message: "closed".into(),
+            },
+            ClientError::Disconnected,
+        ];
+        for e in daemon {
+            assert_eq!(code_of(&e.into()), DAEMON);
+        }
+        for (kind, code) in [
+            (Some(ErrorKind::ProviderUnavailable), PROVIDER),
+            (Some(ErrorKind::Auth), PROVIDER),
+            (Some(ErrorKind::VersionMismatch), DAEMON),
+            (Some(ErrorKind::ShuttingDown), DAEMON),
+            (Some(ErrorKind::InvalidParams), FAILED),
+            (Some(ErrorKind::SessionNotFound), FAILED),
+            (Some(ErrorKind::Unreachable), FAILED),
+            (None, FAILED),
+        ] {
+            assert_eq!(code_of(&rpc(kind)), code, "{kind:?}");
+        }
+        // Wrapped in context, it is still found.
+        let wrapped = rpc(Some(ErrorKind::ProviderUnavailable)).context("creating the session");
+        assert_eq!(code_of(&wrapped), PROVIDER);
+    }
+
+    #[test]
+    fn a_commands_own_code_wins_and_flags_make_invalid_params_usage() {
+        let coded: anyhow::Result<()> = Err(ClientError::Disconnected).exit_with(FAILED);
+        assert_eq!(code_of(&coded.unwrap_err()), FAILED);
+        let refused: Result<(), ClientError> = Err(ClientError::Rpc {
+            code: ErrorKind::InvalidParams.code(),
+            message: "a bad name".into(),
+            kind: Some(ErrorKind::InvalidParams),
+            hint: None,
+        });
+        assert_eq!(code_of(&flags_checked(refused).unwrap_err()), USAGE);
+        let lost: Result<(), ClientError> = Err(ClientError::Disconnected);
+        assert_eq!(code_of(&flags_checked(lost).unwrap_err()), DAEMON);
+        assert_eq!(code_of(&anyhow::anyhow!("a file")), FAILED);
+    }
+}
