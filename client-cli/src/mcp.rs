@@ -4,6 +4,7 @@
 
 use std::process::ExitCode;
 
+use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use stepper_protocol::methods::{
     CwdParams, Empty, McpAdd, McpAddParams, McpApproval, McpApprove, McpApproveParams, McpList,
@@ -13,6 +14,7 @@ use stepper_protocol::methods::{
 };
 
 use crate::connect::{connect_or_start, places, working_dir};
+use crate::exit::{self, ExitWith};
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -154,21 +156,18 @@ pub async fn run(command: McpCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         McpCommand::Add(args) => {
-            let server = match server_json(&args) {
-                Ok(server) => server,
-                Err(why) => {
-                    eprintln!("stepper: {why}");
-                    return Ok(ExitCode::from(2));
-                }
-            };
-            let added = client
-                .call::<McpAdd>(McpAddParams {
-                    cwd,
-                    name: args.name.clone(),
-                    scope: args.scope.into(),
-                    server,
-                })
-                .await?;
+            let server = server_json(&args).exit_with(exit::USAGE)?;
+            // Its name, scope and server are the command line's: a refused one is usage.
+            let added = exit::flags_checked(
+                client
+                    .call::<McpAdd>(McpAddParams {
+                        cwd,
+                        name: args.name.clone(),
+                        scope: args.scope.into(),
+                        server,
+                    })
+                    .await,
+            )?;
             println!("Added {} to {}", args.name, added.path);
             if matches!(args.scope, Scope::Project) {
                 println!(
@@ -292,14 +291,13 @@ async fn login(cwd: String, name: String) -> anyhow::Result<ExitCode> {
 }
 
 /// The server as `.mcp.json` has it.
-fn server_json(args: &AddArgs) -> Result<serde_json::Value, String> {
+fn server_json(args: &AddArgs) -> anyhow::Result<serde_json::Value> {
     let mut server = serde_json::Map::new();
     match args.transport {
         TransportArg::Stdio => {
-            let (command, rest) = args
-                .target
-                .split_first()
-                .ok_or("give the command: stepper mcp add NAME -- COMMAND ARGS…")?;
+            let (command, rest) = args.target.split_first().ok_or_else(|| {
+                anyhow!("give the command: stepper mcp add NAME -- COMMAND ARGS…")
+            })?;
             server.insert("command".into(), command.clone().into());
             if !rest.is_empty() {
                 server.insert("args".into(), rest.to_vec().into());
@@ -308,7 +306,7 @@ fn server_json(args: &AddArgs) -> Result<serde_json::Value, String> {
             for pair in &args.env {
                 let (k, v) = pair
                     .split_once('=')
-                    .ok_or_else(|| format!("--env {pair:?}: give KEY=VALUE"))?;
+                    .ok_or_else(|| anyhow!("--env {pair:?}: give KEY=VALUE"))?;
                 env.insert(k.to_string(), v.into());
             }
             if !env.is_empty() {
@@ -317,9 +315,10 @@ fn server_json(args: &AddArgs) -> Result<serde_json::Value, String> {
         }
         TransportArg::Http | TransportArg::Sse => {
             let [url] = args.target.as_slice() else {
-                return Err("give one URL, after the options: stepper mcp add NAME \
-                            --transport http -H \"Authorization: Bearer ${TOKEN}\" URL"
-                    .into());
+                bail!(
+                    "give one URL, after the options: stepper mcp add NAME --transport http -H \
+                     \"Authorization: Bearer ${{TOKEN}}\" URL"
+                );
             };
             let kind = if args.transport == TransportArg::Http {
                 "http"
@@ -332,7 +331,7 @@ fn server_json(args: &AddArgs) -> Result<serde_json::Value, String> {
             for pair in &args.headers {
                 let (k, v) = pair
                     .split_once(':')
-                    .ok_or_else(|| format!("--header {pair:?}: give \"Name: value\""))?;
+                    .ok_or_else(|| anyhow!("--header {pair:?}: give \"Name: value\""))?;
                 headers.insert(k.trim().to_string(), v.trim().into());
             }
             if !headers.is_empty() {

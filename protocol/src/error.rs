@@ -59,6 +59,9 @@ pub const PROVIDER_UNAVAILABLE: i32 = -32059;
 /// The connection comes from a process a tool call started (or one the daemon cannot tell
 /// apart from such a process): every call on it is refused, `initialize` included.
 pub const PEER_REFUSED: i32 = -32060;
+/// A server the call had to reach (an MCP server, its authorization server) did not answer:
+/// the connection failed, timed out, or the server answered with a server error.
+pub const UNREACHABLE: i32 = -32061;
 
 /// The `data` of every error stepper itself answers with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -86,6 +89,8 @@ pub enum ErrorKind {
     /// A cursor that no list or export handed out.
     InvalidCursor,
     SessionNotFound,
+    /// No MCP server by that name is configured for the folder.
+    McpServerNotFound,
     /// The approval was answered already (by another client, or the turn ended).
     ApprovalAnswered,
     LoginNotFound,
@@ -114,6 +119,11 @@ pub enum ErrorKind {
     /// The client's process descends from one of the daemon's tool calls, or the daemon
     /// cannot tell that it does not.
     PeerRefused,
+    /// A server the call had to reach (an MCP server, its authorization server) could not
+    /// be reached or failed on its side; the same call may work later.
+    Unreachable,
+    /// What the call names belongs to a folder the user has not trusted (`stepper trust`).
+    UntrustedFolder,
 }
 
 impl ErrorKind {
@@ -123,12 +133,15 @@ impl ErrorKind {
             ErrorKind::VersionMismatch => VERSION_MISMATCH,
             ErrorKind::NotInitialized => NOT_INITIALIZED,
             ErrorKind::InvalidParams | ErrorKind::InvalidCursor => INVALID_PARAMS,
-            ErrorKind::SessionNotFound | ErrorKind::LoginNotFound => NOT_FOUND,
+            ErrorKind::SessionNotFound
+            | ErrorKind::LoginNotFound
+            | ErrorKind::McpServerNotFound => NOT_FOUND,
             ErrorKind::ApprovalAnswered
             | ErrorKind::TurnRunning
             | ErrorKind::NoSuchTurn
             | ErrorKind::QueueFull
-            | ErrorKind::Rewind => INVALID_STATE,
+            | ErrorKind::Rewind
+            | ErrorKind::UntrustedFolder => INVALID_STATE,
             ErrorKind::LogFailed | ErrorKind::Store | ErrorKind::StoreUnavailable => STORE_ERROR,
             ErrorKind::ShuttingDown => SHUTTING_DOWN,
             ErrorKind::TooLarge => TOO_LARGE,
@@ -137,6 +150,7 @@ impl ErrorKind {
             ErrorKind::ProviderUnavailable => PROVIDER_UNAVAILABLE,
             ErrorKind::Internal => INTERNAL_ERROR,
             ErrorKind::PeerRefused => PEER_REFUSED,
+            ErrorKind::Unreachable => UNREACHABLE,
         }
     }
 
@@ -150,6 +164,7 @@ impl ErrorKind {
                 | ErrorKind::StoreUnavailable
                 | ErrorKind::ShuttingDown
                 | ErrorKind::Internal
+                | ErrorKind::Unreachable
         )
     }
 }

@@ -20,6 +20,7 @@ mod conformance;
 mod crash;
 mod escape;
 mod eval;
+mod exit_codes;
 mod extensions;
 mod first_run;
 mod gate;

@@ -1818,3 +1818,65 @@ async fn a_server_in_use_is_not_stopped_by_the_cap() {
     drop(client);
     stop_daemon(&env, &marker);
 }
+
+/// What `mcp/login` answers when it cannot begin, by what the caller can do about it: a
+/// server that does not answer is `unreachable` (try again later), never `invalidParams`;
+/// a name the folder does not have is `mcpServerNotFound`; an entry that cannot work is
+/// the settings'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_that_cannot_begin_answers_with_the_kind_of_failure() {
+    use stepper_protocol::error::{self, ErrorKind};
+    use stepper_protocol::methods::{McpLogin, McpServerParams};
+    // A port nothing listens on: the connection is refused at once, no network needed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = format!(
+        "http://127.0.0.1:{}/mcp",
+        closed.local_addr().unwrap().port()
+    );
+    drop(closed);
+    let env = TestEnv::new();
+    user_servers(
+        &env,
+        serde_json::json!({
+            "down": {"type": "http", "url": down},
+            "broken": {"type": "http"},
+        }),
+    );
+    env.start_daemon();
+    let client = env.client().await;
+    let login = |name: &str| {
+        client.call::<McpLogin>(McpServerParams {
+            cwd: env.project.path().display().to_string(),
+            name: name.to_string(),
+            env: Default::default(),
+        })
+    };
+    for (name, kind, code, says) in [
+        (
+            "down",
+            ErrorKind::Unreachable,
+            error::UNREACHABLE,
+            "cannot discover its authorization server",
+        ),
+        (
+            "nope",
+            ErrorKind::McpServerNotFound,
+            error::NOT_FOUND,
+            "there is no MCP server \"nope\" here",
+        ),
+        (
+            "broken",
+            ErrorKind::Settings,
+            error::BAD_SETTINGS,
+            "`type: http` needs `url`",
+        ),
+    ] {
+        let e = login(name).await.unwrap_err();
+        assert_eq!(
+            (e.kind(), e.code()),
+            (Some(kind), Some(code)),
+            "{name}: {e}"
+        );
+        assert!(e.to_string().contains(says), "{name}: {e}");
+    }
+}

@@ -4,6 +4,8 @@
 
 use futures::future::BoxFuture;
 
+pub mod settings;
+
 /// The events hooks may be configured for, by Claude Code's names ([`HookEvent::ALL`]).
 pub use stepper_protocol::event::HookEvent;
 
@@ -26,32 +28,6 @@ pub fn not_fired(event: &str) -> Option<&'static str> {
     NOT_FIRED
         .iter()
         .find_map(|(name, why)| (*name == event).then_some(*why))
-}
-
-/// A matcher as Claude Code reads it: empty or `*` (everything), tool names joined by `|`,
-/// or else a regex over the whole name.
-pub fn matcher_regex(text: &str) -> Result<Option<regex::Regex>, String> {
-    let text = text.trim();
-    if text.is_empty()
-        || text == "*"
-        || text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '|')
-    {
-        return Ok(None);
-    }
-    regex::Regex::new(&format!("^(?:{text})$"))
-        .map(Some)
-        .map_err(|e| {
-            let e = e.to_string();
-            let why = e.lines().last().unwrap_or(&e).trim_start_matches("error: ");
-            format!("the matcher {text:?} is not a valid regex: {why}")
-        })
-}
-
-/// Why a matcher is unusable, if it is.
-pub fn matcher_problem(text: &str) -> Result<(), String> {
-    matcher_regex(text).map(drop)
 }
 
 /// What a `PreToolUse` hook settled about a call's permission. Deny rules hold either way.

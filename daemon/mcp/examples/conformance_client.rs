@@ -80,7 +80,9 @@ async fn sign_in(
     tokens: stepper_mcp::oauth::TokenFile,
     client: Option<stepper_mcp::OAuthClient>,
 ) -> Result<(), String> {
-    let login = stepper_mcp::oauth::begin_login(&url, &tokens, client.as_ref()).await?;
+    let login = stepper_mcp::oauth::begin_login(&url, &tokens, client.as_ref())
+        .await
+        .map_err(|e| e.to_string())?;
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -101,7 +103,10 @@ async fn sign_in(
         .send()
         .await
         .map_err(|e| format!("the way back: {e}"))?;
-    login.finish(Duration::from_secs(20)).await
+    login
+        .finish(Duration::from_secs(20))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

@@ -3,6 +3,10 @@
 //! and `headers` for a remote one, with `oauth` naming a client the server's owner registered
 //! for it (`clientId`, `clientSecret`, `callbackPort`, as Claude Code spells them). `${VAR}` and
 //! `${VAR:-default}` are expanded in every string from the session's environment.
+//!
+//! Why an entry is left out is a `String` problem (`name: what to fix`): the daemon says it
+//! as a notice or as `mcp/list`'s `reason`, and types it where a method fails on it (a bad
+//! entry given to `mcp/add`, a settings file's entry that `mcp/login` cannot use).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -36,6 +36,62 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::config::{Grant, OAuthClient};
 
+/// Why a sign-in (or the discovery before it) failed, told apart by what can be done about
+/// it: the daemon answers each with its own error kind.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum OAuthError {
+    /// The server or its authorization server could not be reached, or answered with a
+    /// server error: the network, or the server is down. Trying again later may work.
+    #[error("{0}")]
+    Unreachable(String),
+    /// It answered, and refused or answered something unusable (wrong metadata, a refused
+    /// client or code).
+    #[error("{0}")]
+    Refused(String),
+    /// The server's `oauth` entry cannot be used as written (its grant, its key file).
+    #[error("{0}")]
+    Config(String),
+    /// This machine could not do its part: listen for the browser's return, keep the tokens.
+    #[error("{0}")]
+    Local(String),
+    /// The user did not finish the sign-in in the browser in time, or it was stopped.
+    #[error("{0}")]
+    NotCompleted(String),
+}
+
+impl OAuthError {
+    /// The SDK's error, said with `doing` (what failed), sorted: a request that got no
+    /// answer is `Unreachable`; everything the servers answered is `Refused`.
+    fn from_sdk(doing: &str, e: AuthError) -> OAuthError {
+        let unreachable = match &e {
+            AuthError::DiscoveryRequestFailed { .. } => true,
+            AuthError::HttpError(e) => e.is_connect() || e.is_timeout() || e.is_request(),
+            _ => false,
+        };
+        let message = format!("{doing}: {}", with_sources(&e));
+        match unreachable {
+            true => OAuthError::Unreachable(message),
+            false => OAuthError::Refused(message),
+        }
+    }
+}
+
+/// An error and its sources, as one line: the SDK's discovery error names the URL and keeps
+/// why (connection refused, a timeout) in its source.
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(source) = next {
+        let more = source.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        next = source.source();
+    }
+    text
+}
+
 /// The scopes a call's 403 asked for, kept in the server's entry of the tokens file until
 /// a sign-in grants them.
 const STEP_UP: &str = "stepperStepUp";
@@ -195,7 +251,7 @@ fn strings(value: &serde_json::Value) -> Vec<String> {
 /// server on this machine or the local network may point its metadata at private addresses
 /// too. A sign-in (`signing_in`) starts from the server's 401, whose `scope` says what to ask
 /// for (MCP's scope selection); a reconnection only needs the endpoints.
-async fn manager(url: &str, signing_in: bool) -> Result<AuthorizationManager, String> {
+async fn manager(url: &str, signing_in: bool) -> Result<AuthorizationManager, OAuthError> {
     Ok(discovered(url, signing_in).await?.0)
 }
 
@@ -203,7 +259,7 @@ async fn manager(url: &str, signing_in: bool) -> Result<AuthorizationManager, St
 async fn discovered(
     url: &str,
     signing_in: bool,
-) -> Result<(AuthorizationManager, AuthorizationMetadata), String> {
+) -> Result<(AuthorizationManager, AuthorizationMetadata), OAuthError> {
     let private = reqwest::Url::parse(url)
         .ok()
         .is_some_and(|u| match u.host() {
@@ -217,7 +273,8 @@ async fn discovered(
     } else {
         AuthorizationManager::new(url).await
     };
-    let mut manager = made.map_err(|e| format!("cannot set up its authorization: {e}"))?;
+    let mut manager =
+        made.map_err(|e| OAuthError::from_sdk("cannot set up its authorization", e))?;
     let first = match signing_in {
         true => challenge(url).await,
         false => None,
@@ -248,13 +305,18 @@ async fn discovered(
         }) => legacy_metadata(url, &expected_issuer, &received_issuer)
             .await
             .ok_or_else(|| {
-                format!(
+                OAuthError::Refused(format!(
                     "its authorization server says it is {received_issuer}, where it was \
                      looked up as {expected_issuer}: the server's OAuth metadata is wrong — \
                      tell its owner"
-                )
+                ))
             })?,
-        Err(e) => return Err(format!("cannot discover its authorization server: {e}")),
+        Err(e) => {
+            return Err(OAuthError::from_sdk(
+                "cannot discover its authorization server",
+                e,
+            ));
+        }
     };
     manager.set_metadata(metadata.clone());
     Ok((manager, metadata))
@@ -346,7 +408,7 @@ pub async fn signed(
     headers: HashMap<http::HeaderName, http::HeaderValue>,
     tokens: &TokenFile,
     client: Option<&OAuthClient>,
-) -> Result<Option<impl Transport<RoleClient> + 'static>, String> {
+) -> Result<Option<impl Transport<RoleClient> + 'static>, OAuthError> {
     if !tokens.has(url) {
         return Ok(None);
     }
@@ -356,7 +418,9 @@ pub async fn signed(
     match manager.initialize_from_store().await {
         Ok(true) => {}
         Ok(false) => return Ok(None),
-        Err(e) => return Err(format!("its stored sign-in is not usable: {e}")),
+        Err(e) => {
+            return Err(OAuthError::from_sdk("its stored sign-in is not usable", e));
+        }
     }
     // A confidential client authenticates its refreshes with its secret, which the tokens
     // file does not keep.
@@ -366,7 +430,7 @@ pub async fn signed(
     {
         manager
             .configure_client(config)
-            .map_err(|e| format!("cannot set up its client: {e}"))?;
+            .map_err(|e| OAuthError::from_sdk("cannot set up its client", e))?;
     }
     let client = AuthClient::new(reqwest013::Client::default(), manager);
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
@@ -389,7 +453,7 @@ pub async fn sign_in_as_client(
     url: &str,
     tokens: &TokenFile,
     client: Option<&OAuthClient>,
-) -> Result<bool, String> {
+) -> Result<bool, OAuthError> {
     let Some(client) =
         client.filter(|c| c.has_credentials() && c.grant != Some(Grant::AuthorizationCode))
     else {
@@ -419,29 +483,33 @@ pub async fn sign_in_as_client(
             .filter(|s| s != "offline_access")
             .collect(),
     };
-    let failed = |e: AuthError| format!("its client could not sign in: {e}");
+    let failed = |e: AuthError| OAuthError::from_sdk("its client could not sign in", e);
     match (&client.private_key_file, &client.client_secret) {
         (Some(key), _) => {
             let pem = std::fs::read_to_string(key).map_err(|e| {
-                format!(
+                OAuthError::Config(format!(
                     "cannot read its private key {} (oauth.privateKeyFile): {e}",
                     key.display()
-                )
+                ))
             })?;
             let audience = metadata
                 .issuer
                 .clone()
                 .unwrap_or_else(|| metadata.token_endpoint.clone());
-            let assertion = jwt_assertion(&client.client_id, &audience, &pem)
-                .map_err(|e| format!("its private key {}: {e}", key.display()))?;
+            let assertion = jwt_assertion(&client.client_id, &audience, &pem).map_err(|e| {
+                OAuthError::Config(format!("its private key {}: {e}", key.display()))
+            })?;
             let answer = token_request(url, &metadata.token_endpoint, &assertion, &scopes).await?;
             let granted = answer.get("scope").and_then(|s| s.as_str()).map_or_else(
                 || scopes.clone(),
                 |s| s.split_whitespace().map(str::to_string).collect(),
             );
             let response: rmcp::transport::auth::OAuthTokenResponse =
-                serde_json::from_value(answer)
-                    .map_err(|e| format!("its authorization server's token is unreadable: {e}"))?;
+                serde_json::from_value(answer).map_err(|e| {
+                    OAuthError::Refused(format!(
+                        "its authorization server's token is unreadable: {e}"
+                    ))
+                })?;
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
@@ -456,7 +524,7 @@ pub async fn sign_in_as_client(
                 .store(url)
                 .save(stored)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| OAuthError::Local(e.to_string()))?;
         }
         (None, Some(secret)) => {
             let config = ClientCredentialsConfig::ClientSecret {
@@ -488,21 +556,24 @@ async fn token_request(
     endpoint: &str,
     assertion: &str,
     scopes: &[String],
-) -> Result<serde_json::Value, String> {
-    let at = reqwest::Url::parse(endpoint)
-        .map_err(|e| format!("its authorization server's token endpoint {endpoint}: {e}"))?;
+) -> Result<serde_json::Value, OAuthError> {
+    let at = reqwest::Url::parse(endpoint).map_err(|e| {
+        OAuthError::Refused(format!(
+            "its authorization server's token endpoint {endpoint}: {e}"
+        ))
+    })?;
     let local = |u: &reqwest::Url| match u.host() {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         Some(url::Host::Domain(d)) => d == "localhost",
         None => false,
     };
-    let server = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+    let server = reqwest::Url::parse(url).map_err(|e| OAuthError::Config(format!("{url}: {e}")))?;
     if at.scheme() != "https" && !(local(&at) && local(&server)) {
-        return Err(format!(
+        return Err(OAuthError::Refused(format!(
             "its token endpoint {endpoint} is not https: the client's assertion is only sent \
              over TLS"
-        ));
+        )));
     }
     let mut form = vec![
         ("grant_type", "client_credentials".to_string()),
@@ -520,14 +591,19 @@ async fn token_request(
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(20))
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| OAuthError::Local(e.to_string()))?;
     let answer = http
         .post(at)
         .header("accept", "application/json")
         .form(&form)
         .send()
         .await
-        .map_err(|e| format!("cannot reach its authorization server: {e}"))?;
+        .map_err(|e| {
+            OAuthError::Unreachable(format!(
+                "cannot reach its authorization server: {}",
+                with_sources(&e)
+            ))
+        })?;
     let status = answer.status();
     let body: serde_json::Value = answer.json().await.unwrap_or_default();
     if !status.is_success() {
@@ -536,10 +612,14 @@ async fn token_request(
             .flatten()
             .collect::<Vec<_>>()
             .join(": ");
-        return Err(format!(
+        let said = format!(
             "its authorization server refused the client ({status}{}{why})",
             if why.is_empty() { "" } else { ", " }
-        ));
+        );
+        return Err(match status.is_server_error() {
+            true => OAuthError::Unreachable(said),
+            false => OAuthError::Refused(said),
+        });
     }
     Ok(body)
 }
@@ -606,22 +686,22 @@ fn jwt_assertion(client_id: &str, audience: &str, pem: &str) -> Result<String, S
 /// A sign-in under way: open `url`; `finish` waits for the browser's return.
 pub struct Login {
     pub url: String,
-    done: tokio::task::JoinHandle<Result<(), String>>,
+    done: tokio::task::JoinHandle<Result<(), OAuthError>>,
 }
 
 impl Login {
     /// Wait (at most `timeout`) for the sign-in to complete and its tokens to be stored.
-    pub async fn finish(self, timeout: Duration) -> Result<(), String> {
+    pub async fn finish(self, timeout: Duration) -> Result<(), OAuthError> {
         let abort = self.done.abort_handle();
         match tokio::time::timeout(timeout, self.done).await {
             Ok(Ok(done)) => done,
-            Ok(Err(_)) => Err("the sign-in stopped".into()),
+            Ok(Err(_)) => Err(OAuthError::NotCompleted("the sign-in stopped".into())),
             Err(_) => {
                 abort.abort();
-                Err(format!(
+                Err(OAuthError::NotCompleted(format!(
                     "the browser did not come back within {} s",
                     timeout.as_secs()
-                ))
+                )))
             }
         }
     }
@@ -668,26 +748,31 @@ pub async fn begin_login(
     url: &str,
     tokens: &TokenFile,
     client: Option<&OAuthClient>,
-) -> Result<Login, String> {
+) -> Result<Login, OAuthError> {
     crate::http::install_tls();
     if client.is_some_and(|c| c.grant == Some(Grant::ClientCredentials)) {
-        return Err(
+        return Err(OAuthError::Config(
             "its client signs in by itself (`oauth.grant: client_credentials`), \
              with no browser: it does so as it starts"
                 .into(),
-        );
+        ));
     }
     let fixed = client.and_then(|c| c.callback_port);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", fixed.unwrap_or(0)))
         .await
-        .map_err(|e| match fixed {
-            Some(port) => format!(
-                "cannot listen on port {port} (oauth.callbackPort) for the browser's return: \
-                 {e} — stop what uses it, or register another port with the client"
-            ),
-            None => format!("cannot listen for the browser's return: {e}"),
+        .map_err(|e| {
+            OAuthError::Local(match fixed {
+                Some(port) => format!(
+                    "cannot listen on port {port} (oauth.callbackPort) for the browser's \
+                     return: {e} — stop what uses it, or register another port with the client"
+                ),
+                None => format!("cannot listen for the browser's return: {e}"),
+            })
         })?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let port = listener
+        .local_addr()
+        .map_err(|e| OAuthError::Local(e.to_string()))?
+        .port();
     let redirect = redirect_uri(port, fixed.is_some());
     let mut manager = manager(url, true).await?;
     manager.set_credential_store(tokens.store(url));
@@ -698,18 +783,18 @@ pub async fn begin_login(
     }
     let mut state = match AuthorizationSession::new(manager, request).await {
         Ok(session) => OAuthState::Session(session),
-        Err((_, e)) => return Err(format!("cannot begin the sign-in: {e}")),
+        Err((_, e)) => return Err(OAuthError::from_sdk("cannot begin the sign-in", e)),
     };
     let auth_url = state
         .get_authorization_url()
         .await
-        .map_err(|e| format!("no authorization URL: {e}"))?;
+        .map_err(|e| OAuthError::from_sdk("no authorization URL", e))?;
     let done = tokio::spawn(async move {
         loop {
             let (mut stream, _) = listener
                 .accept()
                 .await
-                .map_err(|e| format!("the browser's return: {e}"))?;
+                .map_err(|e| OAuthError::Local(format!("the browser's return: {e}")))?;
             let Some(path) = request_path(&mut stream).await else {
                 continue;
             };
@@ -721,7 +806,7 @@ pub async fn begin_login(
             let result = state
                 .handle_callback_url(&back)
                 .await
-                .map_err(|e| format!("the sign-in failed: {e}"));
+                .map_err(|e| OAuthError::from_sdk("the sign-in failed", e));
             let page = match &result {
                 Ok(()) => "Signed in. You can close this tab and go back to stepper.",
                 Err(_) => "The sign-in failed: stepper says why.",
@@ -934,10 +1019,33 @@ mod tests {
         .await;
         let refused = begin_login(&format!("{base}/mcp"), &tokens, None).await;
         let why = refused.err().unwrap();
+        assert!(matches!(why, OAuthError::Refused(_)), "{why:?}");
+        let why = why.to_string();
         assert!(
             why.contains("the server's OAuth metadata is wrong"),
             "{why}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_does_not_answer_is_unreachable_not_refused() {
+        // A port nothing listens on: the connection is refused at once, no network needed.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let dir = tempfile::tempdir().unwrap();
+        let tokens = TokenFile::new(dir.path().join("tokens.json"));
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let why = begin_login(&url, &tokens, None).await.err().unwrap();
+        assert!(matches!(why, OAuthError::Unreachable(_)), "{why:?}");
+        // What failed, where, and why (the SDK keeps the why in its error's source).
+        let said = why.to_string();
+        assert!(
+            said.contains("cannot discover its authorization server"),
+            "{said}"
+        );
+        assert!(said.contains(&format!("127.0.0.1:{port}")), "{said}");
+        assert!(said.matches(": ").count() >= 2, "{said}");
     }
 
     /// A machine client's authorization server: only `client_credentials`, authenticated
@@ -1024,7 +1132,8 @@ mod tests {
             ..client.clone()
         };
         let why = begin_login(&url, &tokens, Some(&told)).await.err().unwrap();
-        assert!(why.contains("signs in by itself"), "{why}");
+        assert!(matches!(why, OAuthError::Config(_)), "{why:?}");
+        assert!(why.to_string().contains("signs in by itself"), "{why}");
     }
 
     #[tokio::test]
@@ -1099,6 +1208,8 @@ mod tests {
             .await
             .err()
             .unwrap();
+        assert!(matches!(why, OAuthError::Config(_)), "{why:?}");
+        let why = why.to_string();
         assert!(
             why.contains("openssl pkcs8") && why.contains("key.pem"),
             "{why}"

@@ -1,6 +1,8 @@
 //! A server's prompts as slash commands: `/mcp__<server>__<prompt> args`, the words given to
 //! the prompt's arguments in the order it declares them (the last takes the rest), its
 //! messages' text becoming the input the model gets.
+//!
+//! Why a prompt cannot be expanded is a `String`: it becomes the text of the failed turn.
 
 use std::time::Duration;
 

@@ -5,6 +5,11 @@
 //! The protocol era is chosen per server as the spec's versioning section has it: a
 //! `server/discover` probe for the 2026-07-28 revision, and `initialize` (2025-11-25) when the
 //! server answers it as a legacy server would.
+//!
+//! A call's failure is a `String` ([`McpServer::call`]): it becomes the tool's result, text
+//! the model reads and acts on (sign in again, give another token), which no client
+//! branches on. A server that cannot be used is an [`McpError`], said as a notice; signing
+//! in is [`crate::oauth::OAuthError`], whose kinds the daemon answers clients with.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -591,7 +596,7 @@ impl McpServer {
                         let custom = crate::http::headers(headers).map_err(fail)?;
                         crate::oauth::signed(url, custom, tokens, oauth.as_ref())
                             .await
-                            .map_err(fail)?
+                            .map_err(|e| fail(e.to_string()))?
                     }
                     None => None,
                 };
@@ -906,7 +911,8 @@ impl McpServer {
         tracing::info!(server = %self.name, scope = %wanted.join(" "), "the call needs a wider scope: signing in again");
         let machine =
             crate::oauth::sign_in_as_client(&signed.url, &signed.tokens, signed.client.as_ref())
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
         if machine {
             return Ok(wanted);
         }

@@ -21,6 +21,25 @@ pub const HANDED_OVER: &str = "STEPPER_KEYS_ON_STDIN";
 /// The most bytes of keys handed over: what a pipe holds without a reader.
 const MAX_HANDOVER: usize = 60 * 1024;
 
+/// Why the keys stay in the daemon's environment (the daemon goes on with them there).
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    #[error("the provider keys in the environment are over {MAX_HANDOVER} bytes: they stay in it")]
+    TooLarge,
+    #[error("the provider keys cannot be written down: {0}")]
+    Encode(serde_json::Error),
+    #[error("a pipe for the keys: {0}")]
+    Pipe(std::io::Error),
+    #[error("handing the keys over: {0}")]
+    HandOver(std::io::Error),
+    #[error("cannot execute the daemon again without its keys: {0}")]
+    ExecuteAgain(std::io::Error),
+    #[error("reading the handed-over keys: {0}")]
+    ReadBack(std::io::Error),
+    #[error("the handed-over keys are not readable: {0}")]
+    Unreadable(serde_json::Error),
+}
+
 /// What happened to the keys.
 pub enum Outcome {
     /// None were in the environment.
@@ -32,7 +51,7 @@ pub enum Outcome {
 /// Take the provider keys out of this process's environment (the variables the user's
 /// settings and the conventions name): returns once they are out, after executing this
 /// binary again if needed. Call it first thing, while the process has one thread.
-pub fn take_keys_out(config_dir: &Path, argv: &[std::ffi::OsString]) -> Result<Outcome, String> {
+pub fn take_keys_out(config_dir: &Path, argv: &[std::ffi::OsString]) -> Result<Outcome, KeysError> {
     hide_from_other_processes();
     if std::env::var_os(HANDED_OVER).is_some() {
         return read_back();
@@ -51,21 +70,17 @@ pub fn take_keys_out(config_dir: &Path, argv: &[std::ffi::OsString]) -> Result<O
 
 /// Replace this process with itself, the keys out of its environment and on its stdin.
 #[cfg(unix)]
-fn execute_again(keys: &Env, argv: &[std::ffi::OsString]) -> Result<Outcome, String> {
+fn execute_again(keys: &Env, argv: &[std::ffi::OsString]) -> Result<Outcome, KeysError> {
     use std::os::unix::process::CommandExt;
-    let text = serde_json::to_vec(keys).map_err(|e| e.to_string())?;
+    let text = serde_json::to_vec(keys).map_err(KeysError::Encode)?;
     if text.len() > MAX_HANDOVER {
-        return Err(format!(
-            "the provider keys in the environment are over {MAX_HANDOVER} bytes: they stay in it"
-        ));
+        return Err(KeysError::TooLarge);
     }
-    let (read, write) = nix::unistd::pipe().map_err(|e| format!("a pipe for the keys: {e}"))?;
+    let (read, write) = nix::unistd::pipe().map_err(|e| KeysError::Pipe(e.into()))?;
     let mut write = std::fs::File::from(write);
-    write
-        .write_all(&text)
-        .map_err(|e| format!("handing the keys over: {e}"))?;
+    write.write_all(&text).map_err(KeysError::HandOver)?;
     drop(write);
-    nix::unistd::dup2_stdin(&read).map_err(|e| format!("handing the keys over: {e}"))?;
+    nix::unistd::dup2_stdin(&read).map_err(|e| KeysError::HandOver(e.into()))?;
     drop(read);
     // The daemon's path, not `/proc/self/exe`: the process is named after the file it runs
     // (`ps`, `pgrep stepperd`).
@@ -83,19 +98,19 @@ fn execute_again(keys: &Env, argv: &[std::ffi::OsString]) -> Result<Outcome, Str
     command.env(HANDED_OVER, "1");
     // Returns only when it failed; stdin is the pipe now, so say so and go on without.
     let e = command.exec();
-    let _ = nix::unistd::dup2_stdin(std::fs::File::open("/dev/null").map_err(|e| e.to_string())?);
-    Err(format!(
-        "cannot execute the daemon again without its keys: {e}"
-    ))
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        let _ = nix::unistd::dup2_stdin(null);
+    }
+    Err(KeysError::ExecuteAgain(e))
 }
 
 #[cfg(not(unix))]
-fn execute_again(_: &Env, _: &[std::ffi::OsString]) -> Result<Outcome, String> {
+fn execute_again(_: &Env, _: &[std::ffi::OsString]) -> Result<Outcome, KeysError> {
     Ok(Outcome::None)
 }
 
 /// In the daemon executed again: the keys from stdin, kept; stdin back to `/dev/null`.
-fn read_back() -> Result<Outcome, String> {
+fn read_back() -> Result<Outcome, KeysError> {
     let mut text = Vec::new();
     let read = std::io::stdin()
         .lock()
@@ -105,9 +120,8 @@ fn read_back() -> Result<Outcome, String> {
     if let Ok(null) = std::fs::File::open("/dev/null") {
         let _ = nix::unistd::dup2_stdin(null);
     }
-    read.map_err(|e| format!("reading the handed-over keys: {e}"))?;
-    let keys: Env = serde_json::from_slice(&text)
-        .map_err(|e| format!("the handed-over keys are not readable: {e}"))?;
+    read.map_err(KeysError::ReadBack)?;
+    let keys: Env = serde_json::from_slice(&text).map_err(KeysError::Unreadable)?;
     let kept = keys.len();
     stepper_providers::daemon_env::keep(keys);
     Ok(Outcome::Kept(kept))

@@ -394,124 +394,19 @@ pub(super) fn hooks_problems(file: &Path, plain: &str, value: &Value) -> Vec<Pro
     c.problems
 }
 
-/// `hooks` in Claude Code's schema: known events, `{matcher, hooks: [{type, command,
-/// timeout}]}` groups, matchers that compile.
+/// `hooks` in Claude Code's schema (known events, `{matcher, hooks: [{type, command,
+/// timeout}]}` groups, matchers that compile): the problems of the parser the daemon runs
+/// hooks from, each at its spot.
 fn check_hooks(c: &mut Checker<'_>, value: &Value) {
-    let at = |parts: &[&str]| -> Vec<String> { parts.iter().map(|s| s.to_string()).collect() };
-    let Some(events) = value.as_object() else {
+    for problem in crate::hooks::settings::Hooks::parse(Some(value)).problems {
+        let severity = problem.severity();
         c.at(
-            &at(&["hooks"]),
-            false,
-            Severity::Error,
-            "hooks must be an object of events".into(),
-            Some("{\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}]}".into()),
+            &problem.path,
+            problem.at_key,
+            severity,
+            problem.message,
+            problem.hint,
         );
-        return;
-    };
-    for (event, groups) in events {
-        if let Some(why) = crate::hooks::not_fired(event) {
-            c.at(
-                &at(&["hooks", event]),
-                true,
-                Severity::Warning,
-                format!("{event} hooks are accepted and never run"),
-                Some(why.to_string()),
-            );
-            continue;
-        }
-        if crate::hooks::HookEvent::parse(event) == crate::hooks::HookEvent::Unknown {
-            let names = crate::hooks::event_names();
-            c.at(
-                &at(&["hooks", event]),
-                true,
-                Severity::Error,
-                format!("{event:?} is not a hook event"),
-                Some(match closest(event, &names) {
-                    Some(near) => format!("did you mean {near:?}?"),
-                    None => format!("the events are {}", names.join(", ")),
-                }),
-            );
-            continue;
-        }
-        let Some(groups) = groups.as_array() else {
-            c.at(
-                &at(&["hooks", event]),
-                false,
-                Severity::Error,
-                format!("hooks.{event} must be a list"),
-                Some("a list of {\"matcher\": ..., \"hooks\": [...]}".into()),
-            );
-            continue;
-        };
-        for (i, group) in groups.iter().enumerate() {
-            let i = i.to_string();
-            if let Some(matcher) = group.get("matcher").and_then(Value::as_str)
-                && let Err(e) = crate::hooks::matcher_problem(matcher)
-            {
-                c.at(
-                    &at(&["hooks", event, &i, "matcher"]),
-                    false,
-                    Severity::Error,
-                    e,
-                    Some("tool names (\"Bash\"), a list (\"Edit|Write\") or a regex".into()),
-                );
-            }
-            let handlers = group.get("hooks").and_then(Value::as_array);
-            if handlers.is_none_or(|h| h.is_empty()) {
-                c.at(
-                    &at(&["hooks", event, &i]),
-                    false,
-                    Severity::Error,
-                    "a hook group needs \"hooks\": a list of handlers".into(),
-                    Some("[{\"type\": \"command\", \"command\": \"./check.sh\"}]".into()),
-                );
-                continue;
-            }
-            for (j, handler) in handlers.into_iter().flatten().enumerate() {
-                let j = j.to_string();
-                let path = at(&["hooks", event, &i, "hooks", &j]);
-                match handler.get("type").and_then(Value::as_str) {
-                    Some("command") => {}
-                    other => c.at(
-                        &path,
-                        false,
-                        Severity::Warning,
-                        format!(
-                            "type {:?} is not run: stepper runs type \"command\"",
-                            other.unwrap_or("")
-                        ),
-                        None,
-                    ),
-                }
-                if handler
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .is_none_or(|c| c.trim().is_empty())
-                    && handler.get("type").and_then(Value::as_str) == Some("command")
-                {
-                    c.at(
-                        &path,
-                        false,
-                        Severity::Error,
-                        "this hook has no command".into(),
-                        Some("\"command\": \"./script.sh\" (run by /bin/sh in the project)".into()),
-                    );
-                }
-                if let Some(t) = handler.get("timeout")
-                    && t.as_f64().is_none_or(|t| t <= 0.0)
-                {
-                    let mut tp = path.clone();
-                    tp.push("timeout".into());
-                    c.at(
-                        &tp,
-                        false,
-                        Severity::Error,
-                        "timeout must be a number of seconds above 0".into(),
-                        None,
-                    );
-                }
-            }
-        }
     }
 }
 

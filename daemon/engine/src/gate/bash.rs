@@ -46,6 +46,10 @@
 //! refused when one matches (`--exclude` and the like are not read: a search that would skip the
 //! file is refused all the same). Tracked files git shows are the repository's, readable as a whole
 //! like its history.
+//!
+//! The reasons along the way (a program not found on `PATH`, a repository's configuration)
+//! are `String`s, not an error type: each ends as the text of the question the gate asks,
+//! and no caller tells one from another.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -35,6 +35,9 @@
 //! (`is_git_directory`: a valid `HEAD`, `objects` and `refs` it may enter), so the gate checks
 //! every candidate on the way up until one git surely takes; a gitdir file (or a link to one) is
 //! always taken. Being stricter than git there only costs a question.
+//!
+//! Why a repository is refused is a `String`, not an error type: any failure, whatever it
+//! is, means the same thing — the command asks, with the reason as its text.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};

@@ -6,6 +6,9 @@
 //! diff HEAD` but not `git diff --output=f`; only an exact rule (what "allow always" adds) does.
 //! Commands the tables do not list keep Claude Code's prefix semantics, with the old output/exec
 //! flag heuristic.
+//!
+//! Why a rule does not parse is a `String`: it is only said — by `config --validate` at the
+//! rule's line, and as the notice that the rule is skipped.
 
 use std::path::Path;
 

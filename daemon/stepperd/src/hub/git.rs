@@ -36,6 +36,21 @@ pub(crate) fn command(cwd: &Path, env: &Env) -> tokio::process::Command {
     command
 }
 
+/// Why a git command could not be run to its end (how it ended is its [`Output`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GitError {
+    #[error("cannot run git: {0}")]
+    Spawn(std::io::Error),
+    #[error("git has no {0} pipe")]
+    NoPipe(&'static str),
+    #[error("cannot read git's output: {0}")]
+    Read(std::io::Error),
+    #[error("cannot wait for git: {0}")]
+    Wait(std::io::Error),
+    #[error("git took longer than {} s", .0.as_secs())]
+    TimedOut(Duration),
+}
+
 /// What a finished git command said.
 #[derive(Debug)]
 pub(crate) struct Output {
@@ -79,16 +94,15 @@ pub(crate) async fn run(
     input: Option<Vec<u8>>,
     max: u64,
     timeout: Duration,
-) -> Result<Output, String> {
+) -> Result<Output, GitError> {
     command.stderr(Stdio::piped()).kill_on_drop(true);
     if input.is_some() {
         command.stdin(Stdio::piped());
     }
-    let mut child = stepper_process::lineage::spawn(&mut command)
-        .map_err(|e| format!("cannot run git: {e}"))?;
+    let mut child = stepper_process::lineage::spawn(&mut command).map_err(GitError::Spawn)?;
     let stdin = child.stdin.take();
-    let mut stdout = child.stdout.take().ok_or("git has no output pipe")?;
-    let mut stderr = child.stderr.take().ok_or("git has no error pipe")?;
+    let mut stdout = child.stdout.take().ok_or(GitError::NoPipe("output"))?;
+    let mut stderr = child.stderr.take().ok_or(GitError::NoPipe("error"))?;
     let work = async {
         let feed = async {
             if let (Some(mut stdin), Some(input)) = (stdin, input) {
@@ -103,12 +117,9 @@ pub(crate) async fn run(
         let read_out = out_pipe.read_to_end(&mut out);
         let read_err = err_pipe.read_to_end(&mut err);
         let ((), out_read, _) = tokio::join!(feed, read_out, read_err);
-        out_read.map_err(|e| format!("cannot read git's output: {e}"))?;
+        out_read.map_err(GitError::Read)?;
         drop(stdout);
-        let status = child
-            .wait()
-            .await
-            .map_err(|e| format!("cannot wait for git: {e}"))?;
+        let status = child.wait().await.map_err(GitError::Wait)?;
         Ok(Output {
             code: status.code(),
             stdout: out,
@@ -117,5 +128,5 @@ pub(crate) async fn run(
     };
     tokio::time::timeout(timeout, work)
         .await
-        .map_err(|_| format!("git took longer than {} s", timeout.as_secs()))?
+        .map_err(|_| GitError::TimedOut(timeout))?
 }

@@ -31,141 +31,28 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::EventLog;
 
 use stepper_engine::hooks::HookEvent;
+use stepper_engine::hooks::settings::{HookGroup, HookHandler as Handler, Hooks};
 
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// What is kept of a hook's stdout and stderr.
 const MAX_OUTPUT: usize = 1 << 20;
 
-/// The hooks of a session's settings, parsed.
+/// The hooks of a session's settings, parsed (by the parser `config --validate` reports
+/// from).
 #[derive(Debug, Default)]
 pub struct HookSet {
-    by_event: HashMap<HookEvent, Vec<Group>>,
+    by_event: HashMap<HookEvent, Vec<HookGroup>>,
     /// What could not be understood (each is said as a notice; the rest still runs).
     pub problems: Vec<String>,
-}
-
-#[derive(Debug)]
-struct Group {
-    matcher: Matcher,
-    handlers: Vec<Handler>,
-}
-
-#[derive(Debug)]
-enum Matcher {
-    Any,
-    Names(Vec<String>),
-    Pattern(regex::Regex),
-}
-
-#[derive(Debug, Clone)]
-struct Handler {
-    command: String,
-    timeout: Duration,
-}
-
-impl Matcher {
-    fn parse(text: Option<&str>) -> Result<Matcher, String> {
-        let text = text.unwrap_or("").trim();
-        if text.is_empty() || text == "*" {
-            return Ok(Matcher::Any);
-        }
-        Ok(match stepper_engine::hooks::matcher_regex(text)? {
-            Some(re) => Matcher::Pattern(re),
-            None => Matcher::Names(text.split('|').map(str::to_string).collect()),
-        })
-    }
-
-    fn matches(&self, key: Option<&str>) -> bool {
-        match (self, key) {
-            (Matcher::Any, _) => true,
-            (_, None) => true,
-            (Matcher::Names(names), Some(key)) => names.iter().any(|n| n == key),
-            (Matcher::Pattern(re), Some(key)) => re.is_match(key),
-        }
-    }
 }
 
 impl HookSet {
     /// `hooks` as `setting.json` has it; problems are kept, never fatal.
     pub fn parse(hooks: Option<&Value>) -> HookSet {
-        let mut set = HookSet::default();
-        let Some(hooks) = hooks else { return set };
-        let Some(events) = hooks.as_object() else {
-            set.problems
-                .push("hooks must be an object of events (\"PreToolUse\": [...])".into());
-            return set;
-        };
-        for (event, groups) in events {
-            // Accepted, never fired (`config --validate` says why): no notice every turn
-            // for what Claude Code would not run in a session either.
-            if stepper_engine::hooks::not_fired(event).is_some() {
-                continue;
-            }
-            let name = event;
-            let event = HookEvent::parse(name);
-            if event == HookEvent::Unknown {
-                set.problems.push(format!(
-                    "hooks: {name:?} is not a hook event; the events are {}",
-                    stepper_engine::hooks::event_names().join(", ")
-                ));
-                continue;
-            }
-            let Some(groups) = groups.as_array() else {
-                set.problems.push(format!(
-                    "hooks.{event} must be a list of {{matcher, hooks}}"
-                ));
-                continue;
-            };
-            for (i, group) in groups.iter().enumerate() {
-                let matcher = match Matcher::parse(group.get("matcher").and_then(Value::as_str)) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        set.problems.push(format!("hooks.{event}[{i}]: {e}"));
-                        continue;
-                    }
-                };
-                let mut handlers = Vec::new();
-                for (j, handler) in group
-                    .get("hooks")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
-                    let command = handler.get("command").and_then(Value::as_str);
-                    match (kind, command) {
-                        ("command", Some(command)) if !command.trim().is_empty() => {
-                            let timeout = handler
-                                .get("timeout")
-                                .and_then(Value::as_f64)
-                                .filter(|t| *t > 0.0)
-                                .map(Duration::from_secs_f64)
-                                .unwrap_or(DEFAULT_TIMEOUT);
-                            handlers.push(Handler {
-                                command: command.to_string(),
-                                timeout,
-                            });
-                        }
-                        ("command", _) => set
-                            .problems
-                            .push(format!("hooks.{event}[{i}].hooks[{j}] has no command")),
-                        (other, _) => set.problems.push(format!(
-                            "hooks.{event}[{i}].hooks[{j}]: type {other:?} is not run (stepper \
-                             runs type \"command\")"
-                        )),
-                    }
-                }
-                if handlers.is_empty() {
-                    continue;
-                }
-                set.by_event
-                    .entry(event)
-                    .or_default()
-                    .push(Group { matcher, handlers });
-            }
+        let Hooks { by_event, problems } = Hooks::parse(hooks);
+        HookSet {
+            by_event,
+            problems: problems.iter().filter_map(|p| p.notice()).collect(),
         }
-        set
     }
 
     pub fn is_empty(&self) -> bool {

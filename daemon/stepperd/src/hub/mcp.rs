@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use stepper_engine::config::Settings;
 use stepper_engine::tool::{Sampler, Sampling};
+use stepper_mcp::oauth::OAuthError;
 use stepper_mcp::{IdleCap, McpTools, Pool, Servers, State, parse_servers};
 use stepper_protocol::methods::{
     McpRunningResponse, McpRunningServer, McpScope, McpServerInfo, McpStatus, McpTransport,
@@ -38,7 +39,44 @@ pub enum WaitLoginError {
     Unknown(String),
     /// The sign-in ran and failed (refused, timed out, the server unreachable).
     #[error("{0}")]
-    Failed(String),
+    Failed(#[from] OAuthError),
+}
+
+/// Why an `mcp/*` method could not do what it was asked, by what the caller can do about
+/// it (`rpc::error` gives each its error kind).
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("there is no MCP server {0:?} here — see `stepper mcp list`")]
+    NoSuchServer(String),
+    #[error(
+        "{0:?} is in the .mcp.json of a folder you have not trusted — if you trust it, run \
+         `stepper trust` there first"
+    )]
+    Untrusted(String),
+    #[error("MCP server {0:?} is not a streamable HTTP server: only those sign in")]
+    NotRemote(String),
+    /// The server's entry in a settings file (or `.mcp.json`) is not usable as written.
+    #[error("{0}")]
+    BadConfig(String),
+    /// The entry `mcp/add` was given is not a server.
+    #[error("{0}")]
+    BadEntry(String),
+    #[error(
+        "add a local server to .stepper/setting.local.json by hand, or use --scope user or \
+         --scope project"
+    )]
+    LocalScope,
+    /// A settings file cannot be changed as it is (it has comments, it is not an object):
+    /// the message names it and what to do.
+    #[error("{0}")]
+    File(String),
+    /// Reading or writing a file failed on this machine.
+    #[error("{0}")]
+    Io(String),
+    #[error("signing in to MCP servers is off in this daemon")]
+    LoginsOff,
+    #[error("MCP server {server:?}: {error}")]
+    SignIn { server: String, error: OAuthError },
 }
 
 /// How long a sign-in waits for the browser.
@@ -60,15 +98,15 @@ impl McpPool {
         name: &str,
         settings: McpSettings<'_>,
         env: &Env,
-    ) -> Result<(String, String), String> {
+    ) -> Result<(String, String), McpError> {
         let (url, client) = self.remote(cwd, name, settings, env)?;
-        let tokens = self
-            .pool
-            .tokens()
-            .ok_or("signing in to MCP servers is off in this daemon")?;
+        let tokens = self.pool.tokens().ok_or(McpError::LoginsOff)?;
         let login = stepper_mcp::oauth::begin_login(&url, tokens, client.as_ref())
             .await
-            .map_err(|e| format!("MCP server {name:?}: {e}"))?;
+            .map_err(|error| McpError::SignIn {
+                server: name.to_string(),
+                error,
+            })?;
         let id = uuid::Uuid::now_v7().to_string();
         let open = login.url.clone();
         self.logins
@@ -89,10 +127,7 @@ impl McpPool {
         else {
             return Err(WaitLoginError::Unknown(id.to_string()));
         };
-        login
-            .finish(LOGIN_WAIT)
-            .await
-            .map_err(WaitLoginError::Failed)?;
+        login.finish(LOGIN_WAIT).await?;
         self.pool.restart(&cwd, &name);
         Ok(())
     }
@@ -104,12 +139,14 @@ impl McpPool {
         name: &str,
         settings: McpSettings<'_>,
         env: &Env,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, McpError> {
         let (url, _) = self.remote(cwd, name, settings, env)?;
         let Some(tokens) = self.pool.tokens() else {
             return Ok(false);
         };
-        let removed = tokens.forget(&url).map_err(|e| e.to_string())?;
+        let removed = tokens
+            .forget(&url)
+            .map_err(|e| McpError::Io(format!("cannot forget {name:?}'s sign-in: {e}")))?;
         self.pool.restart(cwd, name);
         Ok(removed)
     }
@@ -151,18 +188,13 @@ impl McpPool {
         name: &str,
         settings: McpSettings<'_>,
         env: &Env,
-    ) -> Result<(String, Option<stepper_mcp::OAuthClient>), String> {
+    ) -> Result<(String, Option<stepper_mcp::OAuthClient>), McpError> {
         let (configured, _) = configured(&self.config_dir, cwd, settings);
         let Some(found) = configured.into_iter().find(|c| c.name == name) else {
-            return Err(format!(
-                "there is no MCP server {name:?} here — see `stepper mcp list`"
-            ));
+            return Err(McpError::NoSuchServer(name.to_string()));
         };
         if found.standing == McpStatus::Untrusted {
-            return Err(format!(
-                "{name:?} is in the .mcp.json of a folder you have not trusted — if you trust \
-                 it, run `stepper trust` there first"
-            ));
+            return Err(McpError::Untrusted(name.to_string()));
         }
         let one: ServerMap = [(found.name.clone(), found.value)].into_iter().collect();
         let (specs, problems) = parse_servers(&one, env);
@@ -173,10 +205,10 @@ impl McpPool {
                 oauth,
                 ..
             }) => Ok((url, oauth)),
-            Some(_) => Err(format!(
-                "MCP server {name:?} is not a streamable HTTP server: only those sign in"
+            Some(_) => Err(McpError::NotRemote(name.to_string())),
+            None => Err(McpError::BadConfig(
+                problems.into_iter().next().unwrap_or_default(),
             )),
-            None => Err(problems.into_iter().next().unwrap_or_default()),
         }
     }
 
@@ -733,11 +765,11 @@ pub fn add(
     name: &str,
     scope: McpScope,
     server: &serde_json::Value,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, McpError> {
     let one: BTreeMap<_, _> = [(name.to_string(), server.clone())].into_iter().collect();
     let (_, problems) = parse_servers(&one, &Env::new());
     if let Some(problem) = problems.into_iter().next() {
-        return Err(problem);
+        return Err(McpError::BadEntry(problem));
     }
     let path = match scope {
         McpScope::User => config_dir.join("setting.json"),
@@ -746,13 +778,7 @@ pub fn add(
             .flatten()
             .map(|(p, _)| p)
             .unwrap_or_else(|| cwd.join(".mcp.json")),
-        McpScope::Local => {
-            return Err(
-                "add a local server to .stepper/setting.local.json by hand, or use \
-                        --scope user or --scope project"
-                    .into(),
-            );
-        }
+        McpScope::Local => return Err(McpError::LocalScope),
     };
     edit_servers(&path, |servers| {
         servers.insert(name.to_string(), server.clone());
@@ -767,7 +793,7 @@ pub fn remove(
     cwd: &Path,
     name: &str,
     scope: Option<McpScope>,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, McpError> {
     let mut files = Vec::new();
     if scope.is_none_or(|s| s == McpScope::User) {
         files.push(config_dir.join("setting.json"));
@@ -796,18 +822,23 @@ pub fn approve(
     cwd: &Path,
     names: &[String],
     decision: stepper_protocol::methods::McpApproval,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, McpError> {
     use stepper_protocol::methods::McpApproval;
     let dir = cwd.join(".stepper");
     let path = dir.join("setting.local.json");
     if !dir.join(".gitignore").exists() {
         std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(|e| McpError::Io(format!("cannot create {}: {e}", dir.display())))?;
         std::fs::write(
             dir.join(".gitignore"),
             stepper_engine::config::templates::GITIGNORE,
         )
-        .map_err(|e| format!("cannot write {}: {e}", dir.join(".gitignore").display()))?;
+        .map_err(|e| {
+            McpError::Io(format!(
+                "cannot write {}: {e}",
+                dir.join(".gitignore").display()
+            ))
+        })?;
     }
     edit_json(&path, |doc| {
         let mut add = |key: &str, other: &str| {
@@ -844,7 +875,7 @@ pub fn approve(
 fn edit_servers(
     path: &Path,
     change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>) -> bool,
-) -> Result<bool, String> {
+) -> Result<bool, McpError> {
     edit_json(path, |obj| {
         let servers = obj
             .entry("mcpServers")
@@ -862,46 +893,52 @@ fn edit_servers(
 fn edit_json(
     path: &Path,
     change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>) -> bool,
-) -> Result<bool, String> {
+) -> Result<bool, McpError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "{}".to_string(),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(McpError::Io(format!("cannot read {}: {e}", path.display()))),
     };
     let plain = stepper_engine::config::jsonc::strip(&text);
     let mut doc: serde_json::Value = serde_json::from_str(&plain).map_err(|e| {
-        format!(
+        McpError::File(format!(
             "{}:{}:{}: {e} — fix the file first",
             path.display(),
             e.line(),
             e.column()
-        )
+        ))
     })?;
     if serde_json::from_str::<serde_json::Value>(&text).is_err() {
-        return Err(format!(
+        return Err(McpError::File(format!(
             "{} has comments, which rewriting it would lose — change its \"mcpServers\" by hand",
             path.display()
-        ));
+        )));
     }
     let Some(obj) = doc.as_object_mut() else {
-        return Err(format!("{} is not a JSON object", path.display()));
+        return Err(McpError::File(format!(
+            "{} is not a JSON object",
+            path.display()
+        )));
     };
     if obj.get("mcpServers").is_some_and(|v| !v.is_object()) {
-        return Err(format!("{}: `mcpServers` is not an object", path.display()));
+        return Err(McpError::File(format!(
+            "{}: `mcpServers` is not an object",
+            path.display()
+        )));
     }
     if !change(obj) {
         return Ok(false);
     }
-    let mut out = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    let mut out = serde_json::to_string_pretty(&doc).map_err(|e| McpError::Io(e.to_string()))?;
     out.push('\n');
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(|e| McpError::Io(format!("cannot create {}: {e}", dir.display())))?;
     }
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, out)
         .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|e| McpError::Io(format!("cannot write {}: {e}", path.display())))?;
     Ok(true)
 }
 

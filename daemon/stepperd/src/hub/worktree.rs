@@ -28,7 +28,53 @@ use stepper_engine::orchestrator::{Isolated, Merge};
 use stepper_protocol::session::Env;
 use stepper_protocol::{KeptReason, KeptWorktree, Worktree, WorktreeConflict};
 
-use super::git;
+use super::git::{self, GitError};
+
+/// Why worktrees could not be made, or their work not brought back: said to the user as the
+/// turn's (or the merge's) error.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WorktreeError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// git ran and failed: why, in its words.
+    #[error("{0}")]
+    GitSaid(String),
+    /// A step of git's failed: which (`add`, `worktree add`, …) and why.
+    #[error("git {step} failed: {why}")]
+    Step {
+        step: String,
+        why: Box<WorktreeError>,
+    },
+    #[error("cannot {doing}: {source}")]
+    Io {
+        doing: String,
+        source: std::io::Error,
+    },
+    #[error("git rev-parse said too little: {0:?}")]
+    TooLittle(String),
+    #[error("git made the worktree {} but not where it keeps its records", .0.display())]
+    NoRecords(PathBuf),
+    #[error(
+        "the folder changed while the workers ran, in the files they changed too ({}); \
+         nothing was merged",
+        .0.join(", ")
+    )]
+    FolderChanged(Vec<String>),
+}
+
+impl WorktreeError {
+    /// This, as the failure of git's `step`.
+    fn during(self, step: impl Into<String>) -> WorktreeError {
+        WorktreeError::Step {
+            step: step.into(),
+            why: Box::new(self),
+        }
+    }
+
+    fn io(doing: String) -> impl FnOnce(std::io::Error) -> WorktreeError {
+        move |source| WorktreeError::Io { doing, source }
+    }
+}
 
 /// The prefix of every branch stepper makes for a worker.
 pub(crate) const BRANCH_PREFIX: &str = "stepper/";
@@ -119,11 +165,11 @@ impl Worktrees {
     }
 
     /// A worktree for each of `agents`, from the folder as it is now.
-    pub async fn isolate(&self, agents: Vec<String>) -> Result<Isolated, String> {
+    pub async fn isolate(&self, agents: Vec<String>) -> Result<Isolated, WorktreeError> {
         let repo = self.repo().await?;
         tokio::fs::create_dir_all(&repo.trees)
             .await
-            .map_err(|e| format!("cannot make {}: {e}", repo.trees.display()))?;
+            .map_err(WorktreeError::io(format!("make {}", repo.trees.display())))?;
         let batch = self.next.fetch_add(1, Ordering::SeqCst);
         let base = self
             .snapshot(&repo, &format!("{}-{batch}", self.label))
@@ -144,11 +190,11 @@ impl Worktrees {
             }
         }
         if failed.is_none() {
-            let checkouts: Vec<BoxFuture<'_, Result<(), String>>> = places
+            let checkouts: Vec<BoxFuture<'_, Result<(), WorktreeError>>> = places
                 .iter()
                 .map(|place| Box::pin(self.check_out(place)) as BoxFuture<'_, _>)
                 .collect();
-            let done: Vec<Result<(), String>> = futures::stream::iter(checkouts)
+            let done: Vec<Result<(), WorktreeError>> = futures::stream::iter(checkouts)
                 .buffered(AT_ONCE)
                 .collect()
                 .await;
@@ -221,7 +267,7 @@ impl Worktrees {
             reason,
         };
         // What each left, committed on its branch (a few at once), then merged in order.
-        let committing: Vec<BoxFuture<'_, Result<Option<String>, String>>> = batch
+        let committing: Vec<BoxFuture<'_, Result<Option<String>, WorktreeError>>> = batch
             .places
             .iter()
             .enumerate()
@@ -229,7 +275,7 @@ impl Worktrees {
                 Box::pin(self.commit_worktree(&batch, place, k + 1)) as BoxFuture<'_, _>
             })
             .collect();
-        let commits: Vec<Result<Option<String>, String>> = futures::stream::iter(committing)
+        let commits: Vec<Result<Option<String>, WorktreeError>> = futures::stream::iter(committing)
             .buffered(AT_ONCE)
             .collect()
             .await;
@@ -279,7 +325,7 @@ impl Worktrees {
                         continue;
                     }
                     Err(why) => {
-                        merge.error = Some(why);
+                        merge.error = Some(why.to_string());
                         merge.kept.push(keep(place, KeptReason::Unfinished));
                         stopped = true;
                         continue;
@@ -297,7 +343,7 @@ impl Worktrees {
                 }
                 Err(why) => {
                     // Nothing was written: every merged worker's work stays on its branch.
-                    merge.error = Some(why);
+                    merge.error = Some(why.to_string());
                     for place in merged_places {
                         merge.kept.push(keep(place, KeptReason::NotMerged));
                     }
@@ -313,7 +359,7 @@ impl Worktrees {
     }
 
     /// The repository the session's folder is in, or a private one copying it.
-    async fn repo(&self) -> Result<Repo, String> {
+    async fn repo(&self) -> Result<Repo, WorktreeError> {
         let mut found = git::command(&self.cwd, &self.env);
         found.args([
             "rev-parse",
@@ -330,7 +376,7 @@ impl Worktrees {
             let mut lines = text.lines();
             let (Some(top), Some(common), Some(index)) = (lines.next(), lines.next(), lines.next())
             else {
-                return Err(format!("git rev-parse said too little: {text:?}"));
+                return Err(WorktreeError::TooLittle(text));
             };
             let prefix = lines.next().unwrap_or("").trim_end_matches('/');
             let git_dir = PathBuf::from(common);
@@ -350,12 +396,12 @@ impl Worktrees {
         if !git_dir.join("HEAD").exists() {
             tokio::fs::create_dir_all(&root)
                 .await
-                .map_err(|e| format!("cannot make {}: {e}", root.display()))?;
+                .map_err(WorktreeError::io(format!("make {}", root.display())))?;
             let mut init = git::command(&root, &self.env);
             init.args(["init", "--quiet", "--bare"]).arg(&git_dir);
             let out = git::run(init, None, OUTPUT_MAX, SLOW).await?;
             if !out.success() {
-                return Err(format!("git init failed: {}", out.why()));
+                return Err(WorktreeError::GitSaid(out.why()).during("init"));
             }
         }
         Ok(Repo {
@@ -390,7 +436,7 @@ impl Worktrees {
 
     /// The folder as it is now, as a commit (on HEAD when there is one): its tracked files
     /// and those git would add, through a copy of its index (`name` names the copy).
-    async fn snapshot(&self, repo: &Repo, name: &str) -> Result<String, String> {
+    async fn snapshot(&self, repo: &Repo, name: &str) -> Result<String, WorktreeError> {
         let index = if repo.private {
             // The private repository's own index, kept from the last copy.
             repo.git_dir.join("index")
@@ -400,7 +446,7 @@ impl Worktrees {
                 Some(real) if real.exists() => {
                     tokio::fs::copy(real, &copy)
                         .await
-                        .map_err(|e| format!("cannot copy git's index: {e}"))?;
+                        .map_err(WorktreeError::io("copy git's index".into()))?;
                 }
                 _ => {
                     let _ = tokio::fs::remove_file(&copy).await;
@@ -413,13 +459,13 @@ impl Worktrees {
                 .args(["add", "--all", "--", "."])
                 .output()
                 .await
-                .map_err(|why| format!("git add failed: {why}"))?;
+                .map_err(|why| why.during("add"))?;
             let tree = self
                 .git(repo, Some(&index))
                 .args(["write-tree"])
                 .output()
                 .await
-                .map_err(|why| format!("git write-tree failed: {why}"))?
+                .map_err(|why| why.during("write-tree"))?
                 .line();
             let head = self
                 .git(repo, None)
@@ -451,7 +497,7 @@ impl Worktrees {
         tree: &str,
         parents: &[&str],
         message: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, WorktreeError> {
         let mut call = self.git(repo, None);
         call = call.args(["commit-tree", tree, "-m", message]);
         for parent in parents {
@@ -468,11 +514,11 @@ impl Worktrees {
         let out = call
             .output()
             .await
-            .map_err(|why| format!("git commit-tree failed: {why}"))?;
+            .map_err(|why| why.during("commit-tree"))?;
         Ok(out.line())
     }
 
-    async fn tree_of(&self, repo: &Repo, commit: &str) -> Result<String, String> {
+    async fn tree_of(&self, repo: &Repo, commit: &str) -> Result<String, WorktreeError> {
         Ok(self
             .git(repo, None)
             .args(["rev-parse", &format!("{commit}^{{tree}}")])
@@ -488,18 +534,18 @@ impl Worktrees {
         batch: &Batch,
         place: &Place,
         task: usize,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, WorktreeError> {
         self.in_worktree(place)
             .args(["add", "--all", "--", "."])
             .output()
             .await
-            .map_err(|why| format!("git add failed: {why}"))?;
+            .map_err(|why| why.during("add"))?;
         let tree = self
             .in_worktree(place)
             .args(["write-tree"])
             .output()
             .await
-            .map_err(|why| format!("git write-tree failed: {why}"))?
+            .map_err(|why| why.during("write-tree"))?
             .line();
         if tree == batch.base_tree {
             return Ok(None);
@@ -516,7 +562,7 @@ impl Worktrees {
             ])
             .output()
             .await
-            .map_err(|why| format!("git update-ref failed: {why}"))?;
+            .map_err(|why| why.during("update-ref"))?;
         Ok(Some(commit))
     }
 
@@ -528,7 +574,7 @@ impl Worktrees {
         base: &str,
         ours: &str,
         theirs: &str,
-    ) -> Result<Result<String, Vec<String>>, String> {
+    ) -> Result<Result<String, Vec<String>>, WorktreeError> {
         let mut command = git::command(&repo.top, &self.env);
         command.arg("--git-dir").arg(&repo.git_dir).args([
             "merge-tree",
@@ -553,14 +599,14 @@ impl Worktrees {
                 files.dedup();
                 Ok(Err(files))
             }
-            _ => Err(format!("git merge-tree failed: {}", out.why())),
+            _ => Err(WorktreeError::GitSaid(out.why()).during("merge-tree")),
         }
     }
 
     /// Write `merged` into the session's folder over what it holds now (merged with it
     /// again when the user changed it since the agents started): the files written or
     /// removed.
-    async fn apply(&self, batch: &Batch, merged: &str) -> Result<u32, String> {
+    async fn apply(&self, batch: &Batch, merged: &str) -> Result<u32, WorktreeError> {
         let repo = &batch.repo;
         let now = self.snapshot(repo, &format!("{}-now", self.label)).await?;
         let now_tree = self.tree_of(repo, &now).await?;
@@ -569,13 +615,7 @@ impl Worktrees {
         } else {
             match self.merge_trees(repo, &batch.base, &now, merged).await? {
                 Ok(tree) => tree,
-                Err(files) => {
-                    return Err(format!(
-                        "the folder changed while the workers ran, in the files they changed \
-                         too ({}); nothing was merged",
-                        files.join(", ")
-                    ));
-                }
+                Err(files) => return Err(WorktreeError::FolderChanged(files)),
             }
         };
         let listed = self
@@ -591,7 +631,7 @@ impl Worktrees {
             ])
             .output()
             .await
-            .map_err(|why| format!("git diff-tree failed: {why}"))?;
+            .map_err(|why| why.during("diff-tree"))?;
         let fields: Vec<&[u8]> = listed
             .stdout
             .split(|b| *b == 0)
@@ -618,13 +658,13 @@ impl Worktrees {
                     .args(["read-tree", &target])
                     .output()
                     .await
-                    .map_err(|why| format!("git read-tree failed: {why}"))?;
+                    .map_err(|why| why.during("read-tree"))?;
                 let mut call = self.in_folder(repo, &index);
                 call = call.args(["checkout-index", "--force", "-z", "--stdin"]);
                 call.input = Some(write);
                 call.output()
                     .await
-                    .map_err(|why| format!("git checkout-index failed: {why}"))
+                    .map_err(|why| why.during("checkout-index"))
             };
             let done = checked_out.await;
             let _ = tokio::fs::remove_file(&index).await;
@@ -634,7 +674,12 @@ impl Worktrees {
             match tokio::fs::remove_file(&path).await {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("cannot remove {}: {e}", path.display())),
+                Err(e) => {
+                    return Err(WorktreeError::Io {
+                        doing: format!("remove {}", path.display()),
+                        source: e,
+                    });
+                }
             }
         }
         Ok(files)
@@ -642,7 +687,7 @@ impl Worktrees {
 
     /// Register a worktree for `agent` on a new branch at `base`, its files not yet
     /// checked out.
-    async fn register(&self, repo: &Repo, base: &str, agent: &str) -> Result<Place, String> {
+    async fn register(&self, repo: &Repo, base: &str, agent: &str) -> Result<Place, WorktreeError> {
         let name = format!("{}-{agent}", self.label);
         let branch = format!("{BRANCH_PREFIX}{}/{agent}", self.label);
         let top = repo.trees.join(&name);
@@ -652,7 +697,7 @@ impl Worktrees {
             .arg(base)
             .output()
             .await
-            .map_err(|why| format!("git worktree add failed: {why}"))?;
+            .map_err(|why| why.during("worktree add"))?;
         let admin = admin_of(repo, &top).await;
         let place = Place {
             agent: agent.to_string(),
@@ -663,22 +708,19 @@ impl Worktrees {
         };
         if admin.is_none() {
             self.remove(repo, vec![&place]).await;
-            return Err(format!(
-                "git made the worktree {} but not where it keeps its records",
-                place.top.display()
-            ));
+            return Err(WorktreeError::NoRecords(place.top.clone()));
         }
         Ok(place)
     }
 
     /// Check `place`'s files out.
-    async fn check_out(&self, place: &Place) -> Result<(), String> {
+    async fn check_out(&self, place: &Place) -> Result<(), WorktreeError> {
         self.in_worktree(place)
             .args(["reset", "--hard", "--quiet"])
             .output()
             .await
             .map(|_| ())
-            .map_err(|why| format!("git checkout of {} failed: {why}", place.top.display()))
+            .map_err(|why| why.during(format!("checkout of {}", place.top.display())))
     }
 
     /// A git command on `place`'s worktree, through the record read when it was made.
@@ -780,12 +822,12 @@ impl GitCall {
         self
     }
 
-    async fn output(self) -> Result<git::Output, String> {
+    async fn output(self) -> Result<git::Output, WorktreeError> {
         let out = git::run(self.command, self.input, OUTPUT_MAX, SLOW).await?;
         if out.success() {
             Ok(out)
         } else {
-            Err(out.why())
+            Err(WorktreeError::GitSaid(out.why()))
         }
     }
 }
@@ -840,6 +882,19 @@ mod tests {
 
     fn agents(n: usize) -> Vec<String> {
         (1..=n).map(|k| format!("layer-2.{k}")).collect()
+    }
+
+    #[tokio::test]
+    async fn without_git_on_the_path_isolating_says_git_cannot_run() {
+        let dir = repo();
+        let path = tempfile::tempdir().unwrap();
+        let no_git: Env = [("PATH".to_string(), path.path().display().to_string())].into();
+        let trees = Worktrees::new(dir.path().to_path_buf(), no_git, "abcd1234-t0".into());
+        let Err(e) = trees.isolate(agents(1)).await else {
+            panic!("isolated without git");
+        };
+        assert!(matches!(e, WorktreeError::Git(GitError::Spawn(_))), "{e:?}");
+        assert!(e.to_string().starts_with("cannot run git: "), "{e}");
     }
 
     #[tokio::test]

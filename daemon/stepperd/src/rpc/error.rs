@@ -7,8 +7,10 @@ use stepper_protocol::PROTOCOL_VERSION;
 use stepper_protocol::error::{ErrorData, ErrorKind};
 
 use crate::auth::AuthError;
-use crate::hub::mcp::WaitLoginError;
+use crate::hub::mcp::{McpError, WaitLoginError};
 use crate::hub::{HubError, LogError, SettingsError};
+use stepper_engine::config::trust::TrustError;
+use stepper_mcp::oauth::OAuthError;
 
 /// Why a method failed, before it becomes a JSON-RPC error.
 #[derive(Debug, thiserror::Error)]
@@ -41,11 +43,15 @@ pub enum RpcError {
     Auth(#[from] AuthError),
     #[error(transparent)]
     McpLogin(#[from] WaitLoginError),
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+    #[error(transparent)]
+    Trust(#[from] TrustError),
     #[error("{0}")]
     Internal(String),
     /// The connection's peer may not be a client (it descends from a tool call): why.
-    #[error("{0}")]
-    PeerRefused(String),
+    #[error(transparent)]
+    PeerRefused(crate::daemon::Refusal),
 }
 
 impl From<stepper_store::StoreError> for RpcError {
@@ -75,7 +81,22 @@ impl RpcError {
             RpcError::Auth(AuthError::EmptyKey) => ErrorKind::InvalidParams,
             RpcError::Auth(AuthError::Failed(_)) => ErrorKind::Auth,
             RpcError::McpLogin(WaitLoginError::Unknown(_)) => ErrorKind::LoginNotFound,
-            RpcError::McpLogin(WaitLoginError::Failed(_)) => ErrorKind::Auth,
+            RpcError::McpLogin(WaitLoginError::Failed(e)) => oauth_kind(e),
+            RpcError::Mcp(e) => match e {
+                McpError::NoSuchServer(_) => ErrorKind::McpServerNotFound,
+                McpError::Untrusted(_) => ErrorKind::UntrustedFolder,
+                McpError::NotRemote(_) | McpError::BadEntry(_) | McpError::LocalScope => {
+                    ErrorKind::InvalidParams
+                }
+                McpError::BadConfig(_) | McpError::File(_) => ErrorKind::Settings,
+                McpError::Io(_) | McpError::LoginsOff => ErrorKind::Internal,
+                McpError::SignIn { error, .. } => oauth_kind(error),
+            },
+            // The trust file is one of the user's settings files: the message names it.
+            RpcError::Trust(TrustError::Refused(_)) => ErrorKind::InvalidParams,
+            RpcError::Trust(
+                TrustError::Read { .. } | TrustError::Parse { .. } | TrustError::Write { .. },
+            ) => ErrorKind::Settings,
             RpcError::Hub(e) => match e {
                 HubError::NotFound(_) => ErrorKind::SessionNotFound,
                 HubError::Store(stepper_store::StoreError::InvalidCursor(_)) => {
@@ -97,6 +118,18 @@ impl RpcError {
                 HubError::ShuttingDown => ErrorKind::ShuttingDown,
             },
         }
+    }
+}
+
+/// A sign-in's failure: a server that did not answer is worth trying again; one that
+/// refused, or a sign-in the user did not finish, is a failed sign-in; an `oauth` entry that
+/// cannot work is the settings'.
+fn oauth_kind(e: &OAuthError) -> ErrorKind {
+    match e {
+        OAuthError::Unreachable(_) => ErrorKind::Unreachable,
+        OAuthError::Refused(_) | OAuthError::NotCompleted(_) => ErrorKind::Auth,
+        OAuthError::Config(_) => ErrorKind::Settings,
+        OAuthError::Local(_) => ErrorKind::Internal,
     }
 }
 
@@ -137,6 +170,13 @@ fn hint(kind: ErrorKind) -> Option<&'static str> {
         ErrorKind::StoreUnavailable => {
             "the same call succeeds once the store writes again; subscribe again with the \
              last seq handled to see what was stored meanwhile"
+        }
+        ErrorKind::McpServerNotFound => {
+            "'mcp/list' (or 'stepper mcp list') lists the MCP servers of the folder"
+        }
+        ErrorKind::UntrustedFolder => "run 'stepper trust' in the folder if you trust it",
+        ErrorKind::Unreachable => {
+            "check the network and that the server is up; the same call may work later"
         }
         ErrorKind::InvalidCursor => {
             "pass a cursor exactly as a previous page returned it, or none for the first page"

@@ -40,8 +40,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             .deps()
             .mcp
             .begin_login(&cwd, &p.name, McpSettings::of(&user, &here), &env)
-            .await
-            .map_err(RpcError::InvalidParams)?;
+            .await?;
         Ok(McpLoginResponse { login_id, url })
     });
 
@@ -53,13 +52,12 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<McpLogout, _, _>(m, |conn, p| async move {
         let cwd = folder(&p.cwd)?;
         let (user, here, env) = settings_of(&conn, &cwd, p.env).await?;
-        let removed = conn
-            .daemon
-            .hub
-            .deps()
-            .mcp
-            .logout(&cwd, &p.name, McpSettings::of(&user, &here), &env)
-            .map_err(RpcError::InvalidParams)?;
+        let removed = conn.daemon.hub.deps().mcp.logout(
+            &cwd,
+            &p.name,
+            McpSettings::of(&user, &here),
+            &env,
+        )?;
         Ok(McpLogoutResponse { removed })
     });
 
@@ -84,8 +82,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         }
         let path = tokio::task::spawn_blocking(move || mcp::approve(&cwd, &p.names, p.decision))
             .await
-            .map_err(|e| RpcError::Internal(e.to_string()))?
-            .map_err(RpcError::InvalidParams)?;
+            .map_err(|e| RpcError::Internal(e.to_string()))??;
         Ok(McpAddResponse {
             path: path.display().to_string(),
         })
@@ -98,8 +95,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             mcp::add(&config_dir, &cwd, &p.name, p.scope, &p.server)
         })
         .await
-        .map_err(|e| RpcError::Internal(e.to_string()))?
-        .map_err(RpcError::InvalidParams)?;
+        .map_err(|e| RpcError::Internal(e.to_string()))??;
         Ok(McpAddResponse {
             path: path.display().to_string(),
         })
@@ -111,8 +107,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         let removed =
             tokio::task::spawn_blocking(move || mcp::remove(&config_dir, &cwd, &p.name, p.scope))
                 .await
-                .map_err(|e| RpcError::Internal(e.to_string()))?
-                .map_err(RpcError::InvalidParams)?;
+                .map_err(|e| RpcError::Internal(e.to_string()))??;
         Ok(McpRemoveResponse {
             removed: removed.iter().map(|p| p.display().to_string()).collect(),
         })

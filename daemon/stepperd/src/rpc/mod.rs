@@ -187,7 +187,7 @@ where
 /// The methods of a connection whose peer was refused ([`crate::daemon`]'s `admit`): every
 /// method of the table answers `PEER_REFUSED` with `why`, and nothing of the daemon is
 /// reachable from it.
-pub fn refused(why: String) -> RpcModule<String> {
+pub fn refused(why: crate::daemon::Refusal) -> RpcModule<crate::daemon::Refusal> {
     let mut m = RpcModule::new(why);
     let names = stepper_protocol::methods::table();
     let names = names
@@ -195,7 +195,7 @@ pub fn refused(why: String) -> RpcModule<String> {
         .flat_map(|entry| std::iter::once(entry.name).chain(entry.unsubscribe));
     for name in names {
         let registered = m.register_method(name, |_, why, _| {
-            Err::<(), ErrorObjectOwned>(RpcError::PeerRefused(why.to_string()).into())
+            Err::<(), ErrorObjectOwned>(RpcError::PeerRefused(why.clone()).into())
         });
         if let Err(e) = registered {
             tracing::error!(method = name, error = %e, "method registered twice");

@@ -26,8 +26,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         let (trusted, all_below) = (p.trusted, p.all_below);
         tokio::task::spawn_blocking(move || store.decide(&target, trusted, all_below))
             .await
-            .map_err(|e| RpcError::Internal(e.to_string()))?
-            .map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+            .map_err(|e| RpcError::Internal(e.to_string()))??;
         tracing::info!(folder = %cwd.display(), trusted, "trust decided");
         Ok(response(report(deps, &cwd, home().as_deref()).await?))
     });
@@ -36,8 +35,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         let store = conn.daemon.hub.deps().settings.trust_store();
         let list = tokio::task::spawn_blocking(move || store.list())
             .await
-            .map_err(|e| RpcError::Internal(e.to_string()))?
-            .map_err(|e| RpcError::InvalidParams(e.to_string()))?;
+            .map_err(|e| RpcError::Internal(e.to_string()))??;
         Ok(TrustListResponse {
             folders: list
                 .into_iter()

@@ -12,6 +12,11 @@
 //! table does not know is refused. A tables test checks every long option the installed GNU
 //! programs print in `--help`. git's tables need exact names (git's own abbreviations are unknown
 //! to them, so they ask).
+//!
+//! Why a command is not read-only is a `String` here and in the tables (`git`, `files`,
+//! `search`, `text`, `system`, `options`), not an error type: it is only ever the reason the
+//! user reads when the gate asks (`Judgement::Refused`), nothing branches on it, and each
+//! table words its own.
 
 pub mod options;
 

@@ -3,6 +3,9 @@
 //! classes match any character, ranges ignore case, `.` and `..` are offered to patterns
 //! starting with a dot as older bash does): checking a name bash would not produce costs at
 //! most a question, missing one could let a read through.
+//!
+//! Why a pattern cannot be expanded (too many names, an unreadable folder) is a `String`:
+//! it only becomes the reason the gate asks.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

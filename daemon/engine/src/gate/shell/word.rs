@@ -6,6 +6,9 @@
 //! The lexer reads the word's source text itself instead of trusting the parser's nodes, and
 //! refuses a word holding an unquoted metacharacter: bash would have split it there, so the
 //! parser and bash disagree about where the word ends.
+//!
+//! Why a word cannot be relied on is a `String`, not an error type: the gate only shows it
+//! as the reason it asks (as [`Value::Unsafe`] carries it).
 
 /// A word of a command line.
 #[derive(Debug, Clone, PartialEq, Eq)]

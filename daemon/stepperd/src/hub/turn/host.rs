@@ -364,7 +364,7 @@ impl AgentHost for TurnHost {
     fn isolate(&self, agents: Vec<String>) -> BoxFuture<'_, Result<Isolated, String>> {
         Box::pin(async move {
             let worktrees = self.worktrees.as_ref().map_err(String::clone)?;
-            let isolated = worktrees.isolate(agents).await?;
+            let isolated = worktrees.isolate(agents).await.map_err(|e| e.to_string())?;
             let (sandboxes, chosen) = &self.sandboxes;
             for agent in &isolated.agents {
                 let Some(place) = worktrees.place(agent) else {
