@@ -238,7 +238,7 @@ pub enum AppEvent {
     /// A client attached to the session (subscribed to its events).
     ClientAttached {
         client: String,
-        kind: crate::methods::ClientKind,
+        kind: crate::methods::daemon::ClientKind,
         pid: Option<u32>,
     },
     /// A client left the session. The turn goes on.
@@ -297,7 +297,7 @@ pub enum AppEvent {
     /// `failed`, `needsLogin`): said in every live session of the folder, in a turn or not.
     McpServerStatus {
         server: String,
-        status: crate::methods::McpStatus,
+        status: crate::methods::mcp::McpStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
         /// Its tools, once connected.

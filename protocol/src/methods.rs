@@ -11,8 +11,8 @@
 mod ask;
 mod backends;
 mod config;
-mod daemon;
-mod mcp;
+pub(crate) mod daemon;
+pub(crate) mod mcp;
 mod providers;
 mod session;
 mod subscription;

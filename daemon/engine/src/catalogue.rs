@@ -278,7 +278,7 @@ pub fn nearest<'a>(word: &str, ids: impl IntoIterator<Item = &'a str>, n: usize)
             let lower = id.to_lowercase();
             (
                 within(&word, &lower),
-                crate::config::validate::edit_distance(&word, &lower),
+                crate::config::problem::edit_distance(&word, &lower),
                 id,
             )
         })

@@ -17,6 +17,33 @@ use serde::{Deserialize, Serialize};
 use stepper_protocol::Usage;
 use tokio_util::sync::CancellationToken;
 
+/// A wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    Anthropic,
+    /// OpenAI's Responses API.
+    Openai,
+    /// Chat Completions: OpenAI-compatible servers.
+    OpenaiChat,
+    /// ChatGPT sign-in, Responses format to the Codex back end.
+    Codex,
+    /// A recorded exchange played back.
+    Replay,
+    /// An installed Claude Code driven over stream-json: the CLI runs the turn with its
+    /// own tools, its approvals asked through stepper's gate.
+    ClaudeCode,
+    /// An installed Codex CLI driven as a back-end.
+    CodexCli,
+}
+
+impl ProviderKind {
+    /// Whether this kind drives another agent CLI rather than speak to a model.
+    pub fn is_cli(self) -> bool {
+        matches!(self, ProviderKind::ClaudeCode | ProviderKind::CodexCli)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {

@@ -372,28 +372,10 @@ fn reaper_helper() -> (std::path::PathBuf, &'static [&'static str]) {
     }
 }
 
-/// Why a connection's peer may not be a client; said to it by every method it calls.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum Refusal {
-    /// Its process descends from the daemon: the peer, then each ancestor up to the daemon.
-    #[error(
-        "stepperd refuses this client: its process ({}) was started by one of stepperd's \
-         tool calls, and what a tool call starts never drives stepper — run stepper from \
-         your own terminal instead",
-        .0.iter().map(|p| format!("pid {p}")).collect::<Vec<_>>().join(" < ")
-    )]
-    Descendant(Vec<u32>),
-    /// Whether it does could not be told: why.
-    #[error(
-        "stepperd refuses this client: it cannot tell whether its process was started by \
-         one of its tool calls ({0}) — connect again from your own terminal"
-    )]
-    Unknown(String),
-}
-
 /// Whether the peer of `conn` may be a client: not when its process descends from the daemon
 /// (it was started by a tool call), nor when that cannot be told.
-fn admit(conn: &Accepted) -> Result<(), Refusal> {
+fn admit(conn: &Accepted) -> Result<(), crate::rpc::Refusal> {
+    use crate::rpc::Refusal;
     use stepper_process::lineage::Peer;
     #[cfg(target_os = "linux")]
     let peer = {

@@ -41,7 +41,8 @@ use sqlx::sqlite::{
 };
 
 pub use checkpoint::FileChange;
-pub use recovery::{Recover, Recovery, StoreHealth, TableCopy, WalLoss, rebuild_path};
+pub use recovery::{Recover, Recovery, StoreHealth, WalLoss, rebuild_path};
+pub use salvage::TableCopy;
 pub use session::{ContextRows, Encoded, NewSession, PendingInput, SessionPage};
 
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use sqlx::sqlite::SqliteConnection;
 
 use crate::pages;
-use crate::salvage::{self, short, sqlite_says};
+use crate::salvage::{self, TableCopy, short, sqlite_says};
 use crate::wal::{self, WalDamage};
 use crate::{MIGRATOR, Result, Store, StoreError, connect_options, is_damage};
 
@@ -53,22 +53,6 @@ pub struct Recovery {
     /// Why nothing at all could be read, when nothing could.
     pub unreadable: Option<String>,
     pub took: Duration,
-}
-
-/// One table's copy.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TableCopy {
-    pub table: String,
-    /// Rows now in the new store.
-    pub kept: u64,
-    /// Rows whose key could be read but not the row (or whose row is not valid).
-    pub lost: u64,
-    /// Reads that failed: each leaves a range of the table unread.
-    pub read_errors: u64,
-    /// Rows of `kept` that only reading the file's pages one by one found.
-    pub from_pages: u64,
-    /// Rows of `kept` rebuilt from other tables: a session's row from its events.
-    pub from_events: u64,
 }
 
 /// A WAL whose tail SQLite dropped when the store opened.

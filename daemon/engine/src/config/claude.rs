@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::StatusLine;
-use super::validate::{Problem, Severity, closest};
+use super::problem::{Problem, Severity, closest};
 use super::{PermissionMode, Permissions, Settings, jsonc, locate::Positions};
 
 /// Claude Code's settings file in a `.claude` folder (the user's or a project's).

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::extensions::{FrontMatter, Problem, field_line, front_matter, markdown_files, read};
-use super::validate::closest;
+use super::problem::closest;
 use crate::capability::{self, Capability, List};
 use crate::model::ModelRef;
 
@@ -177,7 +177,7 @@ impl Layers {
 /// The `stepper.md` that applies to `cwd`: the project's (at the repository root, else in
 /// `cwd`), else the user's.
 pub fn locate(cwd: &Path, config_dir: &Path) -> Option<PathBuf> {
-    let root = super::memory::repository_root(cwd);
+    let root = super::repository::repository_root(cwd);
     [
         root.join(".stepper").join("stepper.md"),
         cwd.join(".stepper").join("stepper.md"),

@@ -18,6 +18,7 @@
 //! *A project's memory imports Markdown only from the user's folders*: `~/.claude` holds Claude
 //! Code's `.credentials.json`, and the config folder stepper's `credentials.json`.
 
+use super::repository::repository_root;
 use std::path::{Path, PathBuf};
 
 /// How deep `@path` imports go: a file, what it imports, … four hops down.
@@ -174,15 +175,6 @@ fn markdown_below(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
 
 /// How deep `.claude/rules` is searched for rules.
 const RULES_DEPTH: usize = 4;
-
-/// The folder holding `.git` at or above `cwd`, else the filesystem root.
-pub fn repository_root(cwd: &Path) -> PathBuf {
-    cwd.ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .or_else(|| cwd.ancestors().last())
-        .unwrap_or(cwd)
-        .to_path_buf()
-}
 
 /// `root`, then each folder below it down to `cwd`.
 fn folders(root: &Path, cwd: &Path) -> Vec<PathBuf> {

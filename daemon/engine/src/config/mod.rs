@@ -10,12 +10,15 @@
 //! `PermissionMode` is the protocol's enum, so the wire, the settings and the gate share one set of
 //! names.
 
+pub mod check;
 pub mod claude;
 pub mod extensions;
 pub mod jsonc;
 pub mod layers;
 pub mod locate;
 pub mod memory;
+pub mod problem;
+pub mod repository;
 pub mod templates;
 pub mod trust;
 pub mod validate;
@@ -28,32 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalogue::ModelInfo;
 
-/// A wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProviderKind {
-    Anthropic,
-    /// OpenAI's Responses API.
-    Openai,
-    /// Chat Completions: OpenAI-compatible servers.
-    OpenaiChat,
-    /// ChatGPT sign-in, Responses format to the Codex back end.
-    Codex,
-    /// A recorded exchange played back.
-    Replay,
-    /// An installed Claude Code driven over stream-json: the CLI runs the turn with its
-    /// own tools, its approvals asked through stepper's gate.
-    ClaudeCode,
-    /// An installed Codex CLI driven as a back-end.
-    CodexCli,
-}
-
-impl ProviderKind {
-    /// Whether this kind drives another agent CLI rather than speak to a model.
-    pub fn is_cli(self) -> bool {
-        matches!(self, ProviderKind::ClaudeCode | ProviderKind::CodexCli)
-    }
-}
+pub use crate::provider::ProviderKind;
 
 /// Whose login a CLI back-end uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -275,21 +253,7 @@ impl SandboxSetting {
 /// the gate can never disagree on a name.
 pub use stepper_protocol::session::PermissionMode;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Permissions {
-    #[serde(default)]
-    pub mode: Option<PermissionMode>,
-    /// Rules that run without asking, e.g. `Bash(npm test:*)`, `Read(./src/**)`.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Rules that never run, whatever the mode.
-    #[serde(default)]
-    pub deny: Vec<String>,
-    /// Rules that always ask.
-    #[serde(default)]
-    pub ask: Vec<String>,
-}
+pub use crate::gate::rules::Permissions;
 
 /// `statusLine`: `{"type": "command", "command": "~/.claude/statusline.sh"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

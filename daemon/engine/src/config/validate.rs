@@ -4,52 +4,15 @@
 //! Each top-level key (and each provider) is checked on its own, so one mistake does not
 //! hide the next; unknown keys are warnings with a suggestion.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::locate::Positions;
+pub use super::problem::{Problem, Severity, closest};
 use super::{Compaction, Permissions, ProviderConfig, ProviderKind, jsonc};
 use crate::model::ModelRef;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Problem {
-    pub file: PathBuf,
-    pub line: usize,
-    pub column: usize,
-    pub severity: Severity,
-    pub message: String,
-    pub hint: Option<String>,
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let severity = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
-        write!(
-            f,
-            "{}:{}:{}: {severity}: {}",
-            self.file.display(),
-            self.line,
-            self.column,
-            self.message
-        )?;
-        if let Some(hint) = &self.hint {
-            write!(f, "\n    hint: {hint}")?;
-        }
-        Ok(())
-    }
-}
 
 const KEYS: &[&str] = &[
     "model",
@@ -89,23 +52,6 @@ const MCP_OAUTH_KEYS: &[&str] = &[
 ];
 const PROVIDER_KEYS: &[&str] = &["kind", "baseUrl", "apiKeyEnv", "headers", "models"];
 const KINDS: &str = "anthropic, openai, openai-chat, codex, replay";
-
-/// Check the file at `path`; a missing file has no problems.
-pub fn validate_file(path: &Path) -> Vec<Problem> {
-    match std::fs::read_to_string(path) {
-        Ok(text) if super::claude::is_claude(path) => super::claude::validate_text(path, &text),
-        Ok(text) => validate_text(path, &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => vec![Problem {
-            file: path.to_path_buf(),
-            line: 1,
-            column: 1,
-            severity: Severity::Error,
-            message: format!("cannot read the file: {e}"),
-            hint: Some("check its permissions".into()),
-        }],
-    }
-}
 
 struct Checker<'a> {
     file: &'a Path,
@@ -488,31 +434,6 @@ fn check_providers(c: &mut Checker<'_>, value: &Value) {
             _ => {}
         }
     }
-}
-
-/// The known key nearest to `key`, when it is a likely typo.
-pub fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| (edit_distance(&key.to_lowercase(), &k.to_lowercase()), *k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-/// The edits (insert, delete, replace a character) that make `a` into `b`.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut row = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            row.push((prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1));
-        }
-        prev = row;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -113,8 +113,8 @@ impl ToolDialect {
     }
 
     /// The dialect a provider kind's models were trained on, unless the model's entry says.
-    pub fn of_kind(kind: crate::config::ProviderKind) -> ToolDialect {
-        use crate::config::ProviderKind as K;
+    pub fn of_kind(kind: crate::provider::ProviderKind) -> ToolDialect {
+        use crate::provider::ProviderKind as K;
         match kind {
             K::Anthropic => ToolDialect::Anthropic,
             K::Openai | K::Codex => ToolDialect::Openai,

@@ -61,7 +61,7 @@ use stepper_protocol::session::Env;
 use super::commands::{self, IgnoreWalk, Judgement, Reads, Walk, WorkTree};
 use super::shell::{self, SimpleCommand, Value, Word, pattern};
 use super::{Policy, SandboxState, Verdict, is_process_view, repo, resolve, several_names};
-use crate::config::PermissionMode;
+use stepper_protocol::session::PermissionMode;
 
 /// Folders a line may run its commands in (one per `cd` combination) before the gate stops
 /// following them.

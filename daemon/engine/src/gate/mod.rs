@@ -43,8 +43,9 @@ use std::path::{Component, Path, PathBuf};
 
 pub use rules::Rule;
 
-use crate::config::{PermissionMode, Permissions};
+use self::rules::Permissions;
 use crate::tool::GateRequest;
+use stepper_protocol::session::PermissionMode;
 
 /// What the gate decides for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]

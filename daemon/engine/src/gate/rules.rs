@@ -13,6 +13,25 @@
 use std::path::Path;
 
 use globset::{Glob, GlobMatcher};
+use serde::{Deserialize, Serialize};
+use stepper_protocol::session::PermissionMode;
+
+/// The settings' `permissions`: the mode and the rules, as written.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Permissions {
+    #[serde(default)]
+    pub mode: Option<PermissionMode>,
+    /// Rules that run without asking, e.g. `Bash(npm test:*)`, `Read(./src/**)`.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Rules that never run, whatever the mode.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Rules that always ask.
+    #[serde(default)]
+    pub ask: Vec<String>,
+}
 
 /// One rule: a tool name and an optional specifier.
 #[derive(Debug, Clone)]

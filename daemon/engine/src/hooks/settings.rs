@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::HookEvent;
-use crate::config::validate::{Severity, closest};
+use crate::config::problem::{Severity, closest};
 
 /// How long a handler may run when its `timeout` does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

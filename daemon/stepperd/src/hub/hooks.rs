@@ -17,7 +17,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stepper_engine::dialect::ToolDialect;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -29,6 +28,7 @@ use stepper_protocol::{AppEvent, PermissionMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::EventLog;
+use super::transcript::claude_name;
 
 use stepper_engine::hooks::HookEvent;
 use stepper_engine::hooks::settings::{HookGroup, HookHandler as Handler, Hooks};
@@ -592,20 +592,6 @@ impl TurnHooks for SessionHooks {
                 }
             })
         })
-    }
-}
-
-/// Claude Code's name of a stepper tool (`bash` → `Bash`); MCP tools keep theirs. A patch
-/// (`apply_patch`, offered to OpenAI's models) is an `Edit` to hooks, so a hook that guards
-/// edits guards it too.
-pub fn claude_name(tool: &str) -> String {
-    match tool {
-        "skill" => "Skill".to_string(),
-        "apply_patch" => "Edit".to_string(),
-        other => match ToolDialect::Anthropic.name_of(other) {
-            "tool" => other.to_string(),
-            name => name.to_string(),
-        },
     }
 }
 

@@ -524,7 +524,7 @@ pub fn validate(cwd: &Path, files: &[PathBuf]) -> Vec<(PathBuf, usize, usize, St
 
 /// The project's `.mcp.json`: in `cwd`, else at the repository root.
 pub fn mcp_json_path(cwd: &Path) -> Option<PathBuf> {
-    let root = stepper_engine::config::memory::repository_root(cwd);
+    let root = stepper_engine::config::repository::repository_root(cwd);
     [cwd.join(".mcp.json"), root.join(".mcp.json")]
         .into_iter()
         .find(|p| p.is_file())

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use stepper_engine::dialect::ToolDialect;
 use stepper_protocol::{AppEvent, EventEnvelope, ToolCallStatus};
 use tokio::io::AsyncWriteExt;
 
@@ -157,7 +158,7 @@ impl TranscriptWriter {
                     json!([{
                         "type": "tool_use",
                         "id": call_id,
-                        "name": super::hooks::claude_name(tool),
+                        "name": claude_name(tool),
                         "input": input,
                     }]),
                     Some("tool_use"),
@@ -253,6 +254,20 @@ async fn last_uuid(path: &Path) -> Option<String> {
     let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
     let line: Value = serde_json::from_str(last).ok()?;
     line.get("uuid")?.as_str().map(str::to_string)
+}
+
+/// Claude Code's name of a stepper tool (`bash` → `Bash`); MCP tools keep theirs. A patch
+/// (`apply_patch`, offered to OpenAI's models) is an `Edit` to hooks, so a hook that guards
+/// edits guards it too.
+pub fn claude_name(tool: &str) -> String {
+    match tool {
+        "skill" => "Skill".to_string(),
+        "apply_patch" => "Edit".to_string(),
+        other => match ToolDialect::Anthropic.name_of(other) {
+            "tool" => other.to_string(),
+            name => name.to_string(),
+        },
+    }
 }
 
 #[cfg(test)]

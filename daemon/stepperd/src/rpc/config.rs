@@ -102,7 +102,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         let problems = tokio::task::spawn_blocking(move || {
             checked
                 .iter()
-                .flat_map(|f| validate::validate_file(f))
+                .flat_map(|f| stepper_engine::config::check::validate_file(f))
                 .collect::<Vec<_>>()
         })
         .await

@@ -51,7 +51,7 @@ pub enum RpcError {
     Internal(String),
     /// The connection's peer may not be a client (it descends from a tool call): why.
     #[error(transparent)]
-    PeerRefused(crate::daemon::Refusal),
+    PeerRefused(Refusal),
 }
 
 impl From<stepper_store::StoreError> for RpcError {
@@ -188,4 +188,23 @@ fn hint(kind: ErrorKind) -> Option<&'static str> {
 /// A params error found before the handler ran (the shape did not decode).
 pub fn invalid_params(message: String) -> ErrorObjectOwned {
     RpcError::InvalidParams(message).into()
+}
+
+/// Why a connection's peer may not be a client; said to it by every method it calls.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Refusal {
+    /// Its process descends from the daemon: the peer, then each ancestor up to the daemon.
+    #[error(
+        "stepperd refuses this client: its process ({}) was started by one of stepperd's \
+         tool calls, and what a tool call starts never drives stepper — run stepper from \
+         your own terminal instead",
+        .0.iter().map(|p| format!("pid {p}")).collect::<Vec<_>>().join(" < ")
+    )]
+    Descendant(Vec<u32>),
+    /// Whether it does could not be told: why.
+    #[error(
+        "stepperd refuses this client: it cannot tell whether its process was started by \
+         one of its tool calls ({0}) — connect again from your own terminal"
+    )]
+    Unknown(String),
 }

@@ -30,7 +30,7 @@ use stepper_protocol::methods::{AttachedClient, ClientInfo, ClientKind, Initiali
 use stepper_store::now_ms;
 
 use crate::daemon::Daemon;
-pub use error::RpcError;
+pub use error::{Refusal, RpcError};
 
 /// One connection's state.
 pub struct Conn {
@@ -187,7 +187,7 @@ where
 /// The methods of a connection whose peer was refused ([`crate::daemon`]'s `admit`): every
 /// method of the table answers `PEER_REFUSED` with `why`, and nothing of the daemon is
 /// reachable from it.
-pub fn refused(why: crate::daemon::Refusal) -> RpcModule<crate::daemon::Refusal> {
+pub fn refused(why: Refusal) -> RpcModule<Refusal> {
     let mut m = RpcModule::new(why);
     let names = stepper_protocol::methods::table();
     let names = names

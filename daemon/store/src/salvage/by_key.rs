@@ -5,8 +5,8 @@
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqliteConnection, SqliteRow};
 use sqlx::{Row, TypeInfo, ValueRef};
 
+use super::TableCopy;
 use super::{JSON_COLUMNS, and, ident, list, marks, short, sqlite_says, tables_in_copy_order};
-use crate::recovery::TableCopy;
 use crate::{Result, StoreError};
 
 pub(super) async fn copy_tables(

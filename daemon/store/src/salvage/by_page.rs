@@ -7,10 +7,10 @@ use std::path::Path;
 
 use sqlx::sqlite::SqliteConnection;
 
+use super::TableCopy;
 use super::{JSON_COLUMNS, ident, list, marks};
 use crate::Result;
 use crate::pages::{Field, Header, PageFile, Record, Tree};
-use crate::recovery::TableCopy;
 
 /// Tables whose rows are deleted while their session lives: a rewind cuts `context`, a
 /// turn's start takes its input out of `pending_inputs`. Their rows come from pages only when

@@ -38,7 +38,22 @@ use sqlx::sqlite::SqliteConnection;
 
 use crate::Result;
 use crate::pages::Header;
-use crate::recovery::TableCopy;
+
+/// One table's copy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableCopy {
+    pub table: String,
+    /// Rows now in the new store.
+    pub kept: u64,
+    /// Rows whose key could be read but not the row (or whose row is not valid).
+    pub lost: u64,
+    /// Reads that failed: each leaves a range of the table unread.
+    pub read_errors: u64,
+    /// Rows of `kept` that only reading the file's pages one by one found.
+    pub from_pages: u64,
+    /// Rows of `kept` rebuilt from other tables: a session's row from its events.
+    pub from_events: u64,
+}
 
 /// Copy what can be read of the store at `scratch` into the (new, empty) store `conn` is
 /// on. `Err` says why nothing at all could be read.

@@ -32,7 +32,8 @@ use std::time::{Duration, Instant};
 
 use tree_sitter::{Node, ParseOptions, ParseState, Parser};
 
-pub use word::{Pattern, Value, Word};
+pub use pattern::Pattern;
+pub use word::{Value, Word};
 
 /// Lines longer than this are not parsed: asked about as they are.
 const MAX_LINE: usize = 256 * 1024;

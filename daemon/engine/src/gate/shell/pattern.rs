@@ -10,7 +10,19 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::word::Pattern;
+/// A pathname pattern: each character, and whether it was quoted (a quoted `*` matches
+/// itself only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    pub chars: Vec<(char, bool)>,
+}
+
+impl Pattern {
+    /// The pattern as text, quoting lost (for messages).
+    pub fn text(&self) -> String {
+        self.chars.iter().map(|(c, _)| c).collect()
+    }
+}
 
 /// What the expansions of one line may cost before the gate gives up and asks: folder
 /// entries listed, matching steps (names × pattern length × class size), and a deadline.

@@ -10,6 +10,8 @@
 //! Why a word cannot be relied on is a `String`, not an error type: the gate only shows it
 //! as the reason it asks (as [`Value::Unsafe`] carries it).
 
+use super::pattern::{Pattern, is_wild};
+
 /// A word of a command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Word {
@@ -37,20 +39,6 @@ pub enum Value {
     Splits(String),
     /// Runs code, or cannot be judged: why.
     Unsafe(String),
-}
-
-/// A pathname pattern: each character, and whether it was quoted (a quoted `*` matches
-/// itself only).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pattern {
-    pub chars: Vec<(char, bool)>,
-}
-
-impl Pattern {
-    /// The pattern as text, quoting lost (for messages).
-    pub fn text(&self) -> String {
-        self.chars.iter().map(|(c, _)| c).collect()
-    }
 }
 
 impl Word {
@@ -188,7 +176,7 @@ fn lex(raw: &str) -> Value {
             }
             let pattern = Pattern { chars: lexer.out };
             // `[` without its `]` is itself: only a real wildcard makes a pattern.
-            if lexer.glob && super::pattern::is_wild(&pattern) {
+            if lexer.glob && is_wild(&pattern) {
                 return Value::Pattern(pattern);
             }
             Value::Literal(pattern.chars.into_iter().map(|(c, _)| c).collect())
