@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use stepper_protocol::client::{DaemonClient, EventStream};
 use stepper_protocol::methods::{
     AskResult, MAX_INPUT_BYTES, SessionGet, SessionInterrupt, SessionList, SessionListParams,
-    SessionParams, SessionSubmit, SessionSubmitParams,
+    SessionParams, SessionSubmit, SessionSubmitParams, SessionSubmitResponse,
 };
 use stepper_protocol::view::{Change, SessionView};
 use stepper_protocol::{AppEvent, PermissionMode, SandboxMode, TurnStatus};
@@ -220,7 +221,7 @@ fn interrupt_signal() -> anyhow::Result<tokio::signal::windows::CtrlC> {
 }
 
 pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
-    let prompt = read_prompt(args.prompt).exit_with(exit::USAGE)?;
+    let prompt = read_prompt(args.prompt.clone()).exit_with(exit::USAGE)?;
     // Checked here, before a session exists: a prompt over the limit would leave an empty
     // one behind (and one over the transport's limit would never reach the daemon).
     if prompt.len() > MAX_INPUT_BYTES {
@@ -240,11 +241,41 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     // terminal; then a project's MCP servers not approved yet.
     crate::trust::ask_once(&client, &cwd).await?;
     crate::mcp::ask_pending(&client, &cwd).await?;
+    let (session_id, events, submitted) = submit(&client, &cwd, &args, prompt).await?;
+    if args.detach {
+        // The turn runs on in the daemon; follow it later with --session.
+        println!("{session_id}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut follow = Follow {
+        client: &client,
+        session_id: &session_id,
+        args: &args,
+        out: std::io::stdout().lock(),
+        text: String::new(),
+        headless: !std::io::stdin().is_terminal(),
+        // Layers and workers are told on a terminal; a pipe gets the answer alone.
+        progress: args.format == Format::Text && std::io::stderr().is_terminal(),
+    };
+    let ended = match follow.turn(events, &submitted.input_id).await? {
+        Followed::Ended(ended) => ended,
+        Followed::Left => return Ok(ExitCode::from(exit::INTERRUPTED)),
+    };
+    follow.finish(*ended)
+}
 
-    // An existing session (--session, --continue) keeps its model and mode; its environment
-    // is refreshed from this client's.
+/// The prompt submitted: to the session `--session` or `--continue` names (it keeps its
+/// model and mode; its environment is refreshed from this client's), or with a new
+/// session, in its first commit. The session, its events from before the prompt, and the
+/// input's receipt.
+async fn submit(
+    client: &DaemonClient,
+    cwd: &std::path::Path,
+    args: &AskArgs,
+    prompt: String,
+) -> anyhow::Result<(String, EventStream, SessionSubmitResponse)> {
     let existing = match (&args.session, args.continue_last) {
-        (Some(id), _) => Some(session::resolve(&client, id).await?),
+        (Some(id), _) => Some(session::resolve(client, id).await?),
         (None, true) => {
             let list = client
                 .call::<SessionList>(SessionListParams {
@@ -263,136 +294,182 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         }
         (None, false) => None,
     };
-    let (session_id, mut events, submitted) = match existing {
-        Some(id) => {
-            let got = client
-                .call::<SessionGet>(SessionParams {
-                    session_id: id.clone(),
-                })
-                .await?;
-            let after_seq = got.session.last_seq;
-            // Both at once: the subscription replays from `after_seq`, so it misses nothing
-            // the submit starts, and the two round trips overlap.
-            let (events, submitted) = tokio::join!(
-                client.subscribe_events(&id, after_seq),
-                client.call::<SessionSubmit>(SessionSubmitParams {
-                    session_id: id.clone(),
-                    text: prompt,
-                    env: Some(client_env()),
-                })
-            );
-            (id, events?, submitted?)
-        }
-        None => {
-            // The prompt goes with the session, in its first commit: nothing is left behind
-            // when either fails, and a round trip and a commit are saved.
-            let new = session::NewSession {
-                model: args.model.clone(),
-                mode: if args.yes {
-                    Some(PermissionMode::Auto)
-                } else {
-                    args.mode
-                },
-                sandbox: args.sandbox,
-                record: args.record.map(|r| cwd.join(r).display().to_string()),
-                input: Some(prompt),
-                system_prompt: args.system_prompt,
-                append_system_prompt: args.append_system_prompt,
-            };
-            let created = session::create(&client, &cwd, new).await.map_err(|e| {
-                let provider = exit::find::<stepper_protocol::client::ClientError>(&e)
-                    .and_then(|c| c.kind())
-                    == Some(stepper_protocol::error::ErrorKind::ProviderUnavailable);
-                let code = if provider {
-                    exit::PROVIDER
-                } else {
-                    exit::FAILED
-                };
-                anyhow::Error::new(exit::Coded { code, error: e })
-            })?;
-            let submitted = created
-                .queued
-                .context("the daemon did not queue the prompt — is it older than this client?")?;
-            let id = created.session.id;
-            let events = client.subscribe_events(&id, 0).await?;
-            (id, events, submitted)
-        }
-    };
-    if args.detach {
-        // The turn runs on in the daemon; follow it later with --session.
-        println!("{session_id}");
-        return Ok(ExitCode::SUCCESS);
+    if let Some(id) = existing {
+        let got = client
+            .call::<SessionGet>(SessionParams {
+                session_id: id.clone(),
+            })
+            .await?;
+        let after_seq = got.session.last_seq;
+        // Both at once: the subscription replays from `after_seq`, so it misses nothing the
+        // submit starts, and the two round trips overlap.
+        let (events, submitted) = tokio::join!(
+            client.subscribe_events(&id, after_seq),
+            client.call::<SessionSubmit>(SessionSubmitParams {
+                session_id: id.clone(),
+                text: prompt,
+                env: Some(client_env()),
+            })
+        );
+        return Ok((id, events?, submitted?));
     }
-
-    let mut out = std::io::stdout().lock();
-    let mut view = SessionView::default();
-    let mut our_turn: Option<u32> = None;
-    // The answer: every message of the turn in a row, as it came.
-    let mut text = String::new();
-    let mut interrupts = 0;
-    let headless = !std::io::stdin().is_terminal();
-    // Layers and workers are told on a terminal; a pipe gets the answer alone.
-    let progress = args.format == Format::Text && std::io::stderr().is_terminal();
-    // One listener for the whole turn, so no Ctrl-C falls between two waits.
-    let mut ctrl_c = interrupt_signal()?;
-    let (status, error, error_kind, turn) = loop {
-        let next = tokio::select! {
-            n = events.next_raw() => n,
-            _ = ctrl_c.recv() => {
-                interrupts += 1;
-                if interrupts > 1 {
-                    eprintln!("\nstepper: left the turn to stop in the daemon (session {session_id})");
-                    return Ok(ExitCode::from(130));
-                }
-                eprintln!("\nstepper: interrupting… (Ctrl-C again to leave at once)");
-                let p = SessionParams { session_id: session_id.clone() };
-                if let Err(e) = client.call::<SessionInterrupt>(p).await {
-                    eprintln!("stepper: could not interrupt: {e}");
-                }
-                continue;
-            }
+    // The prompt goes with the session, in its first commit: nothing is left behind when
+    // either fails, and a round trip and a commit are saved.
+    let new = session::NewSession {
+        model: args.model.clone(),
+        mode: if args.yes {
+            Some(PermissionMode::Auto)
+        } else {
+            args.mode
+        },
+        sandbox: args.sandbox,
+        record: args
+            .record
+            .as_ref()
+            .map(|r| cwd.join(r).display().to_string()),
+        input: Some(prompt),
+        system_prompt: args.system_prompt.clone(),
+        append_system_prompt: args.append_system_prompt.clone(),
+    };
+    let created = session::create(client, cwd, new).await.map_err(|e| {
+        let provider = exit::find::<stepper_protocol::client::ClientError>(&e)
+            .and_then(|c| c.kind())
+            == Some(stepper_protocol::error::ErrorKind::ProviderUnavailable);
+        let code = if provider {
+            exit::PROVIDER
+        } else {
+            exit::FAILED
         };
-        let (envelope, raw) = match next {
-            Some(Ok(e)) => e,
-            Some(Err(e)) => {
-                return Err(e)
-                    .context(format!(
-                        "lost the daemon during the turn — continue with: stepper ask --session \
-                         {session_id} \"...\" (or stepper attach {session_id})"
+        anyhow::Error::new(exit::Coded { code, error: e })
+    })?;
+    let submitted = created
+        .queued
+        .context("the daemon did not queue the prompt — is it older than this client?")?;
+    let id = created.session.id;
+    let events = client.subscribe_events(&id, 0).await?;
+    Ok((id, events, submitted))
+}
+
+/// Following the turn the prompt started.
+struct Follow<'a> {
+    client: &'a DaemonClient,
+    session_id: &'a str,
+    args: &'a AskArgs,
+    out: std::io::StdoutLock<'static>,
+    /// The answer: every message of the turn in a row, as it came.
+    text: String,
+    /// No terminal to ask at: approvals are answered as `--wait-approval` says.
+    headless: bool,
+    /// Layers, workers and subagents are told on stderr.
+    progress: bool,
+}
+
+/// How following the turn ended.
+enum Followed {
+    Ended(Box<Ended>),
+    /// Ctrl-C twice: the turn is left to stop in the daemon.
+    Left,
+}
+
+/// The end of the turn.
+struct Ended {
+    status: TurnStatus,
+    error: Option<String>,
+    error_kind: Option<stepper_protocol::TurnErrorKind>,
+    turn: stepper_protocol::view::TurnView,
+}
+
+impl Follow<'_> {
+    /// The session's events until the turn of input `ours` ends; Ctrl-C interrupts it.
+    async fn turn(&mut self, mut events: EventStream, ours: &str) -> anyhow::Result<Followed> {
+        let session_id = self.session_id;
+        let mut view = SessionView::default();
+        let mut our_turn: Option<u32> = None;
+        let mut interrupts = 0;
+        // One listener for the whole turn, so no Ctrl-C falls between two waits.
+        let mut ctrl_c = interrupt_signal()?;
+        loop {
+            let next = tokio::select! {
+                n = events.next_raw() => n,
+                _ = ctrl_c.recv() => {
+                    interrupts += 1;
+                    if interrupts > 1 {
+                        eprintln!("\nstepper: left the turn to stop in the daemon (session {session_id})");
+                        return Ok(Followed::Left);
+                    }
+                    eprintln!("\nstepper: interrupting… (Ctrl-C again to leave at once)");
+                    let p = SessionParams { session_id: session_id.to_string() };
+                    if let Err(e) = self.client.call::<SessionInterrupt>(p).await {
+                        eprintln!("stepper: could not interrupt: {e}");
+                    }
+                    continue;
+                }
+            };
+            let (envelope, raw) = match next {
+                Some(Ok(e)) => e,
+                Some(Err(e)) => {
+                    return Err(e)
+                        .context(format!(
+                            "lost the daemon during the turn — continue with: stepper ask \
+                             --session {session_id} \"...\" (or stepper attach {session_id})"
+                        ))
+                        .exit_with(exit::DAEMON);
+                }
+                None => {
+                    return Err(anyhow::anyhow!(
+                        "the daemon closed the session's event stream — continue with: stepper \
+                         ask --session {session_id} \"...\" (or stepper attach {session_id})"
                     ))
                     .exit_with(exit::DAEMON);
+                }
+            };
+            if self.args.format == Format::StreamJson {
+                // Each event as the daemon committed it, not decoded and encoded again.
+                writeln!(self.out, "{}", raw.get())?;
+                self.out.flush()?;
             }
-            None => {
-                return Err(anyhow::anyhow!(
-                    "the daemon closed the session's event stream — continue with: stepper ask \
-                     --session {session_id} \"...\" (or stepper attach {session_id})"
-                ))
-                .exit_with(exit::DAEMON);
+            let Some(change) = view.apply(&envelope) else {
+                continue;
+            };
+            if let Change::TurnStarted { input_id, .. } = &change
+                && *input_id == ours
+            {
+                our_turn = envelope.turn;
             }
-        };
-        if args.format == Format::StreamJson {
-            // Each event as the daemon committed it, not decoded and encoded again.
-            writeln!(out, "{}", raw.get())?;
-            out.flush()?;
+            if our_turn.is_none() || envelope.turn != our_turn {
+                continue;
+            }
+            if let Change::TurnFinished {
+                status,
+                error,
+                error_kind,
+                ..
+            } = change
+            {
+                // The view saw the turn start (that is how it is ours): it has the turn.
+                return Ok(Followed::Ended(Box::new(Ended {
+                    status,
+                    error: error.map(str::to_string),
+                    error_kind,
+                    turn: view.turn().cloned().unwrap_or_default(),
+                })));
+            }
+            // An agent inside the turn (an earlier layer, a worker, a subagent): progress,
+            // not the answer.
+            let tag = envelope
+                .agent
+                .as_ref()
+                .map(|a| format!("[{a}] "))
+                .unwrap_or_default();
+            self.show(change, &tag).await?;
         }
-        let Some(change) = view.apply(&envelope) else {
-            continue;
-        };
-        if let Change::TurnStarted { input_id, .. } = &change
-            && *input_id == submitted.input_id
-        {
-            our_turn = envelope.turn;
-        }
-        if our_turn.is_none() || envelope.turn != our_turn {
-            continue;
-        }
-        // An agent inside the turn (an earlier layer, a worker, a subagent): progress, not
-        // the answer.
-        let tag = envelope
-            .agent
-            .as_ref()
-            .map(|a| format!("[{a}] "))
-            .unwrap_or_default();
+    }
+
+    /// One change of the turn, as `ask` shows it: the answer on stdout, the rest on
+    /// stderr; approvals and questions asked (or answered headless).
+    async fn show(&mut self, change: Change<'_>, tag: &str) -> anyhow::Result<()> {
+        let text_format = self.args.format == Format::Text;
+        let progress = self.progress;
         match change {
             // The answer, streamed, or whole when it did not stream (a parallel layer's
             // joined results).
@@ -400,11 +477,11 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             | Change::MessageCompleted {
                 whole: Some(piece), ..
             } => {
-                if args.format == Format::Text {
-                    out.write_all(piece.as_bytes())?;
-                    out.flush()?;
+                if text_format {
+                    self.out.write_all(piece.as_bytes())?;
+                    self.out.flush()?;
                 }
-                text.push_str(piece);
+                self.text.push_str(piece);
             }
             Change::Event(AppEvent::LayerStarted {
                 index,
@@ -450,16 +527,16 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 ..
             }) => {
                 let approval = Approval {
-                    session_id: &session_id,
+                    session_id: self.session_id,
                     request_id,
                     summary,
                     command: command.as_deref(),
                     diff: diff.as_deref(),
                 };
-                if headless {
-                    answer_headless(&client, &approval, args.wait_approval).await;
+                if self.headless {
+                    answer_headless(self.client, &approval, self.args.wait_approval).await;
                 } else {
-                    ask_approval(&client, &approval).await;
+                    ask_approval(self.client, &approval).await;
                 }
             }
             Change::Event(AppEvent::ElicitationRequested {
@@ -468,14 +545,14 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 message,
                 schema,
             }) => {
-                answer_elicitation(&client, &session_id, request_id, server, message, schema).await;
+                let session_id = self.session_id;
+                answer_elicitation(self.client, session_id, request_id, server, message, schema)
+                    .await;
             }
-            Change::ApprovalResolved { decision, by, .. } if args.format == Format::Text => {
+            Change::ApprovalResolved { decision, by, .. } if text_format => {
                 eprintln!("stepper: {decision:?} by {}", by.unwrap_or("a client"));
             }
-            Change::Event(AppEvent::ToolCallStarted { tool, input, .. })
-                if args.format == Format::Text =>
-            {
+            Change::Event(AppEvent::ToolCallStarted { tool, input, .. }) if text_format => {
                 eprintln!("{tag}⏺ {tool} {}", shorten(&input.to_string(), 200));
             }
             Change::Event(AppEvent::ToolCallFinished {
@@ -483,80 +560,81 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
                 exit_code,
                 output,
                 ..
-            }) if args.format == Format::Text => {
-                eprintln!(
-                    "{tag}  ⎿ {}",
-                    call_outcome(*status, *exit_code, output, args.verbose)
-                );
-            }
-            Change::TurnFinished {
-                status,
-                error,
-                error_kind,
-                ..
-            } => {
-                // The view saw the turn start (that is how it is ours): it has the turn.
-                let turn = view.turn().cloned().unwrap_or_default();
-                break (status, error.map(str::to_string), error_kind, turn);
+            }) if text_format => {
+                let outcome = call_outcome(*status, *exit_code, output, self.args.verbose);
+                eprintln!("{tag}  ⎿ {outcome}");
             }
             _ => {}
         }
-    };
-    let denials = turn.denials;
+        Ok(())
+    }
 
-    match args.format {
-        Format::Text => {
-            if !text.is_empty() && !text.ends_with('\n') {
-                writeln!(out)?;
+    /// The result as `--format` asks, the denied calls on stderr, and the exit code.
+    fn finish(mut self, ended: Ended) -> anyhow::Result<ExitCode> {
+        let Ended {
+            status,
+            error,
+            error_kind,
+            turn,
+        } = ended;
+        let session_id = self.session_id;
+        let denials = turn.denials;
+        match self.args.format {
+            Format::Text => {
+                if !self.text.is_empty() && !self.text.ends_with('\n') {
+                    writeln!(self.out)?;
+                }
+            }
+            Format::Json => {
+                let result = AskResult {
+                    session_id: session_id.to_string(),
+                    status,
+                    text: std::mem::take(&mut self.text),
+                    usage: turn.usage,
+                    cost_usd: turn.cost_usd,
+                    error: error.clone(),
+                    error_kind,
+                    layers: turn.layers,
+                    permission_denials: denials.clone(),
+                };
+                writeln!(self.out, "{}", serde_json::to_string(&result)?)?;
+            }
+            Format::StreamJson => {}
+        }
+        self.out.flush()?;
+        if !denials.is_empty() {
+            let s = if denials.len() == 1 { "" } else { "s" };
+            eprintln!("stepper: {} tool call{s} denied:", denials.len());
+            for d in &denials {
+                let by =
+                    d.by.as_deref()
+                        .map(|b| format!(" (by {b})"))
+                        .unwrap_or_default();
+                eprintln!("  - {}{by}", d.summary);
             }
         }
-        Format::Json => {
-            let result = AskResult {
-                session_id: session_id.clone(),
-                status,
-                text,
-                usage: turn.usage,
-                cost_usd: turn.cost_usd,
-                error: error.clone(),
-                error_kind,
-                layers: turn.layers,
-                permission_denials: denials.clone(),
-            };
-            writeln!(out, "{}", serde_json::to_string(&result)?)?;
-        }
-        Format::StreamJson => {}
+        Ok(match status {
+            TurnStatus::Completed if denials.is_empty() => ExitCode::SUCCESS,
+            TurnStatus::Completed => ExitCode::from(exit::DENIED),
+            TurnStatus::Interrupted => {
+                // Why, when it was not the user's doing (the daemon was stopped).
+                match &error {
+                    Some(why) => eprintln!("stepper: {why} (session {session_id})"),
+                    None => eprintln!("stepper: the turn was interrupted (session {session_id})"),
+                }
+                ExitCode::from(exit::INTERRUPTED)
+            }
+            TurnStatus::Failed => {
+                eprintln!("stepper: {}", error.as_deref().unwrap_or("the turn failed"));
+                match error_kind {
+                    Some(stepper_protocol::TurnErrorKind::Provider) => {
+                        ExitCode::from(exit::PROVIDER)
+                    }
+                    _ => ExitCode::from(exit::FAILED),
+                }
+            }
+        })
     }
-    out.flush()?;
-    if !denials.is_empty() {
-        let s = if denials.len() == 1 { "" } else { "s" };
-        eprintln!("stepper: {} tool call{s} denied:", denials.len());
-        for d in &denials {
-            let by =
-                d.by.as_deref()
-                    .map(|b| format!(" (by {b})"))
-                    .unwrap_or_default();
-            eprintln!("  - {}{by}", d.summary);
-        }
-    }
-    Ok(match status {
-        TurnStatus::Completed if denials.is_empty() => ExitCode::SUCCESS,
-        TurnStatus::Completed => ExitCode::from(exit::DENIED),
-        TurnStatus::Interrupted => {
-            // Why, when it was not the user's doing (the daemon was stopped).
-            match &error {
-                Some(why) => eprintln!("stepper: {why} (session {session_id})"),
-                None => eprintln!("stepper: the turn was interrupted (session {session_id})"),
-            }
-            ExitCode::from(exit::INTERRUPTED)
-        }
-        TurnStatus::Failed => {
-            eprintln!("stepper: {}", error.as_deref().unwrap_or("the turn failed"));
-            match error_kind {
-                Some(stepper_protocol::TurnErrorKind::Provider) => ExitCode::from(exit::PROVIDER),
-                _ => ExitCode::from(exit::FAILED),
-            }
-        }
-    })
 }
 
 #[cfg(test)]

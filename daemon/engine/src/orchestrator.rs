@@ -298,39 +298,18 @@ impl Orchestrator {
                 let workers = u32::try_from(list.len()).unwrap_or(u32::MAX);
                 (self.fan_out(layer, index, input, list).await, workers)
             } else {
-                let mut run = AgentRun::of_layer(layer, id.clone(), AgentKind::Layer);
-                run.base_usage = done.usage;
-                run.base_cost = done.cost_usd;
-                let assigned = Arc::new(Mutex::new(None));
-                if layers.get(i + 1).is_some_and(|next| next.parallel) {
-                    run.extra_tools.push(Arc::new(AssignTasks {
-                        next: layers[i + 1].name.clone(),
-                        tasks: Arc::clone(&assigned),
-                    }));
-                }
-                if layer.dispatch || self.dispatch_everywhere || (last && self.answering_dispatches)
-                {
-                    run.extra_tools
-                        .push(Arc::new(self.dispatch_tool(layer, id.clone())));
-                }
-                let mut messages = histories.remove(&key).unwrap_or_default();
-                let said = user_message(self.host.environment_update(&messages), &text_in);
-                messages.push(said.clone());
-                let outcome = self.host.run_agent(run, messages).await;
-                tasks = assigned.lock().unwrap_or_else(|p| p.into_inner()).take();
-                let added = if outcome.compacted {
-                    outcome.transcript.clone()
-                } else {
-                    let mut added = vec![said];
-                    added.extend(outcome.transcript.iter().cloned());
-                    added
-                };
-                done.contexts.push(LayerContext {
-                    key: key.clone(),
-                    messages: added,
-                    replace: outcome.compacted,
-                });
-                (Step::from(outcome), 0)
+                let step = self
+                    .run_layer(
+                        layers,
+                        i,
+                        id.clone(),
+                        &text_in,
+                        &mut done,
+                        &mut histories,
+                        &mut tasks,
+                    )
+                    .await;
+                (step, 0)
             };
             done.usage.add(&outcome.usage);
             done.cost_usd = add_cost(done.cost_usd, outcome.cost_usd);
@@ -369,28 +348,10 @@ impl Orchestrator {
                     .await;
             }
             if layered {
-                if last && fan_out && !outcome.text.is_empty() {
-                    // The workers' results are the answer: said as the turn's own message.
-                    let _ = self
-                        .host
-                        .emit(
-                            None,
-                            AppEvent::MessageCompleted {
-                                text: outcome.text.clone(),
-                                stop_reason: Some("end_turn".into()),
-                            },
-                        )
-                        .await;
-                }
-                let finished = AppEvent::LayerFinished {
-                    index,
-                    name: layer.name.clone(),
-                    status: outcome.status,
-                    text: outcome.text.clone(),
-                    error: outcome.error.clone(),
-                    workers,
-                };
-                if let Err(e) = self.host.emit(None, finished).await {
+                let reported = self
+                    .report_layer(layer, index, last, fan_out, workers, &outcome)
+                    .await;
+                if let Err(e) = reported {
                     return failed(done, e.to_string());
                 }
             }
@@ -422,6 +383,95 @@ impl Orchestrator {
             handoff = Some((layer.name.clone(), outcome.text));
         }
         done
+    }
+
+    /// One layer that runs as one agent: its conversation so far and the user's words (or
+    /// the layer before's handoff), its tools (`assign_tasks` before a parallel layer,
+    /// `dispatch` where it may start subagents). What it adds to its context goes to
+    /// `done`; the tasks it assigned, to `tasks`.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_layer(
+        &self,
+        layers: &[Layer],
+        i: usize,
+        id: Option<String>,
+        text_in: &str,
+        done: &mut Orchestrated,
+        histories: &mut HashMap<String, Vec<ChatMessage>>,
+        tasks: &mut Option<Vec<String>>,
+    ) -> Step {
+        let layer = &layers[i];
+        let last = i + 1 == layers.len();
+        let mut run = AgentRun::of_layer(layer, id.clone(), AgentKind::Layer);
+        run.base_usage = done.usage;
+        run.base_cost = done.cost_usd;
+        let assigned = Arc::new(Mutex::new(None));
+        if layers.get(i + 1).is_some_and(|next| next.parallel) {
+            run.extra_tools.push(Arc::new(AssignTasks {
+                next: layers[i + 1].name.clone(),
+                tasks: Arc::clone(&assigned),
+            }));
+        }
+        if layer.dispatch || self.dispatch_everywhere || (last && self.answering_dispatches) {
+            run.extra_tools
+                .push(Arc::new(self.dispatch_tool(layer, id)));
+        }
+        let key = context_key(layers, i);
+        let mut messages = histories.remove(&key).unwrap_or_default();
+        let said = user_message(self.host.environment_update(&messages), text_in);
+        messages.push(said.clone());
+        let outcome = self.host.run_agent(run, messages).await;
+        *tasks = assigned.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let added = if outcome.compacted {
+            outcome.transcript.clone()
+        } else {
+            let mut added = vec![said];
+            added.extend(outcome.transcript.iter().cloned());
+            added
+        };
+        done.contexts.push(LayerContext {
+            key,
+            messages: added,
+            replace: outcome.compacted,
+        });
+        Step::from(outcome)
+    }
+
+    /// A layer's end as clients see it: the turn's running total once a tagged agent's
+    /// usage is in, the workers' joined results as the answer of a last parallel layer,
+    /// and `LayerFinished`.
+    #[allow(clippy::too_many_arguments)]
+    async fn report_layer(
+        &self,
+        layer: &Layer,
+        index: u32,
+        last: bool,
+        fan_out: bool,
+        workers: u32,
+        outcome: &Step,
+    ) -> Result<(), SinkError> {
+        if last && fan_out && !outcome.text.is_empty() {
+            // The workers' results are the answer: said as the turn's own message.
+            let _ = self
+                .host
+                .emit(
+                    None,
+                    AppEvent::MessageCompleted {
+                        text: outcome.text.clone(),
+                        stop_reason: Some("end_turn".into()),
+                    },
+                )
+                .await;
+        }
+        let finished = AppEvent::LayerFinished {
+            index,
+            name: layer.name.clone(),
+            status: outcome.status,
+            text: outcome.text.clone(),
+            error: outcome.error.clone(),
+            workers,
+        };
+        self.host.emit(None, finished).await
     }
 
     /// A parallel layer: one worker per task, at most `parallel-max` at once; its text is
