@@ -80,9 +80,10 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                 "name the servers (`names`), or allow them all (`allowAll`)".into(),
             ));
         }
-        let path = tokio::task::spawn_blocking(move || mcp::approve(&cwd, &p.names, p.decision))
-            .await
-            .map_err(|e| RpcError::Internal(e.to_string()))??;
+        let path =
+            tokio::task::spawn_blocking(move || mcp::edit::approve(&cwd, &p.names, p.decision))
+                .await
+                .map_err(|e| RpcError::Internal(e.to_string()))??;
         Ok(McpAddResponse {
             path: path.display().to_string(),
         })
@@ -92,7 +93,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         let cwd = folder(&p.cwd)?;
         let config_dir = conn.daemon.hub.deps().mcp.config_dir().to_path_buf();
         let path = tokio::task::spawn_blocking(move || {
-            mcp::add(&config_dir, &cwd, &p.name, p.scope, &p.server)
+            mcp::edit::add(&config_dir, &cwd, &p.name, p.scope, &p.server)
         })
         .await
         .map_err(|e| RpcError::Internal(e.to_string()))??;
@@ -104,10 +105,11 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<McpRemove, _, _>(m, |conn, p| async move {
         let cwd = folder(&p.cwd)?;
         let config_dir = conn.daemon.hub.deps().mcp.config_dir().to_path_buf();
-        let removed =
-            tokio::task::spawn_blocking(move || mcp::remove(&config_dir, &cwd, &p.name, p.scope))
-                .await
-                .map_err(|e| RpcError::Internal(e.to_string()))??;
+        let removed = tokio::task::spawn_blocking(move || {
+            mcp::edit::remove(&config_dir, &cwd, &p.name, p.scope)
+        })
+        .await
+        .map_err(|e| RpcError::Internal(e.to_string()))??;
         Ok(McpRemoveResponse {
             removed: removed.iter().map(|p| p.display().to_string()).collect(),
         })
