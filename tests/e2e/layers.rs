@@ -1015,3 +1015,28 @@ async fn an_agents_claude_code_tools_stepper_lacks_are_dropped_with_a_notice() {
         "{names:?}"
     );
 }
+
+/// A layer whose model no provider serves fails the turn as the provider's failure: `ask`
+/// exits 3 (the provider is not set up) and says which layer and which model.
+#[test]
+fn a_layer_whose_model_no_provider_serves_fails_as_a_provider_failure() {
+    let env = TestEnv::new();
+    let layers =
+        "---\nname: plan\nmodel: nowhere/model-x\n---\nPlan.\n\n---\nname: code\n---\nCode.\n";
+    write(&env.project.path().join(".stepper/stepper.md"), layers);
+    let out = env.run(&["ask", "--format", "json", "fix it"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let result: stepper_protocol::methods::AskResult = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result.status, TurnStatus::Failed);
+    assert_eq!(
+        result.error_kind,
+        Some(stepper_protocol::TurnErrorKind::Provider)
+    );
+    let error = result.error.unwrap_or_default();
+    assert!(
+        error.starts_with("layer 1 (plan): nowhere/model-x"),
+        "{error}"
+    );
+    assert!(env.fake.requests().is_empty(), "no model was asked");
+}

@@ -12,6 +12,13 @@
 //! as the reason, anything else is an error shown to clients that blocks nothing — within
 //! its timeout (60 s by default), in a process group of its own. Every run is a `HookRan`
 //! event.
+//!
+//! [`HookSet`] holds a folder's hooks as the engine's one parser of settings' `hooks`
+//! (`stepper_engine::hooks::settings`) reads them, and matches them to an event; its
+//! problems are said as notices. [`HookRunner`] runs the matching handlers of one event at
+//! once, each in its own process group, and reads their answers. [`SessionHooks`] is the
+//! engine's `TurnHooks` for one agent: tool names and inputs go out in Claude Code's
+//! spelling (`Bash`, `file_path`; see `transcript::claude_name`) and come back in stepper's.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -5,9 +5,11 @@
 //! dispatched agent) has its own beside it, as Claude Code keeps them:
 //! `<session-id>/subagents/agent-<id>.jsonl`, its lines marked `isSidechain` and `agentId`.
 //!
-//! The session's log writer appends to it after a batch is committed (persist, then
-//! publish, then this), from the agents' events: the prompt (a subagent's task), the
-//! replies, the tool calls and their results. The events are what is written, so it holds what the store
+//! The session's log writer appends to it after a batch is committed and before the batch
+//! is published (persist, this, then publish): a client that saw a turn end, or a hook
+//! that runs after a flush of the log (every hook run flushes it first), finds the
+//! transcript holding it. It is written from the agents' events: the prompt (a subagent's
+//! task), the replies, the tool calls and their results. The events are what is written, so it holds what the store
 //! does and no more; a transcript that cannot be written is logged, never a turn's failure.
 
 use std::collections::HashMap;

@@ -158,7 +158,12 @@ impl TurnHost {
         let model = self.model_of(run.model.as_deref());
         let resolved = match self.provider(&model) {
             Ok(p) => p,
-            Err(error) => return TurnOutcome::failed(error),
+            // A model no provider can serve (or not set up): the provider's kind of failure.
+            Err(error) => {
+                let mut failed = TurnOutcome::failed(error);
+                failed.error_kind = Some(stepper_protocol::TurnErrorKind::Provider);
+                return failed;
+            }
         };
         let dialect = resolved.dialect();
         let hosted = self.hosted(&run, resolved.kind);
