@@ -1314,6 +1314,31 @@ async fn the_filesystem_server_takes_the_sessions_folder_as_its_root() {
         .create_session(&client, Some(stepper_protocol::PermissionMode::Auto))
         .await;
     let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    // The server asks for its roots once it is initialized and serves none until it has
+    // them (a busy machine can be a moment late): wait, with a deadline, until it lists the
+    // session's folder. A client that never answered would fail here.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        env.fake.push(Reply::Sse(tool_use_stream(&[(
+            "toolu_wait",
+            "mcp__fs__list_allowed_directories",
+            serde_json::json!({}),
+        )])));
+        env.fake.push(Reply::text(&["listed"]));
+        submit(&client, &id, "list the roots").await;
+        let seen = until_turn_finished(&mut events).await;
+        let listed = calls(&seen);
+        if listed
+            .iter()
+            .any(|(_, out)| out.contains(&folder.display().to_string()))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never took the session's folder as its root: {listed:?}"
+        );
+    }
     env.fake.push(Reply::Sse(tool_use_stream(&[
         (
             "toolu_dirs",
