@@ -258,7 +258,14 @@ impl AgentLoop {
                 item = stream.next() => item,
             };
             let event = match item {
-                None => break,
+                // A stream ends at a cancel too: one that came between the two polls above
+                // (another thread's interrupt) is the turn's interruption, not a cut answer.
+                None => {
+                    if cancel.is_cancelled() {
+                        status = TurnStatus::Interrupted;
+                    }
+                    break;
+                }
                 Some(Ok(event)) => event,
                 Some(Err(e)) => {
                     status = TurnStatus::Failed;
@@ -1128,6 +1135,38 @@ mod tests {
             sink.0.lock().unwrap().is_empty(),
             "nothing streamed, so no message"
         );
+    }
+
+    /// A provider whose stream ends because the turn was cancelled while it was polled
+    /// (as another thread's interrupt lands between the loop's check and the stream's).
+    struct CancelledMidPoll;
+
+    impl LlmProvider for CancelledMidPoll {
+        fn name(&self) -> &str {
+            "mid-poll"
+        }
+        fn chat_stream(&self, _: ChatRequest, cancel: CancellationToken) -> ChatStream {
+            let mut started = false;
+            futures::stream::poll_fn(move |_| {
+                if !started {
+                    started = true;
+                    return std::task::Poll::Ready(Some(Ok(ChatEvent::TextDelta("x".into()))));
+                }
+                cancel.cancel();
+                std::task::Poll::Ready(None)
+            })
+            .boxed()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_ended_by_a_cancel_between_polls_is_an_interruption() {
+        let sink = Recorder::default();
+        let out = AgentLoop::new(Arc::new(CancelledMidPoll))
+            .run(request(), CancellationToken::new(), &sink)
+            .await;
+        assert_eq!(out.status, TurnStatus::Interrupted, "{:?}", out.error);
+        assert_eq!(out.error, None);
     }
 
     /// A provider answering the Nth call of a turn with the Nth script.
