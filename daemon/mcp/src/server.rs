@@ -151,7 +151,7 @@ impl McpServer {
                 else {
                     return Err(e);
                 };
-                match crate::oauth::sign_in_as_client(url, tokens, Some(client)).await {
+                match crate::oauth::machine::sign_in_as_client(url, tokens, Some(client)).await {
                     Ok(true) => {
                         let left = timeout.saturating_sub(started.elapsed());
                         Self::connect_era(spec, env, cwd, left, Some(tokens)).await
@@ -524,7 +524,7 @@ impl McpServer {
         }
         if let (Err(CallFailure::Unauthorized), Some(signed)) = (&result, &self.signed_with) {
             // A machine client's token ran out or was revoked: it signs in again at once.
-            let again = crate::oauth::sign_in_as_client(
+            let again = crate::oauth::machine::sign_in_as_client(
                 &signed.url,
                 &signed.tokens,
                 signed.client.as_ref(),
@@ -579,10 +579,13 @@ impl McpServer {
             .want(&signed.url, required)
             .map_err(|e| format!("cannot keep the scope the call needs: {e}"))?;
         tracing::info!(server = %self.name, scope = %wanted.join(" "), "the call needs a wider scope: signing in again");
-        let machine =
-            crate::oauth::sign_in_as_client(&signed.url, &signed.tokens, signed.client.as_ref())
-                .await
-                .map_err(|e| e.to_string())?;
+        let machine = crate::oauth::machine::sign_in_as_client(
+            &signed.url,
+            &signed.tokens,
+            signed.client.as_ref(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         if machine {
             return Ok(wanted);
         }
