@@ -174,11 +174,8 @@ pub(super) async fn prepare(turn: &Turn) -> Result<Kind<'_>, LogError> {
     let (hook_set, hooks, mode) = hooks(turn, &setup);
     // `/compact [what to keep]`: the conversation is compacted now, as a turn of its own.
     if let Some(Builtin::Compact(keep)) = Builtin::parse(text) {
-        let compaction = compaction(turn, setup, messages, &model, hooks).await;
-        return Ok(Kind::Compact(Compaction {
-            instructions: keep,
-            ..compaction
-        }));
+        let compaction = compaction(turn, setup, messages, &model, keep, hooks).await;
+        return Ok(Kind::Compact(compaction));
     }
     let asked = Asked {
         setup,
@@ -233,14 +230,16 @@ fn hooks(turn: &Turn, setup: &Setup) -> (Arc<HookSet>, Option<Arc<HookRunner>>, 
     (hook_set, hooks, mode)
 }
 
-/// A compaction of `messages` by the summariser the settings name, else by `model`.
-async fn compaction(
+/// A compaction of `messages` by the summariser the settings name, else by `model`,
+/// keeping what the user said to keep.
+async fn compaction<'t>(
     turn: &Turn,
     setup: Setup,
     messages: Vec<ChatMessage>,
     model: &str,
+    keep: &'t str,
     hooks: Option<Arc<HookRunner>>,
-) -> Compaction<'static> {
+) -> Compaction<'t> {
     let deps = &turn.deps;
     let (provider, id) = summarizer(
         (&setup.settings, &setup.user),
@@ -263,7 +262,7 @@ async fn compaction(
         request,
         fixed,
         provider,
-        instructions: "",
+        instructions: keep,
         hooks,
     }
 }
