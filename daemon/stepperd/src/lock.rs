@@ -87,6 +87,18 @@ mod tests {
         );
         assert!(msg.contains("stepper daemon stop"), "{msg}");
         drop(held);
-        DataDirLock::acquire(&path, dir.path()).unwrap();
+        // Another test of this binary may fork a child while our file is open: until the
+        // child execs (the descriptor is close-on-exec) it shares the lock, so the release
+        // can show a moment late. Wait for it with a deadline rather than once.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match DataDirLock::acquire(&path, dir.path()) {
+                Ok(_) => break,
+                Err(LockError::Held { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(2))
+                }
+                Err(e) => panic!("the lock was not released: {e}"),
+            }
+        }
     }
 }
