@@ -306,6 +306,7 @@ async fn submit(
         let (events, submitted) = tokio::join!(
             client.subscribe_events(&id, after_seq),
             client.call::<SessionSubmit>(SessionSubmitParams {
+                parts: Vec::new(),
                 session_id: id.clone(),
                 text: prompt,
                 env: Some(client_env()),

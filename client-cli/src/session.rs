@@ -42,6 +42,7 @@ pub async fn create(
 ) -> anyhow::Result<SessionResponse> {
     Ok(client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: cwd.display().to_string(),
             env: client_env(),
             model: new.model,

@@ -84,6 +84,7 @@ const ANSWER: &str = "## Findings\n\nThe **session hub** keeps one writer per se
 /// A turn of mixed content: input, markdown with code, a tool with output.
 fn turn(feed: &mut Feed, n: usize) -> Vec<CoreEvent> {
     let mut out = vec![feed.next(AppEvent::TurnStarted {
+        attachments: Vec::new(),
         input_id: format!("i{n}"),
         text: format!("question number {n}: how does the event log stay consistent?"),
         model: "m".into(),
@@ -136,6 +137,7 @@ fn busy_app(turns: usize) -> App {
         }
     }
     app.apply(feed.next(AppEvent::TurnStarted {
+        attachments: Vec::new(),
         input_id: "live".into(),
         text: "one more".into(),
         model: "m".into(),
@@ -301,6 +303,7 @@ fn code_stream_app(lines: usize) -> (App, Feed) {
     app.apply(session());
     let mut feed = Feed { seq: 0 };
     app.apply(feed.next(AppEvent::TurnStarted {
+        attachments: Vec::new(),
         input_id: "i".into(),
         text: "write it".into(),
         model: "m".into(),
@@ -382,6 +385,7 @@ fn markdown() {
         app.apply(session());
         let mut feed = Feed { seq: 0 };
         app.apply(feed.next(AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: "i".into(),
             text: "compare".into(),
             model: "m".into(),
@@ -530,6 +534,7 @@ fn latency(streaming: bool, keys_to_type: usize) -> (Stats, usize, usize) {
         let mut feed = Feed { seq: 0 };
         events_tx
             .send(feed.next(AppEvent::TurnStarted {
+                attachments: Vec::new(),
                 input_id: "i".into(),
                 text: "stream".into(),
                 model: "m".into(),

@@ -48,12 +48,14 @@ async fn fake_turn(core: &mut Core, text: String, approvals: &mut mpsc::Receiver
     core.turn += 1;
     let id = format!("in{}", core.turn);
     core.send(AppEvent::InputQueued {
+        attachments: Vec::new(),
         input_id: id.clone(),
         text: text.clone(),
         client: Some("demo".into()),
     })
     .await;
     core.send(AppEvent::TurnStarted {
+        attachments: Vec::new(),
         input_id: id,
         text,
         model: "anthropic/claude-sonnet-4-5".into(),

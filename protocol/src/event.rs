@@ -177,12 +177,18 @@ pub enum AppEvent {
         input_id: String,
         text: String,
         client: Option<String>,
+        /// Its images and documents, stored in the session (`session/attachment` gives the
+        /// bytes).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<crate::Attachment>,
     },
     /// A turn began for a queued input.
     TurnStarted {
         input_id: String,
         text: String,
         model: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<crate::Attachment>,
     },
     /// A piece of assistant text, as it streams.
     TextDelta { text: String },
@@ -681,6 +687,7 @@ mod tests {
     #[test]
     fn wire_shape_is_camel_case_and_tagged() {
         let e = AppEvent::InputQueued {
+            attachments: Vec::new(),
             input_id: "i".into(),
             text: "t".into(),
             client: None,

@@ -61,6 +61,7 @@ macro_rules! open_enum {
     };
 }
 
+pub mod attachment;
 pub mod elicit;
 pub mod error;
 pub mod event;
@@ -82,6 +83,7 @@ pub mod inbound;
 #[cfg(feature = "server")]
 pub mod server;
 
+pub use attachment::{Attachment, AttachmentKind, InputPart};
 pub use event::{
     AppEvent, ApprovalDecision, ElicitAction, EventEnvelope, KeptReason, KeptWorktree, TodoItem,
     TodoStatus, ToolCallStatus, TurnErrorKind, TurnStatus, Usage, Worktree, WorktreeConflict,

@@ -168,6 +168,8 @@ method_table! {
         SessionDelete = "session/delete" (SessionParams) -> Empty;
         /// A page of a session's events, in order, for export.
         SessionExport = "session/export" (SessionExportParams) -> SessionExportResponse;
+        /// An image's or document's bytes, as an event of the session names it.
+        SessionAttachment = "session/attachment" (SessionAttachmentParams) -> SessionAttachmentResponse;
         /// The models stepper knows: the catalogue and those configured for a folder.
         ModelsList = "models/list" (ModelsListParams) -> ModelsListResponse;
         /// Who is signed in, and which API keys are stored.

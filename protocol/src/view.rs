@@ -40,6 +40,8 @@ pub struct QueuedInput {
     pub text: String,
     /// The client that submitted it.
     pub client: Option<String>,
+    /// Its images and documents.
+    pub attachments: Vec<crate::Attachment>,
 }
 
 /// A turn: which input started it and, as it runs, its outline (usage, layers, denials, end).
@@ -103,6 +105,8 @@ pub enum Change<'e> {
         text: &'e str,
         model: &'e str,
         client: Option<String>,
+        /// The input's images and documents.
+        attachments: &'e [crate::Attachment],
     },
     /// A piece of the answer, as it streams.
     TextDelta(&'e str),
@@ -152,11 +156,13 @@ impl SessionView {
                 input_id,
                 text,
                 client,
+                attachments,
             } => {
                 self.queued.push(QueuedInput {
                     input_id: input_id.clone(),
                     text: text.clone(),
                     client: client.clone(),
+                    attachments: attachments.clone(),
                 });
                 Change::Event(event)
             }
@@ -164,7 +170,8 @@ impl SessionView {
                 input_id,
                 text,
                 model,
-            } => self.start_turn(envelope, input_id, text, model),
+                attachments,
+            } => self.start_turn(envelope, input_id, text, model, attachments),
             AppEvent::TextDelta { text } if answer => {
                 self.streamed = true;
                 Change::TextDelta(text)
@@ -286,6 +293,7 @@ impl SessionView {
         input_id: &'e str,
         text: &'e str,
         model: &'e str,
+        attachments: &'e [crate::Attachment],
     ) -> Change<'e> {
         let client = self
             .queued
@@ -313,6 +321,7 @@ impl SessionView {
             text,
             model,
             client,
+            attachments,
         }
     }
 

@@ -48,6 +48,7 @@ async fn through_daemon(env: &TestEnv, model: &str) -> (Duration, Duration) {
     }
     let id = client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: env.project.path().display().to_string(),
             env: vars,
             model: Some(model.into()),

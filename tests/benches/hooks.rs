@@ -60,6 +60,7 @@ struct Session {
 async fn session(env: &TestEnv, client: &DaemonClient, cwd: String) -> Session {
     let created = client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd,
             env: env.envs().into_iter().collect(),
             model: None,
@@ -96,6 +97,7 @@ async fn turn(
     let t = Instant::now();
     client
         .call::<SessionSubmit>(SessionSubmitParams {
+            parts: Vec::new(),
             session_id: s.id.clone(),
             text: "go".into(),
             env: None,

@@ -46,6 +46,7 @@ fn folder(root: &Path, name: &str, stepper_md: Option<&str>) -> String {
 async fn session(env: &TestEnv, client: &DaemonClient, cwd: String) -> (String, EventStream) {
     let created = client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd,
             env: env.envs().into_iter().collect(),
             model: None,
@@ -67,6 +68,7 @@ async fn session(env: &TestEnv, client: &DaemonClient, cwd: String) -> (String, 
 async fn turn(client: &DaemonClient, id: &str, events: &mut EventStream) -> Vec<EventEnvelope> {
     client
         .call::<SessionSubmit>(SessionSubmitParams {
+            parts: Vec::new(),
             session_id: id.to_string(),
             text: "go".into(),
             env: None,

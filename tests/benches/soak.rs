@@ -155,6 +155,7 @@ impl Run {
         let mut env: stepper_protocol::session::Env = self.env.envs().into_iter().collect();
         env.insert("ANTHROPIC_BASE_URL".into(), self.provider_url.clone());
         SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: self.env.project.path().display().to_string(),
             env,
             model: None,
@@ -190,6 +191,7 @@ async fn worker(run: Arc<Run>, n: usize) -> Seen {
         let started = Instant::now();
         let faulty = run.fault.load(Ordering::SeqCst);
         let params = SessionSubmitParams {
+            parts: Vec::new(),
             session_id: id.clone(),
             text: format!("task {n}.{turn}"),
             env: None,

@@ -89,6 +89,7 @@ fn repository(root: &Path, name: &str, stepper_md: &str) -> std::path::PathBuf {
 async fn session(env: &TestEnv, client: &DaemonClient, cwd: &Path) -> (String, EventStream) {
     let created = client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: cwd.display().to_string(),
             env: env.envs().into_iter().collect(),
             model: None,
@@ -127,6 +128,7 @@ async fn layer(
     env.fake.push(Reply::text(&["assigned"]));
     client
         .call::<SessionSubmit>(SessionSubmitParams {
+            parts: Vec::new(),
             session_id: id.to_string(),
             text: "go".into(),
             env: None,

@@ -98,6 +98,7 @@ fn create_params(
     vars: std::collections::BTreeMap<String, String>,
 ) -> SessionCreateParams {
     SessionCreateParams {
+        input_parts: Vec::new(),
         cwd: env.project.path().display().to_string(),
         env: vars,
         model: Some(model.into()),
@@ -243,6 +244,7 @@ async fn text_steered_in_reaches_the_cli_within_the_same_turn() {
     )
     .await;
     let steer = |text: &str| stepper_protocol::methods::SessionSubmitParams {
+        parts: Vec::new(),
         session_id: id.clone(),
         text: text.into(),
         env: None,

@@ -35,6 +35,7 @@ fn settings(env: &TestEnv, window: u64, extra: serde_json::Value) {
 async fn session(env: &TestEnv, client: &stepper_protocol::client::DaemonClient) -> String {
     client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: env.project.path().display().to_string(),
             env: env.envs().into_iter().collect(),
             model: Some("small/tiny".into()),

@@ -312,6 +312,7 @@ async fn a_command_cut_by_a_crash_dies_with_the_daemon_and_its_call_is_closed() 
         )])));
         let client = env.client().await;
         let params = SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: env.project.path().display().to_string(),
             env: env.envs().into_iter().collect(),
             model: None,

@@ -199,6 +199,7 @@ async fn session(
 ) -> String {
     client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: cwd.display().to_string(),
             env: env.envs().into_iter().collect(),
             model: None,
@@ -418,6 +419,7 @@ async fn a_process_left_behind_cannot_drive_the_daemon(sandboxed: bool) {
     let socket = env.places().socket.display().to_string();
     let other_id = client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: other.path().display().to_string(),
             env: env.envs().into_iter().collect(),
             model: None,

@@ -25,6 +25,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn create_params(env: &TestEnv, model: Option<&str>) -> SessionCreateParams {
     SessionCreateParams {
+        input_parts: Vec::new(),
         cwd: env.project.path().display().to_string(),
         env: env.envs().into_iter().collect(),
         model: model.map(str::to_string),

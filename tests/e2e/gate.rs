@@ -503,6 +503,7 @@ async fn open_session(
     session_env.extend(sandbox.env(setup));
     let session = client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: sandbox.cwd(setup).display().to_string(),
             env: session_env,
             model: None,

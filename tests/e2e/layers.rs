@@ -771,6 +771,7 @@ async fn words_steered_in_while_a_layer_runs_reach_the_next_layer() {
     client
         .call::<stepper_protocol::methods::SessionSteer>(
             stepper_protocol::methods::SessionSubmitParams {
+                parts: Vec::new(),
                 session_id: id.clone(),
                 text: "ALSO-THIS".into(),
                 env: None,

@@ -1645,6 +1645,7 @@ async fn session_in(
     cwd: &std::path::Path,
 ) -> String {
     let params = stepper_protocol::methods::SessionCreateParams {
+        input_parts: Vec::new(),
         cwd: cwd.display().to_string(),
         env: env.envs().into_iter().collect(),
         model: None,

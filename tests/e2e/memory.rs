@@ -43,6 +43,7 @@ async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
     let client = env.client().await;
     let created = client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: app.display().to_string(),
             env: env.envs().into_iter().collect(),
             model: None,
@@ -62,6 +63,7 @@ async fn nested_agents_and_claude_files_with_an_import_reach_the_model() {
         env.fake.push(Reply::text(&[reply]));
         client
             .call::<SessionSubmit>(SessionSubmitParams {
+                parts: Vec::new(),
                 session_id: id.clone(),
                 text: text.into(),
                 env: None,

@@ -159,6 +159,7 @@ async fn a_request_over_the_message_limit_is_refused_before_it_is_sent() {
     let e = client
         .call::<stepper_protocol::methods::SessionSubmit>(
             stepper_protocol::methods::SessionSubmitParams {
+                parts: Vec::new(),
                 session_id: session.clone(),
                 text: huge,
                 env: None,
@@ -172,6 +173,7 @@ async fn a_request_over_the_message_limit_is_refused_before_it_is_sent() {
     let e = client
         .call::<stepper_protocol::methods::SessionSubmit>(
             stepper_protocol::methods::SessionSubmitParams {
+                parts: Vec::new(),
                 session_id: session,
                 text: "y".repeat(5 * 1024 * 1024),
                 env: None,

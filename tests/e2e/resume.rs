@@ -305,6 +305,7 @@ async fn quiescent_sessions_leave_memory_and_come_back_whole() {
     env.fake.push(Reply::text(&["still here"]));
     client
         .call::<SessionSubmit>(SessionSubmitParams {
+            parts: Vec::new(),
             session_id: followed.clone(),
             text: "hello".into(),
             env: Some(env.envs().into_iter().collect()),

@@ -113,6 +113,7 @@ async fn the_daemon_keeps_no_provider_key_in_its_environment() {
         .push(stepper_e2e::Reply::text(&["served by the daemon's key"]));
     let created = client
         .call::<SessionCreate>(SessionCreateParams {
+            input_parts: Vec::new(),
             cwd: env.project.path().display().to_string(),
             env: keyless.into_iter().collect(),
             model: Some("anthropic/claude-sonnet-4-5".into()),

@@ -87,6 +87,7 @@ fn ticking_command() -> Reply {
 
 async fn try_submit(client: &DaemonClient, id: &str, text: &str) -> Result<u64, ErrorKind> {
     let params = SessionSubmitParams {
+        parts: Vec::new(),
         session_id: id.into(),
         text: text.into(),
         env: None,

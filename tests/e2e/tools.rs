@@ -311,6 +311,7 @@ async fn steering_reaches_the_model_at_its_next_call() {
     })
     .await;
     let steer = SessionSubmitParams {
+        parts: Vec::new(),
         session_id: session.clone(),
         text: "answer in French".into(),
         env: None,
@@ -351,6 +352,7 @@ async fn text_steered_during_the_last_call_gets_one_more_call() {
     )
     .await;
     let steer = SessionSubmitParams {
+        parts: Vec::new(),
         session_id: session.clone(),
         text: "say it in French".into(),
         env: None,
@@ -421,6 +423,7 @@ async fn text_steered_as_the_turn_ends_runs_next_under_its_id() {
         started.exists()
     });
     let steer = SessionSubmitParams {
+        parts: Vec::new(),
         session_id: session.clone(),
         text: "one more thing".into(),
         env: None,

@@ -406,6 +406,7 @@ async fn accept_edits_asks_before_changing_what_runs_next() {
     env.fake.push(Reply::text(&["done"]));
     client
         .call::<SessionSubmit>(SessionSubmitParams {
+            parts: Vec::new(),
             session_id: id.clone(),
             text: "set things up".into(),
             env: None,

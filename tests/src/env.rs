@@ -292,6 +292,7 @@ impl TestEnv {
             mode,
             sandbox: None,
             input: None,
+            input_parts: Vec::new(),
             system_prompt: None,
             append_system_prompt: None,
         };
@@ -414,6 +415,7 @@ pub async fn submit(client: &DaemonClient, session_id: &str, text: &str) {
     let params = stepper_protocol::methods::SessionSubmitParams {
         session_id: session_id.into(),
         text: text.into(),
+        parts: Vec::new(),
         env: None,
     };
     client

@@ -598,12 +598,14 @@ mod tests {
         feed(
             &mut view,
             AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: "i1".into(),
                 text: "hello".into(),
                 client: Some("stepper acp 7".into()),
             },
         );
         let started = |id: &str| AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: id.into(),
             text: "hello".into(),
             model: "m".into(),

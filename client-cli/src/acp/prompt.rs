@@ -29,6 +29,7 @@ impl Conn {
         self.ask_trust(daemon, &live).await;
         let submitted = daemon
             .call::<SessionSubmit>(SessionSubmitParams {
+                parts: Vec::new(),
                 session_id: id.clone(),
                 text,
                 env: Some(client_env()),

@@ -82,6 +82,7 @@ impl Conn {
         let daemon = self.daemon().await?;
         let created = daemon
             .call::<SessionCreate>(SessionCreateParams {
+                input_parts: Vec::new(),
                 cwd: cwd.clone(),
                 env: client_env(),
                 model: None,

@@ -23,6 +23,7 @@ pub(super) async fn perform(
     let result: Result<(), ClientError> = match action {
         Action::Submit { text } => client
             .call::<SessionSubmit>(SessionSubmitParams {
+                parts: Vec::new(),
                 session_id,
                 text,
                 env: Some(client_env()),
@@ -31,6 +32,7 @@ pub(super) async fn perform(
             .map(drop),
         Action::Steer { text } => client
             .call::<SessionSteer>(SessionSubmitParams {
+                parts: Vec::new(),
                 session_id,
                 text,
                 env: Some(client_env()),
@@ -176,6 +178,7 @@ pub(super) async fn perform(
             };
             client
                 .call::<SessionSubmit>(SessionSubmitParams {
+                    parts: Vec::new(),
                     session_id,
                     text,
                     env: Some(client_env()),

@@ -16,11 +16,13 @@ fn replayed_envelopes_with_duplicate_seqs_apply_once() {
     let mut app = app();
     let events = [
         AppEvent::InputQueued {
+            attachments: Vec::new(),
             input_id: "i".into(),
             text: "hello".into(),
             client: None,
         },
         AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: "i".into(),
             text: "hello".into(),
             model: "m".into(),
@@ -110,11 +112,13 @@ fn the_sessions_inputs_come_back_with_up_after_a_reattach() {
         &mut app,
         [
             AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: "a".into(),
                 text: "from the replay".into(),
                 client: None,
             },
             AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: "b".into(),
                 text: "from another terminal".into(),
                 client: Some("bob".into()),
@@ -902,6 +906,7 @@ fn a_turn_cut_mid_message_does_not_hide_the_next_turns_whole_message() {
             },
             // The next turn, replayed finished: its message comes whole, without deltas.
             AppEvent::TurnStarted {
+                attachments: Vec::new(),
                 input_id: "in-2".into(),
                 text: "again".into(),
                 model: "m".into(),
@@ -930,6 +935,7 @@ fn any_size_renders_without_panicking() {
         &mut app,
         [
             AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: "q".into(),
                 text: "queued 漢字 text".into(),
                 client: None,

@@ -179,6 +179,7 @@ async fn replayed_history_goes_to_scrollback_once() {
     let mut events = Vec::new();
     for turn in 1..=6u64 {
         events.push(AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: format!("i{turn}"),
             text: format!("question {turn}"),
             model: "m".into(),
@@ -260,6 +261,7 @@ async fn streaming_with_resizes_at_any_moment() {
     let events = h.events.clone();
     events
         .send(send(AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: "i".into(),
             text: "go".into(),
             model: "m".into(),
@@ -336,6 +338,7 @@ async fn detaching_mid_message_keeps_what_streamed_on_screen() {
     session(&h).await;
     let events = [
         AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: "i".into(),
             text: "question".into(),
             model: "m".into(),
@@ -439,6 +442,7 @@ async fn a_new_session_clears_the_screen_of_the_old_one() {
     session(&h).await;
     let old = [
         AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: "i1".into(),
             text: "old question".into(),
             model: "m".into(),

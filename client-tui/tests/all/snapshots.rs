@@ -54,6 +54,7 @@ fn user_input_and_a_queued_one() {
     feed(
         &mut app,
         [AppEvent::InputQueued {
+            attachments: Vec::new(),
             input_id: "in-2".into(),
             text: "then run the tests".into(),
             client: Some("bob".into()),

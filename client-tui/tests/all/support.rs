@@ -91,11 +91,13 @@ pub fn start_turn(app: &mut App, text: &str) {
         app,
         [
             AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: "in-1".into(),
                 text: text.into(),
                 client: Some("me".into()),
             },
             AppEvent::TurnStarted {
+                attachments: Vec::new(),
                 input_id: "in-1".into(),
                 text: text.into(),
                 model: "anthropic/claude-sonnet-4-5".into(),

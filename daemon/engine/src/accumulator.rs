@@ -285,6 +285,7 @@ mod tests {
             content: vec![
                 ContentPart::RedactedThinking { data: "d".into() },
                 ContentPart::ToolResult {
+                    media: Vec::new(),
                     call_id: "c".into(),
                     content: "ok".into(),
                     is_error: false,

@@ -793,6 +793,13 @@ impl AgentLoop {
             result,
             took,
         } = ran;
+        let (result, media) = match result {
+            Ok(mut out) => {
+                let media = std::mem::take(&mut out.media);
+                (Ok(out), media)
+            }
+            Err(e) => (Err(e), Vec::new()),
+        };
         let (status, content, is_error, mut details) = match result {
             Ok(out) => (ToolCallStatus::Ok, out.content, false, out.details),
             Err(ToolError::DeniedAndStopped(why)) => {
@@ -871,6 +878,7 @@ impl AgentLoop {
             call_id: id,
             content,
             is_error,
+            media,
         })
     }
 
@@ -1301,6 +1309,7 @@ mod tests {
         assert_eq!(
             results[0],
             ContentPart::ToolResult {
+                media: Vec::new(),
                 call_id: "c1".into(),
                 content: "one".into(),
                 is_error: false
@@ -1309,6 +1318,7 @@ mod tests {
         assert_eq!(
             results[1],
             ContentPart::ToolResult {
+                media: Vec::new(),
                 call_id: "c2".into(),
                 content: "two".into(),
                 is_error: false

@@ -282,6 +282,7 @@ mod tests {
         ChatMessage {
             role: Role::User,
             content: vec![ContentPart::ToolResult {
+                media: Vec::new(),
                 call_id: id.into(),
                 content: "x".repeat(size),
                 is_error: false,

@@ -31,6 +31,6 @@ pub use accumulator::{Accumulated, MessageAccumulator};
 pub use agent::{AgentLoop, EventSink, TurnOutcome};
 pub use model::ModelRef;
 pub use provider::{
-    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider,
+    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider, Media,
     ProviderError, ReasoningEffort, Role, StopReason, ToolSpec,
 };

@@ -29,7 +29,7 @@ use tokio::sync::Semaphore;
 
 use crate::agent::{SinkError, TurnOutcome, add_cost};
 use crate::config::layers::{AgentDef, DEFAULT_PARALLEL_MAX, Isolation, Layer, offers, permits};
-use crate::provider::{ChatMessage, ContentPart, Role};
+use crate::provider::{ChatMessage, ContentPart, Media, Role};
 use crate::tool::{Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args};
 
 /// The context key of the turn's answering agent: the session's conversation.
@@ -164,10 +164,17 @@ pub struct Merge {
 
 /// The user's words, then what changed in the environment when something did (the words
 /// first: whatever reads a turn's input reads its first part).
-fn user_message(update: Option<String>, text: &str) -> ChatMessage {
-    let mut content = vec![ContentPart::Text {
+fn user_message(update: Option<String>, attached: &[Media], text: &str) -> ChatMessage {
+    // The pictures and documents first, then the words about them (as Anthropic advises).
+    let mut content: Vec<ContentPart> = attached
+        .iter()
+        .map(|media| ContentPart::Attachment {
+            media: media.clone(),
+        })
+        .collect();
+    content.push(ContentPart::Text {
         text: text.to_string(),
-    }];
+    });
     content.extend(update.map(|text| ContentPart::Text { text }));
     ChatMessage {
         role: Role::User,
@@ -221,6 +228,9 @@ pub struct Orchestrator {
     pub answering_dispatches: bool,
     /// Where workers and subagents work when their layer or agent file does not say.
     pub isolation: Isolation,
+    /// The images and documents the user attached to the turn's input: every layer given
+    /// the user's words sees them (workers and subagents get their tasks alone).
+    pub attachments: Vec<Media>,
     next_agent: Arc<AtomicU32>,
     /// What dispatched subagents used, not yet counted in the turn's total.
     dispatched: Arc<Mutex<(Usage, Option<f64>)>>,
@@ -234,6 +244,7 @@ impl Orchestrator {
             dispatch_everywhere,
             answering_dispatches: false,
             isolation: Isolation::None,
+            attachments: Vec::new(),
             next_agent: Arc::new(AtomicU32::new(1)),
             dispatched: Arc::default(),
         }
@@ -319,7 +330,7 @@ impl Orchestrator {
             done.usage.add(&sub_usage);
             done.cost_usd = add_cost(done.cost_usd, sub_cost);
             if fan_out {
-                let mut added = vec![ChatMessage::user(text_in.clone())];
+                let mut added = vec![user_message(None, &self.attachments, &text_in)];
                 if !outcome.text.is_empty() {
                     added.push(ChatMessage {
                         role: Role::Assistant,
@@ -361,7 +372,7 @@ impl Orchestrator {
                 // before its last layer.
                 done.contexts.push(LayerContext {
                     key: MAIN.to_string(),
-                    messages: vec![ChatMessage::user(input.to_string())],
+                    messages: vec![user_message(None, &self.attachments, input)],
                     replace: false,
                 });
             }
@@ -418,7 +429,11 @@ impl Orchestrator {
         }
         let key = context_key(layers, i);
         let mut messages = histories.remove(&key).unwrap_or_default();
-        let said = user_message(self.host.environment_update(&messages), text_in);
+        let said = user_message(
+            self.host.environment_update(&messages),
+            &self.attachments,
+            text_in,
+        );
         messages.push(said.clone());
         let outcome = self.host.run_agent(run, messages).await;
         *tasks = assigned.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -608,7 +623,7 @@ impl Orchestrator {
         if let Err(e) = self.host.emit(parent.clone(), started).await {
             return Step::failed(e.to_string());
         }
-        let said = user_message(self.host.environment_update(&[]), &message);
+        let said = user_message(self.host.environment_update(&[]), &[], &message);
         let outcome = self.host.run_agent(run, vec![said]).await;
         let finished = AppEvent::SubagentFinished {
             agent_id,
@@ -630,6 +645,7 @@ impl Orchestrator {
                 dispatch_everywhere: false,
                 answering_dispatches: false,
                 isolation: self.isolation,
+                attachments: Vec::new(),
                 next_agent: Arc::clone(&self.next_agent),
                 dispatched: Arc::clone(&self.dispatched),
             },

@@ -14,7 +14,7 @@
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
-use stepper_protocol::Usage;
+use stepper_protocol::{Attachment, AttachmentKind, Usage};
 use tokio_util::sync::CancellationToken;
 
 /// A wire format a provider speaks.
@@ -90,7 +90,74 @@ pub enum ContentPart {
         content: String,
         #[serde(default)]
         is_error: bool,
+        /// Images and documents the tool gave the model to see (`read` of a picture).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        media: Vec<Media>,
     },
+    /// An image or document the user attached.
+    Attachment {
+        media: Media,
+    },
+}
+
+/// An image or document with its bytes: what a provider sends. The bytes are stored once in
+/// the session, not in a context's JSON (which holds the [`Attachment`] alone); a context read
+/// back from the store gets them again before it is sent ([`Media::needs_bytes`]).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Attachment", into = "Attachment")]
+pub struct Media {
+    pub about: Attachment,
+    pub data: Option<std::sync::Arc<[u8]>>,
+}
+
+impl Media {
+    pub fn new(about: Attachment, data: std::sync::Arc<[u8]>) -> Media {
+        Media {
+            about,
+            data: Some(data),
+        }
+    }
+
+    /// Its bytes, base64, as every provider's wire format takes them; empty when they
+    /// were not loaded (a provider refuses such a request before it is sent).
+    pub fn base64(&self) -> String {
+        use base64::Engine as _;
+        self.data
+            .as_deref()
+            .map(|d| base64::engine::general_purpose::STANDARD.encode(d))
+            .unwrap_or_default()
+    }
+
+    /// Whether its bytes are still to be loaded.
+    pub fn needs_bytes(&self) -> bool {
+        self.data.is_none()
+    }
+
+    pub fn is_image(&self) -> bool {
+        self.about.kind == AttachmentKind::Image
+    }
+}
+
+impl std::fmt::Debug for Media {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the bytes: a debug print of a context stays readable.
+        f.debug_struct("Media")
+            .field("about", &self.about)
+            .field("loaded", &self.data.is_some())
+            .finish()
+    }
+}
+
+impl From<Attachment> for Media {
+    fn from(about: Attachment) -> Media {
+        Media { about, data: None }
+    }
+}
+
+impl From<Media> for Attachment {
+    fn from(media: Media) -> Attachment {
+        media.about
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,6 +179,24 @@ impl ChatMessage {
             role: Role::Assistant,
             content: vec![ContentPart::Text { text: text.into() }],
         }
+    }
+
+    /// Every image and document in the message: attached, or given back by a tool.
+    pub fn media(&self) -> impl Iterator<Item = &Media> {
+        self.content.iter().flat_map(|p| match p {
+            ContentPart::Attachment { media } => std::slice::from_ref(media),
+            ContentPart::ToolResult { media, .. } => media.as_slice(),
+            _ => &[],
+        })
+    }
+
+    /// The same, to fill in their bytes.
+    pub fn media_mut(&mut self) -> impl Iterator<Item = &mut Media> {
+        self.content.iter_mut().flat_map(|p| match p {
+            ContentPart::Attachment { media } => std::slice::from_mut(media),
+            ContentPart::ToolResult { media, .. } => media.as_mut_slice(),
+            _ => &mut [],
+        })
     }
 
     /// The message's visible text, parts joined.

@@ -205,6 +205,7 @@ pub fn interrupted_turn(input: &str, events: &[AppEvent]) -> Vec<ChatMessage> {
                     call_id: call_id.clone(),
                     content: output.clone(),
                     is_error: *status != ToolCallStatus::Ok,
+                    media: Vec::new(),
                 });
             }
             // Each model call reports usage and may reason before its text: after tool
@@ -278,6 +279,7 @@ impl Rebuild {
                 call_id,
                 content: UNFINISHED.into(),
                 is_error: true,
+                media: Vec::new(),
             });
         }
         let mut user = std::mem::take(&mut self.results);

@@ -269,6 +269,8 @@ pub struct ToolOutput {
     /// What the model reads.
     pub content: String,
     pub details: ToolDetails,
+    /// Images and documents the model sees beside `content` (`read` of a picture or PDF).
+    pub media: Vec<crate::provider::Media>,
 }
 
 impl ToolOutput {
@@ -276,6 +278,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             details: ToolDetails::default(),
+            media: Vec::new(),
         }
     }
 }

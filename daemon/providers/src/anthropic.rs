@@ -13,7 +13,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use stepper_engine::{
-    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider,
+    ChatEvent, ChatMessage, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider, Media,
     ProviderError, Role, StopReason,
 };
 use stepper_protocol::Usage;
@@ -190,10 +190,37 @@ fn block(part: &ContentPart) -> Option<Value> {
             call_id,
             content,
             is_error,
-        } => json!({
+            media,
+        } if media.is_empty() => json!({
             "type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error
         }),
+        // What a tool showed the model (`read` of a picture): its text, then the blocks.
+        ContentPart::ToolResult {
+            call_id,
+            content,
+            is_error,
+            media,
+        } => {
+            let mut blocks = vec![json!({ "type": "text", "text": content })];
+            blocks.extend(media.iter().map(media_block));
+            json!({
+                "type": "tool_result", "tool_use_id": call_id, "content": blocks, "is_error": is_error
+            })
+        }
+        ContentPart::Attachment { media } => media_block(media),
     })
+}
+
+/// An image or PDF as Anthropic takes it: base64 in the request.
+fn media_block(media: &Media) -> Value {
+    let source = json!({
+        "type": "base64", "media_type": media.about.media_type, "data": media.base64()
+    });
+    if media.is_image() {
+        json!({ "type": "image", "source": source })
+    } else {
+        json!({ "type": "document", "source": source, "title": media.about.name })
+    }
 }
 
 /// Anthropic's stream, event by event.
@@ -566,6 +593,7 @@ mod tests {
         let msg = ChatMessage {
             role: Role::User,
             content: vec![ContentPart::ToolResult {
+                media: Vec::new(),
                 call_id: "toolu_1".into(),
                 content: "72F".into(),
                 is_error: false,

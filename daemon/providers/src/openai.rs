@@ -12,8 +12,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use stepper_engine::{
-    ChatEvent, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider, ProviderError, Role,
-    StopReason,
+    ChatEvent, ChatRequest, ChatStream, ContentPart, HostedTool, LlmProvider, Media, ProviderError,
+    Role, StopReason,
 };
 use stepper_protocol::Usage;
 use tokio_util::sync::CancellationToken;
@@ -98,6 +98,16 @@ impl LlmProvider for OpenAi {
     }
 }
 
+/// An image or PDF as the Responses API takes it: a data URL.
+pub(crate) fn input_media(media: &Media) -> Value {
+    let url = format!("data:{};base64,{}", media.about.media_type, media.base64());
+    if media.is_image() {
+        json!({ "type": "input_image", "image_url": url, "detail": "auto" })
+    } else {
+        json!({ "type": "input_file", "filename": media.about.name, "file_data": url })
+    }
+}
+
 /// The request body in the Responses format.
 pub fn request_body(request: &ChatRequest) -> Value {
     let mut input = Vec::new();
@@ -116,9 +126,22 @@ pub fn request_body(request: &ChatRequest) -> Value {
                     "type": "function_call", "call_id": id, "name": name,
                     "arguments": arguments.to_string()
                 })),
-                (_, ContentPart::ToolResult { call_id, content, .. }) => input.push(json!({
+                (_, ContentPart::ToolResult { call_id, content, media, .. }) if media.is_empty() => input.push(json!({
                     "type": "function_call_output", "call_id": call_id, "output": content
                 })),
+                // What a tool showed the model: its output as a list of text, images, files.
+                (_, ContentPart::ToolResult { call_id, content, media, .. }) => {
+                    let mut output = vec![json!({ "type": "input_text", "text": content })];
+                    output.extend(media.iter().map(input_media));
+                    input.push(json!({
+                        "type": "function_call_output", "call_id": call_id, "output": output
+                    }))
+                }
+                (Role::User, ContentPart::Attachment { media }) => input.push(json!({
+                    "role": "user", "content": [input_media(media)]
+                })),
+                // An assistant never attaches anything.
+                (Role::Assistant, ContentPart::Attachment { .. }) => {}
                 // With `store: false` an item id refers to nothing: the reasoning goes back by
                 // its encrypted content alone.
                 (_, ContentPart::Reasoning { encrypted_content: Some(enc), summary, .. }) => input.push(json!({
@@ -523,6 +546,7 @@ mod tests {
             ChatMessage {
                 role: Role::User,
                 content: vec![ContentPart::ToolResult {
+                    media: Vec::new(),
                     call_id: "call_1".into(),
                     content: "a b".into(),
                     is_error: false,

@@ -12,7 +12,8 @@ use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use stepper_engine::{
-    ChatEvent, ChatRequest, ChatStream, ContentPart, LlmProvider, ProviderError, Role, StopReason,
+    ChatEvent, ChatRequest, ChatStream, ContentPart, LlmProvider, Media, ProviderError, Role,
+    StopReason,
 };
 use stepper_protocol::Usage;
 use tokio_util::sync::CancellationToken;
@@ -57,6 +58,16 @@ impl LlmProvider for OpenAiChat {
     }
 }
 
+/// An image or PDF as Chat Completions takes it: a data URL.
+fn chat_media(media: &Media) -> Value {
+    let url = format!("data:{};base64,{}", media.about.media_type, media.base64());
+    if media.is_image() {
+        json!({ "type": "image_url", "image_url": { "url": url } })
+    } else {
+        json!({ "type": "file", "file": { "filename": media.about.name, "file_data": url } })
+    }
+}
+
 /// The request body in the Chat Completions format.
 pub fn request_body(request: &ChatRequest) -> Value {
     let mut messages = Vec::new();
@@ -67,18 +78,40 @@ pub fn request_body(request: &ChatRequest) -> Value {
         match m.role {
             Role::User => {
                 let mut text = String::new();
+                let mut attached = Vec::new();
+                // A tool message holds text only: what tools showed follows them in a
+                // user message of its own.
+                let mut shown = Vec::new();
                 for part in &m.content {
                     match part {
                         ContentPart::Text { text: t } => text.push_str(t),
                         ContentPart::ToolResult {
-                            call_id, content, ..
-                        } => messages.push(json!({
-                            "role": "tool", "tool_call_id": call_id, "content": content
-                        })),
+                            call_id,
+                            content,
+                            media,
+                            ..
+                        } => {
+                            messages.push(json!({
+                                "role": "tool", "tool_call_id": call_id, "content": content
+                            }));
+                            if !media.is_empty() {
+                                shown.push(json!({ "type": "text", "text": format!("What the tool call {call_id} showed:") }));
+                                shown.extend(media.iter().map(chat_media));
+                            }
+                        }
+                        ContentPart::Attachment { media } => attached.push(chat_media(media)),
                         _ => {}
                     }
                 }
-                if !text.is_empty() {
+                if !shown.is_empty() {
+                    messages.push(json!({ "role": "user", "content": shown }));
+                }
+                if !attached.is_empty() {
+                    if !text.is_empty() {
+                        attached.push(json!({ "type": "text", "text": text }));
+                    }
+                    messages.push(json!({ "role": "user", "content": attached }));
+                } else if !text.is_empty() {
                     messages.push(json!({ "role": "user", "content": text }));
                 }
             }
@@ -359,6 +392,7 @@ mod tests {
             ChatMessage {
                 role: Role::User,
                 content: vec![ContentPart::ToolResult {
+                    media: Vec::new(),
                     call_id: "c1".into(),
                     content: "sunny".into(),
                     is_error: false,

@@ -48,6 +48,7 @@ async fn events_round_trip_and_session_follows_the_log() {
             2,
             None,
             AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: "i1".into(),
                 text: "fix the bug\nplease".into(),
                 client: None,
@@ -58,6 +59,7 @@ async fn events_round_trip_and_session_follows_the_log() {
             3,
             Some(1),
             AppEvent::TurnStarted {
+                attachments: Vec::new(),
                 input_id: "i1".into(),
                 text: "fix the bug".into(),
                 model: "m".into(),
@@ -244,6 +246,7 @@ async fn inputs_are_pending_until_their_turn_starts() {
             seq,
             None,
             AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: id.into(),
                 text: format!("text {id}"),
                 client: None,
@@ -255,6 +258,7 @@ async fn inputs_are_pending_until_their_turn_starts() {
         4,
         Some(1),
         AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: "a".into(),
             text: "text a".into(),
             model: "m".into(),
@@ -290,6 +294,7 @@ async fn a_fork_leaves_out_turns_a_rewind_took_back() {
         push(
             None,
             AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: text.into(),
                 text: text.into(),
                 client: None,
@@ -298,6 +303,7 @@ async fn a_fork_leaves_out_turns_a_rewind_took_back() {
         push(
             Some(turn),
             AppEvent::TurnStarted {
+                attachments: Vec::new(),
                 input_id: text.into(),
                 text: text.into(),
                 model: "m".into(),
@@ -323,6 +329,7 @@ async fn a_fork_leaves_out_turns_a_rewind_took_back() {
     push(
         None,
         AppEvent::InputQueued {
+            attachments: Vec::new(),
             input_id: "three".into(),
             text: "three".into(),
             client: None,
@@ -331,6 +338,7 @@ async fn a_fork_leaves_out_turns_a_rewind_took_back() {
     push(
         Some(3),
         AppEvent::TurnStarted {
+            attachments: Vec::new(),
             input_id: "three".into(),
             text: "three".into(),
             model: "m".into(),

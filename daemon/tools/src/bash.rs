@@ -161,6 +161,7 @@ impl Ran {
             content = "(no output)".into();
         }
         ToolOutput {
+            media: Vec::new(),
             content,
             details: ToolDetails {
                 exit_code: self.code,

@@ -75,6 +75,7 @@ impl Tool for TodoWrite {
                 content.push_str(" Note: keep one item in_progress at a time.");
             }
             Ok(ToolOutput {
+                media: Vec::new(),
                 content,
                 details: ToolDetails {
                     todos: Some(args.todos),

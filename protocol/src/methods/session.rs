@@ -52,6 +52,10 @@ pub struct SessionCreateParams {
     /// queue it): one round trip and one commit fewer for a client that asks right away.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<String>,
+    /// The first input's images and documents (and more text), as `session/submit`'s
+    /// `parts`; with no `input`, these alone are the first input.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_parts: Vec<crate::InputPart>,
     /// Instructions in place of stepper's own for the model's family (the settings'
     /// `systemPrompt`); the environment, memory files and layers still follow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,7 +116,13 @@ pub struct SessionListResponse {
 #[serde(rename_all = "camelCase")]
 pub struct SessionSubmitParams {
     pub session_id: SessionId,
+    /// The input's text (may be empty when `parts` hold it).
+    #[serde(default)]
     pub text: String,
+    /// Images, documents and more text, after `text`: see PROTOCOL.md for the limits.
+    /// Refused by `session/steer`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<crate::InputPart>,
     /// The submitting client's environment; refreshes the session's when present.
     #[serde(default)]
     pub env: Option<Env>,
@@ -253,6 +263,22 @@ pub struct SessionExportResponse {
     /// Present when there are more: pass it back as `afterSeq`.
     #[serde(default)]
     pub next_after_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAttachmentParams {
+    pub session_id: SessionId,
+    /// The attachment's `sha256`, as an event names it.
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAttachmentResponse {
+    pub attachment: crate::Attachment,
+    /// Its bytes, base64.
+    pub data: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

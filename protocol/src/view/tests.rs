@@ -29,6 +29,7 @@ impl Log {
 
 fn queued(id: &str, client: &str) -> AppEvent {
     AppEvent::InputQueued {
+        attachments: Vec::new(),
         input_id: id.into(),
         text: format!("do {id}"),
         client: Some(client.into()),
@@ -37,6 +38,7 @@ fn queued(id: &str, client: &str) -> AppEvent {
 
 fn started(id: &str) -> AppEvent {
     AppEvent::TurnStarted {
+        attachments: Vec::new(),
         input_id: id.into(),
         text: format!("do {id}"),
         model: "m".into(),
@@ -82,6 +84,7 @@ fn a_streamed_message_is_not_repeated_and_a_whole_one_comes_once() {
     assert_eq!(
         view.apply(&start),
         Some(Change::TurnStarted {
+            attachments: &[],
             input_id: "i1",
             text: "do i1",
             model: "m",

@@ -263,6 +263,7 @@ impl Hub {
         let first = request.input.map(|(text, client)| {
             let input_id = uuid::Uuid::now_v7().to_string();
             let event = AppEvent::InputQueued {
+                attachments: Vec::new(),
                 input_id: input_id.clone(),
                 text: text.clone(),
                 client,

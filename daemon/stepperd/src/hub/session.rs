@@ -253,6 +253,7 @@ impl LiveSession {
     ) -> Result<u64, HubError> {
         let permit = self.inputs.try_reserve().map_err(|_| HubError::QueueFull)?;
         let event = AppEvent::InputQueued {
+            attachments: Vec::new(),
             input_id: input_id.clone(),
             text: text.clone(),
             client: client.clone(),

@@ -297,6 +297,7 @@ mod tests {
                 1,
                 None,
                 AppEvent::TurnStarted {
+                    attachments: Vec::new(),
                     input_id: "i".into(),
                     text: "hello".into(),
                     model: "anthropic/m".into(),
@@ -328,6 +329,7 @@ mod tests {
                     5,
                     None,
                     AppEvent::TurnStarted {
+                        attachments: Vec::new(),
                         input_id: "j".into(),
                         text: "more".into(),
                         model: "anthropic/m".into(),

@@ -142,6 +142,7 @@ pub(crate) async fn ask(cx: &ToolCx, path: &Path, diff: &str) -> Result<(), Tool
 /// What a changing tool reports: `summary`, its diff and the files it changed.
 pub(crate) fn changed(summary: String, diff: String, changed: Vec<PathBuf>) -> ToolOutput {
     ToolOutput {
+        media: Vec::new(),
         content: summary,
         details: ToolDetails {
             exit_code: None,

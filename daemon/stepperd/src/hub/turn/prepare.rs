@@ -499,6 +499,7 @@ async fn histories(
 /// `TurnStarted`, with the model that runs the turn.
 async fn started(turn: &Turn, model: &str) -> Result<(), LogError> {
     turn.append(AppEvent::TurnStarted {
+        attachments: Vec::new(),
         input_id: turn.input.input_id.clone(),
         text: turn.input.text.clone(),
         model: model.to_string(),
