@@ -5,6 +5,7 @@
 
 pub mod bash;
 pub mod fs;
+pub mod media;
 pub mod search;
 pub mod todo;
 pub mod web_fetch;
