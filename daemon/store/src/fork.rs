@@ -142,6 +142,15 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        // The attachments go with the turns that name them (all of them: a few rows).
+        sqlx::query(
+            "INSERT INTO attachments (session_id, sha256, media_type, size, data) \
+             SELECT ?, sha256, media_type, size, data FROM attachments WHERE session_id = ?",
+        )
+        .bind(&new.id)
+        .bind(source)
+        .execute(&mut *tx)
+        .await?;
         // A copied turn that was running when the fork was taken ends here, not in the fork.
         sqlx::query("UPDATE sessions SET status = 'idle' WHERE id = ?")
             .bind(&new.id)

@@ -22,6 +22,7 @@
 //! layer), and the checkpoints' `blobs` and `file_changes`. Migrations live in `/migrations`,
 //! embedded with `migrate!`.
 
+mod attachment;
 mod checkpoint;
 mod fork;
 mod pages;

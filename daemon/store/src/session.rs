@@ -545,19 +545,28 @@ pub(crate) fn append_events<'q>(
                     TurnStatus::Failed => "failed",
                 });
             }
-            AppEvent::InputQueued { input_id, text, .. } => {
+            AppEvent::InputQueued {
+                input_id,
+                text,
+                attachments,
+                ..
+            } => {
                 if title.is_none() {
                     title = Some(title_of(text));
                 }
+                let attachments = (!attachments.is_empty())
+                    .then(|| serde_json::to_string(attachments).ok())
+                    .flatten();
                 script
                     .statement(
-                        "INSERT INTO pending_inputs (session_id, seq, input_id, text) \
-                         VALUES (?, ?, ?, ?)",
+                        "INSERT INTO pending_inputs (session_id, seq, input_id, text, attachments) \
+                         VALUES (?, ?, ?, ?, ?)",
                     )
                     .bind(session_id)
                     .bind(to_i64(e.seq))
                     .bind(input_id)
-                    .bind(text);
+                    .bind(text)
+                    .bind(attachments);
             }
             _ => {}
         }
@@ -726,6 +735,7 @@ pub struct PendingInput {
     pub session_id: SessionId,
     pub input_id: String,
     pub text: String,
+    pub attachments: Vec<stepper_protocol::Attachment>,
 }
 
 impl Store {
@@ -733,7 +743,8 @@ impl Store {
     /// what a daemon that stopped with a queue left to run.
     pub async fn pending_inputs(&self) -> Result<Vec<PendingInput>> {
         let rows = sqlx::query(
-            "SELECT session_id, input_id, text FROM pending_inputs ORDER BY session_id, seq",
+            "SELECT session_id, input_id, text, attachments FROM pending_inputs \
+             ORDER BY session_id, seq",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -743,6 +754,14 @@ impl Store {
                     session_id: r.try_get("session_id")?,
                     input_id: r.try_get("input_id")?,
                     text: r.try_get("text")?,
+                    attachments: r
+                        .try_get::<Option<String>, _>("attachments")?
+                        .map(|json| serde_json::from_str(&json))
+                        .transpose()
+                        .map_err(|e| {
+                            StoreError::Corrupt(format!("a queued input's attachments: {e}"))
+                        })?
+                        .unwrap_or_default(),
                 })
             })
             .collect()

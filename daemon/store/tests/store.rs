@@ -521,3 +521,67 @@ async fn a_sessions_own_sandbox_is_kept() {
     );
     assert_eq!(store.session_sandbox("plain").await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn attachments_are_stored_once_go_with_a_queued_input_a_fork_and_a_deletion() {
+    let (_dir, store) = open().await;
+    store
+        .create_session(&new_session("s1", "/p"))
+        .await
+        .unwrap();
+    let about = stepper_protocol::Attachment {
+        kind: stepper_protocol::AttachmentKind::Image,
+        media_type: "image/png".into(),
+        name: "a.png".into(),
+        size: 4,
+        sha256: "abc".into(),
+        width: Some(1),
+        height: Some(1),
+        pages: None,
+    };
+    let bytes: &[u8] = b"\x89PNG";
+    store
+        .put_attachments("s1", &[(&about, bytes), (&about, bytes)])
+        .await
+        .unwrap();
+    store.put_attachments("s1", &[(&about, bytes)]).await.unwrap();
+    assert_eq!(
+        store.attachment("s1", "abc").await.unwrap(),
+        Some(("image/png".into(), bytes.to_vec()))
+    );
+    assert_eq!(store.attachment("s1", "nope").await.unwrap(), None);
+    let found = store
+        .attachment_bytes("s1", &["abc", "nope", "abc"])
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(&found["abc"][..], bytes);
+
+    // A queued input keeps naming its attachments after a restart.
+    let queued = ev(
+        "s1",
+        2,
+        None,
+        AppEvent::InputQueued {
+            input_id: "i".into(),
+            text: "look".into(),
+            client: None,
+            attachments: vec![about.clone()],
+        },
+    );
+    store.append_events("s1", &[queued]).await.unwrap();
+    let pending = store.pending_inputs().await.unwrap();
+    assert_eq!(pending[0].attachments, vec![about.clone()]);
+
+    let fork = store
+        .fork_session("s1", &new_session("f1", "/p"), 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.attachment(&fork.id, "abc").await.unwrap(),
+        Some(("image/png".into(), bytes.to_vec()))
+    );
+    assert!(store.delete_session("s1").await.unwrap());
+    assert_eq!(store.attachment("s1", "abc").await.unwrap(), None);
+    assert!(store.attachment(&fork.id, "abc").await.unwrap().is_some());
+}
