@@ -6,8 +6,7 @@
 CREATE TABLE attachments (
     session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
     sha256      TEXT NOT NULL,
-    media_type  TEXT NOT NULL,
-    size        INTEGER NOT NULL,
+    about       TEXT NOT NULL,               -- the Attachment as events name it (JSON)
     data        BLOB NOT NULL,
     UNIQUE (session_id, sha256)
 );

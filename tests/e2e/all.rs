@@ -26,6 +26,7 @@ mod first_run;
 mod gate;
 mod gate_corpus;
 mod hooks;
+mod images;
 mod layers;
 mod lifecycle;
 mod mcp;

@@ -165,9 +165,26 @@ fn closes(e: &EventEnvelope) -> Option<Open<'_>> {
 
 /// The messages of an interrupted turn: the user's input, then what its events show, in
 /// the shape the agent loop stores for a finished turn.
-pub fn interrupted_turn(input: &str, events: &[AppEvent]) -> Vec<ChatMessage> {
+pub fn interrupted_turn(
+    input: &str,
+    attachments: &[stepper_protocol::Attachment],
+    events: &[AppEvent],
+) -> Vec<ChatMessage> {
+    // The attachments are named; their bytes come from the store when the context is read.
+    let mut said: Vec<ContentPart> = attachments
+        .iter()
+        .map(|a| ContentPart::Attachment {
+            media: a.clone().into(),
+        })
+        .collect();
+    said.push(ContentPart::Text {
+        text: input.to_string(),
+    });
     let mut turn = Rebuild {
-        messages: vec![ChatMessage::user(input)],
+        messages: vec![ChatMessage {
+            role: Role::User,
+            content: said,
+        }],
         ..Rebuild::default()
     };
     for event in events {
@@ -383,7 +400,7 @@ mod tests {
             ),
             (None, AppEvent::TextDelta { text: "so".into() }),
         ];
-        let messages = interrupted_turn("go", &answering_events(events));
+        let messages = interrupted_turn("go", &[], &answering_events(events));
         assert_eq!(
             roles(&messages),
             [
@@ -585,7 +602,7 @@ mod tests {
                 input_id: None,
             },
         ];
-        let messages = interrupted_turn("fix it", &events);
+        let messages = interrupted_turn("fix it", &[], &events);
         assert_eq!(
             roles(&messages),
             [
@@ -634,7 +651,7 @@ mod tests {
             done("c2"),
         ];
         assert_eq!(
-            roles(&interrupted_turn("go", &events)),
+            roles(&interrupted_turn("go", &[], &events)),
             [
                 "User:text",
                 "Assistant:call",
@@ -654,7 +671,7 @@ mod tests {
             input_id: None,
         }];
         assert_eq!(
-            roles(&interrupted_turn("go", &events)),
+            roles(&interrupted_turn("go", &[], &events)),
             ["User:text+text", "Assistant:text"]
         );
     }
@@ -664,11 +681,11 @@ mod tests {
         let events = [AppEvent::TextDelta {
             text: "half an ans".into(),
         }];
-        let messages = interrupted_turn("q", &events);
+        let messages = interrupted_turn("q", &[], &events);
         assert_eq!(roles(&messages), ["User:text", "Assistant:text"]);
         assert_eq!(messages[1].text(), "half an ans");
         assert_eq!(
-            roles(&interrupted_turn("q", &[])),
+            roles(&interrupted_turn("q", &[], &[])),
             ["User:text", "Assistant:text"]
         );
     }

@@ -84,7 +84,15 @@ pub fn request_body(request: &ChatRequest) -> Value {
                 let mut shown = Vec::new();
                 for part in &m.content {
                     match part {
-                        ContentPart::Text { text: t } => text.push_str(t),
+                        ContentPart::Text { text: t } if t.is_empty() => {}
+                        ContentPart::Text { text: t } => {
+                            // Parts are separate paragraphs (the user's words, then the
+                            // environment's news), never glued together.
+                            if !text.is_empty() {
+                                text.push_str("\n\n");
+                            }
+                            text.push_str(t);
+                        }
                         ContentPart::ToolResult {
                             call_id,
                             content,

@@ -8,7 +8,7 @@ use sqlx::Row;
 use stepper_protocol::Attachment;
 
 use crate::write::WriteTx;
-use crate::{Result, Store};
+use crate::{Result, Store, StoreError};
 
 impl Store {
     /// Store a session's attachments (those it has already are kept), in one transaction:
@@ -22,38 +22,28 @@ impl Store {
             return Ok(());
         }
         let mut tx = WriteTx::begin(&self.pool).await?;
-        for (about, data) in attachments {
-            sqlx::query(
-                "INSERT OR IGNORE INTO attachments (session_id, sha256, media_type, size, data) \
-                 VALUES (?, ?, ?, ?, ?)",
-            )
-            .bind(session_id)
-            .bind(&about.sha256)
-            .bind(&about.media_type)
-            .bind(i64::try_from(data.len()).unwrap_or(i64::MAX))
-            .bind(*data)
-            .execute(&mut *tx)
-            .await?;
-        }
+        insert_attachments(&mut tx, session_id, attachments).await?;
         tx.commit().await?;
         Ok(())
     }
 
-    /// One attachment's media type and bytes; `None` when the session has none by that hash.
+    /// One attachment and its bytes; `None` when the session has none by that hash.
     pub async fn attachment(
         &self,
         session_id: &str,
         sha256: &str,
-    ) -> Result<Option<(String, Vec<u8>)>> {
-        let row = sqlx::query(
-            "SELECT media_type, data FROM attachments WHERE session_id = ? AND sha256 = ?",
-        )
-        .bind(session_id)
-        .bind(sha256)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(|r| Ok((r.try_get("media_type")?, r.try_get("data")?)))
-            .transpose()
+    ) -> Result<Option<(Attachment, Vec<u8>)>> {
+        let row =
+            sqlx::query("SELECT about, data FROM attachments WHERE session_id = ? AND sha256 = ?")
+                .bind(session_id)
+                .bind(sha256)
+                .fetch_optional(&self.pool)
+                .await?;
+        let Some(row) = row else { return Ok(None) };
+        let about: String = row.try_get("about")?;
+        let about = serde_json::from_str(&about)
+            .map_err(|e| StoreError::Corrupt(format!("attachment {sha256}: {e}")))?;
+        Ok(Some((about, row.try_get("data")?)))
     }
 
     /// The bytes of each of `hashes` the session has, by hash (one query per hash: a turn
@@ -74,4 +64,26 @@ impl Store {
         }
         Ok(found)
     }
+}
+
+/// The inserts of [`Store::put_attachments`], in a transaction already begun.
+pub(crate) async fn insert_attachments(
+    tx: &mut WriteTx,
+    session_id: &str,
+    attachments: &[(&Attachment, &[u8])],
+) -> Result<()> {
+    for (about, data) in attachments {
+        let json = serde_json::to_string(about).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        sqlx::query(
+            "INSERT OR IGNORE INTO attachments (session_id, sha256, about, data) \
+             VALUES (?, ?, ?, ?)",
+        )
+        .bind(session_id)
+        .bind(&about.sha256)
+        .bind(json)
+        .bind(*data)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }

@@ -144,8 +144,8 @@ impl Store {
         }
         // The attachments go with the turns that name them (all of them: a few rows).
         sqlx::query(
-            "INSERT INTO attachments (session_id, sha256, media_type, size, data) \
-             SELECT ?, sha256, media_type, size, data FROM attachments WHERE session_id = ?",
+            "INSERT INTO attachments (session_id, sha256, about, data) \
+             SELECT ?, sha256, about, data FROM attachments WHERE session_id = ?",
         )
         .bind(&new.id)
         .bind(source)

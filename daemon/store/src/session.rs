@@ -147,7 +147,7 @@ fn to_i64(v: u64) -> i64 {
 impl Store {
     /// Create a session and its first event (`SessionCreated`, seq 1) in one transaction.
     pub async fn create_session(&self, new: &NewSession) -> Result<(SessionInfo, EventEnvelope)> {
-        self.create_session_with(new, None).await
+        self.create_session_with(new, None, &[]).await
     }
 
     /// [`Store::create_session`], with `then` (an `InputQueued`) committed as seq 2 in the
@@ -156,6 +156,7 @@ impl Store {
         &self,
         new: &NewSession,
         then: Option<AppEvent>,
+        attachments: &[(&stepper_protocol::Attachment, &[u8])],
     ) -> Result<(SessionInfo, EventEnvelope)> {
         let env_json =
             serde_json::to_string(&new.env).map_err(|e| StoreError::Corrupt(e.to_string()))?;
@@ -179,6 +180,11 @@ impl Store {
         let mut tx = WriteTx::begin(&self.pool).await?;
         let mut script = Script::default();
         insert_session(&mut script, new, &env_json);
+        script.run(&mut tx).await?;
+        // The first input's attachments, stored with the session and before the event that
+        // names them.
+        crate::attachment::insert_attachments(&mut tx, &new.id, attachments).await?;
+        let mut script = Script::default();
         append_events(&mut script, &new.id, &events);
         script.run(&mut tx).await?;
         tx.commit().await?;

@@ -544,10 +544,13 @@ async fn attachments_are_stored_once_go_with_a_queued_input_a_fork_and_a_deletio
         .put_attachments("s1", &[(&about, bytes), (&about, bytes)])
         .await
         .unwrap();
-    store.put_attachments("s1", &[(&about, bytes)]).await.unwrap();
+    store
+        .put_attachments("s1", &[(&about, bytes)])
+        .await
+        .unwrap();
     assert_eq!(
         store.attachment("s1", "abc").await.unwrap(),
-        Some(("image/png".into(), bytes.to_vec()))
+        Some((about.clone(), bytes.to_vec()))
     );
     assert_eq!(store.attachment("s1", "nope").await.unwrap(), None);
     let found = store
@@ -579,7 +582,7 @@ async fn attachments_are_stored_once_go_with_a_queued_input_a_fork_and_a_deletio
         .unwrap();
     assert_eq!(
         store.attachment(&fork.id, "abc").await.unwrap(),
-        Some(("image/png".into(), bytes.to_vec()))
+        Some((about.clone(), bytes.to_vec()))
     );
     assert!(store.delete_session("s1").await.unwrap());
     assert_eq!(store.attachment("s1", "abc").await.unwrap(), None);

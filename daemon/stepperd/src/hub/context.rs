@@ -7,7 +7,7 @@
 //! `TurnFinished`, so a session resumes after a crash with exactly what the model saw. A message
 //! cut short keeps its text but not tool calls that never got results.
 
-use stepper_engine::ChatMessage;
+use stepper_engine::{ChatMessage, ContentPart};
 use stepper_store::{ContextRows, Store, StoreError};
 
 /// The context of the turn's answering agent: the session's conversation.
@@ -88,4 +88,47 @@ pub(crate) async fn history(
         .iter()
         .map(|json| serde_json::from_str::<ChatMessage>(json).map_err(ContextError::Unreadable))
         .collect()
+}
+
+/// The bytes of the attachments `messages` name (a context is stored without them), from the
+/// session's store. One the store has lost becomes a line saying so, not a request a
+/// provider would refuse.
+pub(crate) async fn load_media(store: &Store, session_id: &str, messages: &mut [ChatMessage]) {
+    let hashes: Vec<String> = messages
+        .iter()
+        .flat_map(ChatMessage::media)
+        .filter(|m| m.needs_bytes())
+        .map(|m| m.about.sha256.clone())
+        .collect();
+    if hashes.is_empty() {
+        return;
+    }
+    let wanted: Vec<&str> = hashes.iter().map(String::as_str).collect();
+    let found = match store.attachment_bytes(session_id, &wanted).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::error!(session = %session_id, error = %e, "cannot read the context's attachments");
+            Default::default()
+        }
+    };
+    for message in messages.iter_mut() {
+        for media in message.media_mut() {
+            if media.needs_bytes() {
+                media.data = found.get(&media.about.sha256).cloned();
+            }
+        }
+        for part in message.content.iter_mut() {
+            let lost = match part {
+                ContentPart::Attachment { media } if media.needs_bytes() => {
+                    format!("{} (no longer stored)", media.about.label())
+                }
+                ContentPart::ToolResult { media, .. } => {
+                    media.retain(|m| !m.needs_bytes());
+                    continue;
+                }
+                _ => continue,
+            };
+            *part = ContentPart::Text { text: lost };
+        }
+    }
 }

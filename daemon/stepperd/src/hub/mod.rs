@@ -33,6 +33,7 @@
 //! `pending_inputs`, in their order, without a second `InputQueued`.
 
 pub mod approvals;
+mod attach;
 pub mod builtin;
 pub mod checkpoint;
 pub mod context;
@@ -68,6 +69,9 @@ use stepper_engine::interrupt::Interruption;
 use stepper_engine::prompt::UserInstructions;
 use stepper_engine::tool::Tool;
 use stepper_protocol::session::{Env, SessionId, SessionInfo};
+
+pub use attach::{Input, take_parts};
+use session::QueuedInput;
 use stepper_protocol::{AppEvent, EventEnvelope, SandboxInfo, TurnStatus};
 use stepper_providers::Providers;
 use stepper_store::{NewSession, Store, now_ms};
@@ -168,7 +172,7 @@ pub struct NewSessionRequest {
     pub mode: Option<PermissionMode>,
     pub sandbox: Option<SandboxMode>,
     /// A first input, queued in the session's first commit; and who gave it.
-    pub input: Option<(String, Option<String>)>,
+    pub input: Option<(Input, Option<String>)>,
     /// Instructions in place of or after stepper's own, over the settings'.
     pub instructions: UserInstructions,
 }
@@ -260,18 +264,32 @@ impl Hub {
                 .then(|| serde_json::to_string(&request.instructions).ok())
                 .flatten(),
         };
-        let first = request.input.map(|(text, client)| {
-            let input_id = uuid::Uuid::now_v7().to_string();
-            let event = AppEvent::InputQueued {
-                attachments: Vec::new(),
-                input_id: input_id.clone(),
-                text: text.clone(),
-                client,
-            };
-            (input_id, text, event)
-        });
-        let then = first.as_ref().map(|(_, _, event)| event.clone());
-        let (info, _) = self.deps.store.create_session_with(&new, then).await?;
+        let (first, media) = match request.input {
+            Some((input, client)) => {
+                let input_id = uuid::Uuid::now_v7().to_string();
+                let attachments: Vec<_> = input.media.iter().map(|m| m.about.clone()).collect();
+                let event = AppEvent::InputQueued {
+                    input_id: input_id.clone(),
+                    text: input.text.clone(),
+                    client,
+                    attachments: attachments.clone(),
+                };
+                let queued = QueuedInput {
+                    input_id,
+                    text: input.text,
+                    attachments,
+                    by: None,
+                };
+                (Some((queued, event)), input.media)
+            }
+            None => (None, Vec::new()),
+        };
+        let then = first.as_ref().map(|(_, event)| event.clone());
+        let (info, _) = self
+            .deps
+            .store
+            .create_session_with(&new, then, &stored(&media))
+            .await?;
         let sandbox = self
             .deps
             .sandboxes
@@ -281,10 +299,10 @@ impl Hub {
         let from_client = !request.env.is_empty();
         let queued = first
             .as_ref()
-            .map(|(input_id, _, _)| (input_id.clone(), info.last_seq));
+            .map(|(input, _)| (input.input_id.clone(), info.last_seq));
         // The first input is queued before the session is findable, so nothing submitted
         // meanwhile can run ahead of it.
-        let first = first.map(|(input_id, text, _)| (input_id, text));
+        let first = first.map(|(input, _)| input);
         self.adopt(
             &info,
             (request.env, from_client),
@@ -482,7 +500,7 @@ impl Hub {
         env: (Env, bool),
         record: Option<PathBuf>,
         chosen: Chosen,
-        first: Option<(String, String)>,
+        first: Option<QueuedInput>,
     ) -> Arc<LiveSession> {
         let session = self.bring_to_life(info, env, record, chosen, first);
         self.live().insert(info.id.clone(), Arc::clone(&session));
@@ -496,7 +514,7 @@ impl Hub {
         env: (Env, bool),
         record: Option<PathBuf>,
         chosen: Chosen,
-        first: Option<(String, String)>,
+        first: Option<QueuedInput>,
     ) -> Arc<LiveSession> {
         let (session, inputs) = LiveSession::start(info, env, record, chosen, first, &self.deps);
         self.deps.tasks.spawn(turn::actor::run_inputs(
@@ -707,8 +725,10 @@ impl Hub {
         {
             return;
         }
-        let Some(input) = events.iter().find_map(|e| match &e.event {
-            AppEvent::TurnStarted { text, .. } => Some(text.clone()),
+        let Some((input, attachments)) = events.iter().find_map(|e| match &e.event {
+            AppEvent::TurnStarted {
+                text, attachments, ..
+            } => Some((text.clone(), attachments.clone())),
             _ => None,
         }) else {
             return;
@@ -716,7 +736,7 @@ impl Hub {
         let events = stepper_engine::recovery::answering_events(
             events.iter().map(|e| (e.agent.clone(), e.event.clone())),
         );
-        let messages = stepper_engine::recovery::interrupted_turn(&input, &events);
+        let messages = stepper_engine::recovery::interrupted_turn(&input, &attachments, &events);
         context::store_context(store, session_id, turn, &messages).await;
     }
 
@@ -725,13 +745,17 @@ impl Hub {
     pub async fn resume_pending(&self) -> Result<usize, HubError> {
         let pending = self.deps.store.pending_inputs().await?;
         let count = pending.len();
-        let mut by_session: Vec<(SessionId, Vec<(String, String)>)> = Vec::new();
+        let mut by_session: Vec<(SessionId, Vec<QueuedInput>)> = Vec::new();
         for input in pending {
+            let queued = QueuedInput {
+                input_id: input.input_id,
+                text: input.text,
+                attachments: input.attachments,
+                by: None,
+            };
             match by_session.last_mut() {
-                Some((id, inputs)) if *id == input.session_id => {
-                    inputs.push((input.input_id, input.text));
-                }
-                _ => by_session.push((input.session_id, vec![(input.input_id, input.text)])),
+                Some((id, inputs)) if *id == input.session_id => inputs.push(queued),
+                _ => by_session.push((input.session_id, vec![queued])),
             }
         }
         for (id, inputs) in by_session {
@@ -745,15 +769,15 @@ impl Hub {
             // Queued now, before any client can submit, so they keep their place; what does
             // not fit waits for room in a task, in order, without holding up the start.
             let mut inputs = inputs.into_iter();
-            while let Some((input_id, text)) = inputs.next() {
-                let Err(back) = session.requeue_now(input_id, text) else {
+            while let Some(input) = inputs.next() {
+                let Err(back) = session.requeue_now(input) else {
                     continue;
                 };
                 let rest: Vec<_> = std::iter::once(back).chain(inputs).collect();
                 let session = Arc::clone(&session);
                 self.deps.tasks.spawn(async move {
-                    for (input_id, text) in rest {
-                        if let Err(e) = session.requeue(input_id, text).await {
+                    for input in rest {
+                        if let Err(e) = session.requeue(input).await {
                             tracing::error!(session = %session.id, error = %e, "cannot requeue an input");
                             return;
                         }
@@ -835,4 +859,14 @@ fn title(given: Option<String>) -> Option<String> {
         Some((cut, _)) => format!("{}…", &trimmed[..cut]),
         None => trimmed.to_string(),
     })
+}
+
+/// Attachments as the store takes them: what each is, and its bytes.
+pub(crate) fn stored(
+    media: &[stepper_engine::Media],
+) -> Vec<(&stepper_protocol::Attachment, &[u8])> {
+    media
+        .iter()
+        .filter_map(|m| m.data.as_deref().map(|data| (&m.about, data)))
+        .collect()
 }

@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use super::approvals::Approvals;
 use super::checkpoint::Checkpointer;
 use super::log::EventLog;
-use super::{HubDeps, HubError};
+use super::{HubDeps, HubError, Input};
 
 /// Inputs waiting to run. When full, `submit` refuses with a clear error rather than let one
 /// client queue without bound.
@@ -47,6 +47,8 @@ pub(super) const INPUT_QUEUE: usize = 256;
 
 pub struct LiveSession {
     pub id: SessionId,
+    /// Where its attachments are stored before the event that names them.
+    store: Store,
     pub log: EventLog,
     /// Approvals its turns wait on; any client answers through `session/approve`.
     pub approvals: Arc<Approvals>,
@@ -119,11 +121,14 @@ pub(super) struct Steering {
     texts: Vec<(String, String)>,
 }
 
-pub(super) struct QueuedInput {
-    pub(super) input_id: String,
-    pub(super) text: String,
+pub struct QueuedInput {
+    pub input_id: String,
+    pub text: String,
+    /// Its images and documents, stored in the session: a turn reads their bytes when it
+    /// starts.
+    pub attachments: Vec<stepper_protocol::Attachment>,
     /// The client that submitted it, when this daemon took it from one.
-    pub(super) by: Option<String>,
+    pub by: Option<String>,
 }
 
 /// What a session chose for itself rather than take its folder's settings.
@@ -144,7 +149,7 @@ impl LiveSession {
         (env, from_client): (Env, bool),
         record: Option<PathBuf>,
         chosen: Chosen,
-        first: Option<(String, String)>,
+        first: Option<QueuedInput>,
         deps: &HubDeps,
     ) -> (Arc<LiveSession>, mpsc::Receiver<QueuedInput>) {
         let log = EventLog::spawn_with(
@@ -156,22 +161,16 @@ impl LiveSession {
         );
         let (inputs, rx) = mpsc::channel(INPUT_QUEUE);
         let queued = AtomicUsize::new(0);
-        if let Some((input_id, text)) = first {
+        if let Some(first) = first {
             // An empty queue has room: the first input is the first turn.
-            if inputs
-                .try_send(QueuedInput {
-                    input_id,
-                    text,
-                    by: None,
-                })
-                .is_ok()
-            {
+            if inputs.try_send(first).is_ok() {
                 queued.store(1, Ordering::SeqCst);
             }
         }
         let mut trouble = log.watch_trouble();
         let session = Arc::new(LiveSession {
             id: info.id.clone(),
+            store: deps.store.clone(),
             log,
             approvals: Arc::default(),
             clients: Mutex::default(),
@@ -229,7 +228,7 @@ impl LiveSession {
     /// Queue an input: committed as `InputQueued` before this returns its seq.
     pub async fn submit(
         &self,
-        text: String,
+        input: Input,
         env: Option<Env>,
         client: Option<String>,
     ) -> Result<(String, u64), HubError> {
@@ -240,29 +239,36 @@ impl LiveSession {
         }
         let _order = self.submitting.lock().await;
         let input_id = uuid::Uuid::now_v7().to_string();
-        let seq = self.queue_input(input_id.clone(), text, client).await?;
+        let seq = self.queue_input(input_id.clone(), input, client).await?;
         Ok((input_id, seq))
     }
 
-    /// Commit `InputQueued` and queue the input; the caller holds `submitting`.
+    /// Commit `InputQueued` (its attachments first) and queue the input; the caller holds
+    /// `submitting`.
     async fn queue_input(
         &self,
         input_id: String,
-        text: String,
+        input: Input,
         client: Option<String>,
     ) -> Result<u64, HubError> {
         let permit = self.inputs.try_reserve().map_err(|_| HubError::QueueFull)?;
+        // Persist, then publish: the bytes are stored before the event that names them.
+        self.store
+            .put_attachments(&self.id, &super::stored(&input.media))
+            .await?;
+        let attachments: Vec<_> = input.media.into_iter().map(|m| m.about).collect();
         let event = AppEvent::InputQueued {
-            attachments: Vec::new(),
             input_id: input_id.clone(),
-            text: text.clone(),
+            text: input.text.clone(),
             client: client.clone(),
+            attachments: attachments.clone(),
         };
         let seq = self.log.append_committed(None, event).await?;
         self.queued.fetch_add(1, Ordering::SeqCst);
         permit.send(QueuedInput {
             input_id,
-            text,
+            text: input.text,
+            attachments,
             by: client,
         });
         Ok(seq)
@@ -270,34 +276,23 @@ impl LiveSession {
 
     /// Queue an input whose `InputQueued` a previous daemon committed but never ran, if
     /// the queue has room; else it is handed back.
-    pub fn requeue_now(&self, input_id: String, text: String) -> Result<(), (String, String)> {
+    pub fn requeue_now(&self, input: QueuedInput) -> Result<(), QueuedInput> {
         self.queued.fetch_add(1, Ordering::SeqCst);
-        self.inputs
-            .try_send(QueuedInput {
-                input_id,
-                text,
-                by: None,
-            })
-            .map_err(|e| {
-                self.queued.fetch_sub(1, Ordering::SeqCst);
-                let input = e.into_inner();
-                (input.input_id, input.text)
-            })
+        self.inputs.try_send(input).map_err(|e| {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+            e.into_inner()
+        })
     }
 
     /// Like [`LiveSession::requeue_now`], waiting for room in the queue.
-    pub async fn requeue(&self, input_id: String, text: String) -> Result<(), HubError> {
+    pub async fn requeue(&self, input: QueuedInput) -> Result<(), HubError> {
         let permit = self
             .inputs
             .reserve()
             .await
             .map_err(|_| HubError::QueueFull)?;
         self.queued.fetch_add(1, Ordering::SeqCst);
-        permit.send(QueuedInput {
-            input_id,
-            text,
-            by: None,
-        });
+        permit.send(input);
         Ok(())
     }
 
@@ -370,7 +365,7 @@ impl LiveSession {
             std::mem::take(&mut steering.texts)
         };
         for (input_id, text) in left {
-            if let Err(e) = self.queue_input(input_id, text, None).await {
+            if let Err(e) = self.queue_input(input_id, Input::text(text), None).await {
                 tracing::error!(session = %self.id, error = %e, "text steered as the turn ended could not be queued");
             }
         }
@@ -390,7 +385,7 @@ impl LiveSession {
         };
         if !taken {
             drop(order);
-            return self.submit(text, None, by).await;
+            return self.submit(Input::text(text), None, by).await;
         }
         let turn = self.state().turns;
         let seq = self

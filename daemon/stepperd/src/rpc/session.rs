@@ -6,12 +6,34 @@ use jsonrpsee::RpcModule;
 use stepper_protocol::methods::*;
 
 use super::{Conn, RpcError, register};
-use crate::hub::{HubError, NewSessionRequest};
+use crate::hub::{HubError, Input, NewSessionRequest, take_parts};
 
 /// Events per `session/export` page, at most.
 const EXPORT_PAGE: u32 = 5000;
 /// Event text per `session/export` page past its first event: well under the message limit.
 const EXPORT_PAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// An input's text and parts, made one input: refused when empty, over the limits, or with
+/// a part that cannot be read (paths inside `cwd` only).
+async fn input(
+    cwd: &std::path::Path,
+    text: String,
+    parts: Vec<stepper_protocol::InputPart>,
+) -> Result<Input, RpcError> {
+    if text.len() > MAX_INPUT_BYTES {
+        input_text(&text, "submit")?;
+    }
+    let input = take_parts(cwd, text, parts).await?;
+    if input.is_empty() {
+        return Err(RpcError::InvalidParams(
+            "nothing to submit: the input is empty".into(),
+        ));
+    }
+    if !input.text.trim().is_empty() {
+        input_text(&input.text, "submit")?;
+    }
+    Ok(input)
+}
 
 /// An input's text, refused when empty or over [`MAX_INPUT_BYTES`].
 fn input_text(text: &str, what: &'static str) -> Result<(), RpcError> {
@@ -33,9 +55,13 @@ fn input_text(text: &str, what: &'static str) -> Result<(), RpcError> {
 
 pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     register::<SessionCreate, _, _>(m, |conn, p| async move {
-        if let Some(text) = &p.input {
-            input_text(text, "submit")?;
-        }
+        let first = if p.input.is_some() || !p.input_parts.is_empty() {
+            let text = p.input.unwrap_or_default();
+            let first = input(std::path::Path::new(&p.cwd), text, p.input_parts).await?;
+            Some((first, conn.client_label()))
+        } else {
+            None
+        };
         for text in [&p.system_prompt, &p.append_system_prompt]
             .into_iter()
             .flatten()
@@ -53,7 +79,7 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
                 record: p.record,
                 mode: p.mode,
                 sandbox: p.sandbox,
-                input: p.input.map(|text| (text, conn.client_label())),
+                input: first,
                 instructions: stepper_engine::prompt::UserInstructions {
                     system_prompt: p.system_prompt,
                     append_system_prompt: p.append_system_prompt,
@@ -117,9 +143,11 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         if conn.daemon.shutdown.is_cancelled() {
             return Err(HubError::ShuttingDown.into());
         }
-        input_text(&p.text, "submit")?;
         let session = conn.daemon.hub.get(&p.session_id).await?;
-        let (input_id, seq) = session.submit(p.text, p.env, conn.client_label()).await?;
+        let submitted = input(&session.cwd(), p.text, p.parts).await?;
+        let (input_id, seq) = session
+            .submit(submitted, p.env, conn.client_label())
+            .await?;
         Ok(SessionSubmitResponse { input_id, seq })
     });
 
@@ -133,7 +161,9 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
         };
         input_text(&text, "compact")?;
         let session = conn.daemon.hub.get(&p.session_id).await?;
-        let (input_id, seq) = session.submit(text, None, conn.client_label()).await?;
+        let (input_id, seq) = session
+            .submit(Input::text(text), None, conn.client_label())
+            .await?;
         Ok(SessionSubmitResponse { input_id, seq })
     });
 
@@ -178,6 +208,13 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
     });
 
     register::<SessionSteer, _, _>(m, |conn, p| async move {
+        if !p.parts.is_empty() {
+            return Err(RpcError::InvalidParams(
+                "session/steer takes text only: send images and documents with session/submit, \
+                 as the next input"
+                    .into(),
+            ));
+        }
         input_text(&p.text, "steer with")?;
         let session = conn.daemon.hub.get(&p.session_id).await?;
         let (input_id, seq) = session.steer(p.text, conn.client_label()).await?;
@@ -310,6 +347,28 @@ pub(super) fn register_all(m: &mut RpcModule<Conn>) {
             session,
             events: page.into_iter().map(|(_, raw)| raw).collect(),
             next_after_seq,
+        })
+    });
+
+    register::<SessionAttachment, _, _>(m, |conn, p| async move {
+        use base64::Engine as _;
+        let store = &conn.daemon.hub.deps().store;
+        if store.session(&p.session_id).await?.is_none() {
+            return Err(HubError::NotFound(p.session_id.clone()).into());
+        }
+        let (attachment, bytes) = store
+            .attachment(&p.session_id, &p.sha256)
+            .await?
+            .ok_or_else(|| {
+                RpcError::InvalidParams(format!(
+                    "session {} has no attachment {}: take the sha256 from an event's \
+                     attachments",
+                    p.session_id, p.sha256
+                ))
+            })?;
+        Ok(SessionAttachmentResponse {
+            attachment,
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
         })
     });
 }

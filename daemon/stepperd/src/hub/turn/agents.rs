@@ -84,6 +84,7 @@ async fn orchestrate(
     said: &Mutex<String>,
 ) -> Orchestrated {
     let settings = Arc::clone(&cx.setup.settings);
+    let attached = cx.setup.attached.clone();
     let (host, work) = host(turn, cx, &tool_cx, gate).await;
     let Work {
         plan,
@@ -103,6 +104,7 @@ async fn orchestrate(
     orchestrator.answering_dispatches =
         settings.dispatch.is_none() && !orchestrator.agents.is_empty();
     orchestrator.isolation = settings.worker_isolation();
+    orchestrator.attachments = attached;
     let mut text = turn.input.text.clone();
     if let Some(prompted) = prompted {
         text = prompted;

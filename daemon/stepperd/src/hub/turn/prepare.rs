@@ -8,13 +8,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use stepper_engine::catalogue::ModelInfo;
 use stepper_engine::config::memory::PathRule;
 use stepper_engine::config::{PermissionMode, Settings};
 use stepper_engine::gate::{Policy, Rule};
 use stepper_engine::hooks::HookEvent;
 use stepper_engine::orchestrator::context_key;
 use stepper_engine::redact::Redactor;
-use stepper_engine::{ChatMessage, ChatRequest, ModelRef};
+use stepper_engine::{ChatMessage, ChatRequest, Media, ModelRef};
 use stepper_mcp::McpTools;
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, TurnErrorKind};
@@ -26,7 +27,7 @@ use super::compact::{Compaction, summarizer};
 use super::overhead::overhead;
 use super::plan::{TurnPlan, instructions, plan};
 use crate::hub::builtin::Builtin;
-use crate::hub::context::{ContextError, MAIN_LAYER, history};
+use crate::hub::context::{ContextError, MAIN_LAYER, history, load_media};
 use crate::hub::env::{login_env, tool_env};
 use crate::hub::extensions::{Invoked, SkillTool, invoke};
 use crate::hub::hooks::{HookRunner, HookSet};
@@ -48,6 +49,9 @@ enum TurnError {
     Settings(#[from] SettingsError),
     #[error(transparent)]
     Provider(#[from] stepper_engine::ProviderError),
+    /// The input's attachments cannot go to this model, or are gone from the store.
+    #[error("{0}")]
+    Attachment(String),
 }
 
 /// Which kind of turn this is, with what it runs with.
@@ -95,6 +99,8 @@ pub(super) struct Setup {
     pub(super) cwd: PathBuf,
     /// The environment providers of other layers' models are resolved with.
     pub(super) effective: Env,
+    /// The input's images and documents, with their bytes.
+    pub(super) attached: Vec<Media>,
 }
 
 /// What a turn of stepper's own agents runs with.
@@ -137,7 +143,13 @@ pub(super) async fn prepare(turn: &Turn) -> Result<Kind<'_>, LogError> {
     // The history read below is complete without a flush: each turn's end (with its
     // context) is committed before the next turn starts, and the other context writes go
     // to the store directly.
-    let stored = history(&deps.store, &session.id, MAIN_LAYER).await;
+    let stored = match history(&deps.store, &session.id, MAIN_LAYER).await {
+        Ok(mut messages) => {
+            load_media(&deps.store, &session.id, &mut messages).await;
+            Ok(messages)
+        }
+        Err(e) => Err(e),
+    };
     // A custom command or a skill the user typed: its model, if it names one, runs it.
     let folder = session.state().cwd.clone();
     let home = turn.env.get("HOME").map(PathBuf::from);
@@ -489,7 +501,8 @@ async fn histories(
         let layers = &plan.layers.layers;
         for i in 0..layers.len().saturating_sub(1) {
             let key = context_key(layers, i);
-            let history = history(&turn.deps.store, &turn.session.id, &key).await?;
+            let mut history = history(&turn.deps.store, &turn.session.id, &key).await?;
+            load_media(&turn.deps.store, &turn.session.id, &mut history).await;
             histories.insert(key, history);
         }
     }
@@ -499,7 +512,7 @@ async fn histories(
 /// `TurnStarted`, with the model that runs the turn.
 async fn started(turn: &Turn, model: &str) -> Result<(), LogError> {
     turn.append(AppEvent::TurnStarted {
-        attachments: Vec::new(),
+        attachments: turn.input.attachments.clone(),
         input_id: turn.input.input_id.clone(),
         text: turn.input.text.clone(),
         model: model.to_string(),
@@ -554,6 +567,7 @@ async fn setup(turn: &Turn, model: &str) -> Result<Setup, TurnError> {
         }
         Err(e) => return Err(e.into()),
     };
+    let attached = attached(turn, &model_ref.to_string(), &resolved.info).await?;
     let mut secrets = deps.providers.known_secrets(&settings, &effective);
     secrets.extend(resolved.secrets.iter().cloned());
     let record = record.or_else(|| settings.record.as_ref().map(|r| cwd.join(r)));
@@ -574,7 +588,43 @@ async fn setup(turn: &Turn, model: &str) -> Result<Setup, TurnError> {
         user,
         secrets,
         cwd,
+        attached,
     })
+}
+
+// FIXME(merge): ModelInfo::refuses from the providers branch.
+fn refuses(_info: &ModelInfo, _model: &str, _a: &stepper_protocol::Attachment) -> Option<String> {
+    None
+}
+
+/// The input's attachments with their bytes from the store, once the model is known to take
+/// them: a model whose catalogue entry takes no images (or no PDFs) is said so here, before
+/// any request.
+async fn attached(turn: &Turn, model: &str, info: &ModelInfo) -> Result<Vec<Media>, TurnError> {
+    let about = &turn.input.attachments;
+    if about.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(refused) = about.iter().find_map(|a| refuses(info, model, a)) {
+        return Err(TurnError::Attachment(refused));
+    }
+    let hashes: Vec<&str> = about.iter().map(|a| a.sha256.as_str()).collect();
+    let bytes = turn
+        .deps
+        .store
+        .attachment_bytes(&turn.session.id, &hashes)
+        .await
+        .map_err(ContextError::from)?;
+    about
+        .iter()
+        .map(|a| match bytes.get(&a.sha256) {
+            Some(data) => Ok(Media::new(a.clone(), Arc::clone(data))),
+            None => Err(TurnError::Attachment(format!(
+                "{} is missing from the session's store: submit it again",
+                a.label()
+            ))),
+        })
+        .collect()
 }
 
 /// `SessionStart` (the first turn this daemon runs of the session) and
