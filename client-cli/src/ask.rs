@@ -68,6 +68,10 @@ pub struct AskArgs {
     /// ended.
     #[arg(long, short)]
     verbose: bool,
+    /// Show the model an image (PNG, JPEG, GIF, WebP) or a PDF, read from FILE; repeat for
+    /// more. An `@path` word in the prompt that names one attaches it too (the word stays).
+    #[arg(long, value_name = "FILE")]
+    image: Vec<std::path::PathBuf>,
     /// The prompt; read from stdin when absent.
     prompt: Option<String>,
 }
@@ -233,6 +237,9 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         .exit_with(exit::USAGE);
     }
     let cwd = crate::connect::working_dir()?;
+    // The files are read and checked before connecting: a bad one is a usage error that
+    // leaves nothing behind.
+    let parts = crate::media::gather(&args.image, &prompt, &cwd).exit_with(exit::USAGE)?;
     let places = places()?;
     let client = connect_or_start(&places, "stepper ask")
         .await
@@ -241,7 +248,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     // terminal; then a project's MCP servers not approved yet.
     crate::trust::ask_once(&client, &cwd).await?;
     crate::mcp::ask_pending(&client, &cwd).await?;
-    let (session_id, events, submitted) = submit(&client, &cwd, &args, prompt).await?;
+    let (session_id, events, submitted) = submit(&client, &cwd, &args, prompt, parts).await?;
     if args.detach {
         // The turn runs on in the daemon; follow it later with --session.
         println!("{session_id}");
@@ -273,6 +280,7 @@ async fn submit(
     cwd: &std::path::Path,
     args: &AskArgs,
     prompt: String,
+    parts: Vec<stepper_protocol::InputPart>,
 ) -> anyhow::Result<(String, EventStream, SessionSubmitResponse)> {
     let existing = match (&args.session, args.continue_last) {
         (Some(id), _) => Some(session::resolve(client, id).await?),
@@ -306,7 +314,7 @@ async fn submit(
         let (events, submitted) = tokio::join!(
             client.subscribe_events(&id, after_seq),
             client.call::<SessionSubmit>(SessionSubmitParams {
-                parts: Vec::new(),
+                parts,
                 session_id: id.clone(),
                 text: prompt,
                 env: Some(client_env()),
@@ -329,6 +337,7 @@ async fn submit(
             .as_ref()
             .map(|r| cwd.join(r).display().to_string()),
         input: Some(prompt),
+        input_parts: parts,
         system_prompt: args.system_prompt.clone(),
         append_system_prompt: args.append_system_prompt.clone(),
     };
