@@ -22,7 +22,7 @@ use stepper_protocol::attachment::{
 pub struct Media {
     /// For people: the file's name (`clipboard.png` for a pasted image).
     pub name: String,
-    pub media_type: &'static str,
+    pub media_type: String,
     pub kind: AttachmentKind,
     pub bytes: Vec<u8>,
 }
@@ -56,10 +56,23 @@ impl Media {
         check_size(&name, kind, bytes.len() as u64)?;
         Ok(Media {
             name,
-            media_type,
+            media_type: media_type.to_string(),
             kind,
             bytes,
         })
+    }
+
+    /// The clipboard's image, named `clipboard.png` (or `.jpg`, `.gif`, `.webp`, by what it
+    /// is).
+    pub fn pasted(bytes: Vec<u8>) -> anyhow::Result<Media> {
+        let ext = match attachment::sniff(&bytes) {
+            Some(("image/jpeg", _)) => "jpg",
+            Some(("image/gif", _)) => "gif",
+            Some(("image/webp", _)) => "webp",
+            Some(("application/pdf", _)) => "pdf",
+            _ => "png",
+        };
+        Media::of_bytes(format!("clipboard.{ext}"), bytes)
     }
 
     /// The file at `path` as an attachment named by its file name.
@@ -96,7 +109,7 @@ impl Media {
         let source = PartSource {
             data: Some(base64::engine::general_purpose::STANDARD.encode(&self.bytes)),
             path: None,
-            media_type: Some(self.media_type.to_string()),
+            media_type: Some(self.media_type.clone()),
             name: Some(self.name.clone()),
         };
         match self.kind {
