@@ -65,6 +65,11 @@ impl Media {
     /// The clipboard's image, named `clipboard.png` (or `.jpg`, `.gif`, `.webp`, by what it
     /// is).
     pub fn pasted(bytes: Vec<u8>) -> anyhow::Result<Media> {
+        Media::pasted_as("clipboard", bytes)
+    }
+
+    /// Bytes from no file, named `stem` and the extension of what they are.
+    pub fn pasted_as(stem: &str, bytes: Vec<u8>) -> anyhow::Result<Media> {
         let ext = match attachment::sniff(&bytes) {
             Some(("image/jpeg", _)) => "jpg",
             Some(("image/gif", _)) => "gif",
@@ -72,7 +77,7 @@ impl Media {
             Some(("application/pdf", _)) => "pdf",
             _ => "png",
         };
-        Media::of_bytes(format!("clipboard.{ext}"), bytes)
+        Media::of_bytes(format!("{stem}.{ext}"), bytes)
     }
 
     /// The file at `path` as an attachment named by its file name.
@@ -205,9 +210,14 @@ fn sniffs(path: &Path) -> bool {
     attachment::sniff(&head[..read]).is_some()
 }
 
-/// Every file the user gave: `--image` files first, then those the prompt mentions, each
-/// once; read and checked, with the parts that send them.
-pub fn gather(given: &[PathBuf], prompt: &str, cwd: &Path) -> anyhow::Result<Vec<InputPart>> {
+/// Every file the user gave: what was piped in, `--image` files, then those the prompt
+/// mentions, each once; read and checked, with the parts that send them.
+pub fn gather(
+    given: &[PathBuf],
+    prompt: &str,
+    cwd: &Path,
+    piped: Option<Media>,
+) -> anyhow::Result<Vec<InputPart>> {
     let mut paths: Vec<PathBuf> = Vec::new();
     for path in given
         .iter()
@@ -222,10 +232,11 @@ pub fn gather(given: &[PathBuf], prompt: &str, cwd: &Path) -> anyhow::Result<Vec
             paths.push(path);
         }
     }
-    let media = paths
+    let read = paths
         .iter()
         .map(|p| Media::read(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let media: Vec<Media> = piped.into_iter().chain(read).collect();
     parts(&media)
 }
 
@@ -267,6 +278,7 @@ mod tests {
             &[PathBuf::from("shot.png")],
             "see @shot.png and @spec.pdf",
             cwd,
+            None,
         )
         .unwrap();
         assert_eq!(parts.len(), 2);
@@ -282,6 +294,12 @@ mod tests {
         assert!(
             matches!(&parts[1], InputPart::Document { source } if source.media_type.as_deref() == Some("application/pdf"))
         );
+        // What was piped in goes first, named by what it is.
+        let piped = Media::pasted_as("stdin", PNG.to_vec()).unwrap();
+        let parts = gather(&[], "what is this?", cwd, Some(piped)).unwrap();
+        assert!(
+            matches!(&parts[..], [InputPart::Image { source }] if source.name.as_deref() == Some("stdin.png"))
+        );
     }
 
     #[test]
@@ -291,7 +309,7 @@ mod tests {
         let said = |given: &str| {
             format!(
                 "{:#}",
-                gather(&[PathBuf::from(given)], "look", cwd).unwrap_err()
+                gather(&[PathBuf::from(given)], "look", cwd, None).unwrap_err()
             )
         };
         insta::assert_snapshot!(said("notes.txt"), @"notes.txt is not an image (PNG, JPEG, GIF, WebP) or a PDF — convert it, or name it in the prompt for the agent to read");
