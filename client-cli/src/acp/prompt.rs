@@ -192,8 +192,17 @@ fn image(block: &Value) -> Result<Media, AcpError> {
             }
         )));
     }
-    let data = block.get("data").and_then(Value::as_str).unwrap_or("");
-    media_of(data, uri, mime)
+    match block.get("data").and_then(Value::as_str) {
+        Some(data) if !data.is_empty() => media_of(data, uri, mime),
+        // An image by its file alone: this client is the user, and reads it.
+        _ => match uri.strip_prefix("file://") {
+            Some(path) => Media::read(std::path::Path::new(path))
+                .map_err(|e| AcpError::invalid(format!("{e:#}"))),
+            None => Err(AcpError::invalid(
+                "an image block needs its data (base64), or a file:// uri",
+            )),
+        },
+    }
 }
 
 /// An embedded resource's `blob`: an image or a PDF, by its `mimeType`.
@@ -282,6 +291,16 @@ mod tests {
                 {"type": "image", "data": PNG, "mediaType": "image/png", "name": "image.png"},
             ])
         );
+        // An image by its file alone is read here.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.png");
+        std::fs::write(&file, b"\x89PNG\r\n\x1a\n").unwrap();
+        let uri = format!("file://{}", file.display());
+        let by_file = [json!({"type": "image", "mimeType": "image/png", "uri": uri})];
+        let (_, parts) = prompt_input(&by_file).unwrap();
+        assert!(
+            matches!(&parts[..], [InputPart::Image { source }] if source.name.as_deref() == Some("s.png"))
+        );
         // An image alone is a prompt.
         let alone = [json!({"type": "image", "data": PNG, "mimeType": "image/png"})];
         assert_eq!(prompt_input(&alone).unwrap().1.len(), 1);
@@ -299,6 +318,11 @@ mod tests {
             json!({"type": "image", "data": "aGVsbG8=", "mimeType": "image/png", "uri": "file:///p/x.png"}),
         ];
         insta::assert_snapshot!(said(&lying), @"x.png is not an image (PNG, JPEG, GIF, WebP) or a PDF — convert it, or name it in the prompt for the agent to read");
+        let empty = [json!({"type": "image", "data": "", "mimeType": "image/png"})];
+        assert_eq!(
+            said(&empty),
+            "an image block needs its data (base64), or a file:// uri"
+        );
         let garbled = [json!({"type": "image", "data": "%%%", "mimeType": "image/png"})];
         assert!(said(&garbled).starts_with("the image/png block's data is not base64"));
         let audio = [json!({"type": "audio", "data": "", "mimeType": "audio/wav"})];
