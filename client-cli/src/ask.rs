@@ -267,8 +267,10 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     }
     let cwd = crate::connect::working_dir()?;
     // The files are read and checked before connecting: a bad one is a usage error that
-    // leaves nothing behind.
-    let parts = crate::media::gather(&args.image, &prompt, &cwd, piped).exit_with(exit::USAGE)?;
+    // leaves nothing behind. Only the user's own words attach what they mention, not text
+    // piped in beside them.
+    let own_words = args.prompt.as_deref().unwrap_or(&prompt);
+    let parts = crate::media::gather(&args.image, own_words, &cwd, piped).exit_with(exit::USAGE)?;
     let places = places()?;
     let client = connect_or_start(&places, "stepper ask")
         .await

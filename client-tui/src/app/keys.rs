@@ -1,7 +1,8 @@
 //! Keys and pastes: editing the input, the completion popup, answering an approval, and the
 //! actions they ask of the core — attaching included: a pasted path of an image or PDF, an
-//! accepted `@` completion naming one, and Ctrl-V ask the core to read it (the TUI only checks
-//! that a pasted path names a file); an input with attachments is queued, never steered (a steer takes text alone).
+//! accepted `@` completion naming one, and Ctrl-V ask the core to read it (the TUI only
+//! checks that a pasted path names a file); an input with attachments is queued, never
+//! steered (a steer takes text alone).
 //!
 //! *Approval keys answer only after a moment*: keys typed in the first 400 ms of an approval (or an
 //! MCP server's form) are swallowed — neither an answer nor text left in the input (someone typing
