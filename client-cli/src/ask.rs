@@ -16,6 +16,7 @@ use stepper_protocol::{AppEvent, PermissionMode, SandboxMode, TurnStatus};
 
 use crate::connect::{connect_or_start, places};
 use crate::exit::{self, ExitWith};
+use crate::media::Media;
 use crate::session::{self, client_env};
 
 mod questions;
@@ -68,7 +69,12 @@ pub struct AskArgs {
     /// ended.
     #[arg(long, short)]
     verbose: bool,
-    /// The prompt; read from stdin when absent.
+    /// Show the model an image (PNG, JPEG, GIF, WebP) or a PDF, read from FILE; repeat for
+    /// more. An `@path` word in the prompt that names one attaches it too (the word stays).
+    #[arg(long, value_name = "FILE")]
+    image: Vec<std::path::PathBuf>,
+    /// The prompt; read from stdin when absent. An image or a PDF piped in beside a prompt
+    /// goes with it, as --image does.
     prompt: Option<String>,
 }
 
@@ -82,43 +88,68 @@ enum Format {
     StreamJson,
 }
 
-fn read_prompt(arg: Option<String>) -> anyhow::Result<String> {
-    let prompt = match arg {
+/// The prompt, and an image or PDF piped in beside it (`stepper ask "what is this?" <
+/// shot.png`).
+fn read_prompt(arg: Option<String>) -> anyhow::Result<(String, Option<Media>)> {
+    let (prompt, piped_media) = match arg {
         // Text piped in beside a prompt goes to the model with it, as `claude -p` and
         // `codex exec` do: `cat a.py | stepper ask "explain this"`.
         Some(p) => match piped_stdin()? {
-            Some(piped) => with_piped(&p, &piped),
-            None => p,
+            Some(Piped::Text(piped)) => (with_piped(&p, &piped), None),
+            Some(Piped::Media(media)) => (p, Some(media)),
+            None => (p, None),
         },
         None => {
             if std::io::stdin().is_terminal() {
                 bail!("no prompt: give one as an argument (stepper ask \"...\") or pipe it in");
             }
-            read_stdin()?
+            match read_stdin()? {
+                Piped::Text(text) => (text, None),
+                Piped::Media(media) => bail!(
+                    "stdin holds {} and no prompt — say what to do with it: stepper ask \
+                     \"what is this?\" < FILE",
+                    match media.kind {
+                        stepper_protocol::AttachmentKind::Document => "a PDF",
+                        _ => "an image",
+                    }
+                ),
+            }
         }
     };
     if prompt.trim().is_empty() {
         bail!("the prompt is empty: say what stepper should do");
     }
-    Ok(prompt)
+    Ok((prompt, piped_media))
 }
 
-/// stdin as text, at most a little over what the daemon takes (the caller then says it is
-/// too long); binary data is refused with what to do instead.
-fn read_stdin() -> anyhow::Result<String> {
+/// What came on stdin.
+enum Piped {
+    Text(String),
+    /// An image or a PDF, by its bytes.
+    Media(Media),
+}
+
+/// stdin: an image or a PDF by its first bytes, else text, at most a little over what the
+/// daemon takes (the caller then says it is too long); other binary data is refused with what
+/// to do instead.
+fn read_stdin() -> anyhow::Result<Piped> {
+    let most = (MAX_INPUT_BYTES as u64).max(stepper_protocol::attachment::MAX_INPUT_BYTES);
     let mut bytes = Vec::new();
     std::io::stdin()
         .lock()
-        .take(MAX_INPUT_BYTES as u64 + 1)
+        .take(most + 1)
         .read_to_end(&mut bytes)
         .context("reading stdin")?;
+    if stepper_protocol::attachment::sniff(&bytes).is_some() {
+        return Media::pasted_as("stdin", bytes).map(Piped::Media);
+    }
     if bytes.contains(&0) {
         bail!(
-            "stdin holds binary data, not text — stepper ask takes text: put the file in the \
-             project and name it in the prompt"
+            "stdin holds binary data, not text — stepper ask takes text, an image or a PDF \
+             there: convert it, or put the file in the project and name it in the prompt"
         );
     }
-    String::from_utf8(bytes).map_err(|_| {
+    String::from_utf8(bytes).map(Piped::Text).map_err(|_| {
         anyhow::anyhow!(
             "stdin is not UTF-8 text — convert it (iconv -t UTF-8) or put the file in the \
              project and name it in the prompt"
@@ -128,12 +159,14 @@ fn read_stdin() -> anyhow::Result<String> {
 
 /// What was piped into stdin, when it is a pipe or a file: not a terminal, and not an
 /// inherited socket or device that may never end (a script's stdin left open).
-fn piped_stdin() -> anyhow::Result<Option<String>> {
+fn piped_stdin() -> anyhow::Result<Option<Piped>> {
     if std::io::stdin().is_terminal() || !stdin_is_pipe_or_file() {
         return Ok(None);
     }
-    let text = read_stdin()?;
-    Ok((!text.trim().is_empty()).then_some(text))
+    Ok(match read_stdin()? {
+        Piped::Text(text) if text.trim().is_empty() => None,
+        piped => Some(piped),
+    })
 }
 
 #[cfg(unix)]
@@ -221,7 +254,7 @@ fn interrupt_signal() -> anyhow::Result<tokio::signal::windows::CtrlC> {
 }
 
 pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
-    let prompt = read_prompt(args.prompt.clone()).exit_with(exit::USAGE)?;
+    let (prompt, piped) = read_prompt(args.prompt.clone()).exit_with(exit::USAGE)?;
     // Checked here, before a session exists: a prompt over the limit would leave an empty
     // one behind (and one over the transport's limit would never reach the daemon).
     if prompt.len() > MAX_INPUT_BYTES {
@@ -233,6 +266,11 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         .exit_with(exit::USAGE);
     }
     let cwd = crate::connect::working_dir()?;
+    // The files are read and checked before connecting: a bad one is a usage error that
+    // leaves nothing behind. Only the user's own words attach what they mention, not text
+    // piped in beside them.
+    let own_words = args.prompt.as_deref().unwrap_or(&prompt);
+    let parts = crate::media::gather(&args.image, own_words, &cwd, piped).exit_with(exit::USAGE)?;
     let places = places()?;
     let client = connect_or_start(&places, "stepper ask")
         .await
@@ -241,7 +279,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     // terminal; then a project's MCP servers not approved yet.
     crate::trust::ask_once(&client, &cwd).await?;
     crate::mcp::ask_pending(&client, &cwd).await?;
-    let (session_id, events, submitted) = submit(&client, &cwd, &args, prompt).await?;
+    let (session_id, events, submitted) = submit(&client, &cwd, &args, prompt, parts).await?;
     if args.detach {
         // The turn runs on in the daemon; follow it later with --session.
         println!("{session_id}");
@@ -273,6 +311,7 @@ async fn submit(
     cwd: &std::path::Path,
     args: &AskArgs,
     prompt: String,
+    parts: Vec<stepper_protocol::InputPart>,
 ) -> anyhow::Result<(String, EventStream, SessionSubmitResponse)> {
     let existing = match (&args.session, args.continue_last) {
         (Some(id), _) => Some(session::resolve(client, id).await?),
@@ -306,7 +345,7 @@ async fn submit(
         let (events, submitted) = tokio::join!(
             client.subscribe_events(&id, after_seq),
             client.call::<SessionSubmit>(SessionSubmitParams {
-                parts: Vec::new(),
+                parts,
                 session_id: id.clone(),
                 text: prompt,
                 env: Some(client_env()),
@@ -329,6 +368,7 @@ async fn submit(
             .as_ref()
             .map(|r| cwd.join(r).display().to_string()),
         input: Some(prompt),
+        input_parts: parts,
         system_prompt: args.system_prompt.clone(),
         append_system_prompt: args.append_system_prompt.clone(),
     };

@@ -23,6 +23,7 @@ use crate::connect::{ATTACH_CLIENT, connect_or_start, places};
 
 mod actions;
 mod choose;
+mod clipboard;
 mod follow;
 mod link;
 

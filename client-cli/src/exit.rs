@@ -15,7 +15,8 @@ use stepper_protocol::error::ErrorKind;
 
 /// Something else failed: the turn failed, a file could not be read, the daemon refused.
 pub const FAILED: u8 = 1;
-/// The command line was wrong: a flag, a missing or empty prompt, stdin that is not text.
+/// The command line was wrong: a flag, a missing or empty prompt, stdin that is not text,
+/// a file to attach that is not an image or PDF or is too large.
 pub const USAGE: u8 = 2;
 /// The model's provider: it is not set up (no key, sign-in or address), or it refused or
 /// failed the turn (a bad key, a rate limit, an overload, a broken answer); or a sign-in
@@ -33,7 +34,8 @@ pub const INTERRUPTED: u8 = 130;
 pub const HELP: &str = "Exit codes:
   0    the turn completed
   1    it failed otherwise (the reason is printed)
-  2    usage: a bad flag, no prompt, stdin that is not text
+  2    usage: a bad flag, no prompt, stdin that is not text, an attachment
+       that is not an image or PDF or is too large
   3    the model's provider is not set up, or it refused or failed the turn;
        or a sign-in failed
   4    the turn completed, but tool calls were denied (listed on stderr)

@@ -35,6 +35,7 @@ mod eval;
 mod exit;
 mod first_run;
 mod mcp;
+mod media;
 mod models;
 mod remote;
 mod service;

@@ -28,6 +28,8 @@ pub struct NewSession {
     pub record: Option<String>,
     /// A first input, queued with the session in one commit.
     pub input: Option<String>,
+    /// The first input's images and documents.
+    pub input_parts: Vec<stepper_protocol::InputPart>,
     /// Instructions in place of stepper's own (`--system-prompt`).
     pub system_prompt: Option<String>,
     /// Instructions after stepper's own (`--append-system-prompt`).
@@ -42,7 +44,7 @@ pub async fn create(
 ) -> anyhow::Result<SessionResponse> {
     Ok(client
         .call::<SessionCreate>(SessionCreateParams {
-            input_parts: Vec::new(),
+            input_parts: new.input_parts,
             cwd: cwd.display().to_string(),
             env: client_env(),
             model: new.model,

@@ -1,19 +1,19 @@
 //! `stepper sessions`: what sessions exist, newest first.
 
-use std::process::ExitCode;
-
+use std::collections::HashMap;
 use std::io::Write;
+use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use stepper_protocol::SessionStatus;
 use stepper_protocol::client::DaemonClient;
 use stepper_protocol::event::RawEnvelope;
 use stepper_protocol::methods::{
-    SessionDelete, SessionExport, SessionExportParams, SessionFork, SessionForkParams, SessionGet,
-    SessionParams,
+    SessionAttachment, SessionAttachmentParams, SessionDelete, SessionExport, SessionExportParams,
+    SessionFork, SessionForkParams, SessionGet, SessionParams,
 };
 use stepper_protocol::methods::{SessionList, SessionListParams};
-use stepper_protocol::{AppEvent, EventEnvelope, SessionInfo};
+use stepper_protocol::{AppEvent, Attachment, AttachmentKind, EventEnvelope, SessionInfo};
 
 use crate::connect::{connect_or_start, places};
 
@@ -142,7 +142,9 @@ pub async fn run(args: SessionsArgs) -> anyhow::Result<ExitCode> {
             format: ExportFormat::Markdown,
         }) => {
             let (session, events) = export_all(&client, &id).await?;
-            write!(std::io::stdout().lock(), "{}", markdown(&session, &events))?;
+            let fetched = fetch_attachments(&client, &id, &events).await;
+            let md = markdown(&session, &events, &fetched);
+            write!(std::io::stdout().lock(), "{md}")?;
             return Ok(ExitCode::SUCCESS);
         }
     }
@@ -294,8 +296,56 @@ fn print_show(session: &SessionInfo, events: &[EventEnvelope]) {
     }
 }
 
-/// A readable transcript: inputs, answers, tool calls.
-fn markdown(session: &SessionInfo, events: &[EventEnvelope]) -> String {
+/// The bytes of an attachment (base64), or why they could not be had, by sha256.
+type Fetched = HashMap<String, Result<String, String>>;
+
+/// The bytes of every attachment the inputs carried, each once (`session/attachment`); one
+/// that cannot be had is kept with why, for the transcript to say so.
+async fn fetch_attachments(client: &DaemonClient, id: &str, events: &[EventEnvelope]) -> Fetched {
+    let mut fetched = Fetched::new();
+    for e in events {
+        let AppEvent::TurnStarted { attachments, .. } = &e.event else {
+            continue;
+        };
+        for a in attachments {
+            if fetched.contains_key(&a.sha256) {
+                continue;
+            }
+            let got = client
+                .call::<SessionAttachment>(SessionAttachmentParams {
+                    session_id: id.to_string(),
+                    sha256: a.sha256.clone(),
+                })
+                .await
+                .map(|r| r.data)
+                .map_err(|e| e.to_string());
+            fetched.insert(a.sha256.clone(), got);
+        }
+    }
+    fetched
+}
+
+/// An input's attachment in the transcript: an image shown, a PDF linked, both with their
+/// bytes in a `data:` URI so the file stands alone; one whose bytes are missing named, with
+/// why.
+fn attachment_markdown(a: &Attachment, fetched: &Fetched) -> String {
+    let name = a.name.replace('[', "\\[").replace(']', "\\]");
+    match fetched.get(&a.sha256) {
+        Some(Ok(data)) => {
+            let bang = if a.kind == AttachmentKind::Image {
+                "!"
+            } else {
+                ""
+            };
+            format!("{bang}[{name}](data:{};base64,{data})", a.media_type)
+        }
+        Some(Err(why)) => format!("{} _(not included: {why})_", a.label()),
+        None => format!("{} _(not included)_", a.label()),
+    }
+}
+
+/// A readable transcript: inputs (with their images and PDFs), answers, tool calls.
+fn markdown(session: &SessionInfo, events: &[EventEnvelope], fetched: &Fetched) -> String {
     let mut md = format!(
         "# {}\n\n",
         session.title.as_deref().unwrap_or("stepper session")
@@ -306,11 +356,17 @@ fn markdown(session: &SessionInfo, events: &[EventEnvelope]) -> String {
     ));
     for e in events {
         match &e.event {
-            AppEvent::TurnStarted { text, .. } => {
+            AppEvent::TurnStarted {
+                text, attachments, ..
+            } => {
                 md.push_str(&format!(
                     "\n## Turn {}\n\n**You:** {text}\n\n",
                     e.turn.unwrap_or(0)
                 ));
+                for a in attachments {
+                    md.push_str(&attachment_markdown(a, fetched));
+                    md.push_str("\n\n");
+                }
             }
             AppEvent::MessageCompleted { text, .. } if !text.is_empty() => match &e.agent {
                 Some(agent) => md.push_str(&format!("**{agent}:** {text}\n\n")),
@@ -349,4 +405,85 @@ fn markdown(session: &SessionInfo, events: &[EventEnvelope]) -> String {
         }
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attachment(name: &str, kind: AttachmentKind, media_type: &str, sha: &str) -> Attachment {
+        Attachment {
+            kind,
+            media_type: media_type.into(),
+            name: name.into(),
+            size: 120 * 1024,
+            sha256: sha.into(),
+            width: None,
+            height: None,
+            pages: None,
+        }
+    }
+
+    #[test]
+    fn an_inputs_images_and_pdfs_are_embedded_or_named() {
+        let session = SessionInfo {
+            id: "0198a3f2-7c1e-7d2a-9b1c-5e6f7a8b9c0d".into(),
+            title: Some("the login page".into()),
+            cwd: "/p".into(),
+            model: "anthropic/claude-sonnet-4-5".into(),
+            status: SessionStatus::Idle,
+            created_at: 0,
+            updated_at: 0,
+            last_seq: 2,
+            turns: 1,
+        };
+        let started = AppEvent::TurnStarted {
+            input_id: "in-1".into(),
+            text: "what is wrong here?".into(),
+            model: "anthropic/claude-sonnet-4-5".into(),
+            attachments: vec![
+                attachment("shot [1].png", AttachmentKind::Image, "image/png", "aa"),
+                attachment(
+                    "spec.pdf",
+                    AttachmentKind::Document,
+                    "application/pdf",
+                    "bb",
+                ),
+                attachment("gone.png", AttachmentKind::Image, "image/png", "cc"),
+            ],
+        };
+        let events = [EventEnvelope {
+            session_id: session.id.clone(),
+            seq: 1,
+            at: 0,
+            turn: Some(1),
+            agent: None,
+            event: started,
+        }];
+        let fetched = Fetched::from([
+            ("aa".to_string(), Ok("iVBORw0KGgo=".to_string())),
+            ("bb".to_string(), Ok("JVBERi0=".to_string())),
+            (
+                "cc".to_string(),
+                Err("no attachment cc in this session".to_string()),
+            ),
+        ]);
+        insta::assert_snapshot!(markdown(&session, &events, &fetched), @r"
+        # the login page
+
+        - session: `0198a3f2-7c1e-7d2a-9b1c-5e6f7a8b9c0d`
+        - folder: `/p`
+        - model: `anthropic/claude-sonnet-4-5`
+
+        ## Turn 1
+
+        **You:** what is wrong here?
+
+        ![shot \[1\].png](data:image/png;base64,iVBORw0KGgo=)
+
+        [spec.pdf](data:application/pdf;base64,JVBERi0=)
+
+        [image: gone.png 120 KB] _(not included: no attachment cc in this session)_
+        ");
+    }
 }

@@ -221,7 +221,7 @@ async fn main() -> std::io::Result<()> {
     let bridge = tokio::spawn(async move {
         while let Some(action) = actions.recv().await {
             match action {
-                Action::Submit { text } => {
+                Action::Submit { text, .. } => {
                     let _ = inputs_tx.send(text).await;
                 }
                 Action::Approve { decision, .. } => {

@@ -147,11 +147,13 @@ pub(crate) fn parse(line: &str) -> Parsed {
         "/detach" | "/quit" | "/exit" => Parsed::Action(Action::Detach),
         "/continue" => Parsed::Action(Action::Submit {
             text: CONTINUE_TEXT.to_string(),
+            attachments: Vec::new(),
         }),
         "/model" if args.is_empty() => Parsed::Action(Action::ListModels),
         // The daemon's built-ins: answered there, as for any client.
         "/model" | "/context" | "/clear" => Parsed::Action(Action::Submit {
             text: line.to_string(),
+            attachments: Vec::new(),
         }),
         "/mode" => match args.parse() {
             Ok(mode) => Parsed::Action(Action::SetMode { mode }),
@@ -209,7 +211,8 @@ mod tests {
         assert_eq!(
             parse("/model openai/gpt-5"),
             Parsed::Action(Action::Submit {
-                text: "/model openai/gpt-5".into()
+                text: "/model openai/gpt-5".into(),
+                attachments: Vec::new(),
             })
         );
         assert_eq!(parse("/model"), Parsed::Action(Action::ListModels));
@@ -244,7 +247,8 @@ mod tests {
         assert_eq!(
             parse("/continue"),
             Parsed::Action(Action::Submit {
-                text: CONTINUE_TEXT.into()
+                text: CONTINUE_TEXT.into(),
+                attachments: Vec::new(),
             })
         );
         for quit in ["/detach", "/quit", "/exit"] {
@@ -255,7 +259,8 @@ mod tests {
             assert_eq!(
                 parse(builtin),
                 Parsed::Action(Action::Submit {
-                    text: builtin.into()
+                    text: builtin.into(),
+                    attachments: Vec::new(),
                 })
             );
         }

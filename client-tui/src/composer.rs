@@ -1,6 +1,7 @@
 //! The input box: a multi-line editor with a cursor and a history of previous inputs.
 //!
-//! It knows text and keys only; what a submitted line means (input, steer, command) is the
+//! It knows text, keys and the attachments the core has read for it (shown on a row of
+//! their own above the text); what a submitted line means (input, steer, command) is the
 //! app's business.
 
 use ratatui::text::{Line, Span};
@@ -26,6 +27,8 @@ pub(crate) struct Composer {
     pastes: Vec<Paste>,
     /// Pastes made so far, for the tokens' numbers.
     pasted: usize,
+    /// Images and PDFs that go with the input, in the order attached.
+    attachments: Vec<crate::Attached>,
 }
 
 /// A paste of more lines than this shows as a token (`[Pasted text #1 +200 lines]`).
@@ -55,8 +58,22 @@ impl Composer {
         self.cursor
     }
 
+    /// No text and nothing attached.
     pub fn is_empty(&self) -> bool {
-        self.text.is_empty()
+        self.text.is_empty() && self.attachments.is_empty()
+    }
+
+    pub fn attachments(&self) -> &[crate::Attached] {
+        &self.attachments
+    }
+
+    pub fn attach(&mut self, attached: crate::Attached) {
+        self.attachments.push(attached);
+    }
+
+    /// The attachments, for an input being sent; the box keeps none.
+    pub fn take_attachments(&mut self) -> Vec<crate::Attached> {
+        std::mem::take(&mut self.attachments)
     }
 
     pub fn set(&mut self, text: String, cursor: usize) {
@@ -72,6 +89,7 @@ impl Composer {
         self.cursor = 0;
         self.browsing = None;
         self.pastes.clear();
+        self.attachments.clear();
     }
 
     /// Empties the box and remembers what was in it: its pastes' tokens replaced by what
@@ -145,7 +163,12 @@ impl Composer {
             .map_or(self.cursor, |g| self.cursor + g.len())
     }
 
+    /// Deletes before the cursor; with no text, the last attachment.
     pub fn backspace(&mut self) {
+        if self.text.is_empty() {
+            self.attachments.pop();
+            return;
+        }
         if let Some(i) = self.token_at_cursor(true) {
             let paste = self.pastes.remove(i);
             let start = self.cursor - paste.token.len();
@@ -297,7 +320,19 @@ impl Composer {
         let width = usize::from(width.max(3));
         let avail = width - 2;
         let mut rows: Vec<Line<'static>> = Vec::new();
-        let mut cursor = (2u16, 0u16);
+        if !self.attachments.is_empty() {
+            let labels: Vec<String> = self
+                .attachments
+                .iter()
+                .map(|a| sanitize(&a.label()))
+                .collect();
+            rows.push(Line::from(vec![
+                Span::raw("  "),
+                Span::styled(truncate(&labels.join(" "), avail), theme::accent()),
+            ]));
+        }
+        let top = rows.len() as u16;
+        let mut cursor = (2u16, top);
         if self.text.is_empty() {
             rows.push(Line::from(vec![
                 Span::styled("› ", theme::user_prompt()),

@@ -36,9 +36,10 @@ pub use terminal::{KeySource, run, run_with};
 /// What the TUI asks of the core (the bridge turns each into a daemon call).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// A new input; the daemon queues it if a turn runs.
+    /// A new input; the daemon queues it if a turn runs. `attachments` go as its parts.
     Submit {
         text: String,
+        attachments: Vec<Attached>,
     },
     /// Text added to the running turn.
     Steer {
@@ -100,6 +101,44 @@ pub enum Action {
     },
     /// Ctrl-D on an empty input, `/detach`, `/quit`, `/exit`: leave; the turn goes on.
     Detach,
+    /// A file to attach to the input being written (a pasted path, an `@` completion):
+    /// absolute, or from the client's folder. The core reads and checks it and answers with
+    /// [`CoreEvent::Attached`], or [`CoreEvent::Notice`] saying why not.
+    Attach {
+        path: String,
+    },
+    /// Ctrl-V: the clipboard's image, answered as [`Action::Attach`] is.
+    PasteImage,
+}
+
+/// An image or a PDF in the input being written, read and checked by the core; its bytes
+/// go with the input when it is sent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Attached {
+    /// For people: the file's name (`clipboard.png` for a pasted image).
+    pub name: String,
+    pub kind: stepper_protocol::AttachmentKind,
+    pub media_type: String,
+    pub bytes: std::sync::Arc<[u8]>,
+}
+
+impl Attached {
+    /// How the input box shows it: `[image: shot.png 120 KB]`, as the transcript shows it
+    /// once sent (`Attachment::label`).
+    pub fn label(&self) -> String {
+        format!(
+            "[{}: {} {}]",
+            self.kind,
+            self.name,
+            stepper_protocol::attachment::human_size(self.bytes.len() as u64)
+        )
+    }
+}
+
+impl std::fmt::Debug for Attached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Attached({} {})", self.media_type, self.label())
+    }
 }
 
 /// A project's MCP server that runs only once the user approves it.
@@ -158,6 +197,12 @@ pub enum CoreEvent {
     Error(String),
     /// What a command asked to see (`/memory`), shown in the transcript.
     Info(String),
+    /// Something the user asked for could not be done, and why (no image on the clipboard,
+    /// a file that is not an image): shown as a warning, not fatal.
+    Notice(String),
+    /// A file or the clipboard's image, read for [`Action::Attach`] or
+    /// [`Action::PasteImage`]: it joins the input being written.
+    Attached(Attached),
     /// The daemon's custom commands and skills (`/name`), for completion.
     Commands(Vec<CommandEntry>),
     /// The project's MCP servers waiting for this user's approval: asked like approvals.

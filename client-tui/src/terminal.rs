@@ -220,7 +220,7 @@ where
                         pending.push_back(action);
                     }
                 }
-                Some(Ok(Event::Paste(text))) => app.on_paste(&text),
+                Some(Ok(Event::Paste(text))) => pending.extend(app.on_paste(&text)),
                 Some(Ok(Event::Resize(w, h))) => resized = Some(Size::new(w, h)),
                 Some(Ok(_)) => {}
                 Some(Err(e)) => {

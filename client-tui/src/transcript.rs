@@ -30,6 +30,8 @@ pub(crate) enum Cell {
     User {
         text: String,
         turn: Option<u32>,
+        /// Its images and documents, as labels (`[image: shot.png 120 KB]`).
+        attachments: Vec<String>,
     },
     /// Assistant markdown: a whole message, the finished blocks of one still streaming, or
     /// (`streaming`) the part still growing. While a code block of it streams (`fence`),
@@ -167,7 +169,11 @@ impl Cell {
     pub fn lines(&self, width: u16, spinner: &str) -> Vec<Line<'static>> {
         let mut out = Vec::new();
         match self {
-            Cell::User { text, turn } => user(text, *turn, width, &mut out),
+            Cell::User {
+                text,
+                turn,
+                attachments,
+            } => user(text, *turn, attachments, width, &mut out),
             Cell::Assistant {
                 text,
                 fence: Some(fence),
@@ -209,14 +215,31 @@ impl Cell {
     }
 }
 
-fn user(text: &str, turn: Option<u32>, width: u16, out: &mut Vec<Line<'static>>) {
+fn user(
+    text: &str,
+    turn: Option<u32>,
+    attachments: &[String],
+    width: u16,
+    out: &mut Vec<Line<'static>>,
+) {
     let mut rows: Vec<&str> = text.lines().collect();
     if rows.is_empty() {
         rows.push("");
     }
+    // The attachments first, as the model sees them, each on its line.
+    for (i, label) in attachments.iter().enumerate() {
+        let first = if i == 0 {
+            Span::styled("› ", theme::user_prompt())
+        } else {
+            Span::raw("  ")
+        };
+        let content = vec![Span::styled(label.clone(), theme::accent())];
+        Para::prefixed(first, Span::raw("  "), content).wrap(width, out);
+    }
+    let prompt_shown = !attachments.is_empty();
     let last = rows.len() - 1;
     for (i, row) in rows.into_iter().enumerate() {
-        let first = if i == 0 {
+        let first = if i == 0 && !prompt_shown {
             Span::styled("› ", theme::user_prompt())
         } else {
             Span::raw("  ")
@@ -558,7 +581,12 @@ pub(crate) const HELP: &[(&str, &str)] = &[
         "^O",
         "expand or collapse tool output and what layers and subagents did",
     ),
-    ("@path", "mention a file"),
+    (
+        "^V",
+        "attach the clipboard's image (a pasted image or PDF path attaches it too)",
+    ),
+    ("⌫", "in an empty input: take back the last attachment"),
+    ("@path", "mention a file (an image or PDF: attach it)"),
 ];
 
 fn help(width: u16, out: &mut Vec<Line<'static>>) {

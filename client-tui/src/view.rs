@@ -133,6 +133,18 @@ impl App {
                 Span::raw(truncate(first, usize::from(width).saturating_sub(12))),
                 Span::styled(more, theme::dim()),
             ]));
+            for attachment in &queued.attachments {
+                live.push(Line::from(vec![
+                    Span::raw("          "),
+                    Span::styled(
+                        truncate(
+                            &sanitize(&attachment.label()),
+                            usize::from(width).saturating_sub(10),
+                        ),
+                        theme::accent(),
+                    ),
+                ]));
+            }
         }
         let overlay = self
             .approvals

@@ -69,13 +69,17 @@ impl View {
                 input_id,
                 text,
                 client,
+                attachments,
                 ..
             } => {
                 let own = client.as_deref() == Some(self.client.as_str());
                 if !own || self.replaying {
+                    // Attachments by their labels: their bytes are the daemon's to hand out.
+                    let labels = attachments.iter().map(|a| a.label() + "\n");
+                    let shown: String = labels.chain([text.to_string()]).collect();
                     updates.push(json!({
                         "sessionUpdate": "user_message_chunk",
-                        "content": {"type": "text", "text": text},
+                        "content": {"type": "text", "text": shown},
                     }));
                 }
                 effects.push(Effect::TurnStarted {
@@ -614,6 +618,34 @@ mod tests {
         assert_eq!(
             feed(&mut view, started("i2")).0[0]["sessionUpdate"],
             "user_message_chunk"
+        );
+    }
+
+    #[test]
+    fn anothers_input_shows_its_attachments_by_label() {
+        let mut view = View::new("/p", None, "stepper acp 7");
+        let shot = stepper_protocol::Attachment {
+            kind: stepper_protocol::AttachmentKind::Image,
+            media_type: "image/png".into(),
+            name: "shot.png".into(),
+            size: 120 * 1024,
+            sha256: "ab".into(),
+            width: None,
+            height: None,
+            pages: None,
+        };
+        let (updates, _) = feed(
+            &mut view,
+            AppEvent::TurnStarted {
+                attachments: vec![shot],
+                input_id: "i1".into(),
+                text: "what is wrong here?".into(),
+                model: "m".into(),
+            },
+        );
+        assert_eq!(
+            updates[0]["content"]["text"],
+            "[image: shot.png 120 KB]\nwhat is wrong here?"
         );
     }
 

@@ -9,7 +9,27 @@ use stepper_protocol::methods::*;
 use stepper_tui::{Action, CoreEvent};
 use tokio::sync::mpsc;
 
+use crate::media::Media;
 use crate::session::client_env;
+
+/// What the TUI holds as what this client sends, and back.
+fn media_of(a: stepper_tui::Attached) -> Media {
+    Media {
+        name: a.name,
+        media_type: a.media_type,
+        kind: a.kind,
+        bytes: a.bytes.to_vec(),
+    }
+}
+
+fn attached_of(m: Media) -> stepper_tui::Attached {
+    stepper_tui::Attached {
+        name: m.name,
+        kind: m.kind,
+        media_type: m.media_type,
+        bytes: m.bytes.into(),
+    }
+}
 
 /// One action as one daemon call; the error to show, if it failed.
 pub(super) async fn perform(
@@ -21,15 +41,44 @@ pub(super) async fn perform(
 ) -> Option<String> {
     let session_id = id.to_string();
     let result: Result<(), ClientError> = match action {
-        Action::Submit { text } => client
-            .call::<SessionSubmit>(SessionSubmitParams {
-                parts: Vec::new(),
-                session_id,
-                text,
-                env: Some(client_env()),
-            })
-            .await
-            .map(drop),
+        Action::Submit { text, attachments } => {
+            let media: Vec<Media> = attachments.into_iter().map(media_of).collect();
+            let parts = match crate::media::parts(&media) {
+                Ok(parts) => parts,
+                Err(e) => return Some(format!("not sent: {e:#}")),
+            };
+            client
+                .call::<SessionSubmit>(SessionSubmitParams {
+                    parts,
+                    session_id,
+                    text,
+                    env: Some(client_env()),
+                })
+                .await
+                .map(drop)
+        }
+        Action::Attach { path } => {
+            let path = crate::media::resolve(&path, cwd);
+            let read = tokio::task::spawn_blocking(move || Media::read(&path)).await;
+            let told = match read {
+                Ok(Ok(media)) => CoreEvent::Attached(attached_of(media)),
+                Ok(Err(e)) => CoreEvent::Notice(format!("not attached: {e:#}")),
+                Err(e) => CoreEvent::Notice(format!("not attached: {e}")),
+            };
+            let _ = core.send(told).await;
+            Ok(())
+        }
+        Action::PasteImage => {
+            let told = match super::clipboard::image().await {
+                Ok(bytes) => match Media::pasted(bytes) {
+                    Ok(media) => CoreEvent::Attached(attached_of(media)),
+                    Err(e) => CoreEvent::Notice(format!("not attached: {e:#}")),
+                },
+                Err(why) => CoreEvent::Notice(why),
+            };
+            let _ = core.send(told).await;
+            Ok(())
+        }
         Action::Steer { text } => client
             .call::<SessionSteer>(SessionSubmitParams {
                 parts: Vec::new(),

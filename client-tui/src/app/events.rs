@@ -110,6 +110,8 @@ impl App {
                 });
             }
             CoreEvent::Info(message) => self.push(Cell::note("ℹ", message, theme::dim())),
+            CoreEvent::Notice(message) => self.push(Cell::note("⚠", message, theme::warning())),
+            CoreEvent::Attached(attached) => self.attach(attached),
             CoreEvent::Models(models) if models.is_empty() => self.push(Cell::note(
                 "⚠",
                 "no models known — 'stepper doctor' shows what is set up",
@@ -148,13 +150,19 @@ impl App {
             return;
         }
         match change {
-            Change::TurnStarted { text, model, .. } => {
+            Change::TurnStarted {
+                text,
+                model,
+                attachments,
+                ..
+            } => {
                 self.finish_live(false);
                 self.running = true;
                 self.model = sanitize(model);
                 self.push(Cell::User {
                     text: sanitize(text),
                     turn: env.turn,
+                    attachments: attachments.iter().map(|a| sanitize(&a.label())).collect(),
                 });
             }
             Change::TextDelta(text) => {
@@ -494,6 +502,39 @@ impl App {
         }
         if let Some(cell) = self.live_agent(agent) {
             cell.note(line);
+        }
+    }
+}
+
+impl App {
+    /// A file or clipboard image the core read: into the input box, unless the input would
+    /// then hold more than one input takes (it could not be sent).
+    fn attach(&mut self, attached: crate::Attached) {
+        use stepper_protocol::attachment::{MAX_INPUT_BYTES, MAX_PARTS, human_size};
+        let held = self.composer.attachments();
+        let total: u64 = held
+            .iter()
+            .chain([&attached])
+            .map(|a| a.bytes.len() as u64)
+            .sum();
+        let refused = if held.len() >= MAX_PARTS {
+            Some(format!("one input takes at most {MAX_PARTS} attachments"))
+        } else if total > MAX_INPUT_BYTES {
+            Some(format!(
+                "the attachments would come to {}, and one input takes at most {} — send \
+                 some with the next input",
+                human_size(total),
+                human_size(MAX_INPUT_BYTES)
+            ))
+        } else {
+            None
+        };
+        match refused {
+            Some(why) => {
+                let said = format!("not attached: {} — {why}", sanitize(&attached.label()));
+                self.push(Cell::note("⚠", said, theme::warning()));
+            }
+            None => self.composer.attach(attached),
         }
     }
 }

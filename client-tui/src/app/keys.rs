@@ -1,5 +1,8 @@
 //! Keys and pastes: editing the input, the completion popup, answering an approval, and the
-//! actions they ask of the core.
+//! actions they ask of the core — attaching included: a pasted path of an image or PDF, an
+//! accepted `@` completion naming one, and Ctrl-V ask the core to read it (the TUI only
+//! checks that a pasted path names a file); an input with attachments is queued, never
+//! steered (a steer takes text alone).
 //!
 //! *Approval keys answer only after a moment*: keys typed in the first 400 ms of an approval (or an
 //! MCP server's form) are swallowed — neither an answer nor text left in the input (someone typing
@@ -9,6 +12,7 @@
 //! stand for the request (leaving the sandbox).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use stepper_protocol::attachment::looks_attachable;
 
 use super::{App, Asks};
 use crate::command::{self, COMMANDS, Parsed};
@@ -149,15 +153,13 @@ impl App {
                     self.popup_dismissed = Some(self.composer.text().to_string());
                     return Vec::new();
                 }
-                KeyCode::Tab => {
-                    self.accept_popup(false);
-                    return Vec::new();
-                }
+                KeyCode::Tab => return self.accept_popup(false).1,
                 KeyCode::Enter if !shift && !alt => {
-                    if self.accept_popup(true) {
+                    let (run, attach) = self.accept_popup(true);
+                    if run {
                         return self.submit(false);
                     }
-                    return Vec::new();
+                    return attach;
                 }
                 _ => {}
             }
@@ -202,6 +204,8 @@ impl App {
                 self.composer.delete();
             }
             KeyCode::Char('o') if ctrl => self.toggle_expanded(),
+            // The clipboard's image, read by the core (text pastes come as bracketed pastes).
+            KeyCode::Char('v') if ctrl && !alt => actions.push(Action::PasteImage),
             KeyCode::Char('a') if ctrl => self.composer.home(),
             KeyCode::Char('e') if ctrl => self.composer.end(),
             KeyCode::Char('u') if ctrl => self.composer.kill_to_start(),
@@ -236,24 +240,39 @@ impl App {
     }
 
     /// Text pasted (bracketed paste): inserted as is, newlines included; a large paste as a
-    /// token that stands for it.
-    pub fn on_paste(&mut self, text: &str) {
+    /// token that stands for it. A paste that is the path of an image or a PDF (a file
+    /// dropped on the terminal) asks the core to attach it instead.
+    pub fn on_paste(&mut self, text: &str) -> Vec<Action> {
         if (!self.approvals.is_empty() || !self.elicits.is_empty()) && !self.answer_keys_live() {
-            return;
+            return Vec::new();
+        }
+        if let Some(path) = pasted_file(text) {
+            return vec![Action::Attach { path }];
         }
         self.composer.paste(text);
         self.refresh_popup();
+        Vec::new()
     }
 
-    /// Puts the selected item in place of the word; true when that completed a command that
-    /// takes no argument and Enter should run it.
-    fn accept_popup(&mut self, enter: bool) -> bool {
+    /// Puts the selected item in place of the word: true when that completed a command that
+    /// takes no argument and Enter should run it; and the attaching of a file completed that
+    /// is an image or a PDF (its `@path` stays in the text, naming it for the model).
+    fn accept_popup(&mut self, enter: bool) -> (bool, Vec<Action>) {
         let Some(popup) = self.popup.take() else {
-            return false;
+            return (false, Vec::new());
         };
         let Some(item) = popup.items.get(popup.selected) else {
-            return false;
+            return (false, Vec::new());
         };
+        let attach: Vec<Action> = item
+            .label
+            .strip_prefix('@')
+            .filter(|path| popup.kind == Kind::File && looks_attachable(path))
+            .map(|path| Action::Attach {
+                path: path.to_string(),
+            })
+            .into_iter()
+            .collect();
         let text = self.composer.text();
         let run = popup.kind == Kind::Slash
             && enter
@@ -270,16 +289,18 @@ impl App {
         let cursor = popup.start + item.label.len() + trailing.len();
         self.composer.set(replaced, cursor);
         self.refresh_popup();
-        run
+        (run, attach)
     }
 
     fn submit(&mut self, queue: bool) -> Vec<Action> {
-        if self.composer.text().trim().is_empty() {
+        let attached = !self.composer.attachments().is_empty();
+        if self.composer.text().trim().is_empty() && !attached {
             return Vec::new();
         }
         let text = self.composer.take();
         self.popup = None;
         let text = text.trim_end_matches('\n').to_string();
+        // A command keeps the attachments in the box, for the input after it.
         if command::is_command(&text) {
             return match command::parse(&text) {
                 Parsed::Action(action) => {
@@ -292,7 +313,10 @@ impl App {
                 // built-ins and the folder's commands and skills.
                 Parsed::Help => {
                     self.push(Cell::Help);
-                    vec![Action::Submit { text }]
+                    vec![Action::Submit {
+                        text,
+                        attachments: Vec::new(),
+                    }]
                 }
                 Parsed::Usage(usage) => {
                     self.push(Cell::note("⚠", usage, theme::warning()));
@@ -319,12 +343,63 @@ impl App {
         // Words that say what to do instead of a denied call start the next turn: the
         // denied one is being interrupted, and a steer could land in it as it stops.
         let queue = queue || std::mem::take(&mut self.telling);
-        if self.running && !queue {
+        // Steering takes text alone: an input with attachments is queued as a new one.
+        if self.running && !queue && !attached {
             vec![Action::Steer { text }]
         } else {
-            vec![Action::Submit { text }]
+            vec![Action::Submit {
+                text,
+                attachments: self.composer.take_attachments(),
+            }]
         }
     }
+}
+
+/// The file a paste names, when it is one image or PDF that exists: a path (absolute, from
+/// the home folder with `~/`, or from the client's folder), maybe quoted or a `file://`
+/// URI, with spaces `\`-escaped as terminals drop files.
+fn pasted_file(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.contains('\n') || !looks_attachable(text.trim_end_matches(['\'', '"'])) {
+        return None;
+    }
+    let unquoted = ['\'', '"']
+        .iter()
+        .find_map(|q| text.strip_prefix(*q)?.strip_suffix(*q))
+        .unwrap_or(text);
+    let path = match unquoted.strip_prefix("file://") {
+        Some(uri) => percent_decoded(uri)?,
+        None => unquoted.replace("\\ ", " "),
+    };
+    let full = match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => std::path::PathBuf::from(home).join(rest),
+        _ => std::path::PathBuf::from(&path),
+    };
+    full.is_file().then(|| full.display().to_string())
+}
+
+/// A URI's path with its `%XX` escapes decoded; `None` when they do not make UTF-8.
+fn percent_decoded(uri: &str) -> Option<String> {
+    let bytes = uri.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 impl App {

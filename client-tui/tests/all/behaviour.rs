@@ -8,7 +8,10 @@ use stepper_tui::{Action, CoreEvent};
 use crate::support::*;
 
 fn submit(text: &str) -> Action {
-    Action::Submit { text: text.into() }
+    Action::Submit {
+        text: text.into(),
+        attachments: Vec::new(),
+    }
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod attachments;
 mod behaviour;
 mod markdown;
 mod run_loop;

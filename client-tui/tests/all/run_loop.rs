@@ -164,7 +164,10 @@ async fn ctrl_d_sends_detach_and_run_returns_detached() {
     press(&h, KeyCode::Enter);
     assert_eq!(
         next_action(&mut h).await,
-        Action::Submit { text: "hi".into() }
+        Action::Submit {
+            text: "hi".into(),
+            attachments: Vec::new(),
+        }
     );
     h.keys.send(Event::Key(ctrl('d'))).unwrap();
     assert_eq!(next_action(&mut h).await, Action::Detach);
@@ -396,7 +399,10 @@ async fn events_keep_flowing_while_the_core_is_not_taking_actions() {
     for text in ["one", "two", "three"] {
         assert_eq!(
             next_action(&mut h).await,
-            Action::Submit { text: text.into() }
+            Action::Submit {
+                text: text.into(),
+                attachments: Vec::new(),
+            }
         );
     }
     h.keys.send(Event::Key(ctrl('d'))).unwrap();
@@ -426,11 +432,17 @@ async fn detach_reaches_a_slow_core_after_the_actions_before_it() {
     );
     assert_eq!(
         next_action(&mut h).await,
-        Action::Submit { text: "a".into() }
+        Action::Submit {
+            text: "a".into(),
+            attachments: Vec::new(),
+        }
     );
     assert_eq!(
         next_action(&mut h).await,
-        Action::Submit { text: "b".into() }
+        Action::Submit {
+            text: "b".into(),
+            attachments: Vec::new(),
+        }
     );
     assert_eq!(next_action(&mut h).await, Action::Detach);
     assert_eq!((&mut h.done).await.unwrap().unwrap(), Exit::Detached);
