@@ -225,9 +225,13 @@ async fn an_image_and_a_pdf_reach_each_wire_format_as_its_own_blocks() {
         content[1],
         serde_json::json!({"type": "file", "file": {"filename": "spec.pdf", "file_data": format!("data:application/pdf;base64,{pdf}")}})
     );
-    assert_eq!(
-        content[2],
-        serde_json::json!({"type": "text", "text": "what is this?"})
+    assert_eq!(content[2]["type"], "text");
+    assert!(
+        content[2]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("what is this?\n\n<environment_context>"),
+        "{content}"
     );
 }
 
@@ -421,4 +425,53 @@ async fn parts_past_a_limit_or_of_the_wrong_shape_are_refused_saying_what_to_do(
     let (_, events) = ask_with(&env, &client, None, "", vec![here]).await;
     finished_ok(&events);
     assert_eq!(attachments_of(&events)[0].name, "shot.png");
+}
+
+#[test]
+fn ask_attaches_an_image_by_flag_and_a_pdf_by_its_at_word() {
+    let env = TestEnv::new();
+    let shots = tempfile::tempdir().unwrap();
+    // Outside the project: the client reads it and sends its bytes.
+    let shot = shots.path().join("shot.png");
+    std::fs::write(&shot, dot()).unwrap();
+    std::fs::write(env.project.path().join("spec.pdf"), tiny_pdf()).unwrap();
+    let out = env.run(&[
+        "ask",
+        "--image",
+        &shot.display().to_string(),
+        "compare with @spec.pdf",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let content = last_user_content(&env, Route::Anthropic);
+    assert_eq!(content[0]["type"], "image");
+    assert_eq!(content[0]["source"]["data"], b64(&dot()));
+    assert_eq!(content[1]["type"], "document");
+    assert_eq!(content[1]["title"], "spec.pdf");
+    assert!(
+        content[2]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("compare with @spec.pdf")
+    );
+
+    // A file that is no image is refused before anything is sent.
+    let notes = shots.path().join("notes.png");
+    std::fs::write(&notes, "text").unwrap();
+    let before = env.fake.requests().len();
+    let out = env.run(&["ask", "--image", &notes.display().to_string(), "look"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("is not an image (PNG, JPEG, GIF, WebP) or a PDF")
+    );
+    assert_eq!(env.fake.requests().len(), before);
 }
