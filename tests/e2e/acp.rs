@@ -636,3 +636,53 @@ fn an_untrusted_folder_is_asked_about_once_before_the_first_prompt() {
         editor.seen
     );
 }
+
+#[test]
+fn an_editor_sends_an_image_and_a_pdf_and_the_model_sees_them() {
+    let env = TestEnv::new();
+    let mut editor = Editor::start(&env);
+    let init = editor.initialize();
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["image"],
+        true
+    );
+    let session = editor.new_session(&env);
+    let pdf = crate::images::tiny_pdf();
+    use base64::Engine as _;
+    let pdf = base64::engine::general_purpose::STANDARD.encode(pdf);
+    let id = editor.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "data": crate::images::DOT_PNG, "mimeType": "image/png",
+             "uri": "file:///tmp/shot.png"},
+            {"type": "resource", "resource": {"uri": "file:///tmp/spec.pdf",
+             "blob": pdf, "mimeType": "application/pdf"}}
+        ]}),
+    );
+    let answer = editor.response(id);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let body = env.fake.requests().last().unwrap().clone();
+    let content = body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(content[0]["type"], "image", "{content}");
+    assert_eq!(content[0]["source"]["data"], crate::images::DOT_PNG);
+    assert_eq!(content[1]["type"], "document");
+    assert_eq!(content[1]["source"]["data"], pdf);
+
+    // A picture stepper cannot show a model is refused as such, not as bad input.
+    let id = editor.request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [
+            {"type": "image", "data": "PHN2Zy8+", "mimeType": "image/svg+xml"}
+        ]}),
+    );
+    let answer = editor.response(id);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("PNG, JPEG, GIF and WebP"),
+        "{answer}"
+    );
+}
