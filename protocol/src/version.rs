@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// The version this build speaks.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion {
     major: 1,
-    minor: 13,
+    minor: 14,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
