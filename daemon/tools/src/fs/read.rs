@@ -196,7 +196,10 @@ fn shown(
         width: pixels.map(|p| p.0),
         height: pixels.map(|p| p.1),
     };
-    let sent = media::prepare(label, bytes, Some(media_type)).map_err(media_failed)?;
+    let mut sent = media::prepare(label, bytes, Some(media_type)).map_err(media_failed)?;
+    if let Some(name) = path.file_name() {
+        sent.about.name = name.to_string_lossy().into_owned();
+    }
     Ok(ToolOutput {
         content: about(label, media_type, &origin, &sent.about),
         details: ToolDetails {
@@ -655,6 +658,7 @@ mod tests {
         assert_eq!(shown.data.as_deref(), Some(&png[..]));
         assert_eq!(shown.about.media_type, "image/png");
         assert_eq!(shown.about.kind, AttachmentKind::Image);
+        assert_eq!(shown.about.name, "login.png");
         assert_eq!(
             (shown.about.width, shown.about.height),
             (Some(40), Some(30))
