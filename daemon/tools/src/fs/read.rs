@@ -180,12 +180,18 @@ fn shown(
         _ => MAX_IMAGE_BYTES,
     };
     if size > limit {
-        return Err(media_failed(MediaError::TooLarge {
-            name: label.to_string(),
-            kind,
-            size,
-            limit,
-        }));
+        let instead = match kind {
+            AttachmentKind::Document => {
+                "take the pages you need into a smaller PDF (qpdf, pdfseparate) or its text \
+                 (pdftotext) and read that"
+            }
+            _ => "scale it down into a new file (convert, sips) and read that",
+        };
+        return Err(ToolError::Failed(format!(
+            "{label} is {} — over the {} a model is shown of one {kind}: {instead}",
+            human_size(size),
+            human_size(limit)
+        )));
     }
     file.seek(SeekFrom::Start(0)).map_err(io_failed)?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
@@ -236,7 +242,9 @@ fn about(label: &str, original_type: &str, origin: &MediaOrigin, sent: &Attachme
         }
     };
     let as_on_disk = looks(original_type, origin.width, origin.height, origin.size);
-    if sent.size == origin.size {
+    let scaled = sent.media_type != original_type
+        || (sent.width, sent.height) != (origin.width, origin.height);
+    if !scaled {
         return format!(
             "Image read: {label} ({as_on_disk}). It is attached to this result for you to look at."
         );
@@ -761,7 +769,9 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!(
-                "huge.pdf is {} — over the 20.0 MB limit for documents: attach a smaller file",
+                "huge.pdf is {} — over the 20.0 MB a model is shown of one document: take the \
+                 pages you need into a smaller PDF (qpdf, pdfseparate) or its text (pdftotext) \
+                 and read that",
                 human_size(MAX_DOCUMENT_BYTES + 1)
             )
         );
