@@ -850,9 +850,13 @@ impl AgentLoop {
             && status != ToolCallStatus::Denied
             && status != ToolCallStatus::Cancelled
         {
-            let after = hooks
-                .after_tool(&id, &name, &input, &content, !is_error)
-                .await;
+            let end = crate::hooks::ToolEnd {
+                output: &content,
+                ok: !is_error,
+                media: &media,
+                origin: details.origin,
+            };
+            let after = hooks.after_tool(&id, &name, &input, end).await;
             if let Some(feedback) = after.feedback {
                 content.push_str("\n\n");
                 content.push_str(&self.redactor.redact(&feedback));
@@ -1045,7 +1049,7 @@ fn describe(e: &ProviderError, provider: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{ChatStream, LlmProvider};
+    use crate::provider::{ChatStream, LlmProvider, Media};
     use std::sync::Mutex;
 
     struct Scripted(Vec<Result<ChatEvent, ProviderError>>);
@@ -1280,6 +1284,133 @@ mod tests {
 
     fn tool_cx() -> ToolCx {
         ToolCx::permissive(std::path::Path::new("/"))
+    }
+
+    /// Shows a picture, as `read` of one does.
+    struct Shot;
+    impl Tool for Shot {
+        fn spec(&self) -> crate::tool::ToolSpec {
+            crate::tool::ToolSpec {
+                name: "shot".into(),
+                description: "d".into(),
+                input_schema: serde_json::json!({"type": "object"}),
+            }
+        }
+        fn read_only(&self) -> bool {
+            true
+        }
+        fn call<'a>(
+            &'a self,
+            _: serde_json::Value,
+            _: &'a ToolCx,
+        ) -> futures::future::BoxFuture<'a, crate::tool::ToolResult> {
+            Box::pin(async move {
+                Ok(crate::tool::ToolOutput {
+                    content: "Image read: a.png".into(),
+                    details: crate::tool::ToolDetails {
+                        origin: Some(shot_origin()),
+                        ..Default::default()
+                    },
+                    media: vec![shot_media()],
+                })
+            })
+        }
+    }
+
+    fn shot_media() -> Media {
+        Media::new(
+            stepper_protocol::Attachment {
+                kind: stepper_protocol::AttachmentKind::Image,
+                media_type: "image/png".into(),
+                name: "a.png".into(),
+                size: 4,
+                sha256: "0".repeat(64),
+                width: Some(2),
+                height: Some(1),
+                pages: None,
+            },
+            Arc::from(&b"\x89PNG"[..]),
+        )
+    }
+
+    fn shot_origin() -> crate::tool::MediaOrigin {
+        crate::tool::MediaOrigin {
+            size: 40,
+            width: Some(4),
+            height: Some(2),
+        }
+    }
+
+    /// What `PostToolUse` would be told of a call: its output, media and origin.
+    type Seen = (String, Vec<Media>, Option<crate::tool::MediaOrigin>);
+
+    /// Records what `PostToolUse` would be told.
+    #[derive(Default)]
+    struct SeenHooks(Mutex<Vec<Seen>>);
+
+    impl TurnHooks for SeenHooks {
+        fn before_tool<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: &'a serde_json::Value,
+        ) -> futures::future::BoxFuture<'a, BeforeTool> {
+            Box::pin(async { BeforeTool::RUN })
+        }
+        fn after_tool<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: &'a serde_json::Value,
+            end: crate::hooks::ToolEnd<'a>,
+        ) -> futures::future::BoxFuture<'a, crate::hooks::AfterTool> {
+            self.0
+                .lock()
+                .unwrap()
+                .push((end.output.to_string(), end.media.to_vec(), end.origin));
+            Box::pin(async { crate::hooks::AfterTool::default() })
+        }
+        fn before_stop<'a>(
+            &'a self,
+            _: bool,
+            _: &'a str,
+        ) -> futures::future::BoxFuture<'a, Option<String>> {
+            Box::pin(async { None })
+        }
+    }
+
+    #[tokio::test]
+    async fn hooks_see_the_picture_a_tool_showed_and_the_model_gets_it() {
+        let provider = Arc::new(Turns(
+            vec![calls(&[("c1", "shot", "{}")]), text("a red square")],
+            Mutex::default(),
+        ));
+        let hooks = Arc::new(SeenHooks::default());
+        let sink = Recorder::default();
+        let out = AgentLoop::new(provider.clone())
+            .with_tools(vec![Arc::new(Shot)], tool_cx())
+            .with_hooks(hooks.clone())
+            .run(request(), CancellationToken::new(), &sink)
+            .await;
+        assert_eq!(out.status, TurnStatus::Completed, "{:?}", out.error);
+        assert_eq!(
+            *hooks.0.lock().unwrap(),
+            [(
+                "Image read: a.png".to_string(),
+                vec![shot_media()],
+                Some(shot_origin())
+            )]
+        );
+        let requests = provider.1.lock().unwrap();
+        assert_eq!(
+            requests[1].messages.last().unwrap().content,
+            [ContentPart::ToolResult {
+                call_id: "c1".into(),
+                content: "Image read: a.png".into(),
+                is_error: false,
+                media: vec![shot_media()],
+            }]
+        );
     }
 
     #[tokio::test]

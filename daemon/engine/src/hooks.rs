@@ -3,6 +3,10 @@
 //! permission, block it, give the model feedback on a result, or keep the turn going.
 
 use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::provider::Media;
+use crate::tool::MediaOrigin;
 
 pub mod settings;
 
@@ -72,6 +76,76 @@ pub struct AfterTool {
     pub stop: Option<String>,
 }
 
+/// A call's result as `PostToolUse` hooks are told it.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolEnd<'a> {
+    /// What the model reads of it (redacted); the error, when it failed.
+    pub output: &'a str,
+    /// It succeeded.
+    pub ok: bool,
+    /// Pictures and PDFs the model sees beside `output` (`read` of a picture or PDF).
+    pub media: &'a [Media],
+    /// The file a `read` showed as a picture or PDF, as it is on disk.
+    pub origin: Option<MediaOrigin>,
+}
+
+impl<'a> ToolEnd<'a> {
+    /// A result of text alone.
+    pub fn text(output: &'a str, ok: bool) -> ToolEnd<'a> {
+        ToolEnd {
+            output,
+            ok,
+            media: &[],
+            origin: None,
+        }
+    }
+}
+
+/// A `read`'s result as Claude Code gives it to `PostToolUse` hooks (`tool_response`), for the
+/// file at `file_path` (absolute, as the hook's `tool_input` has it): `{"type": "image"}` with
+/// the picture the model saw (base64), its type, the file's size and both sizes in pixels;
+/// `{"type": "pdf"}` with the PDF; `{"type": "text"}` with what the model read otherwise.
+pub fn claude_read_response(file_path: &Value, end: &ToolEnd<'_>) -> Value {
+    let Some(shown) = end.media.first() else {
+        return json!({
+            "type": "text",
+            "file": {"filePath": file_path, "content": end.output},
+        });
+    };
+    let original_size = end.origin.map_or(shown.about.size, |o| o.size);
+    if !shown.is_image() {
+        return json!({
+            "type": "pdf",
+            "file": {
+                "filePath": file_path,
+                "base64": shown.base64(),
+                "originalSize": original_size,
+            },
+        });
+    }
+    let mut dimensions = serde_json::Map::new();
+    let origin = end.origin.unwrap_or_default();
+    for (key, value) in [
+        ("originalWidth", origin.width.or(shown.about.width)),
+        ("originalHeight", origin.height.or(shown.about.height)),
+        ("displayWidth", shown.about.width),
+        ("displayHeight", shown.about.height),
+    ] {
+        if let Some(value) = value {
+            dimensions.insert(key.into(), json!(value));
+        }
+    }
+    let mut file = json!({
+        "base64": shown.base64(),
+        "type": shown.about.media_type,
+        "originalSize": original_size,
+    });
+    if !dimensions.is_empty() {
+        file["dimensions"] = Value::Object(dimensions);
+    }
+    json!({"type": "image", "file": file})
+}
+
 pub trait TurnHooks: Send + Sync {
     /// `tool` is about to run with `input` (the names are stepper's: `bash`, `edit`, …).
     fn before_tool<'a>(
@@ -81,15 +155,14 @@ pub trait TurnHooks: Send + Sync {
         input: &'a serde_json::Value,
     ) -> BoxFuture<'a, BeforeTool>;
 
-    /// `tool` ran (`ok`: it succeeded) and gave `output`: what to add to what the model
-    /// reads of it, and whether the turn ends after this step.
+    /// `tool` ran and ended as `end` says: what to add to what the model reads of it, and
+    /// whether the turn ends after this step.
     fn after_tool<'a>(
         &'a self,
         call_id: &'a str,
         tool: &'a str,
         input: &'a serde_json::Value,
-        output: &'a str,
-        ok: bool,
+        end: ToolEnd<'a>,
     ) -> BoxFuture<'a, AfterTool>;
 
     /// A call's input as a hook changed it when asked for permission (`changed`, in the
@@ -119,5 +192,127 @@ pub trait TurnHooks: Send + Sync {
     ) -> BoxFuture<'a, ()> {
         let _ = (trigger, instructions, done);
         Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use stepper_protocol::{Attachment, AttachmentKind};
+
+    use super::*;
+
+    fn media(
+        kind: AttachmentKind,
+        media_type: &str,
+        bytes: &[u8],
+        pixels: Option<(u32, u32)>,
+    ) -> Media {
+        Media::new(
+            Attachment {
+                kind,
+                media_type: media_type.into(),
+                name: "x".into(),
+                size: bytes.len() as u64,
+                sha256: "0".repeat(64),
+                width: pixels.map(|p| p.0),
+                height: pixels.map(|p| p.1),
+                pages: None,
+            },
+            Arc::from(bytes),
+        )
+    }
+
+    #[test]
+    fn a_read_picture_reaches_hooks_in_claude_codes_shape() {
+        let shown = [media(
+            AttachmentKind::Image,
+            "image/jpeg",
+            b"\xff\xd8\xffscaled",
+            Some((2000, 1500)),
+        )];
+        let end = ToolEnd {
+            output: "Image read: big.png (…)",
+            ok: true,
+            media: &shown,
+            origin: Some(MediaOrigin {
+                size: 9_000_000,
+                width: Some(4000),
+                height: Some(3000),
+            }),
+        };
+        assert_eq!(
+            claude_read_response(&json!("/p/big.png"), &end),
+            json!({
+                "type": "image",
+                "file": {
+                    "base64": "/9j/c2NhbGVk",
+                    "type": "image/jpeg",
+                    "originalSize": 9_000_000,
+                    "dimensions": {
+                        "originalWidth": 4000,
+                        "originalHeight": 3000,
+                        "displayWidth": 2000,
+                        "displayHeight": 1500,
+                    },
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn a_picture_kept_as_it_is_has_the_same_sizes_both_ways() {
+        let shown = [media(
+            AttachmentKind::Image,
+            "image/png",
+            b"\x89PNG",
+            Some((40, 30)),
+        )];
+        let end = ToolEnd {
+            media: &shown,
+            ..ToolEnd::text("Image read: a.png", true)
+        };
+        let response = claude_read_response(&json!("/p/a.png"), &end);
+        assert_eq!(response["file"]["originalSize"], 4);
+        assert_eq!(
+            response["file"]["dimensions"],
+            json!({"originalWidth": 40, "originalHeight": 30, "displayWidth": 40, "displayHeight": 30})
+        );
+    }
+
+    #[test]
+    fn a_read_pdf_reaches_hooks_as_claude_codes_pdf() {
+        let shown = [media(
+            AttachmentKind::Document,
+            "application/pdf",
+            b"%PDF-1.4",
+            None,
+        )];
+        let end = ToolEnd {
+            output: "PDF read: spec.pdf (1 page, 8 B)",
+            ok: true,
+            media: &shown,
+            origin: Some(MediaOrigin {
+                size: 8,
+                width: None,
+                height: None,
+            }),
+        };
+        assert_eq!(
+            claude_read_response(&json!("/p/spec.pdf"), &end),
+            json!({
+                "type": "pdf",
+                "file": {"filePath": "/p/spec.pdf", "base64": "JVBERi0xLjQ=", "originalSize": 8},
+            })
+        );
+    }
+
+    #[test]
+    fn a_read_text_file_keeps_its_shape() {
+        assert_eq!(
+            claude_read_response(&json!("/p/a.txt"), &ToolEnd::text("     1\thi\n", true)),
+            json!({"type": "text", "file": {"filePath": "/p/a.txt", "content": "     1\thi\n"}})
+        );
     }
 }

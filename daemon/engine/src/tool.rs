@@ -261,6 +261,20 @@ pub struct ToolDetails {
     pub changed: Vec<PathBuf>,
     /// The session's todo list, when the call replaced it.
     pub todos: Option<Vec<stepper_protocol::TodoItem>>,
+    /// The file a `read` showed as a picture or PDF, as it is on disk (the model may get the
+    /// picture scaled down: `ToolOutput::media` says what it got).
+    pub origin: Option<MediaOrigin>,
+}
+
+/// A picture or PDF as it is on disk, before it was fitted to what models take: Claude Code's
+/// `PostToolUse` hooks are told both sizes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MediaOrigin {
+    /// Bytes on disk.
+    pub size: u64,
+    /// Pixels, for a picture.
+    pub width: Option<u32>,
+    pub height: Option<u32>,
 }
 
 /// A tool's answer.

@@ -6,6 +6,7 @@
 //! streamable HTTP servers on the SDK's transport, and legacy HTTP+SSE servers on our own.
 
 pub mod config;
+pub mod content;
 pub mod http;
 pub mod oauth;
 pub mod pool;

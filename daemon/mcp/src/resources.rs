@@ -154,31 +154,77 @@ impl Tool for ReadResource {
                 read = server.read_resource(uri, crate::call_timeout()) => read,
             };
             let contents = read.map_err(ToolError::Failed)?;
-            let mut parts = Vec::new();
-            for c in contents {
-                let uri = c["uri"].as_str().unwrap_or("");
-                match (c["text"].as_str(), c["blob"].as_str()) {
-                    (Some(text), _) => {
-                        let mut text = text.to_string();
-                        if text.len() > MAX_TEXT {
-                            let mut cut = MAX_TEXT;
-                            while !text.is_char_boundary(cut) {
-                                cut -= 1;
-                            }
-                            text.truncate(cut);
-                            text.push_str("\n[… cut]");
-                        }
-                        parts.push(format!("[{uri}]\n{text}"));
-                    }
-                    (None, Some(blob)) => parts.push(format!(
-                        "[{uri}: {}, {} bytes of base64]",
-                        c["mimeType"].as_str().unwrap_or("binary"),
-                        blob.len()
-                    )),
-                    _ => parts.push(format!("[{uri}: empty]")),
-                }
-            }
-            Ok(ToolOutput::text(parts.join("\n\n")))
+            // A large picture is scaled down: off the runtime's threads.
+            tokio::task::spawn_blocking(move || shown(contents))
+                .await
+                .map_err(|e| ToolError::Failed(format!("reading the resource failed: {e}")))
         })
+    }
+}
+
+/// What the model gets of a resource's contents: each text under its URI (cut at
+/// [`MAX_TEXT`]), a picture or PDF blob as media it sees, another blob described.
+fn shown(contents: Vec<serde_json::Value>) -> ToolOutput {
+    let mut budget = crate::content::Budget::new();
+    let mut media = Vec::new();
+    let mut parts = Vec::new();
+    for c in contents {
+        let uri = c["uri"].as_str().unwrap_or("");
+        match (c["text"].as_str(), c["blob"].as_str()) {
+            (Some(text), _) => {
+                let mut text = text.to_string();
+                if text.len() > MAX_TEXT {
+                    let mut cut = MAX_TEXT;
+                    while !text.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    text.truncate(cut);
+                    text.push_str("\n[… cut]");
+                }
+                parts.push(format!("[{uri}]\n{text}"));
+            }
+            (None, Some(blob)) => {
+                let (part, shown) = crate::content::resource_blob(&c, blob, &mut budget);
+                parts.push(part);
+                media.extend(shown);
+            }
+            _ => parts.push(format!("[{uri}: empty]")),
+        }
+    }
+    ToolOutput {
+        media,
+        ..ToolOutput::text(parts.join("\n\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+
+    use super::*;
+
+    #[test]
+    fn a_pdf_resource_is_shown_and_its_text_neighbour_read() {
+        let pdf = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n";
+        let out = shown(vec![
+            json!({
+                "uri": "file:///spec.pdf",
+                "mimeType": "application/pdf",
+                "blob": base64::engine::general_purpose::STANDARD.encode(pdf),
+            }),
+            json!({"uri": "file:///a.txt", "text": "hello"}),
+        ]);
+        let [m] = &out.media[..] else {
+            panic!("one document: {:?}", out.media)
+        };
+        assert_eq!(m.data.as_deref(), Some(&pdf[..]));
+        assert_eq!(m.about.pages, Some(1));
+        assert_eq!(
+            out.content,
+            format!(
+                "[resource file:///spec.pdf] {}\n\n[file:///a.txt]\nhello",
+                m.about.label()
+            )
+        );
     }
 }

@@ -1,13 +1,11 @@
 //! A server's tool as the engine's `Tool`: named `mcp__<server>__<tool>`, asked of the gate
-//! (rules `mcp__server__tool` and `mcp__server__*`), its result mapped to text the model
-//! reads.
+//! (rules `mcp__server__tool` and `mcp__server__*`), its result mapped to what the model
+//! reads and sees (`content`).
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use stepper_engine::tool::{
-    GateRequest, Sampler, Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec,
-};
+use stepper_engine::tool::{GateRequest, Sampler, Tool, ToolCx, ToolError, ToolResult, ToolSpec};
 
 use crate::pool::{Servers, Slot};
 
@@ -153,57 +151,17 @@ impl Tool for McpTool {
                 () = cx.cancel.cancelled() => return Err(ToolError::Cancelled),
                 result = call => result.map_err(ToolError::Failed)?,
             };
-            let text = result_text(&result);
-            if result.is_error == Some(true) {
-                return Err(ToolError::Failed(text));
+            let failed = result.is_error == Some(true);
+            let tool = self.tool.name.to_string();
+            // A large picture is scaled down: off the runtime's threads.
+            let out =
+                tokio::task::spawn_blocking(move || crate::content::tool_output(&result, &tool))
+                    .await
+                    .map_err(|e| ToolError::Failed(format!("reading the result failed: {e}")))?;
+            if failed {
+                return Err(ToolError::Failed(out.content));
             }
-            Ok(ToolOutput::text(text))
+            Ok(out)
         })
     }
-}
-
-/// What the model reads of a result: text as it is, the rest described, structured content
-/// as JSON when there is no text.
-fn result_text(result: &rmcp::model::CallToolResult) -> String {
-    let mut parts = Vec::new();
-    for block in &result.content {
-        let value = serde_json::to_value(block).unwrap_or_default();
-        let kind = value["type"].as_str().unwrap_or("");
-        match kind {
-            "text" => parts.push(value["text"].as_str().unwrap_or("").to_string()),
-            "image" | "audio" => parts.push(format!(
-                "[{kind}: {}, {} bytes of base64]",
-                value["mimeType"].as_str().unwrap_or("unknown type"),
-                value["data"].as_str().map_or(0, str::len)
-            )),
-            "resource_link" => parts.push(format!(
-                "[resource link: {}{}]",
-                value["uri"].as_str().unwrap_or(""),
-                value["name"]
-                    .as_str()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
-            )),
-            "resource" => {
-                let res = &value["resource"];
-                match res["text"].as_str() {
-                    Some(text) => parts.push(format!(
-                        "[resource {}]\n{text}",
-                        res["uri"].as_str().unwrap_or("")
-                    )),
-                    None => parts.push(format!(
-                        "[resource {}: binary]",
-                        res["uri"].as_str().unwrap_or("")
-                    )),
-                }
-            }
-            _ => parts.push(value.to_string()),
-        }
-    }
-    if parts.is_empty()
-        && let Some(structured) = &result.structured_content
-    {
-        parts.push(structured.to_string());
-    }
-    parts.join("\n")
 }

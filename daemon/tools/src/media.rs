@@ -100,6 +100,17 @@ pub fn prepare(name: &str, bytes: Vec<u8>, claimed: Option<&str>) -> Result<Medi
     }
 }
 
+/// A picture's size in pixels, read from its header (nothing is decoded); `None` for a PDF
+/// or what does not read as a picture.
+pub fn pixels(bytes: &[u8]) -> Option<(u32, u32)> {
+    let (media_type, AttachmentKind::Image) = sniff(bytes)? else {
+        return None;
+    };
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes));
+    reader.set_format(format_of(media_type));
+    reader.into_dimensions().ok()
+}
+
 /// Whether a file named `name` may be an image or PDF (its bytes decide).
 pub fn may_be_media(name: &str) -> bool {
     looks_attachable(name)
@@ -137,12 +148,11 @@ fn media(
     Media::new(about, Arc::from(bytes))
 }
 
+/// A picture as it is sent: its bytes, their media type, and its size in pixels.
+type Fitted = (Vec<u8>, &'static str, (u32, u32));
+
 /// The picture within what providers take, with its size in pixels.
-fn fit(
-    name: &str,
-    bytes: Vec<u8>,
-    media_type: &'static str,
-) -> Result<(Vec<u8>, &'static str, (u32, u32)), MediaError> {
+fn fit(name: &str, bytes: Vec<u8>, media_type: &'static str) -> Result<Fitted, MediaError> {
     let unreadable = |why: String| MediaError::Unreadable {
         name: name.to_string(),
         why,

@@ -1,5 +1,7 @@
-//! The read tool: a text file's lines numbered like `cat -n`. Lines are streamed and each is
-//! kept only up to the display cap, so neither a huge file nor a huge line is loaded whole.
+//! The read tool: a text file's lines numbered like `cat -n`, or a picture or PDF the model
+//! sees (as Claude Code's Read shows them). Lines are streamed and each is kept only up to the
+//! display cap, so neither a huge file nor a huge line is loaded whole; a picture or PDF is
+//! told by its bytes, never its name, and a picture too large for providers is scaled down.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read as _, Seek as _, SeekFrom};
@@ -9,12 +11,16 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 use stepper_engine::tool::{
-    GateRequest, Tool, ToolCx, ToolError, ToolOutput, ToolResult, ToolSpec, parse_args,
+    GateRequest, MediaOrigin, Tool, ToolCx, ToolDetails, ToolError, ToolOutput, ToolResult,
+    ToolSpec, parse_args,
 };
+use stepper_protocol::attachment::{MAX_DOCUMENT_BYTES, MAX_IMAGE_BYTES, human_size, sniff};
+use stepper_protocol::{Attachment, AttachmentKind};
 use tokio_util::sync::CancellationToken;
 
 use super::file::{BINARY_PROBE_BYTES, binary_error, check_regular, looks_binary};
 use super::{blocking, path};
+use crate::media::{self, MediaError};
 
 /// Lines returned when the call gives no `limit`.
 const DEFAULT_LIMIT: usize = 2000;
@@ -33,7 +39,8 @@ const MAX_OUTPUT_BYTES: usize = 256 * 1024;
 const CANCEL_CHECK_EVERY: usize = 4096;
 
 const DESCRIPTION: &str = "\
-Reads a text file from the local file system and returns its lines numbered like `cat -n`.
+Reads a file from the local file system: a text file's lines numbered like `cat -n`, or a \
+picture or PDF for you to see.
 
 Usage:
 - `path` is absolute, or relative to the working directory.
@@ -43,8 +50,11 @@ otherwise prefer reading the whole file.
 - Lines longer than 2000 characters are cut off and marked as truncated.
 - Each output line is: spaces, the line number, a tab, then the line's text. That prefix is not \
 part of the file: never copy it into `old_string` when you edit.
-- Only UTF-8 text files can be read; a binary file is refused with its size. A directory is \
-refused too: use `ls` to list it.
+- Pictures (PNG, JPEG, GIF, WebP) and PDFs are shown to you, to look at: read a screenshot, \
+a diagram or a PDF to see it. A picture too large for the model is scaled down first; `offset` \
+and `limit` do not apply to them.
+- Other files must be UTF-8 text; any other binary file is refused with its size. A directory \
+is refused too: use `ls` to list it.
 - Read a file before you edit it. You can read several files at once by making several read \
 calls in one response.";
 
@@ -121,16 +131,139 @@ impl Tool for ReadTool {
 
             let cancel = cx.cancel.clone();
             let label = path::label(&root, &path);
-            let content =
-                blocking(move || numbered_lines(&path, &label, first, limit, &cancel)).await?;
-            Ok(ToolOutput::text(content))
+            blocking(move || match open(&path, &label)? {
+                Opened::Media(file, media_type, kind) => {
+                    shown(file, media_type, kind, &path, &label)
+                }
+                Opened::Text(file) => {
+                    numbered_lines(file, &path, &label, first, limit, &cancel).map(ToolOutput::text)
+                }
+            })
+            .await
         })
     }
+}
+
+/// A file opened for reading, told apart by its first bytes.
+enum Opened {
+    /// A picture or PDF a model can see, of this media type.
+    Media(File, &'static str, AttachmentKind),
+    Text(File),
+}
+
+/// Opens the file at `path` and tells what it holds. Refuses folders and special files.
+fn open(path: &Path, label: &str) -> Result<Opened, ToolError> {
+    let io_failed = |e: io::Error| path::failed("read", path, &e);
+    let file = File::open(path).map_err(|e| path::failed("open", path, &e))?;
+    check_regular(&file.metadata().map_err(io_failed)?, label)?;
+    let mut head = Vec::with_capacity(16);
+    (&file).take(16).read_to_end(&mut head).map_err(io_failed)?;
+    Ok(match sniff(&head) {
+        Some((media_type, kind)) => Opened::Media(file, media_type, kind),
+        None => Opened::Text(file),
+    })
+}
+
+/// A picture or PDF as the model gets it: a line saying what it is, and the file beside it,
+/// scaled down when a picture is too large for providers.
+fn shown(
+    mut file: File,
+    media_type: &str,
+    kind: AttachmentKind,
+    path: &Path,
+    label: &str,
+) -> ToolResult {
+    let io_failed = |e: io::Error| path::failed("read", path, &e);
+    let size = file.metadata().map_err(io_failed)?.len();
+    let limit = match kind {
+        AttachmentKind::Document => MAX_DOCUMENT_BYTES,
+        _ => MAX_IMAGE_BYTES,
+    };
+    if size > limit {
+        let instead = match kind {
+            AttachmentKind::Document => {
+                "take the pages you need into a smaller PDF (qpdf, pdfseparate) or its text \
+                 (pdftotext) and read that"
+            }
+            _ => "scale it down into a new file (convert, sips) and read that",
+        };
+        return Err(ToolError::Failed(format!(
+            "{label} is {} — over the {} a model is shown of one {kind}: {instead}",
+            human_size(size),
+            human_size(limit)
+        )));
+    }
+    file.seek(SeekFrom::Start(0)).map_err(io_failed)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(io_failed)?;
+    let pixels = media::pixels(&bytes);
+    let origin = MediaOrigin {
+        size: bytes.len() as u64,
+        width: pixels.map(|p| p.0),
+        height: pixels.map(|p| p.1),
+    };
+    let mut sent = media::prepare(label, bytes, Some(media_type)).map_err(media_failed)?;
+    if let Some(name) = path.file_name() {
+        sent.about.name = name.to_string_lossy().into_owned();
+    }
+    Ok(ToolOutput {
+        content: about(label, media_type, &origin, &sent.about),
+        details: ToolDetails {
+            origin: Some(origin),
+            ..Default::default()
+        },
+        media: vec![sent],
+    })
+}
+
+/// What `read` says of a picture or PDF beside it: what it is, its pixels or pages, its size,
+/// and how it was scaled to fit.
+fn about(label: &str, original_type: &str, origin: &MediaOrigin, sent: &Attachment) -> String {
+    if sent.kind == AttachmentKind::Document {
+        let pages = match sent.pages {
+            Some(1) => "1 page, ".to_string(),
+            Some(n) => format!("{n} pages, "),
+            None => String::new(),
+        };
+        return format!(
+            "PDF read: {label} ({pages}{}). It is attached to this result for you to read.",
+            human_size(origin.size)
+        );
+    }
+    let looks = |media_type: &str, width: Option<u32>, height: Option<u32>, size: u64| {
+        let format = media_type
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_uppercase();
+        match (width, height) {
+            (Some(w), Some(h)) => format!("{format}, {w}x{h} pixels, {}", human_size(size)),
+            _ => format!("{format}, {}", human_size(size)),
+        }
+    };
+    let as_on_disk = looks(original_type, origin.width, origin.height, origin.size);
+    let scaled = sent.media_type != original_type
+        || (sent.width, sent.height) != (origin.width, origin.height);
+    if !scaled {
+        return format!(
+            "Image read: {label} ({as_on_disk}). It is attached to this result for you to look at."
+        );
+    }
+    format!(
+        "Image read: {label} ({as_on_disk}; scaled down to {} to fit what models take). It is \
+         attached to this result for you to look at.",
+        looks(&sent.media_type, sent.width, sent.height, sent.size)
+    )
+}
+
+fn media_failed(e: MediaError) -> ToolError {
+    ToolError::Failed(e.to_string())
 }
 
 /// Lines `first..first + limit` of the file at `path`, numbered, with notes on what was left
 /// out.
 fn numbered_lines(
+    mut file: File,
     path: &Path,
     label: &str,
     first: usize,
@@ -138,10 +271,8 @@ fn numbered_lines(
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let io_failed = |e: io::Error| path::failed("read", path, &e);
-    let mut file = File::open(path).map_err(|e| path::failed("open", path, &e))?;
-    let meta = file.metadata().map_err(io_failed)?;
-    check_regular(&meta, label)?;
-    let size = meta.len();
+    file.seek(SeekFrom::Start(0)).map_err(io_failed)?;
+    let size = file.metadata().map_err(io_failed)?.len();
 
     let mut head = Vec::with_capacity(BINARY_PROBE_BYTES);
     (&file)
@@ -298,6 +429,7 @@ mod tests {
 
     use super::*;
     use crate::fs::testing;
+    use std::io::Write as _;
 
     async fn read(cx: &ToolCx, args: serde_json::Value) -> Result<String, ToolError> {
         ReadTool.call(args, cx).await.map(|out| out.content)
@@ -471,16 +603,212 @@ mod tests {
     #[tokio::test]
     async fn binary_files_are_refused_with_their_size() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("img.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+        // A zip: binary, and no picture or PDF.
+        std::fs::write(
+            dir.path().join("a.png"),
+            b"PK\x03\x04\x14\0\0\0\x08\0\0\0\0\0\0\0",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("latin1.txt"), b"caf\xe9\n").unwrap();
         let cx = ToolCx::permissive(dir.path());
-        let err = read(&cx, json!({"path": "img.png"})).await.unwrap_err();
+        let err = read(&cx, json!({"path": "a.png"})).await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "img.png is a binary file (16 bytes), not UTF-8 text; the file tools only handle text"
+            "a.png is a binary file (16 bytes), not UTF-8 text; the file tools only handle text"
         );
         let err = read(&cx, json!({"path": "latin1.txt"})).await.unwrap_err();
         assert!(err.to_string().contains("binary file (5 bytes)"), "{err}");
+    }
+
+    /// A picture of noise (so its encoding is not tiny) in `format`.
+    fn picture(width: u32, height: u32, format: image::ImageFormat) -> Vec<u8> {
+        let pixels = image::RgbImage::from_fn(width, height, |x, y| {
+            let v = (x.wrapping_mul(2_654_435_761) ^ y.wrapping_mul(40_503)) as u8;
+            image::Rgb([v, v.wrapping_mul(3), v.wrapping_add(y as u8)])
+        });
+        let mut out = io::Cursor::new(Vec::new());
+        image::DynamicImage::ImageRgb8(pixels)
+            .write_to(&mut out, format)
+            .unwrap();
+        out.into_inner()
+    }
+
+    /// A two-page PDF, written by hand.
+    const PDF: &[u8] = b"%PDF-1.4\n\
+        1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n\
+        2 0 obj << /Type /Pages /Kids [3 0 R 4 0 R] /Count 2 >> endobj\n\
+        3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >> endobj\n\
+        4 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >> endobj\n\
+        trailer << /Root 1 0 R >>\n%%EOF\n";
+
+    #[tokio::test]
+    async fn a_picture_is_shown_to_the_model_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = picture(40, 30, image::ImageFormat::Png);
+        std::fs::create_dir(dir.path().join("shots")).unwrap();
+        std::fs::write(dir.path().join("shots/login.png"), &png).unwrap();
+        let cx = ToolCx::permissive(dir.path());
+        let out = ReadTool
+            .call(json!({"path": "shots/login.png", "offset": 5}), &cx)
+            .await
+            .unwrap();
+        assert_eq!(
+            out.content,
+            format!(
+                "Image read: shots/login.png (PNG, 40x30 pixels, {}). It is attached to this \
+                 result for you to look at.",
+                human_size(png.len() as u64)
+            )
+        );
+        let [shown] = &out.media[..] else {
+            panic!("one picture: {:?}", out.media)
+        };
+        assert_eq!(shown.data.as_deref(), Some(&png[..]));
+        assert_eq!(shown.about.media_type, "image/png");
+        assert_eq!(shown.about.kind, AttachmentKind::Image);
+        assert_eq!(shown.about.name, "login.png");
+        assert_eq!(
+            (shown.about.width, shown.about.height),
+            (Some(40), Some(30))
+        );
+        assert_eq!(
+            out.details.origin,
+            Some(MediaOrigin {
+                size: png.len() as u64,
+                width: Some(40),
+                height: Some(30)
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_picture_is_told_by_its_bytes_not_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let jpeg = picture(64, 48, image::ImageFormat::Jpeg);
+        std::fs::write(dir.path().join("photo.txt"), &jpeg).unwrap();
+        std::fs::write(dir.path().join("notes.jpg"), "not a picture\n").unwrap();
+        let cx = ToolCx::permissive(dir.path());
+        let out = ReadTool
+            .call(json!({"path": "photo.txt"}), &cx)
+            .await
+            .unwrap();
+        assert!(
+            out.content
+                .starts_with("Image read: photo.txt (JPEG, 64x48 pixels, "),
+            "{}",
+            out.content
+        );
+        assert_eq!(out.media[0].about.media_type, "image/jpeg");
+        assert_eq!(out.media[0].data.as_deref(), Some(&jpeg[..]));
+        assert_eq!(
+            read(&cx, json!({"path": "notes.jpg"})).await.unwrap(),
+            "     1\tnot a picture\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_picture_too_large_for_providers_is_scaled_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = picture(1500, 1500, image::ImageFormat::Png);
+        assert!(png.len() as u64 > media::SEND_IMAGE_BYTES, "{}", png.len());
+        std::fs::write(dir.path().join("big.png"), &png).unwrap();
+        let cx = ToolCx::permissive(dir.path());
+        let out = ReadTool
+            .call(json!({"path": "big.png"}), &cx)
+            .await
+            .unwrap();
+        let sent = &out.media[0].about;
+        assert!(sent.size <= media::SEND_IMAGE_BYTES, "{}", sent.size);
+        assert_eq!(sent.media_type, "image/jpeg");
+        assert_eq!(
+            out.content,
+            format!(
+                "Image read: big.png (PNG, 1500x1500 pixels, {}; scaled down to JPEG, \
+                 {}x{} pixels, {} to fit what models take). It is attached to this result for \
+                 you to look at.",
+                human_size(png.len() as u64),
+                sent.width.unwrap(),
+                sent.height.unwrap(),
+                human_size(sent.size)
+            )
+        );
+        assert_eq!(out.details.origin.unwrap().size, png.len() as u64);
+    }
+
+    #[tokio::test]
+    async fn a_pdf_is_shown_whole_with_its_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("spec.pdf"), PDF).unwrap();
+        let cx = ToolCx::permissive(dir.path());
+        let out = ReadTool
+            .call(json!({"path": "spec.pdf"}), &cx)
+            .await
+            .unwrap();
+        assert_eq!(
+            out.content,
+            format!(
+                "PDF read: spec.pdf (2 pages, {}). It is attached to this result for you to read.",
+                human_size(PDF.len() as u64)
+            )
+        );
+        assert_eq!(out.media[0].about.kind, AttachmentKind::Document);
+        assert_eq!(out.media[0].about.media_type, "application/pdf");
+        assert_eq!(out.media[0].about.pages, Some(2));
+        assert_eq!(out.media[0].data.as_deref(), Some(PDF));
+    }
+
+    #[tokio::test]
+    async fn a_pdf_over_the_limit_is_refused_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("huge.pdf")).unwrap();
+        (&file).write_all(PDF).unwrap();
+        // Sparse: the size is checked before anything past the first bytes is read.
+        file.set_len(MAX_DOCUMENT_BYTES + 1).unwrap();
+        let cx = ToolCx::permissive(dir.path());
+        let err = read(&cx, json!({"path": "huge.pdf"})).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "huge.pdf is {} — over the 20.0 MB a model is shown of one document: take the \
+                 pages you need into a smaller PDF (qpdf, pdfseparate) or its text (pdftotext) \
+                 and read that",
+                human_size(MAX_DOCUMENT_BYTES + 1)
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn a_broken_picture_says_it_cannot_be_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("img.png"), b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+        let cx = ToolCx::permissive(dir.path());
+        let err = read(&cx, json!({"path": "img.png"})).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("img.png could not be read as an image"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_picture_asks_the_gate_like_any_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a.png"), picture(2, 2, image::ImageFormat::Png)).unwrap();
+        let (cx, gate) = testing::allow(&root);
+        ReadTool.call(json!({"path": "a.png"}), &cx).await.unwrap();
+        assert_eq!(
+            gate.requests(),
+            [GateRequest::Read {
+                path: root.join("a.png")
+            }]
+        );
+        let (cx, _) = testing::deny(&root);
+        let err = ReadTool
+            .call(json!({"path": "a.png"}), &cx)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::Denied(_)), "{err:?}");
     }
 
     #[tokio::test]
