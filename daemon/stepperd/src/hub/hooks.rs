@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use stepper_engine::hooks::{AfterTool, BeforeTool, GateHint, TurnHooks};
+use stepper_engine::hooks::{
+    AfterTool, BeforeTool, GateHint, ToolEnd, TurnHooks, claude_read_response,
+};
 use stepper_engine::redact::Redactor;
 use stepper_engine::tool::Decision;
 use stepper_protocol::session::Env;
@@ -502,11 +504,10 @@ impl TurnHooks for SessionHooks {
         call_id: &'a str,
         tool: &'a str,
         input: &'a Value,
-        output: &'a str,
-        ok: bool,
+        end: ToolEnd<'a>,
     ) -> BoxFuture<'a, AfterTool> {
         Box::pin(async move {
-            let event = if ok {
+            let event = if end.ok {
                 HookEvent::PostToolUse
             } else {
                 HookEvent::PostToolUseFailure
@@ -521,10 +522,10 @@ impl TurnHooks for SessionHooks {
                 "tool_input": claude,
                 "tool_use_id": call_id,
             });
-            if ok {
-                fields["tool_response"] = claude_response(tool, &claude, output);
+            if end.ok {
+                fields["tool_response"] = claude_response(tool, &claude, &end);
             } else {
-                fields["error"] = json!(output);
+                fields["error"] = json!(end.output);
             }
             let results = self.runner.run(event, Some(&name), fields).await;
             let said: Vec<String> = results
@@ -606,9 +607,10 @@ impl TurnHooks for SessionHooks {
 /// patch gives its first file there and every file in `file_paths`.
 /// A tool's result as Claude Code gives it to `PostToolUse` hooks (`tool_response`): an
 /// object for Bash (`stdout`, `stderr`, `interrupted`), the file tools (`filePath`, and what
-/// was written or read), text for the rest. `claude_input` is the call's input in Claude
-/// Code's shape.
-fn claude_response(tool: &str, claude_input: &Value, output: &str) -> Value {
+/// was written or read; a picture or PDF read as Claude Code's Read gives it), text for the
+/// rest. `claude_input` is the call's input in Claude Code's shape.
+fn claude_response(tool: &str, claude_input: &Value, end: &ToolEnd<'_>) -> Value {
+    let output = end.output;
     let file_path = claude_input
         .get("file_path")
         .cloned()
@@ -620,10 +622,7 @@ fn claude_response(tool: &str, claude_input: &Value, output: &str) -> Value {
             "interrupted": false,
             "isImage": false,
         }),
-        "read" => json!({
-            "type": "text",
-            "file": {"filePath": file_path, "content": output},
-        }),
+        "read" => claude_read_response(&file_path, end),
         "write" => json!({
             "type": "update",
             "filePath": file_path,
