@@ -475,3 +475,103 @@ fn ask_attaches_an_image_by_flag_and_a_pdf_by_its_at_word() {
     );
     assert_eq!(env.fake.requests().len(), before);
 }
+
+/// The agent reads a picture and a PDF, and each wire format carries them back in its own
+/// way: Anthropic inside the tool result, Responses as the call's output list, Chat in a user
+/// message after the tool messages (a tool message holds text only).
+#[test]
+fn a_read_picture_or_pdf_comes_back_as_content_the_model_can_see() {
+    use stepper_e2e::Reply;
+    use stepper_e2e::fake_llm::{chat_tool_calls_stream, responses_call_stream, tool_use_stream};
+    let env = TestEnv::new();
+    std::fs::write(env.project.path().join("shot.png"), dot()).unwrap();
+    std::fs::write(env.project.path().join("spec.pdf"), tiny_pdf()).unwrap();
+    let png = b64(&dot());
+    let pdf = b64(&tiny_pdf());
+    let settings = serde_json::json!({
+        "providers": { "local": {
+            "kind": "openai-chat",
+            "baseUrl": format!("{}/v1", env.fake.url),
+        }}
+    });
+    std::fs::create_dir_all(env.project.path().join(".stepper")).unwrap();
+    std::fs::write(
+        env.project.path().join(".stepper/setting.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    env.trust_project();
+    let ask = |model: &str| {
+        let out = env.run(&["ask", "--model", model, "what do they show?"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+
+    env.fake.push(Reply::Sse(tool_use_stream(&[
+        ("t1", "Read", serde_json::json!({"file_path": "shot.png"})),
+        ("t2", "Read", serde_json::json!({"file_path": "spec.pdf"})),
+    ])));
+    env.fake.push(Reply::text(&["A dot and a page."]));
+    ask("anthropic/claude-sonnet-4-5");
+    let body = env.fake.requests().remove(1);
+    let results = body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(results[0]["type"], "tool_result", "{results}");
+    assert!(
+        results[0]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("shot.png")
+    );
+    assert_eq!(
+        results[0]["content"][1],
+        serde_json::json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}})
+    );
+    assert_eq!(results[1]["content"][1]["type"], "document");
+    assert_eq!(results[1]["content"][1]["source"]["data"], pdf);
+
+    env.fake.push_to(
+        Route::Responses,
+        Reply::Sse(responses_call_stream(&[(
+            "call_1",
+            "read",
+            serde_json::json!({"path": "shot.png"}),
+        )])),
+    );
+    ask("openai/gpt-5");
+    let body = env.fake.seen(Route::Responses).remove(1).body;
+    let output = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+        .unwrap()["output"]
+        .clone();
+    assert_eq!(output[0]["type"], "input_text", "{output}");
+    assert_eq!(
+        output[1],
+        serde_json::json!({"type": "input_image", "image_url": format!("data:image/png;base64,{png}"), "detail": "auto"})
+    );
+
+    env.fake.push_to(
+        Route::Chat,
+        Reply::Sse(chat_tool_calls_stream(&[(
+            "call_1",
+            "read",
+            serde_json::json!({"path": "shot.png"}),
+        )])),
+    );
+    ask("local/qwen3-vl");
+    let body = env.fake.seen(Route::Chat).remove(1).body;
+    let messages = body["messages"].as_array().unwrap();
+    let tool = messages.iter().position(|m| m["role"] == "tool").unwrap();
+    assert!(messages[tool]["content"].is_string());
+    let shown = &messages[tool + 1];
+    assert_eq!(shown["role"], "user", "{body}");
+    assert_eq!(
+        shown["content"][1],
+        serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}})
+    );
+}
