@@ -607,6 +607,40 @@ mod tests {
     }
 
     #[test]
+    fn attachments_go_as_image_and_document_blocks_before_the_text() {
+        let mut req = ChatRequest::new("claude-sonnet-4-5", vec![testing::attached_input()]);
+        req.cache = false;
+        let body = request_body(&req);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "UE5HIQ=="}},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERg=="}, "title": "spec.pdf"},
+                {"type": "text", "text": "What is wrong here?"}
+            ]}])
+        );
+    }
+
+    #[test]
+    fn a_tool_result_shows_its_image_inside_the_tool_result_block() {
+        let mut messages = vec![ChatMessage::user("look")];
+        messages.extend(testing::tool_shown_image());
+        let mut req = ChatRequest::new("claude-sonnet-4-5", messages);
+        req.cache = false;
+        let body = request_body(&req);
+        assert_eq!(
+            body["messages"][2],
+            json!({"role": "user", "content": [{
+                "type": "tool_result", "tool_use_id": "call_1", "is_error": false,
+                "content": [
+                    {"type": "text", "text": "shot.png: 2 x 2 PNG"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "UE5HIQ=="}}
+                ]
+            }]})
+        );
+    }
+
+    #[test]
     fn unknown_event_types_are_skipped() {
         let out = decode(
             "event: brand_new\ndata: {\"type\":\"brand_new\",\"x\":1}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",

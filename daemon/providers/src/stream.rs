@@ -203,6 +203,70 @@ pub(crate) mod testing {
         out.into()
     }
 
+    /// An attachment with its bytes, as a session hands it to a provider.
+    pub fn media(name: &str, media_type: &str, bytes: &[u8]) -> stepper_engine::Media {
+        let kind = if media_type == "application/pdf" {
+            stepper_protocol::AttachmentKind::Document
+        } else {
+            stepper_protocol::AttachmentKind::Image
+        };
+        let about = stepper_protocol::Attachment {
+            kind,
+            media_type: media_type.into(),
+            name: name.into(),
+            size: bytes.len() as u64,
+            sha256: "00".into(),
+            width: None,
+            height: None,
+            pages: None,
+        };
+        stepper_engine::Media::new(about, bytes.into())
+    }
+
+    /// A user's input as the session builds it: a picture (`PNG!`, `UE5HIQ==` in base64)
+    /// and a PDF (`%PDF`, `JVBERg==`) before the text.
+    pub fn attached_input() -> stepper_engine::ChatMessage {
+        use stepper_engine::ContentPart;
+        stepper_engine::ChatMessage {
+            role: stepper_engine::Role::User,
+            content: vec![
+                ContentPart::Attachment {
+                    media: media("shot.png", "image/png", b"PNG!"),
+                },
+                ContentPart::Attachment {
+                    media: media("spec.pdf", "application/pdf", b"%PDF"),
+                },
+                ContentPart::Text {
+                    text: "What is wrong here?".into(),
+                },
+            ],
+        }
+    }
+
+    /// A tool call (`read` of a picture) and its result carrying the picture.
+    pub fn tool_shown_image() -> Vec<stepper_engine::ChatMessage> {
+        use stepper_engine::ContentPart;
+        vec![
+            stepper_engine::ChatMessage {
+                role: stepper_engine::Role::Assistant,
+                content: vec![ContentPart::ToolCall {
+                    id: "call_1".into(),
+                    name: "read".into(),
+                    arguments: serde_json::json!({"path": "shot.png"}),
+                }],
+            },
+            stepper_engine::ChatMessage {
+                role: stepper_engine::Role::User,
+                content: vec![ContentPart::ToolResult {
+                    call_id: "call_1".into(),
+                    content: "shot.png: 2 x 2 PNG".into(),
+                    is_error: false,
+                    media: vec![media("shot.png", "image/png", b"PNG!")],
+                }],
+            },
+        ]
+    }
+
     /// The message the shared accumulator makes of `input`.
     pub fn accumulate<W: WireFormat>(wire: W, input: &str) -> stepper_engine::Accumulated {
         let mut acc = stepper_engine::MessageAccumulator::new();
