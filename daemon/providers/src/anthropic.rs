@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sse::SseEvent;
 use crate::stream::{
-    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, parse_event, post_stream,
+    Endpoint, RetryPolicy, WireError, WireFormat, check_media, idle_timeout_from_env, parse_event,
+    post_stream, refusal,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -74,6 +75,9 @@ impl LlmProvider for Anthropic {
     }
 
     fn chat_stream(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if let Err(e) = check_media(&request) {
+            return refusal(e);
+        }
         post_stream(
             Arc::clone(&self.endpoint),
             request_body(&request),

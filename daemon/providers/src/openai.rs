@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sse::SseEvent;
 use crate::stream::{
-    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, parse_event, post_stream,
+    Endpoint, RetryPolicy, WireError, WireFormat, check_media, idle_timeout_from_env, parse_event,
+    post_stream, refusal,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -89,6 +90,9 @@ impl LlmProvider for OpenAi {
     }
 
     fn chat_stream(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if let Err(e) = check_media(&request) {
+            return refusal(e);
+        }
         post_stream(
             Arc::clone(&self.endpoint),
             request_body(&request),
@@ -584,7 +588,10 @@ mod tests {
 
     #[test]
     fn attachments_go_as_input_image_and_input_file_with_the_text() {
-        let body = request_body(&ChatRequest::new("gpt-5.1", vec![testing::attached_input()]));
+        let body = request_body(&ChatRequest::new(
+            "gpt-5.1",
+            vec![testing::attached_input()],
+        ));
         assert_eq!(
             body["input"],
             json!([{"role": "user", "content": [

@@ -49,6 +49,9 @@ impl LlmProvider for OpenAiChat {
     }
 
     fn chat_stream(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if let Err(e) = crate::stream::check_media(&request) {
+            return crate::stream::refusal(e);
+        }
         post_stream(
             Arc::clone(&self.endpoint),
             request_body(&request),
