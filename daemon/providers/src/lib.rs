@@ -434,6 +434,12 @@ impl Providers {
         )))
     }
 
+    /// The kind of `model`'s provider, without resolving it (no key needed); `None` for a
+    /// provider nobody described.
+    pub fn kind_of(&self, model: &ModelRef, settings: &Settings) -> Option<ProviderKind> {
+        self.config_for(&model.provider, settings).map(|c| c.kind)
+    }
+
     /// The tool dialect `model` is offered, without resolving it (no key needed): its
     /// entry's, else its provider kind's.
     pub fn dialect_of(&self, model: &ModelRef, settings: &Settings) -> ToolDialect {
