@@ -216,7 +216,7 @@ fn block(part: &ContentPart) -> Option<Value> {
 }
 
 /// An image or PDF as Anthropic takes it: base64 in the request.
-fn media_block(media: &Media) -> Value {
+pub(crate) fn media_block(media: &Media) -> Value {
     let source = json!({
         "type": "base64", "media_type": media.about.media_type, "data": media.base64()
     });
