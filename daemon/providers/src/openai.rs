@@ -116,13 +116,16 @@ pub(crate) fn input_media(media: &Media) -> Value {
 pub fn request_body(request: &ChatRequest) -> Value {
     let mut input = Vec::new();
     for m in &request.messages {
-        // A user's text and attachments go together, in one message, in their order.
+        // A user's attachments go in one message with the text that follows them (the
+        // words about them); each other text part is a message of its own, as Codex sends
+        // its environment context.
         let mut said: Vec<Value> = Vec::new();
         for part in &m.content {
             if m.role == Role::User {
                 match part {
                     ContentPart::Text { text } if !text.is_empty() => {
                         said.push(json!({ "type": "input_text", "text": text }));
+                        flush_user(&mut input, &mut said);
                         continue;
                     }
                     ContentPart::Attachment { media } => {
@@ -600,6 +603,21 @@ mod tests {
                 {"type": "input_text", "text": "What is wrong here?"}
             ]}])
         );
+    }
+
+    #[test]
+    fn text_after_the_words_stays_a_message_of_its_own() {
+        let mut input = testing::attached_input();
+        input.content.push(ContentPart::Text {
+            text: "<environment_context>".into(),
+        });
+        let body = request_body(&ChatRequest::new("gpt-5.1", vec![input]));
+        assert_eq!(body["input"][0]["content"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            body["input"][1],
+            json!({"role": "user", "content": [{"type": "input_text", "text": "<environment_context>"}]})
+        );
+        assert_eq!(body["input"].as_array().unwrap().len(), 2);
     }
 
     #[test]
