@@ -261,7 +261,29 @@ const KNOWN: &[Known] = &[
         images: Some(true),
         pdf: Some(true),
     },
-    // o3-mini, o1-mini and gpt-3.5 read text only: no images, no files.
+    Known {
+        prefix: "o4-mini",
+        window: 200_000,
+        max_output: 100_000,
+        prices: (1.1, 4.4, 0.275, 1.1),
+        reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
+    },
+    Known {
+        prefix: "o3",
+        window: 200_000,
+        max_output: 100_000,
+        prices: (2.0, 8.0, 0.5, 2.0),
+        reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
+    },
+];
+
+/// Older models still served: known for their window, prices and what they take (o3-mini,
+/// o1-mini and gpt-3.5 read text only), but not offered in `/model`'s list.
+const OLDER: &[Known] = &[
     Known {
         prefix: "o3-mini",
         window: 200_000,
@@ -298,24 +320,6 @@ const KNOWN: &[Known] = &[
         images: Some(false),
         pdf: Some(false),
     },
-    Known {
-        prefix: "o4-mini",
-        window: 200_000,
-        max_output: 100_000,
-        prices: (1.1, 4.4, 0.275, 1.1),
-        reasoning: true,
-        images: Some(true),
-        pdf: Some(true),
-    },
-    Known {
-        prefix: "o3",
-        window: 200_000,
-        max_output: 100_000,
-        prices: (2.0, 8.0, 0.5, 2.0),
-        reasoning: true,
-        images: Some(true),
-        pdf: Some(true),
-    },
 ];
 
 /// What the built-in table knows of `model` (a model id without its provider).
@@ -323,6 +327,7 @@ pub fn lookup(model: &str) -> ModelInfo {
     let id = model.rsplit('/').next().unwrap_or(model);
     KNOWN
         .iter()
+        .chain(OLDER)
         .filter(|k| id.starts_with(k.prefix))
         .max_by_key(|k| k.prefix.len())
         .map(|k| ModelInfo {
@@ -343,6 +348,11 @@ pub fn lookup(model: &str) -> ModelInfo {
 /// The ids the built-in table knows, for `models/list`.
 pub fn known_ids() -> impl Iterator<Item = &'static str> {
     KNOWN.iter().map(|k| k.prefix)
+}
+
+/// Whether `id` is one of the older models the table knows without listing them.
+pub fn is_older(id: &str) -> bool {
+    OLDER.iter().any(|k| id.starts_with(k.prefix))
 }
 
 /// The provider whose own API serves a catalogue id: `anthropic` for Claude's, `openai`
@@ -506,6 +516,10 @@ mod tests {
             assert_eq!(info.refuses(seeing, &shot), None, "{seeing}");
             assert_eq!(info.refuses(seeing, &spec), None, "{seeing}");
         }
+        // Known, though not listed.
+        assert!(!known_ids().any(|id| id.starts_with("gpt-3.5") || id == "o3-mini"));
+        assert!(is_older("gpt-3.5-turbo-0125") && !is_older("gpt-4o"));
+        assert_eq!(lookup("o3-mini").input_price, Some(1.1));
         // Nobody knows: the provider is asked, and says.
         assert_eq!(lookup("llama3.2:3b").refuses("llama3.2:3b", &shot), None);
     }
