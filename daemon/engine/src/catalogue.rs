@@ -4,7 +4,9 @@
 //! Settings may describe models the table lacks (a local model's window) or override it;
 //! unknown models get conservative defaults and no price.
 //!
-//! It also knows each model's vendor, Claude Code's aliases, and how ids vary (dated, versioned).
+//! It also knows each model's vendor, Claude Code's aliases, and how ids vary (dated, versioned),
+//! and which models take images and PDFs: an attachment a model cannot take is refused before
+//! any request ([`ModelInfo::refuses`]).
 
 use serde::{Deserialize, Serialize};
 use stepper_protocol::Usage;
@@ -33,6 +35,12 @@ pub struct ModelInfo {
     /// provider's kind decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_dialect: Option<crate::dialect::ToolDialect>,
+    /// The model takes images. Unknown (absent): tried, and the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
+    /// The model takes PDF documents. Unknown (absent): tried, and the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pdf: Option<bool>,
 }
 
 /// For models nobody described: a window most models have, and an answer length every API
@@ -52,7 +60,30 @@ impl ModelInfo {
             cache_write_price: over.cache_write_price.or(self.cache_write_price),
             reasoning: over.reasoning.or(self.reasoning),
             tool_dialect: over.tool_dialect.or(self.tool_dialect),
+            images: over.images.or(self.images),
+            pdf: over.pdf.or(self.pdf),
         }
+    }
+
+    /// Why `model` cannot take the attachment `a`, as the user reads it; `None` when it can,
+    /// or when nobody knows (the provider then says).
+    pub fn refuses(&self, model: &str, a: &stepper_protocol::Attachment) -> Option<String> {
+        use stepper_protocol::AttachmentKind;
+        let (takes, what) = match a.kind {
+            AttachmentKind::Image => (self.images, "images"),
+            AttachmentKind::Document => (self.pdf, "PDF documents"),
+            // A kind from a newer client: the provider says.
+            _ => return None,
+        };
+        if takes != Some(false) {
+            return None;
+        }
+        Some(format!(
+            "model {model} takes no {what} ({}): switch with /model to one that does ({}), \
+             or send the text alone",
+            a.label(),
+            SEES_ALL.join(", ")
+        ))
     }
 
     pub fn context_window(&self) -> u64 {
@@ -92,7 +123,14 @@ struct Known {
     /// input, output, cache read, cache write — $ per million tokens.
     prices: (f64, f64, f64, f64),
     reasoning: bool,
+    /// Takes images; `None` where the vendors' pages disagree.
+    images: Option<bool>,
+    /// Takes PDF documents.
+    pdf: Option<bool>,
 }
+
+/// Models that take images and PDFs, named when another cannot.
+const SEES_ALL: &[&str] = &["anthropic/claude-sonnet-4-5", "openai/gpt-5"];
 
 // Public list prices as of late 2025. Longer prefixes first, so the most specific wins.
 const KNOWN: &[Known] = &[
@@ -102,6 +140,8 @@ const KNOWN: &[Known] = &[
         max_output: 32_000,
         prices: (15.0, 75.0, 1.5, 18.75),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "claude-opus-4",
@@ -109,6 +149,8 @@ const KNOWN: &[Known] = &[
         max_output: 32_000,
         prices: (15.0, 75.0, 1.5, 18.75),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "claude-sonnet-4-5",
@@ -116,6 +158,8 @@ const KNOWN: &[Known] = &[
         max_output: 64_000,
         prices: (3.0, 15.0, 0.3, 3.75),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "claude-sonnet-4",
@@ -123,6 +167,8 @@ const KNOWN: &[Known] = &[
         max_output: 64_000,
         prices: (3.0, 15.0, 0.3, 3.75),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "claude-haiku-4-5",
@@ -130,6 +176,8 @@ const KNOWN: &[Known] = &[
         max_output: 64_000,
         prices: (1.0, 5.0, 0.1, 1.25),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "claude-3-5-haiku",
@@ -137,6 +185,9 @@ const KNOWN: &[Known] = &[
         max_output: 8192,
         prices: (0.8, 4.0, 0.08, 1.0),
         reasoning: false,
+        // Anthropic's and resellers' pages disagree on whether it sees: left to the API.
+        images: None,
+        pdf: None,
     },
     Known {
         prefix: "gpt-5-codex",
@@ -144,6 +195,8 @@ const KNOWN: &[Known] = &[
         max_output: 128_000,
         prices: (1.25, 10.0, 0.125, 1.25),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "gpt-5-mini",
@@ -151,6 +204,8 @@ const KNOWN: &[Known] = &[
         max_output: 128_000,
         prices: (0.25, 2.0, 0.025, 0.25),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "gpt-5-nano",
@@ -158,6 +213,8 @@ const KNOWN: &[Known] = &[
         max_output: 128_000,
         prices: (0.05, 0.4, 0.005, 0.05),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "gpt-5",
@@ -165,6 +222,8 @@ const KNOWN: &[Known] = &[
         max_output: 128_000,
         prices: (1.25, 10.0, 0.125, 1.25),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "gpt-4.1-mini",
@@ -172,6 +231,8 @@ const KNOWN: &[Known] = &[
         max_output: 32_768,
         prices: (0.4, 1.6, 0.1, 0.4),
         reasoning: false,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "gpt-4.1",
@@ -179,6 +240,8 @@ const KNOWN: &[Known] = &[
         max_output: 32_768,
         prices: (2.0, 8.0, 0.5, 2.0),
         reasoning: false,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "gpt-4o-mini",
@@ -186,6 +249,8 @@ const KNOWN: &[Known] = &[
         max_output: 16_384,
         prices: (0.15, 0.6, 0.075, 0.15),
         reasoning: false,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "gpt-4o",
@@ -193,6 +258,8 @@ const KNOWN: &[Known] = &[
         max_output: 16_384,
         prices: (2.5, 10.0, 1.25, 2.5),
         reasoning: false,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "o4-mini",
@@ -200,6 +267,8 @@ const KNOWN: &[Known] = &[
         max_output: 100_000,
         prices: (1.1, 4.4, 0.275, 1.1),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
     },
     Known {
         prefix: "o3",
@@ -207,6 +276,49 @@ const KNOWN: &[Known] = &[
         max_output: 100_000,
         prices: (2.0, 8.0, 0.5, 2.0),
         reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
+    },
+];
+
+/// Older models still served: known for their window, prices and what they take (o3-mini,
+/// o1-mini and gpt-3.5 read text only), but not offered in `/model`'s list.
+const OLDER: &[Known] = &[
+    Known {
+        prefix: "o3-mini",
+        window: 200_000,
+        max_output: 100_000,
+        prices: (1.1, 4.4, 0.55, 1.1),
+        reasoning: true,
+        images: Some(false),
+        pdf: Some(false),
+    },
+    Known {
+        prefix: "o1-mini",
+        window: 128_000,
+        max_output: 65_536,
+        prices: (1.1, 4.4, 0.55, 1.1),
+        reasoning: true,
+        images: Some(false),
+        pdf: Some(false),
+    },
+    Known {
+        prefix: "o1",
+        window: 200_000,
+        max_output: 100_000,
+        prices: (15.0, 60.0, 7.5, 15.0),
+        reasoning: true,
+        images: Some(true),
+        pdf: Some(true),
+    },
+    Known {
+        prefix: "gpt-3.5-turbo",
+        window: 16_385,
+        max_output: 4096,
+        prices: (0.5, 1.5, 0.5, 0.5),
+        reasoning: false,
+        images: Some(false),
+        pdf: Some(false),
     },
 ];
 
@@ -215,6 +327,7 @@ pub fn lookup(model: &str) -> ModelInfo {
     let id = model.rsplit('/').next().unwrap_or(model);
     KNOWN
         .iter()
+        .chain(OLDER)
         .filter(|k| id.starts_with(k.prefix))
         .max_by_key(|k| k.prefix.len())
         .map(|k| ModelInfo {
@@ -226,6 +339,8 @@ pub fn lookup(model: &str) -> ModelInfo {
             cache_write_price: Some(k.prices.3),
             reasoning: Some(k.reasoning),
             tool_dialect: None,
+            images: k.images,
+            pdf: k.pdf,
         })
         .unwrap_or_default()
 }
@@ -233,6 +348,11 @@ pub fn lookup(model: &str) -> ModelInfo {
 /// The ids the built-in table knows, for `models/list`.
 pub fn known_ids() -> impl Iterator<Item = &'static str> {
     KNOWN.iter().map(|k| k.prefix)
+}
+
+/// Whether `id` is one of the older models the table knows without listing them.
+pub fn is_older(id: &str) -> bool {
+    OLDER.iter().any(|k| id.starts_with(k.prefix))
 }
 
 /// The provider whose own API serves a catalogue id: `anthropic` for Claude's, `openai`
@@ -343,6 +463,82 @@ mod tests {
         assert_eq!(nearest("gpt5-mini", ids.iter().copied(), 1), ["gpt-5-mini"]);
         assert_eq!(alias("opus"), Some("anthropic/claude-opus-4-1"));
         assert_eq!(vendor("o3"), "openai");
+    }
+
+    fn attachment(
+        kind: stepper_protocol::AttachmentKind,
+        name: &str,
+    ) -> stepper_protocol::Attachment {
+        stepper_protocol::Attachment {
+            kind,
+            media_type: "image/png".into(),
+            name: name.into(),
+            size: 120 * 1024,
+            sha256: "ab".into(),
+            width: None,
+            height: None,
+            pages: None,
+        }
+    }
+
+    #[test]
+    fn a_model_that_takes_no_images_says_so_and_what_to_do() {
+        use stepper_protocol::AttachmentKind::{Document, Image};
+        let shot = attachment(Image, "shot.png");
+        let spec = attachment(Document, "spec.pdf");
+        assert_eq!(
+            lookup("o3-mini-2025-01-31")
+                .refuses("openai/o3-mini", &shot)
+                .as_deref(),
+            Some(
+                "model openai/o3-mini takes no images ([image: shot.png 120 KB]): switch with \
+                 /model to one that does (anthropic/claude-sonnet-4-5, openai/gpt-5), or send \
+                 the text alone"
+            )
+        );
+        assert!(
+            lookup("gpt-3.5-turbo")
+                .refuses("gpt-3.5-turbo", &spec)
+                .is_some_and(|m| m.starts_with("model gpt-3.5-turbo takes no PDF documents"))
+        );
+        assert!(lookup("o1-mini").refuses("o1-mini", &shot).is_some());
+        for seeing in [
+            "claude-sonnet-4-5",
+            "claude-haiku-4-5",
+            "gpt-4o-mini",
+            "gpt-4.1",
+            "gpt-5.1",
+            "o3",
+            "o4-mini",
+            "o1",
+        ] {
+            let info = lookup(seeing);
+            assert_eq!(info.refuses(seeing, &shot), None, "{seeing}");
+            assert_eq!(info.refuses(seeing, &spec), None, "{seeing}");
+        }
+        // Known, though not listed.
+        assert!(!known_ids().any(|id| id.starts_with("gpt-3.5") || id == "o3-mini"));
+        assert!(is_older("gpt-3.5-turbo-0125") && !is_older("gpt-4o"));
+        assert_eq!(lookup("o3-mini").input_price, Some(1.1));
+        // Nobody knows: the provider is asked, and says.
+        assert_eq!(lookup("llama3.2:3b").refuses("llama3.2:3b", &shot), None);
+    }
+
+    #[test]
+    fn settings_say_what_a_model_takes_over_the_table() {
+        let local: ModelInfo = serde_json::from_value(serde_json::json!({
+            "contextWindow": 32768, "images": false, "pdf": true
+        }))
+        .unwrap();
+        assert_eq!((local.images, local.pdf), (Some(false), Some(true)));
+        let merged = lookup("gpt-4o").overlay(&local);
+        assert_eq!((merged.images, merged.pdf), (Some(false), Some(true)));
+        let kept = lookup("gpt-4o").overlay(&ModelInfo::default());
+        assert_eq!((kept.images, kept.pdf), (Some(true), Some(true)));
+        assert_eq!(
+            serde_json::to_value(&local).unwrap(),
+            serde_json::json!({"contextWindow": 32768, "images": false, "pdf": true})
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::accumulator::MessageAccumulator;
+use crate::media_tokens::Accounting;
 use crate::provider::{ChatMessage, ChatRequest, ContentPart, LlmProvider, Role, StopReason};
 use stepper_protocol::Usage;
 
@@ -81,21 +82,31 @@ pub fn tokens(bytes: usize) -> u64 {
 }
 
 /// The estimated size of a request, in tokens: its system prompt, its tools' definitions
-/// and its messages.
+/// and its messages, images and PDFs counted as its model's vendor counts them.
 pub fn estimate(request: &ChatRequest) -> u64 {
     tokens(
         request.system.as_deref().map_or(0, str::len)
-            + serde_json::to_string(&request.tools).map_or(0, |s| s.len())
-            + messages_bytes(&request.messages),
-    )
+            + serde_json::to_string(&request.tools).map_or(0, |s| s.len()),
+    ) + messages_tokens(Accounting::of_model(&request.model), &request.messages)
 }
 
-/// The bytes of messages as JSON.
+/// The bytes of messages as JSON (an attachment's name and size, never its bytes).
 pub fn messages_bytes(messages: &[ChatMessage]) -> usize {
     messages
         .iter()
         .map(|m| serde_json::to_string(m).map_or(0, |s| s.len()))
         .sum()
+}
+
+/// Messages in estimated tokens: their JSON, and each image and PDF by `accounting`
+/// ([`Accounting::of`] a provider kind, or [`Accounting::of_model`]).
+pub fn messages_tokens(accounting: Accounting, messages: &[ChatMessage]) -> u64 {
+    tokens(messages_bytes(messages))
+        + messages
+            .iter()
+            .flat_map(ChatMessage::media)
+            .map(|m| accounting.tokens(&m.about))
+            .sum::<u64>()
 }
 
 /// Compact `request`'s messages: prune, then (when `manual`, or still over `target`
@@ -115,6 +126,7 @@ pub async fn compact(
     let keep_from = messages.len().saturating_sub(KEEP);
     let mut pruned = 0;
     for message in &mut messages[..keep_from] {
+        pruned += drop_media(message);
         for part in &mut message.content {
             if let ContentPart::ToolResult { content, .. } = part
                 && content.len() > PRUNE_OVER
@@ -175,15 +187,43 @@ pub async fn compact(
 }
 
 /// Whether compaction can make `messages` smaller: there is something before the kept
-/// messages to summarise, or an old tool output to prune.
+/// messages to summarise, or an old tool output or image to prune.
 pub fn can_compact(messages: &[ChatMessage]) -> bool {
     let keep_from = messages.len().saturating_sub(KEEP);
     split_point(messages) > 0
         || messages[..keep_from].iter().any(|m| {
-            m.content.iter().any(
+            m.media().next().is_some()
+                || m.content.iter().any(
             |p| matches!(p, ContentPart::ToolResult { content, .. } if content.len() > PRUNE_OVER),
         )
         })
+}
+
+/// An old message's images and PDFs become their labels (`[image: shot.png 120 KB]`), so a
+/// compacted context does not send them again on every call. Returns how many went.
+fn drop_media(message: &mut ChatMessage) -> u32 {
+    let mut dropped = 0;
+    for part in &mut message.content {
+        match part {
+            ContentPart::Attachment { media } => {
+                *part = ContentPart::Text {
+                    text: format!("{} (no longer shown, to save context)", media.about.label()),
+                };
+                dropped += 1;
+            }
+            ContentPart::ToolResult { content, media, .. } if !media.is_empty() => {
+                for m in media.drain(..) {
+                    content.push_str(&format!(
+                        "\n{} (no longer shown, to save context)",
+                        m.about.label()
+                    ));
+                    dropped += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    dropped
 }
 
 /// Where the kept messages start: the last assistant message at or before `len - KEEP`
@@ -215,7 +255,17 @@ async fn summarise(
                 ContentPart::ToolCall {
                     name, arguments, ..
                 } => ("Tool call", format!("{name} {arguments}")),
-                ContentPart::ToolResult { content, .. } => ("Tool result", content.clone()),
+                // Images and PDFs by their labels: the summariser is sent text alone.
+                ContentPart::ToolResult { content, media, .. } => {
+                    // Labels first: a long output is cut below.
+                    let mut text: String = media.iter().map(|m| m.about.label() + "\n").collect();
+                    text.push_str(content);
+                    ("Tool result", text)
+                }
+                ContentPart::Attachment { media } => match message.role {
+                    Role::User => ("User", media.about.label()),
+                    Role::Assistant => ("Assistant", media.about.label()),
+                },
                 _ => continue,
             };
             let text: String = text.chars().take(SUMMARY_INPUT_PER_MESSAGE).collect();
@@ -355,6 +405,169 @@ mod tests {
         cancel.cancel();
         let done = compact(&request, &whole, "m", 0, true, None, &cancel).await;
         assert!(done.error.unwrap().contains("interrupted"));
+    }
+
+    fn shot(width: u32, height: u32) -> crate::provider::Media {
+        let about = stepper_protocol::Attachment {
+            kind: stepper_protocol::AttachmentKind::Image,
+            media_type: "image/png".into(),
+            name: "shot.png".into(),
+            size: 120 * 1024,
+            sha256: "ab".into(),
+            width: Some(width),
+            height: Some(height),
+            pages: None,
+        };
+        crate::provider::Media::new(about, std::sync::Arc::from(&b"PNG-BYTES"[..]))
+    }
+
+    fn with_attachment(text: &str) -> ChatMessage {
+        ChatMessage {
+            role: Role::User,
+            content: vec![
+                ContentPart::Attachment {
+                    media: shot(1000, 1000),
+                },
+                ContentPart::Text { text: text.into() },
+            ],
+        }
+    }
+
+    fn shown(id: &str) -> ChatMessage {
+        ChatMessage {
+            role: Role::User,
+            content: vec![ContentPart::ToolResult {
+                media: vec![shot(1024, 1024)],
+                call_id: id.into(),
+                content: "read shot.png".into(),
+                is_error: false,
+            }],
+        }
+    }
+
+    #[test]
+    fn an_image_counts_as_its_model_counts_it() {
+        let text_only = ChatRequest::new("claude-sonnet-4-5", vec![ChatMessage::user("look")]);
+        let with = ChatRequest::new("claude-sonnet-4-5", vec![with_attachment("look")]);
+        // 1000 × 1000 is 1334 tokens to Anthropic, 765 (four tiles) to OpenAI; the
+        // attachment's name in the JSON adds a few dozen.
+        let anthropic = estimate(&with) - estimate(&text_only);
+        assert!((1334..1334 + 80).contains(&anthropic), "{anthropic}");
+        let openai = estimate(&ChatRequest {
+            model: "gpt-5".into(),
+            ..with.clone()
+        }) - estimate(&text_only);
+        assert!((765..765 + 80).contains(&openai), "{openai}");
+        let shown = messages_tokens(
+            Accounting::of(crate::provider::ProviderKind::Openai),
+            &[call("1"), shown("1")],
+        );
+        assert!(shown >= 765, "{shown}");
+    }
+
+    /// A summariser that keeps what it was asked, and answers `SUMMARY`.
+    struct Keeps(std::sync::Mutex<Vec<ChatRequest>>);
+
+    impl LlmProvider for Keeps {
+        fn name(&self) -> &str {
+            "keeps"
+        }
+        fn chat_stream(&self, r: ChatRequest, c: CancellationToken) -> crate::provider::ChatStream {
+            self.0.lock().unwrap().push(r.clone());
+            Says("SUMMARY", Some(StopReason::EndTurn)).chat_stream(r, c)
+        }
+    }
+
+    /// A session that was shown pictures early, and one at its end.
+    fn session_with_pictures() -> ChatRequest {
+        let mut messages = vec![with_attachment("what is wrong here?")];
+        messages.push(call("1"));
+        messages.push(shown("1"));
+        for i in 0..6 {
+            messages.push(ChatMessage::assistant(format!("answer {i}")));
+            messages.push(ChatMessage::user(format!("question {i}")));
+        }
+        messages.push(ChatMessage::assistant("and now?"));
+        messages.push(with_attachment("and this one?"));
+        ChatRequest::new("claude-sonnet-4-5", messages)
+    }
+
+    #[tokio::test]
+    async fn the_summariser_reads_labels_and_old_pictures_are_not_sent_again() {
+        let request = session_with_pictures();
+        let keeps = Keeps(Default::default());
+        let done = compact(
+            &request,
+            &keeps,
+            "m",
+            0,
+            true,
+            None,
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(done.error, None);
+        let asked = keeps.0.lock().unwrap().pop().unwrap();
+        assert!(
+            asked.messages.iter().all(|m| m.media().next().is_none()),
+            "the summariser is sent text alone: {asked:?}"
+        );
+        let ask = asked.messages[0].text();
+        assert!(ask.contains("User: [image: shot.png 120 KB]"), "{ask}");
+        assert!(
+            ask.contains("Tool result: read shot.png\n[image: shot.png 120 KB]"),
+            "{ask}"
+        );
+        assert!(!ask.contains("UE5HLUJZVEVT") && !ask.contains("PNG-BYTES"));
+        // Only the last message, kept verbatim, still shows its picture, bytes and all.
+        let pictures: Vec<_> = done.messages.iter().flat_map(ChatMessage::media).collect();
+        assert_eq!(pictures.len(), 1, "{:?}", done.messages);
+        assert!(!pictures[0].needs_bytes());
+        assert_eq!(done.messages.last(), request.messages.last());
+        assert!(done.after < done.before);
+    }
+
+    #[tokio::test]
+    async fn pruning_alone_turns_old_pictures_into_their_labels() {
+        let request = session_with_pictures();
+        struct Never;
+        impl LlmProvider for Never {
+            fn name(&self) -> &str {
+                "never"
+            }
+            fn chat_stream(
+                &self,
+                _: ChatRequest,
+                _: CancellationToken,
+            ) -> crate::provider::ChatStream {
+                panic!("pruning was enough: no summary is asked for")
+            }
+        }
+        assert!(can_compact(&request.messages[..8]));
+        let done = compact(
+            &request,
+            &Never,
+            "m",
+            estimate(&request),
+            false,
+            None,
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!((done.pruned, done.summarized), (2, 0));
+        assert_eq!(
+            done.messages[0].content[0],
+            ContentPart::Text {
+                text: "[image: shot.png 120 KB] (no longer shown, to save context)".into()
+            }
+        );
+        assert!(matches!(
+            &done.messages[2].content[0],
+            ContentPart::ToolResult { media, content, .. }
+                if media.is_empty() && content.ends_with("\n[image: shot.png 120 KB] (no longer shown, to save context)")
+        ));
+        assert_eq!(done.messages.iter().flat_map(ChatMessage::media).count(), 1);
+        assert!(done.after + 2000 < done.before, "{done:?}");
     }
 
     #[tokio::test]

@@ -18,6 +18,7 @@ pub mod dialect;
 pub mod gate;
 pub mod hooks;
 pub mod interrupt;
+pub mod media_tokens;
 pub mod model;
 pub mod orchestrator;
 pub mod prompt;

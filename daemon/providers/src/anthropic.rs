@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sse::SseEvent;
 use crate::stream::{
-    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, parse_event, post_stream,
+    Endpoint, RetryPolicy, WireError, WireFormat, check_media, idle_timeout_from_env, parse_event,
+    post_stream, refusal,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -74,6 +75,9 @@ impl LlmProvider for Anthropic {
     }
 
     fn chat_stream(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if let Err(e) = check_media(&request) {
+            return refusal(e);
+        }
         post_stream(
             Arc::clone(&self.endpoint),
             request_body(&request),
@@ -212,7 +216,7 @@ fn block(part: &ContentPart) -> Option<Value> {
 }
 
 /// An image or PDF as Anthropic takes it: base64 in the request.
-fn media_block(media: &Media) -> Value {
+pub(crate) fn media_block(media: &Media) -> Value {
     let source = json!({
         "type": "base64", "media_type": media.about.media_type, "data": media.base64()
     });
@@ -603,6 +607,40 @@ mod tests {
         assert_eq!(
             body["messages"][0]["content"][0],
             json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "72F", "is_error": false, "cache_control": {"type": "ephemeral"}})
+        );
+    }
+
+    #[test]
+    fn attachments_go_as_image_and_document_blocks_before_the_text() {
+        let mut req = ChatRequest::new("claude-sonnet-4-5", vec![testing::attached_input()]);
+        req.cache = false;
+        let body = request_body(&req);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "UE5HIQ=="}},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERg=="}, "title": "spec.pdf"},
+                {"type": "text", "text": "What is wrong here?"}
+            ]}])
+        );
+    }
+
+    #[test]
+    fn a_tool_result_shows_its_image_inside_the_tool_result_block() {
+        let mut messages = vec![ChatMessage::user("look")];
+        messages.extend(testing::tool_shown_image());
+        let mut req = ChatRequest::new("claude-sonnet-4-5", messages);
+        req.cache = false;
+        let body = request_body(&req);
+        assert_eq!(
+            body["messages"][2],
+            json!({"role": "user", "content": [{
+                "type": "tool_result", "tool_use_id": "call_1", "is_error": false,
+                "content": [
+                    {"type": "text", "text": "shot.png: 2 x 2 PNG"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "UE5HIQ=="}}
+                ]
+            }]})
         );
     }
 

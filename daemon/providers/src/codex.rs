@@ -86,6 +86,9 @@ impl LlmProvider for Codex {
     }
 
     fn chat_stream(&self, mut request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if let Err(e) = crate::stream::check_media(&request) {
+            return crate::stream::refusal(e);
+        }
         let (http, oauth, path, base) = (
             self.http.clone(),
             Arc::clone(&self.oauth),

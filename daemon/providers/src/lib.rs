@@ -434,6 +434,12 @@ impl Providers {
         )))
     }
 
+    /// The kind of `model`'s provider, without resolving it (no key needed); `None` for a
+    /// provider nobody described.
+    pub fn kind_of(&self, model: &ModelRef, settings: &Settings) -> Option<ProviderKind> {
+        self.config_for(&model.provider, settings).map(|c| c.kind)
+    }
+
     /// The tool dialect `model` is offered, without resolving it (no key needed): its
     /// entry's, else its provider kind's.
     pub fn dialect_of(&self, model: &ModelRef, settings: &Settings) -> ToolDialect {
@@ -480,7 +486,10 @@ impl Providers {
             _ => return None,
         };
         let id = model.model.as_str();
-        if ids.iter().any(|known| id.starts_with(known)) || config.models.contains_key(id) {
+        if ids.iter().any(|known| id.starts_with(known))
+            || (config.kind != ProviderKind::Anthropic && catalogue::is_older(id))
+            || config.models.contains_key(id)
+        {
             return None;
         }
         let near = stepper_engine::config::validate::closest(id, &ids)
@@ -656,6 +665,8 @@ mod tests {
             "anthropic/claude-sonnet-4-5-20250929",
             "anthropic/claude-next",
             "openai/gpt-5.1",
+            "openai/gpt-3.5-turbo",
+            "openai/o3-mini",
             "codex/gpt-5-codex",
             "local/anything",
             "ollama/llama3.2",
@@ -675,6 +686,7 @@ mod tests {
         );
         // A family's ids are not another's.
         assert!(unknown("anthropic/gpt-5").is_some());
+        assert!(unknown("anthropic/o1-mini").is_some());
         assert!(unknown("nowhere/m").unwrap().hint.contains("providers"));
     }
 

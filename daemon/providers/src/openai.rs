@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sse::SseEvent;
 use crate::stream::{
-    Endpoint, RetryPolicy, WireError, WireFormat, idle_timeout_from_env, parse_event, post_stream,
+    Endpoint, RetryPolicy, WireError, WireFormat, check_media, idle_timeout_from_env, parse_event,
+    post_stream, refusal,
 };
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -89,6 +90,9 @@ impl LlmProvider for OpenAi {
     }
 
     fn chat_stream(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if let Err(e) = check_media(&request) {
+            return refusal(e);
+        }
         post_stream(
             Arc::clone(&self.endpoint),
             request_body(&request),
@@ -112,12 +116,28 @@ pub(crate) fn input_media(media: &Media) -> Value {
 pub fn request_body(request: &ChatRequest) -> Value {
     let mut input = Vec::new();
     for m in &request.messages {
+        // A user's attachments go in one message with the text that follows them (the
+        // words about them); each other text part is a message of its own, as Codex sends
+        // its environment context.
+        let mut said: Vec<Value> = Vec::new();
         for part in &m.content {
+            if m.role == Role::User {
+                match part {
+                    ContentPart::Text { text } if !text.is_empty() => {
+                        said.push(json!({ "type": "input_text", "text": text }));
+                        flush_user(&mut input, &mut said);
+                        continue;
+                    }
+                    ContentPart::Attachment { media } => {
+                        said.push(input_media(media));
+                        continue;
+                    }
+                    _ => flush_user(&mut input, &mut said),
+                }
+            }
             match (m.role, part) {
                 (_, ContentPart::Text { text }) if text.is_empty() => {}
-                (Role::User, ContentPart::Text { text }) => input.push(json!({
-                    "role": "user", "content": [{ "type": "input_text", "text": text }]
-                })),
+                (Role::User, ContentPart::Text { .. } | ContentPart::Attachment { .. }) => {}
                 (Role::Assistant, ContentPart::Text { text }) => input.push(json!({
                     "type": "message", "role": "assistant",
                     "content": [{ "type": "output_text", "text": text }]
@@ -137,9 +157,6 @@ pub fn request_body(request: &ChatRequest) -> Value {
                         "type": "function_call_output", "call_id": call_id, "output": output
                     }))
                 }
-                (Role::User, ContentPart::Attachment { media }) => input.push(json!({
-                    "role": "user", "content": [input_media(media)]
-                })),
                 // An assistant never attaches anything.
                 (Role::Assistant, ContentPart::Attachment { .. }) => {}
                 // With `store: false` an item id refers to nothing: the reasoning goes back by
@@ -153,6 +170,7 @@ pub fn request_body(request: &ChatRequest) -> Value {
                 (_, ContentPart::Reasoning { .. } | ContentPart::Thinking { .. } | ContentPart::RedactedThinking { .. }) => {}
             }
         }
+        flush_user(&mut input, &mut said);
     }
     let mut body = json!({
         "model": request.model,
@@ -190,6 +208,13 @@ pub fn request_body(request: &ChatRequest) -> Value {
         body["include"] = json!(["reasoning.encrypted_content"]);
     }
     body
+}
+
+/// A user message of what was gathered, if anything was.
+fn flush_user(input: &mut Vec<Value>, said: &mut Vec<Value>) {
+    if !said.is_empty() {
+        input.push(json!({ "role": "user", "content": std::mem::take(said) }));
+    }
 }
 
 /// The Responses stream, event by event.
@@ -561,6 +586,49 @@ mod tests {
         assert_eq!(
             body["input"][1],
             json!({"type": "function_call_output", "call_id": "call_1", "output": "a b"})
+        );
+    }
+
+    #[test]
+    fn attachments_go_as_input_image_and_input_file_with_the_text() {
+        let body = request_body(&ChatRequest::new(
+            "gpt-5.1",
+            vec![testing::attached_input()],
+        ));
+        assert_eq!(
+            body["input"],
+            json!([{"role": "user", "content": [
+                {"type": "input_image", "image_url": "data:image/png;base64,UE5HIQ==", "detail": "auto"},
+                {"type": "input_file", "filename": "spec.pdf", "file_data": "data:application/pdf;base64,JVBERg=="},
+                {"type": "input_text", "text": "What is wrong here?"}
+            ]}])
+        );
+    }
+
+    #[test]
+    fn text_after_the_words_stays_a_message_of_its_own() {
+        let mut input = testing::attached_input();
+        input.content.push(ContentPart::Text {
+            text: "<environment_context>".into(),
+        });
+        let body = request_body(&ChatRequest::new("gpt-5.1", vec![input]));
+        assert_eq!(body["input"][0]["content"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            body["input"][1],
+            json!({"role": "user", "content": [{"type": "input_text", "text": "<environment_context>"}]})
+        );
+        assert_eq!(body["input"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_tool_result_shows_its_image_in_the_function_call_output() {
+        let body = request_body(&ChatRequest::new("gpt-5.1", testing::tool_shown_image()));
+        assert_eq!(
+            body["input"][1],
+            json!({"type": "function_call_output", "call_id": "call_1", "output": [
+                {"type": "input_text", "text": "shot.png: 2 x 2 PNG"},
+                {"type": "input_image", "image_url": "data:image/png;base64,UE5HIQ==", "detail": "auto"}
+            ]})
         );
     }
 

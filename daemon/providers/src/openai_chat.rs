@@ -49,6 +49,9 @@ impl LlmProvider for OpenAiChat {
     }
 
     fn chat_stream(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if let Err(e) = crate::stream::check_media(&request) {
+            return crate::stream::refusal(e);
+        }
         post_stream(
             Arc::clone(&self.endpoint),
             request_body(&request),
@@ -419,6 +422,34 @@ mod tests {
             json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"})
         );
         assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    #[test]
+    fn attachments_go_as_image_url_and_file_parts_before_the_text() {
+        let body = request_body(&ChatRequest::new("gpt-4o", vec![testing::attached_input()]));
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,UE5HIQ=="}},
+                {"type": "file", "file": {"filename": "spec.pdf", "file_data": "data:application/pdf;base64,JVBERg=="}},
+                {"type": "text", "text": "What is wrong here?"}
+            ]}])
+        );
+    }
+
+    #[test]
+    fn a_tool_result_image_follows_the_tool_message_in_a_user_message() {
+        let body = request_body(&ChatRequest::new("gpt-4o", testing::tool_shown_image()));
+        assert_eq!(
+            body["messages"].as_array().unwrap()[1..],
+            [
+                json!({"role": "tool", "tool_call_id": "call_1", "content": "shot.png: 2 x 2 PNG"}),
+                json!({"role": "user", "content": [
+                    {"type": "text", "text": "What the tool call call_1 showed:"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,UE5HIQ=="}}
+                ]})
+            ]
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
 use reqwest::header::HeaderMap;
-use stepper_engine::{ChatEvent, ChatStream, ProviderError};
+use stepper_engine::{ChatEvent, ChatRequest, ChatStream, ProviderError};
 use tokio_util::sync::CancellationToken;
 
 use crate::sse::{SseEvent, SseParser};
@@ -203,6 +203,70 @@ pub(crate) mod testing {
         out.into()
     }
 
+    /// An attachment with its bytes, as a session hands it to a provider.
+    pub fn media(name: &str, media_type: &str, bytes: &[u8]) -> stepper_engine::Media {
+        let kind = if media_type == "application/pdf" {
+            stepper_protocol::AttachmentKind::Document
+        } else {
+            stepper_protocol::AttachmentKind::Image
+        };
+        let about = stepper_protocol::Attachment {
+            kind,
+            media_type: media_type.into(),
+            name: name.into(),
+            size: bytes.len() as u64,
+            sha256: "00".into(),
+            width: None,
+            height: None,
+            pages: None,
+        };
+        stepper_engine::Media::new(about, bytes.into())
+    }
+
+    /// A user's input as the session builds it: a picture (`PNG!`, `UE5HIQ==` in base64)
+    /// and a PDF (`%PDF`, `JVBERg==`) before the text.
+    pub fn attached_input() -> stepper_engine::ChatMessage {
+        use stepper_engine::ContentPart;
+        stepper_engine::ChatMessage {
+            role: stepper_engine::Role::User,
+            content: vec![
+                ContentPart::Attachment {
+                    media: media("shot.png", "image/png", b"PNG!"),
+                },
+                ContentPart::Attachment {
+                    media: media("spec.pdf", "application/pdf", b"%PDF"),
+                },
+                ContentPart::Text {
+                    text: "What is wrong here?".into(),
+                },
+            ],
+        }
+    }
+
+    /// A tool call (`read` of a picture) and its result carrying the picture.
+    pub fn tool_shown_image() -> Vec<stepper_engine::ChatMessage> {
+        use stepper_engine::ContentPart;
+        vec![
+            stepper_engine::ChatMessage {
+                role: stepper_engine::Role::Assistant,
+                content: vec![ContentPart::ToolCall {
+                    id: "call_1".into(),
+                    name: "read".into(),
+                    arguments: serde_json::json!({"path": "shot.png"}),
+                }],
+            },
+            stepper_engine::ChatMessage {
+                role: stepper_engine::Role::User,
+                content: vec![ContentPart::ToolResult {
+                    call_id: "call_1".into(),
+                    content: "shot.png: 2 x 2 PNG".into(),
+                    is_error: false,
+                    media: vec![media("shot.png", "image/png", b"PNG!")],
+                }],
+            },
+        ]
+    }
+
     /// The message the shared accumulator makes of `input`.
     pub fn accumulate<W: WireFormat>(wire: W, input: &str) -> stepper_engine::Accumulated {
         let mut acc = stepper_engine::MessageAccumulator::new();
@@ -313,6 +377,29 @@ fn seconds(d: Duration) -> String {
 }
 
 /// POST `body` and stream the answer through `make_wire`'s format.
+/// Refuses a request holding an attachment whose bytes were never loaded: sent, it would
+/// go with empty base64 and the model would answer about nothing.
+pub fn check_media(request: &ChatRequest) -> Result<(), ProviderError> {
+    match request
+        .messages
+        .iter()
+        .flat_map(|m| m.media())
+        .find(|m| m.needs_bytes())
+    {
+        Some(m) => Err(ProviderError::Config(format!(
+            "an attachment's bytes were not loaded ({}): this is a bug in stepper, please \
+             report it; nothing was sent",
+            m.about.label()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A stream of one error: a request refused before anything was sent.
+pub fn refusal(error: ProviderError) -> ChatStream {
+    futures::stream::iter([Err(error)]).boxed()
+}
+
 pub fn post_stream<W, F>(
     endpoint: Arc<Endpoint>,
     body: serde_json::Value,
@@ -649,6 +736,68 @@ pub fn root_cause(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every provider that speaks HTTP, pointed at a listener that counts as a connection
+    /// anything that reaches it.
+    fn providers(url: &str) -> Vec<Box<dyn stepper_engine::LlmProvider>> {
+        let http = reqwest::Client::new();
+        let none = HeaderMap::new();
+        let oauth = crate::auth::CodexOAuth::new(
+            reqwest::Url::parse(url).unwrap(),
+            "http://localhost:1455/auth/callback",
+        );
+        vec![
+            Box::new(crate::anthropic::Anthropic::new(http.clone(), url, "k", &none).unwrap()),
+            Box::new(
+                crate::openai::OpenAi::new("openai", http.clone(), url, Some("k"), &none).unwrap(),
+            ),
+            Box::new(
+                crate::openai_chat::OpenAiChat::new("local", http.clone(), url, None, &none)
+                    .unwrap(),
+            ),
+            Box::new(crate::codex::Codex::new(
+                http,
+                url.into(),
+                std::sync::Arc::new(oauth),
+                std::path::PathBuf::from("/nonexistent/credentials.json"),
+            )),
+        ]
+    }
+
+    #[tokio::test]
+    async fn an_attachment_without_its_bytes_is_refused_before_anything_is_sent() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let mut input = testing::attached_input();
+        // As a context read back from the store holds it: the attachment named, no bytes.
+        for media in input.media_mut().skip(1) {
+            media.data = None;
+        }
+        for provider in providers(&url) {
+            let request = ChatRequest::new("m", vec![input.clone()]);
+            let out: Vec<_> = provider
+                .chat_stream(request, CancellationToken::new())
+                .collect()
+                .await;
+            match &out[..] {
+                [Err(ProviderError::Config(m))] => assert_eq!(
+                    m,
+                    "an attachment's bytes were not loaded ([document: spec.pdf 4 B]): this is \
+                     a bug in stepper, please report it; nothing was sent",
+                    "{}",
+                    provider.name()
+                ),
+                other => panic!("{}: {other:?}", provider.name()),
+            }
+        }
+        // The streams have ended: a connection made would be waiting here.
+        assert_eq!(
+            listener.accept().map(|_| ()).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock
+        );
+        assert!(check_media(&ChatRequest::new("m", vec![testing::attached_input()])).is_ok());
+    }
 
     #[test]
     fn retry_after_is_honoured_and_capped() {

@@ -100,6 +100,9 @@ impl ClaudeCode {
     /// Run one turn; its events go to `sink`.
     pub async fn turn<S: EventSink>(&mut self, t: TurnSpec<'_>, sink: &S) -> Outcome {
         let cli = Cli::ClaudeCode;
+        if let Some(refused) = turn_loop::unloaded(&t) {
+            return refused;
+        }
         let (program, env, key) = match prepare(cli, &t, &mut self.live).await {
             Ok(ready) => ready,
             Err(failed) => return failed,
@@ -153,7 +156,7 @@ impl ClaudeCode {
             };
             let message = json!({
                 "type": "user",
-                "message": {"role": "user", "content": t.prompt},
+                "message": {"role": "user", "content": user_content(&t)},
                 "parent_tool_use_id": null,
                 "session_id": self.session_id.as_deref().unwrap_or("default"),
             });
@@ -229,6 +232,23 @@ impl ClaudeCode {
         }
         args
     }
+}
+
+/// A user message's content as the CLI passes it to the Messages API: the prompt's text
+/// alone, or its attachments (image and document blocks, base64) before it.
+fn user_content(t: &TurnSpec<'_>) -> Value {
+    if t.attachments.is_empty() {
+        return json!(t.prompt);
+    }
+    let mut blocks: Vec<Value> = t
+        .attachments
+        .iter()
+        .map(crate::anthropic::media_block)
+        .collect();
+    if !t.prompt.is_empty() {
+        blocks.push(json!({"type": "text", "text": t.prompt}));
+    }
+    json!(blocks)
 }
 
 /// A back-end's running process, as [`prepare`] checks it.

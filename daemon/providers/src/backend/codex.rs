@@ -91,6 +91,13 @@ impl CodexCli {
     /// Run one turn; its events go to `sink`.
     pub async fn turn<S: EventSink>(&mut self, t: TurnSpec<'_>, sink: &S) -> Outcome {
         let cli = Cli::CodexCli;
+        if let Some(refused) = turn_loop::unloaded(&t) {
+            return refused;
+        }
+        // Before anything starts: what it cannot take is said, not dropped.
+        if let Some(why) = t.attachments.iter().find_map(|m| cli.refuses(&m.about)) {
+            return Outcome::failed(why);
+        }
         let (program, env, key) = match prepare(cli, &t, &mut self.live).await {
             Ok(ready) => ready,
             Err(failed) => return failed,
@@ -188,7 +195,7 @@ impl CodexCli {
         let id = self.id();
         let start = json!({"jsonrpc": "2.0", "id": id, "method": "turn/start", "params": {
             "threadId": thread,
-            "input": [{"type": "text", "text": t.prompt, "text_elements": []}],
+            "input": user_input(&t),
             "model": t.spec.model,
         }});
         self.send(start);
@@ -327,6 +334,20 @@ impl CodexCli {
             }
         }
     }
+}
+
+/// `turn/start`'s input: the attached images as data URLs (its `image` input, which the
+/// app-server passes to the model as it is: no file to write), then the prompt's text.
+fn user_input(t: &TurnSpec<'_>) -> Value {
+    let mut input: Vec<Value> = t
+        .attachments
+        .iter()
+        .map(|m| {
+            json!({"type": "image", "url": format!("data:{};base64,{}", m.about.media_type, m.base64())})
+        })
+        .collect();
+    input.push(json!({"type": "text", "text": t.prompt, "text_elements": []}));
+    json!(input)
 }
 
 /// The thread's id in `thread/start`'s or `thread/resume`'s answer.

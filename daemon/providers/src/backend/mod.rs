@@ -73,6 +73,20 @@ impl Cli {
         }
     }
 
+    /// Why the CLI cannot be given `a`, as the user reads it; `None` when it can. Claude
+    /// Code takes images and PDFs; Codex's app-server takes images only.
+    pub fn refuses(self, a: &stepper_protocol::Attachment) -> Option<String> {
+        match (self, &a.kind) {
+            (Cli::CodexCli, stepper_protocol::AttachmentKind::Document) => Some(format!(
+                "Codex CLI takes no PDF attachments ({}): switch with /model to a model that \
+                 reads PDFs (anthropic/claude-sonnet-4-5, openai/gpt-5, claude-code/sonnet), \
+                 or send the text alone",
+                a.label()
+            )),
+            _ => None,
+        }
+    }
+
     /// The product's name, for messages.
     pub fn title(self) -> &'static str {
         match self {
@@ -181,9 +195,12 @@ impl Driver {
             prompt.push_str("\n\n");
             prompt.push_str(&early);
         }
+        // The attachments go with the prompt; text steered in later goes alone.
+        let mut attachments = t.attachments;
         let outcome = loop {
             let mut spec = t.clone();
             spec.prompt = &prompt;
+            spec.attachments = std::mem::take(&mut attachments);
             let mut outcome = match self {
                 Driver::Claude(c) => c.turn(spec, &redacting).await,
                 Driver::Codex(c) => c.turn(spec, &redacting).await,
@@ -631,6 +648,215 @@ impl BackendSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Attachments through each CLI, against fakes that keep what they were sent.
+    mod attachments {
+        use super::*;
+        use crate::stream::testing::media;
+        use serde_json::{Value, json};
+        use stepper_engine::Media;
+        use stepper_engine::tool::{AllowAll, CommandEnv};
+        use tokio_util::sync::CancellationToken;
+
+        /// Claude Code over stream-json: keeps each user message, ends each turn.
+        const FAKE_CLAUDE: &str = r#"#!/bin/sh
+case "$1" in --version) echo "2.1.0 (Claude Code)"; exit 0;; esac
+while IFS= read -r line; do
+  case "$line" in
+    *'"type":"user"'*)
+      printf '%s\n' "$line" >> "$FAKE_SEEN"
+      echo '{"type":"system","subtype":"init","session_id":"s1"}'
+      echo '{"type":"result","subtype":"success","is_error":false,"result":"seen","session_id":"s1"}'
+      ;;
+  esac
+done
+"#;
+
+        /// Codex's app-server: answers the start, keeps each `turn/start`, ends each turn.
+        const FAKE_CODEX: &str = r#"#!/bin/sh
+case "$1" in --version) echo "codex-cli 0.60.0"; exit 0;; esac
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+    *'"method":"thread/start"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"thread":{"id":"t1"}}}\n' "$id" ;;
+    *'"method":"turn/start"'*)
+      printf '%s\n' "$line" >> "$FAKE_SEEN"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"turn":{"id":"u1"}}}\n' "$id"
+      echo '{"jsonrpc":"2.0","method":"turn/completed","params":{"threadId":"t1","turn":{"id":"u1","status":"completed"}}}' ;;
+  esac
+done
+"#;
+
+        struct Quiet;
+
+        impl stepper_engine::EventSink for Quiet {
+            async fn emit(&self, _: AppEvent) -> Result<(), stepper_engine::agent::SinkError> {
+                Ok(())
+            }
+        }
+
+        struct Fake {
+            dir: tempfile::TempDir,
+            spec: BackendSpec,
+            env: Env,
+        }
+
+        impl Fake {
+            fn new(cli: Cli, script: &str) -> Fake {
+                use std::os::unix::fs::PermissionsExt;
+                let dir = tempfile::tempdir().unwrap();
+                let program = dir.path().join(cli.program());
+                std::fs::write(&program, script).unwrap();
+                std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+                let env: Env = [
+                    ("PATH", "/usr/bin:/bin".to_string()),
+                    ("HOME", dir.path().display().to_string()),
+                    ("FAKE_SEEN", dir.path().join("seen").display().to_string()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                let spec = BackendSpec {
+                    cli,
+                    command: Some(program.display().to_string()),
+                    auth: BackendAuth::Subscription,
+                    model: None,
+                    login: Vec::new(),
+                    project_trusted: true,
+                };
+                Fake { dir, spec, env }
+            }
+
+            /// A turn of `prompt` with `attachments`, and text steered in once it runs.
+            async fn turn(&self, prompt: &str, attachments: &[Media]) -> Finished {
+                let asked = std::sync::atomic::AtomicUsize::new(0);
+                let steering = move || {
+                    // The first ask is before the CLI gets anything; the second, after.
+                    match asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                        1 => vec!["and this?".to_string()],
+                        _ => Vec::new(),
+                    }
+                };
+                let cancel = CancellationToken::new();
+                let mut driver = Driver::new(self.spec.cli, None);
+                let done = driver
+                    .turn(
+                        claude::TurnSpec {
+                            prompt,
+                            attachments,
+                            spec: &self.spec,
+                            env: &self.env,
+                            cwd: self.dir.path(),
+                            plan: false,
+                            gate: &AllowAll,
+                            command_env: CommandEnv::default(),
+                            cancel: &cancel,
+                            guard: None,
+                            secrets: &[],
+                            grace: Duration::from_secs(1),
+                            steering: Some(&steering),
+                        },
+                        &Quiet,
+                    )
+                    .await;
+                driver.shut().await;
+                done
+            }
+
+            /// What the CLI was sent, message by message.
+            fn seen(&self) -> Vec<Value> {
+                std::fs::read_to_string(self.dir.path().join("seen"))
+                    .unwrap_or_default()
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect()
+            }
+        }
+
+        fn png() -> Media {
+            media("shot.png", "image/png", b"PNG!")
+        }
+
+        fn pdf() -> Media {
+            media("spec.pdf", "application/pdf", b"%PDF")
+        }
+
+        #[tokio::test]
+        async fn claude_code_is_sent_image_and_document_blocks_before_the_text() {
+            let fake = Fake::new(Cli::ClaudeCode, FAKE_CLAUDE);
+            let done = fake.turn("what is wrong here?", &[png(), pdf()]).await;
+            assert_eq!(done.outcome.status, TurnStatus::Completed, "{done:?}");
+            let seen = fake.seen();
+            assert_eq!(
+                seen[0]["message"],
+                json!({"role": "user", "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "UE5HIQ=="}},
+                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERg=="}, "title": "spec.pdf"},
+                    {"type": "text", "text": "what is wrong here?"}
+                ]})
+            );
+            // What was steered in goes alone: the pictures are not sent twice.
+            assert_eq!(
+                seen[1]["message"],
+                json!({"role": "user", "content": "and this?"})
+            );
+            assert_eq!(seen.len(), 2);
+        }
+
+        #[tokio::test]
+        async fn codex_is_sent_images_as_data_urls_and_refuses_a_pdf_before_starting() {
+            let fake = Fake::new(Cli::CodexCli, FAKE_CODEX);
+            let done = fake.turn("what is wrong here?", &[png()]).await;
+            assert_eq!(done.outcome.status, TurnStatus::Completed, "{done:?}");
+            let seen = fake.seen();
+            assert_eq!(
+                seen[0]["params"]["input"],
+                json!([
+                    {"type": "image", "url": "data:image/png;base64,UE5HIQ=="},
+                    {"type": "text", "text": "what is wrong here?", "text_elements": []}
+                ])
+            );
+            assert_eq!(
+                seen[1]["params"]["input"],
+                json!([{"type": "text", "text": "and this?", "text_elements": []}])
+            );
+
+            let fake = Fake::new(Cli::CodexCli, FAKE_CODEX);
+            let done = fake.turn("summarise it", &[png(), pdf()]).await;
+            assert_eq!(done.outcome.status, TurnStatus::Failed);
+            assert_eq!(
+                done.outcome.error.as_deref(),
+                Some(
+                    "Codex CLI takes no PDF attachments ([document: spec.pdf 4 B]): switch \
+                     with /model to a model that reads PDFs (anthropic/claude-sonnet-4-5, \
+                     openai/gpt-5, claude-code/sonnet), or send the text alone"
+                )
+            );
+            assert!(fake.seen().is_empty(), "nothing reached Codex");
+            assert_eq!(Cli::ClaudeCode.refuses(&pdf().about), None);
+        }
+
+        #[tokio::test]
+        async fn an_attachment_without_its_bytes_is_refused_before_the_cli_starts() {
+            for cli in [Cli::ClaudeCode, Cli::CodexCli] {
+                let mut fake = Fake::new(cli, "#!/bin/sh\nexit 1\n");
+                // A CLI that cannot even be found: asked for anything, it would say so.
+                fake.spec.command = Some("/nonexistent/cli".into());
+                let mut unloaded = png();
+                unloaded.data = None;
+                let done = fake.turn("look", &[unloaded]).await;
+                assert!(
+                    done.outcome.error.as_deref().is_some_and(|e| e.starts_with(
+                        "an attachment's bytes were not loaded ([image: shot.png 4 B])"
+                    )),
+                    "{cli:?}: {done:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn versions_are_read_from_what_the_clis_print() {

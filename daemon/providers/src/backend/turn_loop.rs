@@ -10,8 +10,8 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use serde_json::Value;
-use stepper_engine::EventSink;
 use stepper_engine::tool::{CommandEnv, Decision, Gate, GateRequest};
+use stepper_engine::{EventSink, Media};
 use stepper_protocol::session::Env;
 use stepper_protocol::{AppEvent, TurnStatus};
 use tokio_util::sync::CancellationToken;
@@ -24,6 +24,9 @@ use crate::ndjson::Line;
 #[derive(Clone)]
 pub struct TurnSpec<'a> {
     pub prompt: &'a str,
+    /// The images and PDFs attached to the prompt, with their bytes: they go with the
+    /// prompt, before its text (never with text steered in later).
+    pub attachments: &'a [Media],
     pub spec: &'a BackendSpec,
     /// The session's environment, before [`BackendSpec::environment`].
     pub env: &'a Env,
@@ -61,6 +64,18 @@ impl Outcome {
             text: String::new(),
         }
     }
+}
+
+/// A turn whose attachments' bytes were not loaded is refused before the CLI hears of it:
+/// sent, the CLI would be shown nothing.
+pub(super) fn unloaded(t: &TurnSpec<'_>) -> Option<Outcome> {
+    t.attachments.iter().find(|m| m.needs_bytes()).map(|m| {
+        Outcome::failed(format!(
+            "an attachment's bytes were not loaded ({}): this is a bug in stepper, please \
+             report it; nothing was sent",
+            m.about.label()
+        ))
+    })
 }
 
 /// Why a turn failed when the CLI's process ended during it.

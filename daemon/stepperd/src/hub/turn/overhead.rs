@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use stepper_engine::ModelRef;
 use stepper_engine::catalogue::ModelInfo;
 use stepper_engine::compaction::CompactionPlan;
+use stepper_engine::media_tokens::Accounting;
 use stepper_engine::prompt::Base;
 use stepper_engine::tool::Tool;
 
@@ -28,6 +29,8 @@ pub(crate) struct Overhead {
     pub(crate) memory: u64,
     pub(crate) tools: u64,
     pub(crate) threshold: f64,
+    /// How the model counts the conversation's images and PDFs.
+    pub(crate) accounting: Accounting,
 }
 
 impl Overhead {
@@ -47,6 +50,10 @@ pub(crate) async fn overhead(deps: &HubDeps, session: &LiveSession) -> Result<Ov
     let info = ModelRef::parse(&model)
         .map(|m| deps.providers.model_info(&m, &settings))
         .unwrap_or_default();
+    let kind = ModelRef::parse(&model)
+        .ok()
+        .and_then(|m| deps.providers.kind_of(&m, &settings));
+    let accounting = Accounting::of_call(kind, &model);
     let memory = instructions(&cwd, home.as_deref(), &settings, deps.settings.config_dir()).await;
     let ext = deps.extensions.get(&cwd, home.as_deref()).await;
     let skills = ext.model_invocable();
@@ -79,6 +86,7 @@ pub(crate) async fn overhead(deps: &HubDeps, session: &LiveSession) -> Result<Ov
         memory: tokens(memory.text.len()),
         tools: tokens(serde_json::to_string(&specs).map_or(0, |s| s.len())),
         threshold: settings.compaction_threshold(),
+        accounting,
     })
 }
 
@@ -90,11 +98,11 @@ pub(crate) async fn context_window(
 ) -> Result<stepper_protocol::methods::SessionContextResponse, HubError> {
     let overhead = overhead(deps, session).await?;
     // A stored context that cannot be read counts as empty here; the next turn says why.
+    // Images and PDFs counted as the model counts them, not as their labels' bytes.
     let messages = history(&deps.store, session_id, MAIN_LAYER)
         .await
-        .map(|m| stepper_engine::compaction::messages_bytes(&m))
+        .map(|m| stepper_engine::compaction::messages_tokens(overhead.accounting, &m))
         .unwrap_or(0);
-    let messages = stepper_engine::compaction::tokens(messages);
     let window = overhead.info.context_window();
     Ok(stepper_protocol::methods::SessionContextResponse {
         window,
