@@ -157,7 +157,11 @@ fn main() {
     let _ = env.run(&["daemon", "stop"]);
 
     let (t, i, u) = (median(&mut text), median(&mut image), median(&mut upload));
-    let (t2, i2, u2) = (median(&mut text2), median(&mut image2), median(&mut upload2));
+    let (t2, i2, u2) = (
+        median(&mut text2),
+        median(&mut image2),
+        median(&mut upload2),
+    );
     println!(
         "## A turn with a {:.1} MB picture ({} runs, medians)\n",
         png.len() as f64 / 1e6,

@@ -1138,3 +1138,98 @@ async fn the_real_codex_is_interrupted_and_its_thread_resumed_after_a_restart() 
         "the thread was not resumed: {last}"
     );
 }
+
+/// `session/submit` with an image part, on a session of another agent CLI.
+async fn submit_image(client: &stepper_protocol::client::DaemonClient, id: &str) {
+    client
+        .call::<stepper_protocol::methods::SessionSubmit>(
+            stepper_protocol::methods::SessionSubmitParams {
+                session_id: id.into(),
+                text: "what is this?".into(),
+                parts: vec![stepper_protocol::InputPart::image(
+                    "dot.png",
+                    crate::images::DOT_PNG.to_string(),
+                )],
+                env: None,
+            },
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_real_claude_code_and_codex_are_given_an_attached_image() {
+    let (Some(claude), Some(codex)) = (real_claude(), real_codex()) else {
+        return;
+    };
+    let env = TestEnv::new();
+    settings(&env, &claude, serde_json::json!({}));
+    codex_home(&env, &codex);
+    env.start_daemon();
+    let client = env.client().await;
+
+    // Claude Code takes it in its stream-json input and sends the API an image block.
+    let id = real_session(&env, &client).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    submit_image(&client, &id).await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None), "{seen:#?}");
+    let request = env.fake.requests().last().cloned().unwrap();
+    let user = request["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        user["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["type"] == "image" && b["source"]["data"] == crate::images::DOT_PNG),
+        "{user}"
+    );
+
+    // Codex takes it as a data URL and sends the Responses API an input_image.
+    let id = codex_session(&env, &client).await;
+    let mut events = client.subscribe_events(&id, 0).await.unwrap();
+    submit_image(&client, &id).await;
+    let seen = until_turn_finished(&mut events).await;
+    assert_eq!(finished(&seen), (TurnStatus::Completed, None), "{seen:#?}");
+    let sent = env.fake.seen(stepper_e2e::fake_llm::Route::Responses);
+    let body = sent.last().unwrap().body.to_string();
+    assert!(
+        body.contains("input_image") && body.contains(crate::images::DOT_PNG),
+        "{body}"
+    );
+
+    // A PDF Codex cannot take is refused before it starts, saying so.
+    let pdf = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        crate::images::tiny_pdf(),
+    );
+    client
+        .call::<stepper_protocol::methods::SessionSubmit>(
+            stepper_protocol::methods::SessionSubmitParams {
+                session_id: id.clone(),
+                text: "and this?".into(),
+                parts: vec![stepper_protocol::InputPart::Document {
+                    source: stepper_protocol::attachment::PartSource {
+                        data: Some(pdf),
+                        name: Some("spec.pdf".into()),
+                        ..Default::default()
+                    },
+                }],
+                env: None,
+            },
+        )
+        .await
+        .unwrap();
+    let seen = until_turn_finished(&mut events).await;
+    let (status, error) = finished(&seen);
+    assert_eq!(status, TurnStatus::Failed);
+    assert!(
+        error.unwrap().contains("Codex CLI takes no PDF"),
+        "{seen:#?}"
+    );
+}

@@ -575,3 +575,22 @@ fn a_read_picture_or_pdf_comes_back_as_content_the_model_can_see() {
         serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}})
     );
 }
+
+#[test]
+fn a_model_that_takes_no_images_is_refused_before_any_request() {
+    let env = TestEnv::new();
+    let shot = env.project.path().join("shot.png");
+    std::fs::write(&shot, dot()).unwrap();
+    let out = env.run(&[
+        "ask",
+        "--model",
+        "openai/o3-mini",
+        "--image",
+        &shot.display().to_string(),
+        "what is this?",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("takes no images"), "{err}");
+    assert!(env.fake.seen(Route::Responses).is_empty());
+}

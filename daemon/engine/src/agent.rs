@@ -25,7 +25,7 @@ use crate::hooks::{BeforeTool, TurnHooks};
 use crate::interrupt::Interrupt;
 use crate::provider::HostedTool;
 use crate::provider::{
-    ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, ProviderError, Role,
+    ChatEvent, ChatMessage, ChatRequest, ContentPart, LlmProvider, Media, ProviderError, Role,
 };
 use crate::redact::Redactor;
 use crate::tool::{OutputSink, Tool, ToolCx, ToolError, ToolResult, ToolSource};
@@ -839,6 +839,18 @@ impl AgentLoop {
             ),
         };
         let mut content = self.redactor.redact(&content);
+        // What the model cannot see (its catalogue entry takes no images, or no PDFs) is
+        // named instead of sent, so the request is not refused for it.
+        let (media, unseen): (Vec<Media>, Vec<Media>) = media
+            .into_iter()
+            .partition(|m| self.model.refuses("", &m.about).is_none());
+        for m in unseen {
+            content.push_str(&format!(
+                "\n\n{} is not shown: this model takes no {}s.",
+                m.about.label(),
+                m.about.kind
+            ));
+        }
         let before = step.said_before().remove(&id);
         if let Some(context) = before {
             content.push_str("\n\n[hook] ");
@@ -1410,6 +1422,36 @@ mod tests {
                 is_error: false,
                 media: vec![shot_media()],
             }]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_model_that_takes_no_images_is_told_of_the_picture_not_sent_it() {
+        let provider = Arc::new(Turns(
+            vec![calls(&[("c1", "shot", "{}")]), text("I cannot see it")],
+            Mutex::default(),
+        ));
+        let sink = Recorder::default();
+        let blind = ModelInfo {
+            images: Some(false),
+            ..ModelInfo::default()
+        };
+        let out = AgentLoop::new(provider.clone())
+            .with_tools(vec![Arc::new(Shot)], tool_cx())
+            .with_model_info(blind)
+            .run(request(), CancellationToken::new(), &sink)
+            .await;
+        assert_eq!(out.status, TurnStatus::Completed, "{:?}", out.error);
+        let requests = provider.1.lock().unwrap();
+        let [ContentPart::ToolResult { content, media, .. }] =
+            requests[1].messages.last().unwrap().content.as_slice()
+        else {
+            panic!("{:?}", requests[1].messages.last());
+        };
+        assert!(media.is_empty());
+        assert!(
+            content.ends_with("is not shown: this model takes no images."),
+            "{content}"
         );
     }
 

@@ -107,6 +107,7 @@ pub(super) async fn run(turn: &Turn, setup: Setup) -> Result<Outcome, LogError> 
         .turn(
             TurnSpec {
                 prompt: &turn.input.text,
+                attachments: &setup.attached,
                 spec: &spec,
                 env: &effective,
                 cwd: &cwd,

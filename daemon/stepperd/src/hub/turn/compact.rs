@@ -52,7 +52,8 @@ pub(in crate::hub) fn summarizer(
 
 /// Compact the conversation and finish the turn.
 pub(super) async fn run(turn: &Turn, compaction: Compaction<'_>) -> Result<(), LogError> {
-    use stepper_engine::compaction::{messages_bytes, tokens};
+    use stepper_engine::compaction::messages_tokens;
+    use stepper_engine::media_tokens::Accounting;
     let Compaction {
         request,
         fixed,
@@ -61,7 +62,9 @@ pub(super) async fn run(turn: &Turn, compaction: Compaction<'_>) -> Result<(), L
         hooks,
     } = compaction;
     let instructions = (!instructions.is_empty()).then_some(instructions);
-    let before_tokens = fixed + tokens(messages_bytes(&request.messages));
+    // Pictures and PDFs by the accounting of the model's family.
+    let accounting = Accounting::of_model(&request.model);
+    let before_tokens = fixed + messages_tokens(accounting, &request.messages);
     turn.append(AppEvent::CompactionStarted {
         before_tokens,
         manual: true,
@@ -102,7 +105,7 @@ pub(super) async fn run(turn: &Turn, compaction: Compaction<'_>) -> Result<(), L
     let error = done.error.clone();
     turn.append(AppEvent::CompactionFinished {
         before_tokens,
-        after_tokens: fixed + tokens(messages_bytes(&done.messages)),
+        after_tokens: fixed + messages_tokens(accounting, &done.messages),
         pruned: done.pruned,
         summarized: done.summarized,
         error: done.error,

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use stepper_engine::catalogue::ModelInfo;
 use stepper_engine::config::memory::PathRule;
 use stepper_engine::config::{PermissionMode, Settings};
 use stepper_engine::gate::{Policy, Rule};
@@ -567,7 +566,7 @@ async fn setup(turn: &Turn, model: &str) -> Result<Setup, TurnError> {
         }
         Err(e) => return Err(e.into()),
     };
-    let attached = attached(turn, &model_ref.to_string(), &resolved.info).await?;
+    let attached = attached(turn, &model_ref.to_string(), &resolved).await?;
     let mut secrets = deps.providers.known_secrets(&settings, &effective);
     secrets.extend(resolved.secrets.iter().cloned());
     let record = record.or_else(|| settings.record.as_ref().map(|r| cwd.join(r)));
@@ -592,20 +591,20 @@ async fn setup(turn: &Turn, model: &str) -> Result<Setup, TurnError> {
     })
 }
 
-// FIXME(merge): ModelInfo::refuses from the providers branch.
-fn refuses(_info: &ModelInfo, _model: &str, _a: &stepper_protocol::Attachment) -> Option<String> {
-    None
-}
-
 /// The input's attachments with their bytes from the store, once the model is known to take
 /// them: a model whose catalogue entry takes no images (or no PDFs) is said so here, before
 /// any request.
-async fn attached(turn: &Turn, model: &str, info: &ModelInfo) -> Result<Vec<Media>, TurnError> {
+async fn attached(turn: &Turn, model: &str, resolved: &Resolved) -> Result<Vec<Media>, TurnError> {
     let about = &turn.input.attachments;
     if about.is_empty() {
         return Ok(Vec::new());
     }
-    if let Some(refused) = about.iter().find_map(|a| refuses(info, model, a)) {
+    // Another agent CLI says what it takes; a model, its catalogue entry.
+    let refused = about.iter().find_map(|a| match &resolved.backend {
+        Some(backend) => backend.cli.refuses(a),
+        None => resolved.info.refuses(model, a),
+    });
+    if let Some(refused) = refused {
         return Err(TurnError::Attachment(refused));
     }
     let hashes: Vec<&str> = about.iter().map(|a| a.sha256.as_str()).collect();
