@@ -594,3 +594,28 @@ fn a_model_that_takes_no_images_is_refused_before_any_request() {
     assert!(err.contains("takes no images"), "{err}");
     assert!(env.fake.seen(Route::Responses).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_context_counts_a_pdf_by_its_pages() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let client = env.client().await;
+    let (id, events) = ask_with(&env, &client, None, "read it", vec![pdf_part()]).await;
+    finished_ok(&events);
+    let context = client
+        .call::<SessionContext>(SessionParams {
+            session_id: id.clone(),
+        })
+        .await
+        .unwrap();
+    // One page, at the 3,000 tokens a page Anthropic's accounting reaches (its bytes alone
+    // would be some 100 tokens).
+    assert!(context.messages >= 3000, "{context:?}");
+    let (other, events) = ask_with(&env, &client, None, "read it", Vec::new()).await;
+    finished_ok(&events);
+    let without = client
+        .call::<SessionContext>(SessionParams { session_id: other })
+        .await
+        .unwrap();
+    assert!(without.messages < 1000, "{without:?}");
+}

@@ -702,6 +702,8 @@ fn model_picker_lists_the_catalogue_and_enter_sets_one() {
         cache_read_price: None,
         cache_write_price: None,
         configured: false,
+        images: None,
+        pdf: None,
     };
     app.apply(CoreEvent::Models(vec![
         entry("anthropic/claude-opus-4-1", 200_000, Some((15.0, 75.0))),

@@ -46,6 +46,11 @@ pub struct ModelEntry {
     pub cache_write_price: Option<f64>,
     /// Described in the settings (rather than only in the built-in catalogue).
     pub configured: bool,
+    /// Whether it takes pictures, and PDFs; absent when not known (the provider decides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pdf: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

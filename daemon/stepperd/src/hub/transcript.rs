@@ -139,9 +139,25 @@ impl TranscriptWriter {
             return None;
         }
         let (kind, message) = match &envelope.event {
-            AppEvent::TurnStarted { text, model, .. } => {
+            AppEvent::TurnStarted {
+                text,
+                model,
+                attachments,
+                ..
+            } => {
                 self.model = model.clone();
-                ("user", json!({"role": "user", "content": text}))
+                if attachments.is_empty() {
+                    ("user", json!({"role": "user", "content": text}))
+                } else {
+                    // Named, not copied: the bytes stay in the session's store
+                    // (`session/attachment`), not in a file beside it.
+                    let mut content: Vec<Value> = attachments
+                        .iter()
+                        .map(|a| json!({"type": "text", "text": a.label()}))
+                        .collect();
+                    content.push(json!({"type": "text", "text": text}));
+                    ("user", json!({"role": "user", "content": content}))
+                }
             }
             AppEvent::MessageCompleted { text, stop_reason } if !text.is_empty() => (
                 "assistant",

@@ -270,6 +270,8 @@ fn models_list(daemon: &Daemon, settings: &Settings) -> ModelsListResponse {
                 cache_read_price: info.cache_read_price,
                 cache_write_price: info.cache_write_price,
                 configured,
+                images: info.images,
+                pdf: info.pdf,
             }
         })
         .collect();
