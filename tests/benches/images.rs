@@ -61,17 +61,9 @@ async fn two_turns(
     let t = Instant::now();
     let created = client
         .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: env.envs().into_iter().collect(),
-            model: None,
-            title: None,
-            record: None,
-            mode: None,
-            sandbox: None,
             input: Some(text.to_string()),
             input_parts: parts,
-            system_prompt: None,
-            append_system_prompt: None,
+            ..env.session_params()
         })
         .await
         .unwrap();

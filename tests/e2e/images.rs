@@ -56,17 +56,10 @@ async fn ask_with(
 ) -> (String, Vec<EventEnvelope>) {
     let created = client
         .call::<SessionCreate>(SessionCreateParams {
-            cwd: env.project.path().display().to_string(),
-            env: env.envs().into_iter().collect(),
             model: model.map(str::to_string),
-            title: None,
-            record: None,
-            mode: None,
-            sandbox: None,
             input: Some(text.to_string()),
             input_parts: parts,
-            system_prompt: None,
-            append_system_prompt: None,
+            ..env.session_params()
         })
         .await
         .unwrap();
@@ -139,19 +132,7 @@ fn last_user_content(env: &TestEnv, route: Route) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_image_and_a_pdf_reach_each_wire_format_as_its_own_blocks() {
     let env = TestEnv::new();
-    let settings = serde_json::json!({
-        "providers": { "local": {
-            "kind": "openai-chat",
-            "baseUrl": format!("{}/v1", env.fake.url),
-        }}
-    });
-    std::fs::create_dir_all(env.project.path().join(".stepper")).unwrap();
-    std::fs::write(
-        env.project.path().join(".stepper/setting.json"),
-        settings.to_string(),
-    )
-    .unwrap();
-    env.trust_project();
+    env.local_provider();
     env.start_daemon();
     let client = env.client().await;
     let png = b64(&dot());
@@ -488,19 +469,7 @@ fn a_read_picture_or_pdf_comes_back_as_content_the_model_can_see() {
     std::fs::write(env.project.path().join("spec.pdf"), tiny_pdf()).unwrap();
     let png = b64(&dot());
     let pdf = b64(&tiny_pdf());
-    let settings = serde_json::json!({
-        "providers": { "local": {
-            "kind": "openai-chat",
-            "baseUrl": format!("{}/v1", env.fake.url),
-        }}
-    });
-    std::fs::create_dir_all(env.project.path().join(".stepper")).unwrap();
-    std::fs::write(
-        env.project.path().join(".stepper/setting.json"),
-        settings.to_string(),
-    )
-    .unwrap();
-    env.trust_project();
+    env.local_provider();
     let ask = |model: &str| {
         let out = env.run(&["ask", "--model", model, "what do they show?"]);
         assert!(

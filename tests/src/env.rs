@@ -276,6 +276,42 @@ impl TestEnv {
             .expect("connect to daemon")
     }
 
+    /// `session/create`'s parameters for a session in the project folder with this test's
+    /// environment, and nothing else set.
+    pub fn session_params(&self) -> stepper_protocol::methods::SessionCreateParams {
+        stepper_protocol::methods::SessionCreateParams {
+            cwd: self.project.path().display().to_string(),
+            env: self.envs().into_iter().collect(),
+            model: None,
+            title: None,
+            record: None,
+            mode: None,
+            sandbox: None,
+            input: None,
+            input_parts: Vec::new(),
+            system_prompt: None,
+            append_system_prompt: None,
+        }
+    }
+
+    /// A local OpenAI-compatible provider `local` at the fake LLM, in the project's settings
+    /// (and the project trusted, so they count).
+    pub fn local_provider(&self) {
+        let settings = serde_json::json!({
+            "providers": { "local": {
+                "kind": "openai-chat",
+                "baseUrl": format!("{}/v1", self.fake.url),
+            }}
+        });
+        std::fs::create_dir_all(self.project.path().join(".stepper")).unwrap();
+        std::fs::write(
+            self.project.path().join(".stepper/setting.json"),
+            settings.to_string(),
+        )
+        .unwrap();
+        self.trust_project();
+    }
+
     /// A session in the project folder, created over the protocol with this test's
     /// environment; `mode` as `session/create` takes it.
     pub async fn create_session(
@@ -284,17 +320,9 @@ impl TestEnv {
         mode: Option<stepper_protocol::PermissionMode>,
     ) -> String {
         let params = stepper_protocol::methods::SessionCreateParams {
-            cwd: self.project.path().display().to_string(),
-            env: self.envs().into_iter().collect(),
-            model: None,
             title: Some("e2e".into()),
-            record: None,
             mode,
-            sandbox: None,
-            input: None,
-            input_parts: Vec::new(),
-            system_prompt: None,
-            append_system_prompt: None,
+            ..self.session_params()
         };
         client
             .call::<stepper_protocol::methods::SessionCreate>(params)
