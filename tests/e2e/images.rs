@@ -438,6 +438,40 @@ fn ask_attaches_an_image_by_flag_and_a_pdf_by_its_at_word() {
             .unwrap()
             .starts_with("compare with @spec.pdf")
     );
+    // The same from the command line to the other families: each gets both, in its blocks.
+    env.local_provider();
+    for (model, route, image, pdf) in [
+        (
+            "openai/gpt-5",
+            Route::Responses,
+            "input_image",
+            "input_file",
+        ),
+        ("local/qwen3-vl", Route::Chat, "image_url", "file"),
+    ] {
+        let out = env.run(&[
+            "ask",
+            "--model",
+            model,
+            "--image",
+            &shot.display().to_string(),
+            "compare with @spec.pdf",
+        ]);
+        assert!(
+            out.status.success(),
+            "{model}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let body = env.fake.seen(route).last().unwrap().body.to_string();
+        for needle in [
+            format!("\"type\":\"{image}\""),
+            format!("\"type\":\"{pdf}\""),
+            format!("data:image/png;base64,{}", b64(&dot())),
+            format!("data:application/pdf;base64,{}", b64(&tiny_pdf())),
+        ] {
+            assert!(body.contains(&needle), "{model}: no {needle} in {body}");
+        }
+    }
 
     // A file that is no image is refused before anything is sent.
     let notes = shots.path().join("notes.png");
