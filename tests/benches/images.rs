@@ -6,7 +6,8 @@
 //!
 //! Each measured turn is `session/create {input, inputParts}` to `TurnFinished` on a warm
 //! daemon against the fake LLM, a fresh session each time, the variants interleaved so that
-//! the machine's noise falls on all alike. Also the daemon's resident memory after the runs.
+//! the machine's noise falls on all alike. Then the daemon's resident memory over sessions with
+//! the picture, and once they have left memory.
 //!
 //! `cargo bench -p stepper-e2e --bench images`
 
@@ -22,6 +23,8 @@ use stepper_protocol::methods::*;
 use stepper_protocol::{AppEvent, InputPart, TurnStatus};
 
 const RUNS: usize = 15;
+/// Sessions with the picture while the daemon's memory is watched.
+const MEMORY_RUNS: usize = 60;
 
 /// A PNG of noise of about `bytes` (noise does not compress: the file is its pixels).
 fn picture(bytes: usize) -> Vec<u8> {
@@ -121,7 +124,6 @@ fn main() {
         .unwrap();
     let (mut text, mut image, mut upload) = (Vec::new(), Vec::new(), Vec::new());
     let (mut text2, mut image2, mut upload2) = (Vec::new(), Vec::new(), Vec::new());
-    let rss_before = rss_kib(env.daemon_pid().unwrap());
     rt.block_on(async {
         let client = env.client().await;
         // A warm daemon: the first session of each kind is not counted.
@@ -145,7 +147,47 @@ fn main() {
             }
         }
     });
-    let rss_after = rss_kib(env.daemon_pid().unwrap());
+    let _ = env.run(&["daemon", "stop"]);
+
+    // Memory, on a daemon of its own: sessions with the picture only, then once they have
+    // left memory (a session nobody uses is let go), what the daemon still holds.
+    let env = TestEnv::new();
+    env.start_daemon();
+    let pid = env.daemon_pid().unwrap();
+    let rss_before = rss_kib(pid);
+    // Resident memory after each tenth of the sessions: flat once the allocator and SQLite's
+    // caches are warm, or growing with every picture if something kept one.
+    let mut rss_along = Vec::new();
+    rt.block_on(async {
+        let client = env.client().await;
+        for i in 1..=MEMORY_RUNS {
+            two_turns(
+                &env,
+                &client,
+                "what is this?",
+                vec![InputPart::image("noise.png", data.clone())],
+            )
+            .await;
+            if i % (MEMORY_RUNS / 10) == 0 {
+                rss_along.push(rss_kib(pid) / 1024);
+            }
+        }
+        let live = || async {
+            client
+                .call::<DaemonInfo>(Empty {})
+                .await
+                .unwrap()
+                .live_sessions
+                == 0
+        };
+        stepper_e2e::wait::wait_until_async(
+            "the sessions to leave memory",
+            Duration::from_secs(60),
+            live,
+        )
+        .await;
+    });
+    let rss_after = rss_kib(pid);
     let _ = env.run(&["daemon", "stop"]);
 
     let (t, i, u) = (median(&mut text), median(&mut image), median(&mut upload));
@@ -180,9 +222,10 @@ fn main() {
         over(i2, t2) / over(u2, t2).max(0.001),
     );
     println!(
-        "Daemon memory: {} MiB before, {} MiB after {} sessions with the picture.",
+        "Daemon memory over {MEMORY_RUNS} sessions with the picture: {} MiB before; after each \
+         tenth of them {:?} MiB; {} MiB once they left memory.",
         rss_before / 1024,
+        rss_along,
         rss_after / 1024,
-        RUNS + 1
     );
 }

@@ -1163,8 +1163,14 @@ async fn the_real_claude_code_and_codex_are_given_an_attached_image() {
         return;
     };
     let env = TestEnv::new();
-    settings(&env, &claude, serde_json::json!({}));
+    // Codex's home, then one setting naming both CLIs.
     codex_home(&env, &codex);
+    settings(&env, &claude, serde_json::json!({}));
+    let setting = env.places().config_dir.join("setting.json");
+    let mut both: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&setting).unwrap()).unwrap();
+    both["providers"]["codex-cli"] = serde_json::json!({"kind": "codex-cli", "command": codex});
+    std::fs::write(&setting, both.to_string()).unwrap();
     env.start_daemon();
     let client = env.client().await;
 

@@ -101,7 +101,7 @@ fn the_documented_session_works_over_a_plain_websocket() {
     let reply = initialize(&mut ws);
     assert_eq!(
         result(&reply)["protocolVersion"],
-        json!({"major": 1, "minor": 13})
+        json!({"major": 1, "minor": 14})
     );
 
     let session = create(&mut ws, &env, 2);

@@ -371,6 +371,9 @@ impl FakeLlm {
                     )
                     .route("/oauth/token", post(token))
                     .route("/v1/models", axum::routing::get(models))
+                    // Requests carry pictures and PDFs (20 MiB as base64 and more), over
+                    // axum's 2 MB default.
+                    .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
                     .with_state(state);
                 // Without TCP_NODELAY each small SSE write waits on the client's delayed ACK
                 // (~40 ms): real API servers stream with it set.

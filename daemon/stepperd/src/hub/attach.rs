@@ -160,6 +160,14 @@ async fn bytes_of(
 /// `path` (relative to `cwd`, or absolute) resolved, and inside `cwd`: a client reads files
 /// elsewhere itself and sends their bytes.
 async fn inside(cwd: &Path, path: &str, i: usize) -> Result<std::path::PathBuf, HubError> {
+    // A folder that is not absolute is refused by `session/create` after the parts are read:
+    // nothing may be read relative to the daemon's own folder meanwhile.
+    if !cwd.is_absolute() {
+        return Err(HubError::Invalid(format!(
+            "cwd {:?} must be an absolute path",
+            cwd.display().to_string()
+        )));
+    }
     let joined = cwd.join(path);
     let real = tokio::fs::canonicalize(&joined)
         .await
