@@ -622,3 +622,40 @@ async fn the_context_counts_a_pdf_by_its_pages() {
         .unwrap();
     assert!(without.messages < 1000, "{without:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compacted_conversation_stops_sending_its_old_pictures() {
+    let env = TestEnv::new();
+    env.start_daemon();
+    let client = env.client().await;
+    let (id, events) = ask_with(&env, &client, None, "look at this", vec![image_part()]).await;
+    finished_ok(&events);
+    for n in 1..=4 {
+        let events = submit_with(&client, &id, &format!("more {n}"), Vec::new()).await;
+        finished_ok(&events);
+    }
+    assert!(carries_the_dot(env.fake.requests().last().unwrap()));
+    let mut stream = client.subscribe_events(&id, 0).await.unwrap();
+    stepper_e2e::events::read_until(&mut stream, |e| {
+        matches!(e.event, AppEvent::TurnFinished { .. }) && e.turn == Some(5)
+    })
+    .await;
+    client
+        .call::<SessionCompact>(SessionCompactParams {
+            session_id: id.clone(),
+            instructions: None,
+        })
+        .await
+        .unwrap();
+    until_turn_finished(&mut stream).await;
+    // The summariser is told of the picture, not sent it.
+    let summary = env.fake.requests().last().unwrap().to_string();
+    assert!(summary.contains("[image: dot.png"), "{summary}");
+    assert!(
+        !summary.contains(DOT_PNG),
+        "the summary request carried the picture"
+    );
+    let events = submit_with(&client, &id, "and now?", Vec::new()).await;
+    finished_ok(&events);
+    assert!(!carries_the_dot(env.fake.requests().last().unwrap()));
+}
