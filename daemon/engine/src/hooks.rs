@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::provider::Media;
-use crate::tool::MediaOrigin;
+use crate::provider::MediaOrigin;
 
 pub mod settings;
 

@@ -138,6 +138,17 @@ impl Media {
     }
 }
 
+/// A picture or PDF as it is on disk, before it was fitted to what models take: Claude Code's
+/// `PostToolUse` hooks are told both sizes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MediaOrigin {
+    /// Bytes on disk.
+    pub size: u64,
+    /// Pixels, for a picture.
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+}
+
 impl std::fmt::Debug for Media {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the bytes: a debug print of a context stays readable.

@@ -266,16 +266,7 @@ pub struct ToolDetails {
     pub origin: Option<MediaOrigin>,
 }
 
-/// A picture or PDF as it is on disk, before it was fitted to what models take: Claude Code's
-/// `PostToolUse` hooks are told both sizes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MediaOrigin {
-    /// Bytes on disk.
-    pub size: u64,
-    /// Pixels, for a picture.
-    pub width: Option<u32>,
-    pub height: Option<u32>,
-}
+pub use crate::provider::MediaOrigin;
 
 /// A tool's answer.
 #[derive(Debug, Clone, PartialEq)]
